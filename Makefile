@@ -1,0 +1,80 @@
+# Every target sets itself up: a fresh machine needs only python3 (>= 3.11), make and git.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+COLL_LINK := .collections/ansible_collections/gpuops/remediation
+BUILD_ROOT := .build/ansible_collections
+BUILD_COLL := $(BUILD_ROOT)/gpuops/remediation
+PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
+
+.PHONY: help venv collection demo test units integration molecule sanity lint docs build importer bench device-check clean
+
+help:
+	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
+	@echo "make test   - every test (units, integration, molecule, sanity, lint, docs, build, importer)"
+	@echo "make bench  - the benchmarks under bench/"
+
+$(VENV)/.installed: requirements.txt requirements-test.txt tools/check_python.py
+	@$(PYTHON) tools/check_python.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+# ansible-playbook and ansible-doc find the collection through this link (see ansible.cfg).
+collection: venv
+	@mkdir -p $(dir $(COLL_LINK))
+	@ln -sfn ../../.. $(COLL_LINK)
+
+demo: collection
+	$(BIN)/ansible-playbook playbooks/demo.yml
+
+test: units integration molecule sanity lint docs build importer
+	@echo "make test: all passed"
+
+units: collection
+	$(PYTEST) -q tests/unit
+
+integration: collection
+	$(BIN)/python tests/integration/run.py
+
+molecule: collection
+	@if ls extensions/molecule/*/molecule.yml >/dev/null 2>&1; then \
+	  cd extensions && $(BIN)/molecule test --all; \
+	else echo "no molecule scenarios yet"; fi
+
+# ansible-test wants a real ansible_collections/<ns>/<name> directory, not a link.
+$(BUILD_COLL): FORCE venv
+	@rm -rf $(BUILD_COLL) && mkdir -p $(BUILD_COLL)
+	@git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents {} $(BUILD_COLL)/
+FORCE:
+
+sanity: $(BUILD_COLL)
+	@$(BIN)/python tools/offline_get_pip.py --install-cache
+	cd $(BUILD_COLL) && $(BIN)/ansible-test sanity --venv --python $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') --color no
+
+lint: collection
+	$(BIN)/ansible-lint --profile production
+
+docs: collection
+	@for m in $$(ls plugins/modules/*.py | xargs -n1 basename | sed 's/\.py$$//'); do \
+	  $(BIN)/ansible-doc gpuops.remediation.$$m > /dev/null || exit 1; echo "ansible-doc $$m: ok"; done
+
+build: venv
+	@mkdir -p .build/dist
+	$(BIN)/ansible-galaxy collection build --force --output-path .build/dist .
+
+importer: build
+	cd .build/dist && GALAXY_IMPORTER_CONFIG=$(CURDIR)/tools/galaxy-importer.cfg \
+	  $(BIN)/python -m galaxy_importer.main gpuops-remediation-$$(sed -n 's/^version: *//p' $(CURDIR)/galaxy.yml).tar.gz
+
+bench: collection
+	$(BIN)/python bench/holder_scan.py
+	@if [ -f bench/fleet.py ]; then $(BIN)/python bench/fleet.py; fi
+
+clean:
+	rm -rf .build .collections tests/output importer_result.json

@@ -1,0 +1,65 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where the node's GPU interfaces live: the one switch between a real node and a simulated one.
+
+Everything that touches the driver (NVML, /dev/nvidia*, the kernel log, nvidia-smi, modprobe, lsmod,
+systemctl) asks a NodeLayout for it. With the environment variable GPUOPS_SIM_ROOT set, the layout points
+at the simulated node that gpu_sim built under that directory; otherwise at the real system. Nothing else
+in the collection reads that variable. /proc, processes and signals are always the real ones.
+"""
+
+from __future__ import annotations
+
+import os
+
+SIM_ROOT_ENV = "GPUOPS_SIM_ROOT"
+
+GPU_COMMANDS = ("nvidia-smi", "modprobe", "lsmod", "systemctl")
+
+
+class NodeLayout:
+    """Paths and entry points of one node's GPU stack."""
+
+    def __init__(self, sim_root=None):
+        self.sim_root = sim_root
+        root = sim_root or "/"
+        self.dev_dir = os.path.join(root, "dev")
+        self.sys_dir = os.path.join(root, "sys")
+        # A real node has no single kernel log file: the journal or dmesg is read instead.
+        self.kernel_log_file = os.path.join(sim_root, "kernel.log") if sim_root else None
+        self.state_dir = os.path.join(sim_root, "var") if sim_root else "/var/lib/gpuops"
+        self._bin_dir = os.path.join(sim_root, "bin") if sim_root else None
+
+    @property
+    def simulated(self):
+        return self.sim_root is not None
+
+    def command(self, module, name, required=False):
+        """Absolute path of a GPU tool, or None when absent (fails the module when required)."""
+        if self._bin_dir is None:
+            return module.get_bin_path(name, required=required)
+        path = os.path.join(self._bin_dir, name)
+        if os.access(path, os.X_OK):
+            return path
+        if required:
+            module.fail_json(msg="%s not found in the simulated node %s" % (name, self.sim_root))
+        return None
+
+    def load_nvml(self):
+        """The pynvml module, bound to the simulated NVML library on a simulated node.
+
+        Raises ImportError when nvidia-ml-py is not installed. On a simulated node pynvml's own wrapper
+        code runs unchanged; only the library it calls into is the simulation's.
+        """
+        import pynvml  # pylint: disable=import-error
+
+        if self.simulated:
+            from ansible_collections.gpuops.remediation.plugins.module_utils._sim_nvml import SimNvmlLibrary
+
+            pynvml.nvmlLib = SimNvmlLibrary(self.sim_root)
+            pynvml._nvmlGetFunctionPointer_cache = {}  # pylint: disable=protected-access
+        return pynvml
+
+
+def current_layout():
+    return NodeLayout(os.environ.get(SIM_ROOT_ENV) or None)
