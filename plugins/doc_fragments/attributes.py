@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+
+    # Standard documentation fragment
+    DOCUMENTATION = r"""
+options: {}
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+"""
+
+    # Attributes of a module that only reads.
+    INFO_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - This action does not modify state.
+  diff_mode:
+    support: N/A
+    details:
+      - This action does not modify state.
+"""
+
+    # Linux GPU node: the target needs nothing but the driver and Python; nvidia-ml-py is used when present.
+    LINUX_GPU = r"""
+options: {}
+attributes:
+  platform:
+    support: full
+    platforms: posix
+    description: Target OS/families that can be operated against.
+notes:
+  - With the environment variable C(GPUOPS_SIM_ROOT) set on the target, the module works on the simulated
+    GPU node that M(gpuops.remediation.gpu_sim) built under that directory instead of the real driver.
+"""
