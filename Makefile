@@ -6,7 +6,8 @@ BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 COLL_LINK := .collections/ansible_collections/gpuops/remediation
-BUILD_ROOT := .build/ansible_collections
+# Outside the checkout: inside it, ansible-test would list files through this repository's git and find none.
+BUILD_ROOT := $(or $(TMPDIR),/tmp)/gpuops-remediation-$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-8)/ansible_collections
 BUILD_COLL := $(BUILD_ROOT)/gpuops/remediation
 PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
 
@@ -77,4 +78,4 @@ bench: collection
 	@if [ -f bench/fleet.py ]; then $(BIN)/python bench/fleet.py; fi
 
 clean:
-	rm -rf .build .collections tests/output importer_result.json
+	rm -rf .build .collections $(dir $(BUILD_ROOT)) tests/output importer_result.json

@@ -27,7 +27,9 @@ class NodeLayout:
         self.sys_dir = os.path.join(root, "sys")
         # A real node has no single kernel log file: the journal or dmesg is read instead.
         self.kernel_log_file = os.path.join(sim_root, "kernel.log") if sim_root else None
-        self.state_dir = os.path.join(sim_root, "var") if sim_root else "/var/lib/gpuops"
+        # Where the remediation modules journal their actions and take the node's lock.
+        self.journal_file = os.path.join(root, "var", "log", "gpuops", "journal.jsonl")
+        self.lock_file = os.path.join(root, "run", "gpuops.lock")
         self._bin_dir = os.path.join(sim_root, "bin") if sim_root else None
 
     @property

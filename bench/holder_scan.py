@@ -1,0 +1,252 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark: the /proc holder scan against `lsof` and `fuser -v` on the same device files.
+
+Builds a temporary dev dir (nvidia0..nvidia7, nvidiactl, nvidia-uvm as regular files: lsof and fuser take
+any file), fills the process table to at least --processes entries with cheap forked sleepers (some hold a
+device file open, some mapped with the fd closed, one holds it only through a thread whose leader
+exited), then times:
+  scan   scan_holders() in this process, best of --repeat after one warm-up
+  lsof   the whole `lsof <files>` process, best of --repeat
+  fuser  the whole `fuser -v <files>` process, best of --repeat
+It checks that the scan's holder pids are a superset of what each tool reports, prints the ratios and one
+JSON line, and exits 1 when the scan misses a holder a tool sees (2 when the setup itself fails).
+
+Run: make bench   (or .venv/bin/python bench/holder_scan.py --processes 2000)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, ".collections"))
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders  # noqa: E402
+
+DEVICE_NAMES = ["nvidia%d" % i for i in range(8)] + ["nvidiactl", "nvidia-uvm"]
+INSTALL_HINT = "apt-get install -y lsof psmisc"
+
+
+def parse_lsof_pids(text):
+    """PIDs in `lsof` default output (COMMAND PID ... NAME; a command's spaces are printed as \\x20)."""
+    pids = set()
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 1 and fields[1].isdigit():
+            pids.add(int(fields[1]))
+    return pids
+
+
+def parse_fuser_pids(stdout):
+    """PIDs `fuser` prints on stdout (the -v table goes to stderr; access letters never reach stdout)."""
+    return {int(token.rstrip("cefFrm")) for token in stdout.split() if token.rstrip("cefFrm").isdigit()}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The process table: one spawner, forked sleepers
+
+
+# Runs as `python -S -c SPAWNER <count> <dev_dir> <ready_fd> <hold_fd> <preload> <device names>`. Without
+# site and with only os and sys loaded, each forked sleeper maps about 40 regions, like a small daemon.
+# With preload=1 the spawner first imports what a typical Python service loads (json, ctypes, subprocess,
+# ...): about 135 regions each. Sleepers block reading hold_fd, a pipe whose only writer is the benchmark:
+# when the benchmark ends, however it ends, they read EOF and exit.
+SPAWNER = r"""
+import os, sys
+
+def sleeper(role, device, hold_fd):
+    try:
+        if role == "open":
+            os.open(device, os.O_RDWR)
+        elif role == "mmap":
+            import mmap
+            fd = os.open(device, os.O_RDWR)
+            sleeper.mapping = mmap.mmap(fd, 4096)
+            os.close(fd)
+        elif role == "leader_exited":
+            import ctypes, threading
+            os.open(device, os.O_RDWR)
+            threading.Thread(target=os.read, args=(hold_fd, 1)).start()
+            ctypes.CDLL(None).pthread_exit(None)  # the main thread leaves; the other keeps the fds alive
+        os.read(hold_fd, 1)
+    finally:
+        os._exit(0)
+
+count, dev_dir, ready_fd, hold_fd = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+if sys.argv[5] == "1":
+    import argparse, ctypes, json, mmap, subprocess, tempfile, threading
+devices = [os.path.join(dev_dir, name) for name in sys.argv[6:]]
+pids = {"open": [], "mmap": [], "leader_exited": [], "idle": []}
+for index in range(count):
+    role = "leader_exited" if index == 0 else {1: "open", 2: "mmap"}.get(index % 100, "idle")
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_fd)
+        sleeper(role, devices[index % len(devices)], hold_fd)
+    pids[role].append(pid)
+os.write(ready_fd, (" ".join("%s=%s" % (role, ",".join(map(str, found))) for role, found in pids.items()) + "\n").encode())
+os.close(ready_fd)
+os.read(hold_fd, 1)
+"""
+
+
+class Table:
+    """The spawner and its sleepers: {role: [pids]} in .roles once every sleeper has been forked."""
+
+    def __init__(self, count, dev_dir, preload=False):
+        ready_read, ready_write = os.pipe()
+        hold_read, self._hold_write = os.pipe()
+        argv = [sys.executable, "-S", "-c", SPAWNER, str(count), dev_dir, str(ready_write), str(hold_read),
+                "1" if preload else "0"] + DEVICE_NAMES
+        self.spawner = subprocess.Popen(argv, pass_fds=(ready_write, hold_read), start_new_session=True)  # pylint: disable=consider-using-with
+        os.close(ready_write)
+        os.close(hold_read)
+        with os.fdopen(ready_read) as pipe:
+            line = pipe.readline()
+        if not line:
+            self.stop()
+            raise RuntimeError("the spawner exited before reporting its children")
+        self.roles = {}
+        for item in line.split():
+            role, _, pids = item.partition("=")
+            self.roles[role] = [int(pid) for pid in pids.split(",") if pid]
+
+    def stop(self):
+        # The spawner leads its own session: its group holds it and every sleeper, nothing else.
+        try:
+            os.killpg(self.spawner.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.close(self._hold_write)
+        self.spawner.wait()
+
+
+def process_count():
+    return sum(1 for name in os.listdir("/proc") if name.isdigit())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Timing
+
+
+def best_of(repeat, func):
+    times = []
+    result = None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = func()
+        times.append(time.perf_counter() - started)
+    return min(times), result
+
+
+def run_tool(argv):
+    completed = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    return completed.stdout
+
+
+def check_tools():
+    missing = [tool for tool in ("lsof", "fuser") if shutil.which(tool) is None]
+    if missing:
+        sys.exit("missing %s: install them with `%s` (Debian packages lsof and psmisc)" % (", ".join(missing), INSTALL_HINT))
+
+
+def check_process_limit(wanted):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        if hard == resource.RLIM_INFINITY or hard >= wanted:
+            resource.setrlimit(resource.RLIMIT_NPROC, (wanted, hard))
+        else:
+            sys.exit("ulimit -u is %d (hard %d): too low for %d processes" % (soft, hard, wanted))
+    with open("/proc/sys/kernel/pid_max") as handle:
+        pid_max = int(handle.read())
+    if pid_max < wanted * 2:
+        sys.exit("kernel.pid_max %d is too low for %d processes" % (pid_max, wanted))
+
+
+def make_dev_dir(root):
+    dev_dir = os.path.join(root, "dev")
+    os.mkdir(dev_dir)
+    for name in DEVICE_NAMES:
+        with open(os.path.join(dev_dir, name), "wb") as handle:
+            handle.write(b"\0" * 4096)
+    return dev_dir
+
+
+def measure(args, dev_dir, roles):
+    files = [os.path.join(dev_dir, name) for name in DEVICE_NAMES]
+    scan_holders(dev_dir)  # warm-up: dentries, page cache, pwd
+    scan_s, ours = best_of(args.repeat, lambda: scan_holders(dev_dir))
+    run_tool(["lsof"] + files)
+    lsof_s, lsof_out = best_of(args.repeat, lambda: run_tool(["lsof"] + files))
+    run_tool(["fuser", "-v"] + files)
+    fuser_s, fuser_out = best_of(args.repeat, lambda: run_tool(["fuser", "-v"] + files))
+    ours_pids = set(ours)
+    seen = {"lsof": parse_lsof_pids(lsof_out), "fuser": parse_fuser_pids(fuser_out)}
+    expected = set(roles["open"]) | set(roles["mmap"]) | set(roles["leader_exited"])
+    return {
+        "processes": process_count(),
+        "holders": {"ours": len(ours_pids), "lsof": len(seen["lsof"]), "fuser": len(seen["fuser"]),
+                    "planted": len(expected)},
+        "seconds": {"scan": round(scan_s, 4), "lsof": round(lsof_s, 4), "fuser": round(fuser_s, 4)},
+        "speedup": {"vs_lsof": round(lsof_s / scan_s, 2), "vs_fuser": round(fuser_s / scan_s, 2)},
+        "we_miss": {tool: sorted(pids - ours_pids) for tool, pids in seen.items()},
+        "they_miss": {tool: sorted(ours_pids - pids) for tool, pids in seen.items()},
+        "planted_missed_by_us": sorted(expected - ours_pids),
+        "leader_exited_via": ours.get(roles["leader_exited"][0], {}).get("via"),
+    }
+
+
+def report(result, args):
+    seconds = result["seconds"]
+    print("process table: %d processes, %d planted holders" % (result["processes"], result["holders"]["planted"]))
+    print("scan_holders  %.4f s (best of %d)" % (seconds["scan"], args.repeat))
+    print("lsof          %.4f s  -> scan is %.2fx faster (target >= 2.5x)" % (seconds["lsof"], result["speedup"]["vs_lsof"]))
+    print("fuser -v      %.4f s  -> scan is %.2fx faster (target >= 1.2x)" % (seconds["fuser"], result["speedup"]["vs_fuser"]))
+    for tool, missed in sorted(result["they_miss"].items()):
+        if missed:
+            print("%s misses %d holder(s) the scan sees: %s" % (tool, len(missed), missed[:10]))
+    for tool, missed in sorted(result["we_miss"].items()):
+        if missed:
+            print("THE SCAN MISSES %d holder(s) %s sees: %s" % (len(missed), tool, missed[:10]))
+    print(json.dumps(result, sort_keys=True))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=2000, help="fill the process table to at least this many")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--heavy-sleepers", action="store_true",
+                        help="sleepers forked from a Python that loaded json, ctypes, subprocess...: ~135 maps lines each")
+    args = parser.parse_args(argv)
+
+    check_tools()
+    check_process_limit(args.processes + 500)
+    root = tempfile.mkdtemp(prefix="gpuops-bench-")
+    table = None
+    try:
+        dev_dir = make_dev_dir(root)
+        # A margin for processes that come and go meanwhile.
+        table = Table(max(args.processes - process_count(), 0) + 20, dev_dir, args.heavy_sleepers)
+        time.sleep(0.5)  # let the leader-exited child's main thread leave
+        result = measure(args, dev_dir, table.roles)
+    finally:
+        if table is not None:
+            table.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    report(result, args)
+    missed = any(result["we_miss"].values()) or result["planted_missed_by_us"]
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

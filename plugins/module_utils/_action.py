@@ -1,0 +1,68 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every remediation module shares: the node lock, the journal, the snapshot before and after."""
+
+from __future__ import annotations
+
+import contextlib
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
+    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, take_snapshot, validate_snapshot_params,
+)
+
+ACTION_ARGUMENT_SPEC = dict(
+    journal_path=dict(type="path"),
+    lock_timeout=dict(type="float", default=60.0),
+    run_id=dict(type="str"),
+)
+
+
+def action_argument_spec(**module_options):
+    spec = dict(SNAPSHOT_ARGUMENT_SPEC)
+    spec.update(ACTION_ARGUMENT_SPEC)
+    spec.update(module_options)
+    return spec
+
+
+class Remediation:
+    """One remediation run on this node."""
+
+    def __init__(self, module):
+        self.module = module
+        self.layout = current_layout()
+        params = module.params
+        validate_snapshot_params(module)
+        if params["lock_timeout"] < 0:
+            module.fail_json(msg="lock_timeout must be 0 or more seconds, got %r" % params["lock_timeout"])
+        self.snapshot_options = SnapshotOptions.from_params(params)
+        self.journal = Journal(params["journal_path"] or self.layout.journal_file, run_id=params["run_id"])
+
+    def snapshot(self, **overrides):
+        options = SnapshotOptions.from_params(self.module.params)
+        for name, value in overrides.items():
+            setattr(options, name, value)
+        try:
+            return take_snapshot(self.module, self.layout, options)
+        except BackendUnavailable as exc:
+            self.module.fail_json(msg="backend=%s cannot run on this node: %s is not installed"
+                                  % (exc, "nvidia-ml-py" if str(exc) == "nvml" else "nvidia-smi"))
+        except UnknownGpu as exc:
+            self.module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
+        return None
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold the node lock; a run that cannot get it in lock_timeout fails, naming who holds it."""
+        lock = NodeLock(self.layout.lock_file, self.module.params["lock_timeout"])
+        try:
+            lock.acquire()
+        except LockTimeout as exc:
+            self.module.fail_json(msg=str(exc), changed=False)
+        try:
+            yield
+        finally:
+            lock.release()

@@ -1,0 +1,115 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node's action journal: one JSON object per line, an intent before each action, an outcome after.
+
+Every line is written with a single write(2) on a descriptor opened with O_APPEND and fsync'd before the
+action goes ahead, so a run that is SIGKILLed between intent and outcome still leaves the intent on disk,
+and concurrent writers never interleave inside a line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import uuid
+
+DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
+DIR_MODE = 0o750
+FILE_MODE = 0o640
+
+
+def _utc_now():
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def _ensure_parent(path):
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        os.makedirs(parent, DIR_MODE, exist_ok=True)
+        os.chmod(parent, DIR_MODE)  # makedirs' mode is filtered by the umask
+
+
+def append_line(path, record):
+    """Append one record as one line: one write, fsync, close."""
+    data = (json.dumps(record, sort_keys=False, default=str) + "\n").encode("utf-8")
+    _ensure_parent(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        written = os.write(fd, data)
+        # A short write on a regular file means the disk is full; finish the line rather than leave it torn.
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    """Writes this run's intents and outcomes to the journal at path; entries() returns what it wrote."""
+
+    def __init__(self, path=DEFAULT_JOURNAL_PATH, run_id=None):
+        self.path = path
+        self.run_id = run_id or uuid.uuid4().hex
+        self._entries = []
+        self._counter = 0
+
+    def _write(self, record):
+        append_line(self.path, record)
+        self._entries.append(record)
+        return record
+
+    def intent(self, action, **details):
+        """Record that action is about to be done; returns the entry id to pass to outcome()."""
+        self._counter += 1
+        entry_id = "%s-%d" % (self.run_id, self._counter)
+        record = {"ts": _utc_now(), "run_id": self.run_id, "id": entry_id, "phase": "intent", "action": action}
+        record.update(details)
+        self._write(record)
+        return entry_id
+
+    def outcome(self, entry_id, ok, **details):
+        """Record how the action announced by intent entry_id ended."""
+        action = None
+        for entry in self._entries:
+            if entry["id"] == entry_id and entry["phase"] == "intent":
+                action = entry["action"]
+        record = {"ts": _utc_now(), "run_id": self.run_id, "id": entry_id, "phase": "outcome", "action": action,
+                  "ok": bool(ok)}
+        record.update(details)
+        return self._write(record)
+
+    def entries(self):
+        """The records this run wrote, in order (copies, safe to put in a module result)."""
+        return [dict(entry) for entry in self._entries]
+
+
+def read_journal(path):
+    """Every whole record in the journal at path, oldest first; [] when it does not exist.
+
+    A line cut short by a crash (no newline, or not JSON) is skipped, wherever it is: a torn line from a
+    power loss can end up in the middle once later runs append after it.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def unfinished(records):
+    """The intents that have no outcome: actions a killed run may have left half done."""
+    finished = set(record.get("id") for record in records if record.get("phase") == "outcome")
+    return [record for record in records if record.get("phase") == "intent" and record.get("id") not in finished]

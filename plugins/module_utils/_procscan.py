@@ -1,0 +1,587 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Who holds the GPU device nodes, read straight from /proc; process identity and cgroup attribution.
+
+A process holds the GPU when one of its file descriptors, or one of its memory mappings, points at a
+device node of the NVIDIA driver under the node's dev dir. When the thread-group leader has exited while
+other threads live on, /proc/<pid>/fd and /proc/<pid>/maps are empty: the live threads' views under
+/proc/<pid>/task/<tid>/ are read instead.
+
+The scan runs over every process on the node, so it is written for speed: directory listings with
+os.scandir, fd links with os.readlink, the maps file read as bytes into one reused buffer and searched for
+the dev dir prefix before any line is split, and full records (stat, cmdline, uid) built only for the
+processes that hold something.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import pwd
+import re
+import threading
+
+PF_KTHREAD = 0x00200000
+NVIDIA_PCI_VENDOR = "0x10de"
+
+# Kinds of evidence, in the order they are reported in a holder's "via".
+VIA_ORDER = ("fd", "mmap", "task_fd")
+
+_DENIED = (errno.EACCES, errno.EPERM)
+_DELETED_SUFFIX = " (deleted)"
+_MAPS_BUFFER_SIZE = 1 << 18
+_MAX_WORKERS = 8
+_NAMES_PER_WORKER = 256
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Device nodes
+
+
+class _DeviceMatcher:
+    """Decides whether a path (an fd link target or a mapped file) is a GPU device node under dev_dir."""
+
+    def __init__(self, dev_dir, sys_dir):
+        # fd links and maps show resolved paths: match against the resolved dev dir.
+        real_dev_dir = os.path.realpath(dev_dir)
+        self.prefix = real_dev_dir.rstrip("/") + "/"
+        self.prefix_bytes = os.fsencode(self.prefix)
+        self.sys_dir = sys_dir
+        # A simulated node has no sysfs of its own: every dri node under its dev dir is the GPU's.
+        self.every_dri_node = real_dev_dir != "/dev"
+        self._dri_vendor_cache = {}
+
+    def device(self, path):
+        """The device path when `path` names a GPU device node, else None."""
+        if not path.startswith(self.prefix):
+            return None
+        if path.endswith(_DELETED_SUFFIX):
+            path = path[:-len(_DELETED_SUFFIX)]
+        relative = path[len(self.prefix):]
+        if relative.startswith("nvidia"):
+            # nvidia0..N, nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset, nvidia-nvswitch*, ...
+            if "/" not in relative or relative.startswith("nvidia-caps/"):
+                return path
+            return None
+        if relative.startswith("dri/") and self._is_nvidia_dri(relative[4:]):
+            return path
+        return None
+
+    def _is_nvidia_dri(self, node):
+        if self.every_dri_node:
+            return True
+        if node not in self._dri_vendor_cache:
+            vendor_file = os.path.join(self.sys_dir, "class", "drm", node, "device", "vendor")
+            try:
+                with open(vendor_file) as handle:
+                    vendor = handle.read().strip().lower()
+            except (OSError, UnicodeDecodeError):
+                vendor = None
+            self._dri_vendor_cache[node] = vendor == NVIDIA_PCI_VENDOR
+        return self._dri_vendor_cache[node]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading one process's fds and maps. Each reader returns its hits, or raises OSError.
+
+
+def _fd_devices(fd_dir, matcher):
+    """(number of fds, [device paths]) of the fds listed in fd_dir."""
+    count = 0
+    devices = []
+    prefix = matcher.prefix
+    with os.scandir(fd_dir) as entries:
+        for entry in entries:
+            count += 1
+            try:
+                target = os.readlink(entry.path)
+            except OSError:
+                continue  # closed between the listing and the readlink
+            if target.startswith(prefix):
+                device = matcher.device(target)
+                if device is not None:
+                    devices.append(device)
+    return count, devices
+
+
+class _MapsReader:
+    """Reads maps files into one reused buffer, so that a scan allocates nothing per process."""
+
+    def __init__(self):
+        self.buffer = bytearray(_MAPS_BUFFER_SIZE)
+
+    def read(self, path):
+        """Bytes read into self.buffer (the file's whole content)."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = 0
+            while True:
+                if size == len(self.buffer):
+                    self.buffer.extend(bytes(len(self.buffer)))
+                view = memoryview(self.buffer)
+                try:
+                    got = os.readv(fd, [view[size:]])
+                finally:
+                    view.release()
+                if got == 0:
+                    return size
+                size += got
+        finally:
+            os.close(fd)
+
+    def devices(self, path, matcher):
+        """(bytes in the maps file, [device paths mapped])."""
+        size = self.read(path)
+        buffer = self.buffer
+        prefix = matcher.prefix_bytes
+        devices = []
+        at = buffer.find(prefix, 0, size)
+        while at != -1:
+            end = buffer.find(b"\n", at, size)
+            if end == -1:
+                end = size
+            # The path is the line's last field, after padding spaces; the prefix inside a longer path
+            # (/tmp/x/dev/... for /dev/) is no match.
+            if at > 0 and buffer[at - 1] == 0x20:
+                device = matcher.device(os.fsdecode(bytes(buffer[at:end])))
+                if device is not None:
+                    devices.append(device)
+            at = buffer.find(prefix, end, size)
+        return size, devices
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The scan
+
+
+class _Finding:
+    __slots__ = ("via", "devices")
+
+    def __init__(self):
+        self.via = set()
+        self.devices = set()
+
+    def add(self, via, devices):
+        if devices:
+            self.via.add(via)
+            self.devices.update(devices)
+
+
+def _stat_state(proc_dir):
+    """The state letter of a process from its stat file (raises OSError)."""
+    with open(proc_dir + "/stat", "rb") as handle:
+        data = handle.read()
+    return chr(data[data.rindex(b")") + 2])
+
+
+def _scan_threads(proc_dir, matcher, maps_reader, finding):
+    """Reads the fds and maps of the live threads of a process whose leader exited or hides its fds.
+
+    Returns (fds_read, maps_read): whether some thread's fd table, and the shared memory map, could be read.
+    """
+    try:
+        tids = os.listdir(proc_dir + "/task")
+    except OSError:
+        return False, False
+    fds_read = False
+    maps_read = False
+    for tid in tids:
+        task_dir = "%s/task/%s" % (proc_dir, tid)
+        try:
+            _count, devices = _fd_devices(task_dir + "/fd", matcher)
+        except OSError:
+            continue
+        fds_read = True
+        finding.add("task_fd", devices)
+        if not maps_read:
+            # Threads share one memory map: the first live thread shows it (an exited leader shows nothing).
+            try:
+                size, mapped = maps_reader.devices(task_dir + "/maps", matcher)
+            except OSError:
+                continue
+            maps_read = size > 0
+            finding.add("mmap", mapped)
+    return fds_read, maps_read
+
+
+def _scan_process(proc_dir, matcher, maps_reader):
+    """(Finding or None, denied: bool) for one process; None when it holds nothing or vanished."""
+    finding = _Finding()
+    fd_denied = False
+    fd_count = 0
+    try:
+        fd_count, devices = _fd_devices(proc_dir + "/fd", matcher)
+        finding.add("fd", devices)
+    except OSError as error:
+        if error.errno not in _DENIED:
+            return None, False  # gone (ENOENT, ESRCH) or not a process directory
+        fd_denied = True
+    maps_size = 0
+    maps_denied = False
+    try:
+        maps_size, mapped = maps_reader.devices(proc_dir + "/maps", matcher)
+        finding.add("mmap", mapped)
+    except OSError as error:
+        if error.errno not in _DENIED:
+            return None, False
+        maps_denied = True
+
+    if fd_denied or (fd_count == 0 and maps_size == 0 and _leader_is_zombie(proc_dir)):
+        fds_read, maps_read = _scan_threads(proc_dir, matcher, maps_reader, finding)
+        fd_denied = fd_denied and not fds_read
+        maps_denied = maps_denied and not maps_read
+    return (finding if finding.via else None), (fd_denied or maps_denied)
+
+
+def _leader_is_zombie(proc_dir):
+    try:
+        return _stat_state(proc_dir) == "Z"
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _scan_some(names, proc_root, matcher, results):
+    """Scans the processes named in `names`; appends ({pid: Finding}, unreadable count) to results."""
+    maps_reader = _MapsReader()
+    findings = {}
+    unreadable = 0
+    for name in names:
+        finding, denied = _scan_process(proc_root + "/" + name, matcher, maps_reader)
+        if denied:
+            unreadable += 1
+        if finding is not None:
+            findings[int(name)] = finding
+    results.append((findings, unreadable))
+
+
+def _scan(dev_dir, proc_root, sys_dir):
+    matcher = _DeviceMatcher(dev_dir, sys_dir)
+    try:
+        names = [name for name in os.listdir(proc_root) if name.isdigit()]
+    except OSError:
+        return {}, 0
+    # Most of the time goes to the kernel formatting maps files, and os.read releases the GIL: a few
+    # threads make that use the node's cores.
+    workers = max(1, min(_MAX_WORKERS, os.cpu_count() or 1, len(names) // _NAMES_PER_WORKER))
+    results = []
+    if workers == 1:
+        _scan_some(names, proc_root, matcher, results)
+    else:
+        threads = [threading.Thread(target=_scan_some, args=(names[index::workers], proc_root, matcher, results))
+                   for index in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    findings = {}
+    unreadable = 0
+    for some_findings, some_unreadable in results:
+        findings.update(some_findings)
+        unreadable += some_unreadable
+    return findings, unreadable
+
+
+def _holder(pid, finding, proc_root):
+    record = read_process(pid, proc_root)
+    if record is None:
+        return None
+    record["via"] = [via for via in VIA_ORDER if via in finding.via]
+    record["devices"] = sorted(finding.devices)
+    return record
+
+
+def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys"):
+    """{"holders": {pid: holder}, "unreadable_pids": int}.
+
+    unreadable_pids counts the processes whose fds or maps this user may not read (a non-root run cannot
+    see other users' processes): holders among them are missing from "holders".
+    """
+    findings, unreadable = _scan(dev_dir, proc_root, sys_dir)
+    holders = {}
+    for pid, finding in findings.items():
+        holder = _holder(pid, finding, proc_root)
+        if holder is not None:
+            holders[pid] = holder
+    return {"holders": holders, "unreadable_pids": unreadable}
+
+
+def scan_holders(dev_dir, proc_root="/proc", sys_dir="/sys"):
+    """{pid: holder} of the processes that have a GPU device node under dev_dir open or mapped.
+
+    holder: {"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user", "via": ["fd", "mmap",
+    "task_fd"] (those seen), "devices": [sorted paths]}.
+    """
+    return scan_holders_report(dev_dir, proc_root, sys_dir)["holders"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One process: identity and description
+
+
+def _read_bytes(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _parse_stat(data):
+    """{"pid", "name", "state", "ppid", "flags", "start_time"} from the bytes of /proc/<pid>/stat.
+
+    The comm field may hold spaces, parentheses and newlines: it ends at the LAST ')'.
+    """
+    open_paren = data.index(b"(")
+    close_paren = data.rindex(b")")
+    fields = data[close_paren + 2:].split()
+    return {
+        "pid": int(data[:open_paren]),
+        "name": data[open_paren + 1:close_paren].decode("utf-8", "replace"),
+        "state": fields[0].decode("ascii", "replace"),
+        "ppid": int(fields[1]),
+        "flags": int(fields[6]),
+        "start_time": int(fields[19]),
+    }
+
+
+def _read_stat(pid, proc_root="/proc"):
+    try:
+        return _parse_stat(_read_bytes("%s/%d/stat" % (proc_root, pid)))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _parse_cmdline(data):
+    """Arguments of /proc/<pid>/cmdline, exactly as given (NUL separated, a trailing NUL ends the last)."""
+    if not data:
+        return []
+    if data.endswith(b"\0"):
+        data = data[:-1]
+    return [arg.decode("utf-8", "replace") for arg in data.split(b"\0")]
+
+
+def _real_uid(status_bytes):
+    for line in status_bytes.splitlines():
+        if line.startswith(b"Uid:"):
+            return int(line.split()[1])
+    return None
+
+
+_USER_NAMES = {}
+
+
+def _user_name(uid):
+    if uid is None:
+        return None
+    if uid not in _USER_NAMES:
+        try:
+            _USER_NAMES[uid] = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            _USER_NAMES[uid] = str(uid)
+    return _USER_NAMES[uid]
+
+
+def read_process(pid, proc_root="/proc"):
+    """{"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user"}, or None when it is gone."""
+    proc_dir = "%s/%d" % (proc_root, pid)
+    try:
+        stat = _parse_stat(_read_bytes(proc_dir + "/stat"))
+        cmdline = _parse_cmdline(_read_bytes(proc_dir + "/cmdline"))
+        uid = _real_uid(_read_bytes(proc_dir + "/status"))
+    except (OSError, ValueError, IndexError):
+        return None
+    return {
+        "pid": pid,
+        "start_time": stat["start_time"],
+        "ppid": stat["ppid"],
+        "name": stat["name"],
+        "cmdline": cmdline,
+        "state": stat["state"],
+        "uid": uid,
+        "user": _user_name(uid),
+    }
+
+
+def start_time(pid, proc_root="/proc"):
+    """Clock ticks since boot when the process started (stat field 22), or None when it is gone."""
+    stat = _read_stat(pid, proc_root)
+    return stat["start_time"] if stat else None
+
+
+def same_process(pid, start_time, proc_root="/proc"):  # pylint: disable=redefined-outer-name
+    """True when pid still names the process that started at start_time (a reused pid is another one)."""
+    if start_time is None:
+        return False
+    stat = _read_stat(pid, proc_root)
+    return stat is not None and stat["start_time"] == start_time
+
+
+def ancestors(pid, proc_root="/proc"):
+    """[parent, grandparent, ..., 1]; shorter when a process on the way is gone or lives outside this view."""
+    chain = []
+    seen = {pid}
+    current = pid
+    while current > 1:
+        stat = _read_stat(current, proc_root)
+        if stat is None or stat["ppid"] <= 0 or stat["ppid"] in seen:
+            break
+        current = stat["ppid"]
+        chain.append(current)
+        seen.add(current)
+    return chain
+
+
+def is_kernel_thread(pid, proc_root="/proc"):
+    """True for kernel threads: PF_KTHREAD in the stat flags, or kthreadd (pid 2) and its children."""
+    stat = _read_stat(pid, proc_root)
+    if stat is None:
+        return False
+    if stat["flags"] & PF_KTHREAD:
+        return True
+    if pid == 2 or stat["ppid"] == 2:
+        # Inside a PID namespace pid 2 is an ordinary process: trust the rule only for the real kthreadd.
+        kthreadd = _read_stat(2, proc_root)
+        return kthreadd is not None and kthreadd["name"] == "kthreadd" and kthreadd["ppid"] == 0
+    return False
+
+
+_BOOT_TIME = {}
+
+
+def boot_time(proc_root="/proc"):
+    """Seconds since the epoch when the node booted (btime of /proc/stat)."""
+    if proc_root not in _BOOT_TIME:
+        with open(proc_root + "/stat", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"btime "):
+                    _BOOT_TIME[proc_root] = int(line.split()[1])
+                    break
+            else:
+                raise ValueError("no btime line in %s/stat" % proc_root)
+    return _BOOT_TIME[proc_root]
+
+
+def start_time_epoch(ticks, proc_root="/proc"):
+    """A start time in clock ticks since boot, as seconds since the epoch (float)."""
+    return boot_time(proc_root) + float(ticks) / os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cgroup attribution
+
+_HEX_ID = r"([0-9a-f]{64})"
+# (pattern over one path component, runtime); the id is group 1.
+_CONTAINER_COMPONENTS = (
+    (re.compile(r"^docker-%s\.scope$" % _HEX_ID), "docker"),
+    (re.compile(r"^cri-containerd-%s\.scope$" % _HEX_ID), "containerd"),
+    (re.compile(r"^nerdctl-%s\.scope$" % _HEX_ID), "containerd"),
+    (re.compile(r"^.*:cri-containerd:%s$" % _HEX_ID), "containerd"),
+    (re.compile(r"^crio-(?:conmon-)?%s(?:\.scope)?$" % _HEX_ID), "cri-o"),
+    (re.compile(r"^libpod-(?:conmon-|payload-)?%s(?:\.scope)?$" % _HEX_ID), "podman"),
+)
+_BARE_ID = re.compile(r"^%s$" % _HEX_ID)
+_POD_UID = re.compile(r"(?:^|-)pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
+                      r"(?:\.slice)?$")
+_SLURM_JOB = re.compile(r"^job_(\d+)$")
+_SLURM_PARENT = re.compile(r"^(?:uid_\d+|(?:.+_)?slurmstepd\.scope)$")
+_UNIT_SUFFIXES = (".service", ".scope")
+
+
+def _cgroup_paths(text):
+    """(every cgroup path of /proc/<pid>/cgroup with the systemd ones first, the systemd ones)."""
+    preferred = []
+    others = []
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3 or not parts[2].startswith("/"):
+            continue
+        hierarchy, controllers, path = parts
+        if (hierarchy == "0" and controllers == "") or controllers == "name=systemd":
+            preferred.append(path)
+        else:
+            others.append(path)
+    return preferred + others, preferred
+
+
+def _container(components):
+    """{"runtime", "id"} of the innermost container in one cgroup path, or None."""
+    for index in range(len(components) - 1, -1, -1):
+        component = components[index]
+        for pattern, runtime in _CONTAINER_COMPONENTS:
+            match = pattern.match(component)
+            if match:
+                return {"runtime": runtime, "id": match.group(1)}
+        if _BARE_ID.match(component) and index > 0:
+            parent = components[index - 1]
+            if parent == "docker":
+                return {"runtime": "docker", "id": component}
+            if _POD_UID.search(parent):
+                # cgroupfs driver under kubepods: the CRI runtime (containerd since dockershim left).
+                return {"runtime": "containerd", "id": component}
+    return None
+
+
+def _pod_uid(components):
+    if not any(component.startswith("kubepods") or "-kubepods" in component for component in components):
+        return None
+    for component in components:
+        match = _POD_UID.search(component)
+        if match:
+            uid = match.group(1).replace("_", "-")
+            return uid
+    return None
+
+
+def _slurm_job(components):
+    for index in range(1, len(components)):
+        match = _SLURM_JOB.match(components[index])
+        if match and _SLURM_PARENT.match(components[index - 1]):
+            return match.group(1)
+    return None
+
+
+def _is_container_component(component):
+    return any(pattern.match(component) for pattern, _ in _CONTAINER_COMPONENTS)
+
+
+def _systemd_unit(components):
+    """The innermost .service/.scope unit, unless a container scope sits below it."""
+    for component in reversed(components):
+        if _is_container_component(component):
+            return None
+        if component.endswith(_UNIT_SUFFIXES):
+            return component
+    return None
+
+
+def parse_cgroup(text):
+    """Attribution from the text of /proc/<pid>/cgroup (v1 and v2 lines); see attribution()."""
+    result = {"container": None, "kubernetes_pod_uid": None, "slurm_job": None, "systemd_unit": None}
+    paths, systemd_paths = _cgroup_paths(text)
+    for path in paths:
+        components = _components(path)
+        if result["container"] is None:
+            result["container"] = _container(components)
+        if result["kubernetes_pod_uid"] is None:
+            result["kubernetes_pod_uid"] = _pod_uid(components)
+        if result["slurm_job"] is None:
+            result["slurm_job"] = _slurm_job(components)
+    # Units live in the systemd hierarchy: the v2 line, or name=systemd on v1 (any line when neither is there).
+    for path in systemd_paths or paths:
+        result["systemd_unit"] = _systemd_unit(_components(path))
+        if result["systemd_unit"]:
+            break
+    return result
+
+
+def _components(path):
+    return [component for component in path.split("/") if component]
+
+
+def attribution(pid, proc_root="/proc"):
+    """{"container": {"runtime", "id"}|None, "kubernetes_pod_uid", "slurm_job", "systemd_unit"} of a process.
+
+    All None when the process is gone or its cgroup file cannot be read.
+    """
+    try:
+        text = _read_bytes("%s/%d/cgroup" % (proc_root, pid)).decode("utf-8", "replace")
+    except OSError:
+        text = ""
+    return parse_cgroup(text)

@@ -1,0 +1,57 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Stop the GPU daemons that run, and start again exactly those, whatever happened in between."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_SERVICE_UNITS
+
+
+class ServiceError(Exception):
+    pass
+
+
+class GpuServices:
+    """systemctl on the node's GPU units; every stop and start is journaled."""
+
+    def __init__(self, module, layout, journal):
+        self.module = module
+        self.systemctl = layout.command(module, "systemctl")
+        self.journal = journal
+        self.stopped = []
+
+    def active(self, units=GPU_SERVICE_UNITS):
+        """The units among `units` that run now, in the order given."""
+        if not self.systemctl:
+            return []
+        dummy, out, dummy = self.module.run_command([self.systemctl, "show", "--property=Id,ActiveState"] + list(units))
+        states = {}
+        for block in out.strip().split("\n\n"):
+            fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+            states[fields.get("Id")] = fields.get("ActiveState")
+        return [unit for unit in units if states.get(unit) == "active"]
+
+    def _systemctl(self, verb, unit):
+        entry = self.journal.intent("systemctl_%s" % verb, unit=unit)
+        rc, out, err = self.module.run_command([self.systemctl, verb, unit])
+        self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+        if rc != 0:
+            raise ServiceError("systemctl %s %s failed (rc %d): %s" % (verb, unit, rc, (err or out).strip()))
+
+    def stop(self, units):
+        """Stop `units` in order; remembers each one stopped so restore() starts exactly those."""
+        for unit in units:
+            self._systemctl("stop", unit)
+            self.stopped.append(unit)
+
+    def restore(self):
+        """Start again, in reverse order, what stop() stopped. Returns (started, errors); never raises."""
+        started, errors = [], []
+        while self.stopped:
+            unit = self.stopped.pop()
+            try:
+                self._systemctl("start", unit)
+                started.append(unit)
+            except ServiceError as exc:
+                errors.append(str(exc))
+        return started, errors

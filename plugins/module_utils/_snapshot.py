@@ -1,0 +1,283 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One snapshot of a GPU node: the probes joined into GPUs, holders, services, driver, Xid events, verdict."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
+    DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod
+from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import normalize_bus_id
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import attribution, read_process, scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
+
+GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
+NVIDIA_MODULE_PREFIX = "nvidia"
+
+
+class SnapshotOptions:
+    """The knobs of a snapshot, as gpu_holders_info and the remediation modules accept them."""
+
+    def __init__(self, gpus=None, backend="auto", probe_timeout=10.0, kernel_log_source="auto", kernel_log_path=None,
+                 kernel_log_window=None, ghost_threshold_mib=256):
+        self.gpus = list(gpus or [])
+        self.backend = backend
+        self.probe_timeout = probe_timeout
+        self.kernel_log_source = kernel_log_source
+        self.kernel_log_path = kernel_log_path
+        self.kernel_log_window = kernel_log_window
+        self.ghost_threshold_mib = ghost_threshold_mib
+
+    @classmethod
+    def from_params(cls, params):
+        names = ("gpus", "backend", "probe_timeout", "kernel_log_source", "kernel_log_path", "kernel_log_window", "ghost_threshold_mib")
+        return cls(**dict((name, params[name]) for name in names if name in params))
+
+
+# The options every module that takes a snapshot accepts (merged into its argument_spec).
+SNAPSHOT_ARGUMENT_SPEC = dict(
+    gpus=dict(type="list", elements="str", default=[]),
+    backend=dict(type="str", default="auto", choices=["auto", "nvml", "nvidia_smi"]),
+    probe_timeout=dict(type="float", default=10.0),
+    kernel_log_source=dict(type="str", default="auto", choices=["auto", "journal", "dmesg", "file", "none"]),
+    kernel_log_path=dict(type="path"),
+    kernel_log_window=dict(type="int"),
+    ghost_threshold_mib=dict(type="int", default=256),
+)
+
+
+def validate_snapshot_params(module):
+    """Fail before anything runs when an option is out of range, naming it and its value."""
+    params = module.params
+    if params["probe_timeout"] <= 0:
+        module.fail_json(msg="probe_timeout must be greater than 0, got %r" % params["probe_timeout"])
+    if params["kernel_log_window"] is not None and params["kernel_log_window"] <= 0:
+        module.fail_json(msg="kernel_log_window must be a positive number of minutes, got %r" % params["kernel_log_window"])
+    if params["ghost_threshold_mib"] < 0:
+        module.fail_json(msg="ghost_threshold_mib must be 0 or more, got %r" % params["ghost_threshold_mib"])
+    if params["kernel_log_source"] == "file" and not params["kernel_log_path"]:
+        module.fail_json(msg="kernel_log_source=file needs kernel_log_path")
+    if params["kernel_log_path"] and params["kernel_log_source"] not in ("file", "auto"):
+        module.fail_json(msg="kernel_log_path is only used with kernel_log_source=file, got kernel_log_source=%s" % params["kernel_log_source"])
+
+
+class UnknownGpu(ValueError):
+    pass
+
+
+def select_gpus(gpus, wanted):
+    """Indexes of the GPUs named by index, UUID or PCI bus id; raises UnknownGpu naming the first unknown one."""
+    if not wanted:
+        return [gpu["index"] for gpu in gpus]
+    selected = []
+    for name in wanted:
+        key = str(name).strip()
+        match = [gpu["index"] for gpu in gpus if _names_gpu(gpu, key)]
+        if not match:
+            raise UnknownGpu(key)
+        selected.extend(index for index in match if index not in selected)
+    return sorted(selected)
+
+
+def _names_gpu(gpu, key):
+    if key == str(gpu["index"]) or key.lower() == (gpu.get("uuid") or "").lower():
+        return True
+    return ":" in key and gpu.get("pci_bus_id") is not None and normalize_bus_id(key) == gpu["pci_bus_id"]
+
+
+def _device_gpus(devices, index_by_minor):
+    """GPU indexes of the /dev/nvidiaN nodes held: N is the device's minor number, not always its NVML index."""
+    minors = set(int(m.group(1)) for m in (GPU_DEVICE.search(path) for path in devices) if m)
+    return sorted(set(index_by_minor.get(minor, minor) for minor in minors))
+
+
+def _gpus_from_device_nodes(dev_dir):
+    """Placeholders when the driver gave no answer: one per /dev/nvidiaN."""
+    try:
+        names = os.listdir(dev_dir)
+    except OSError:
+        return []
+    indexes = sorted(int(name[6:]) for name in names if name.startswith("nvidia") and name[6:].isdigit())
+    return [{"index": index, "minor_number": index, "uuid": None, "name": None, "pci_bus_id": None, "processes": []} for index in indexes]
+
+
+def _holder_class(record, types):
+    name = record["name"]
+    if record["state"] == "Z":
+        return "zombie"
+    if record["state"] == "D":
+        return "unkillable"
+    if name in GPU_DAEMONS:
+        return "gpu_daemon"
+    if name in DISPLAY_PROCESSES or (types and types <= {"G"}):
+        return "graphics_session"
+    return "compute"
+
+
+def _parent(ppid):
+    parent = read_process(ppid) if ppid else None
+    return {"ppid": ppid, "parent_name": parent["name"] if parent else None}
+
+
+def build_holders(scan, gpus):
+    """Join the /proc scan with the processes the driver lists, one record per pid."""
+    by_pid = {}
+    for gpu in gpus:
+        for proc in gpu.get("processes", []):
+            entry = by_pid.setdefault(proc["pid"], {"memory": {}, "types": set(), "name": proc.get("name")})
+            entry["memory"][gpu["index"]] = proc.get("used_mib")
+            entry["types"].update(proc["type"].split("+"))
+    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
+    holders = []
+    for pid in sorted(set(scan) | set(by_pid)):
+        driver_view = by_pid.get(pid, {"memory": {}, "types": set(), "name": None})
+        record = scan.get(pid) or read_process(pid)
+        seen_by = (["nvml"] if pid in by_pid else []) + list(scan[pid]["via"] if pid in scan else [])
+        if record is None:
+            # Listed by the driver but not in our /proc: another PID namespace, or it just exited.
+            holders.append({"pid": pid, "start_time": None, "name": driver_view["name"], "visible": False,
+                            "gpus": sorted(driver_view["memory"]), "used_mib": _total(driver_view["memory"]),
+                            "used_mib_per_gpu": driver_view["memory"], "seen_by": seen_by, "class": "compute",
+                            "state": None, "devices": []})
+            continue
+        devices = scan[pid]["devices"] if pid in scan else []
+        holder = {
+            "pid": pid, "start_time": record["start_time"], "name": record["name"], "cmdline": record["cmdline"],
+            "user": record["user"], "uid": record["uid"], "state": PROCESS_STATES.get(record["state"], record["state"]),
+            "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(_device_gpus(devices, index_by_minor))),
+            "used_mib": _total(driver_view["memory"]), "used_mib_per_gpu": driver_view["memory"],
+            "seen_by": seen_by, "devices": devices, "class": _holder_class(record, driver_view["types"]),
+            "process_type": "+".join(sorted(driver_view["types"])) or None,
+        }
+        holder.update(_parent(record["ppid"]))
+        holder.update(attribution(pid))
+        holders.append(holder)
+    return holders
+
+
+def _total(memory):
+    if not memory or any(value is None for value in memory.values()):
+        return None
+    return sum(memory.values())
+
+
+def _finish_gpu(gpu, holders, options, probe_report):
+    procs = gpu.get("processes", [])
+    known = [p["used_mib"] for p in procs if p.get("used_mib") is not None]
+    gpu["attributed_mib"] = sum(known)
+    used = gpu.get("memory_used_mib")
+    gpu["unattributed_mib"] = None if used is None or len(known) < len(procs) else max(used - sum(known), 0)
+    gpu["holders"] = [h["pid"] for h in holders if gpu["index"] in h["gpus"]]
+    gpu["state"] = gpu_state(gpu, holders, options.ghost_threshold_mib, probe_report)
+    gpu.setdefault("lost", False)
+    return gpu
+
+
+def probe_services(module, layout, holders):
+    """GPU daemons and the display manager: whether each unit runs, and its pids."""
+    services = []
+    systemctl = layout.command(module, "systemctl")
+    states = {}
+    if systemctl:
+        dummy, out, dummy = module.run_command([systemctl, "show", "--property=Id,ActiveState,MainPID"] + list(GPU_SERVICE_UNITS))
+        for block in out.strip().split("\n\n"):
+            fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+            if fields.get("Id"):
+                states[fields["Id"]] = fields
+    daemon_pids = {}
+    for holder in holders:
+        unit = GPU_DAEMONS.get(holder.get("name"))
+        if unit:
+            daemon_pids.setdefault(unit, []).append(holder["pid"])
+    for unit in GPU_SERVICE_UNITS:
+        fields = states.get(unit, {})
+        active = fields.get("ActiveState") == "active" or (not states and unit in daemon_pids)
+        main_pid = int(fields.get("MainPID") or 0)
+        pids = sorted(set(daemon_pids.get(unit, []) + ([main_pid] if main_pid else [])))
+        if active or pids:
+            services.append({"unit": unit, "active": active, "pids": pids})
+    return services
+
+
+def probe_driver(module, layout, driver_version, cuda_version):
+    driver = {"version": driver_version, "cuda_version": cuda_version, "modules": {}, "nvidia_drm_modeset": None}
+    lsmod = layout.command(module, "lsmod")
+    if lsmod:
+        rc, out, dummy = module.run_command([lsmod])
+        if rc == 0:
+            driver["modules"] = dict((name, info) for name, info in parse_lsmod(out).items() if name.startswith(NVIDIA_MODULE_PREFIX))
+    try:
+        with open(os.path.join(layout.sys_dir, "module", "nvidia_drm", "parameters", "modeset")) as handle:
+            driver["nvidia_drm_modeset"] = handle.read().strip() or None
+    except (IOError, OSError):
+        pass
+    return driver
+
+
+def probe_kernel_log(module, layout, options):
+    report = {"source": options.kernel_log_source, "ok": True, "error": None}
+    source = options.kernel_log_source
+    if source == "none":
+        return [], report
+    if source == "auto":
+        if options.kernel_log_path or layout.kernel_log_file:
+            source = "file"
+        else:
+            source = "journal" if module.get_bin_path("journalctl") else "dmesg"
+    report["source"] = source
+    if source == "file":
+        path = options.kernel_log_path or layout.kernel_log_file
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except (IOError, OSError) as exc:
+            report.update(ok=False, error="cannot read %s: %s" % (path, exc))
+            return [], report
+    else:
+        tool = module.get_bin_path("journalctl" if source == "journal" else "dmesg")
+        if not tool:
+            report.update(ok=False, error="%s is not installed" % ("journalctl" if source == "journal" else "dmesg"))
+            return [], report
+        rc, text, err = module.run_command(kernel_log_argv(source, options.kernel_log_window, **{("journalctl" if source == "journal" else "dmesg"): tool}))
+        if rc != 0:
+            report.update(ok=False, error=(err or text).strip() or "exit %d" % rc)
+            return [], report
+    return parse_kernel_log(text), report
+
+
+def take_snapshot(module, layout, options):
+    """Everything gpu_holders_info reports; the remediation modules plan from the same dict."""
+    started = time.monotonic()
+    result, gpu_report = probe_gpus(module, layout, options.backend, options.probe_timeout)
+    gpus = (result or {}).get("gpus") or ([] if gpu_report["ok"] else _gpus_from_device_nodes(layout.dev_dir))
+    selected = select_gpus(gpus, options.gpus)
+
+    scan_started = time.monotonic()
+    scan = scan_holders_report(layout.dev_dir, sys_dir=layout.sys_dir)
+    scan_report = {"ok": True, "seconds": round(time.monotonic() - scan_started, 3), "unreadable_pids": scan["unreadable_pids"]}
+    holders = build_holders(scan["holders"], gpus)
+    holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
+
+    gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
+    events, log_report = probe_kernel_log(module, layout, options)
+    bus_id_to_index(events, gpus)
+    snapshot = {
+        "simulated": layout.simulated,
+        "backend": gpu_report["backend"],
+        "gpus": gpus,
+        "holders": holders,
+        "services": probe_services(module, layout, holders),
+        "driver": probe_driver(module, layout, (result or {}).get("driver_version"), (result or {}).get("cuda_version")),
+        "xid_events": events,
+        "probes": {"gpu": gpu_report, "process_scan": scan_report, "kernel_log": log_report},
+    }
+    snapshot["verdict"] = verdict(snapshot, options.ghost_threshold_mib)
+    snapshot["probes"]["seconds"] = round(time.monotonic() - started, 3)
+    return snapshot

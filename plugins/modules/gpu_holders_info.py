@@ -1,0 +1,169 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_holders_info
+short_description: Tell who holds the memory of every GPU of a Linux node, and which rung gets it back
+version_added: 1.0.0
+description:
+  - Takes one snapshot of an NVIDIA GPU node and changes nothing.
+  - Reads the GPUs through NVML (nvidia-ml-py) or C(nvidia-smi -q -x), in a child process with a deadline.
+  - Finds every process that holds a GPU device node (C(/dev/nvidia*), C(/dev/nvidiactl), C(/dev/nvidia-uvm*),
+    C(/dev/nvidia-caps/*), the C(/dev/dri/*) nodes of NVIDIA cards) open, mapped, or through a live thread
+    whose thread-group leader exited, by scanning C(/proc) directly (what C(lsof) and C(fuser) show, and more).
+  - Attributes each holder to its container (docker, containerd/CRI, CRI-O, podman), Kubernetes pod, Slurm job
+    and systemd unit, and identifies it by pid and start time, the identity every later action checks.
+  - Reads the loaded kernel modules, the C(nvidia_drm) modeset, the GPU daemons, and the Xid events of the kernel
+    log mapped to the action of NVIDIA's Xid catalog.
+  - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reload), V(reboot)) expected
+    to free the memory, with the evidence for it.
+  - This module was called C(gpuops.remediation.gpu_holders) before; that name still works.
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.INFO_MODULE
+  - gpuops.remediation.attributes.LINUX_GPU
+  - gpuops.remediation.snapshot
+requirements:
+  - nvidia-ml-py on the target for O(backend=nvml); otherwise C(nvidia-smi).
+notes:
+  - Run it as root to see the holders of every user; a non-root run reports how many processes it could not read
+    in RV(probes.process_scan.unreadable_pids).
+seealso:
+  - module: gpuops.remediation.gpu_sim
+"""
+
+EXAMPLES = r"""
+- name: Who holds the GPUs of this node
+  gpuops.remediation.gpu_holders_info:
+  register: gpu
+
+- name: Show the verdict
+  ansible.builtin.debug:
+    msg: "{{ gpu.verdict.rung }}: {{ gpu.verdict.reasons | map(attribute='reason') | list }}"
+
+- name: Only GPU 3, through nvidia-smi, with a short deadline
+  gpuops.remediation.gpu_holders_info:
+    gpus: ["3"]
+    backend: nvidia_smi
+    probe_timeout: 5
+"""
+
+RETURN = r"""
+simulated:
+  description: Whether the snapshot was taken of a simulated node (C(GPUOPS_SIM_ROOT) set on the target).
+  returned: always
+  type: bool
+backend:
+  description: The backend that read the GPUs, V(nvml) or V(nvidia_smi); null when none could run.
+  returned: always
+  type: str
+  sample: nvml
+gpus:
+  description: The GPUs selected by O(gpus).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index: {description: NVML index., type: int, returned: always}
+    uuid: {description: GPU UUID., type: str, returned: always}
+    name: {description: Product name., type: str, returned: always}
+    pci_bus_id: {description: PCI bus id, normalised to 8 domain digits., type: str, returned: always, sample: "00000000:18:00.0"}
+    memory_total_mib: {description: Total memory., type: int, returned: when the driver answered}
+    memory_used_mib: {description: Used memory., type: int, returned: when the driver answered}
+    memory_free_mib: {description: Free memory., type: int, returned: when the driver answered}
+    attributed_mib: {description: Memory the driver attributes to live processes., type: int, returned: always}
+    unattributed_mib:
+      description: Used memory that no live process accounts for (ghost memory); null when a process's usage is N/A.
+      type: int
+      returned: always
+    persistence_mode: {description: Persistence mode., type: bool, returned: when the driver answered}
+    compute_mode: {description: Compute mode., type: str, returned: when the driver answered}
+    mig_mode: {description: "MIG mode, C(current) and C(pending).", type: dict, returned: when the driver answered}
+    recovery_action: {description: "The recovery action NVML reports (V(none), V(reset), V(reboot), ...).", type: str, returned: when the driver answered}
+    nvlink_peers: {description: Bus ids of the GPUs linked to this one by an active NVLink., type: list, elements: str, returned: when the driver answered}
+    processes: {description: The processes the driver lists on this GPU., type: list, elements: dict, returned: always}
+    holders: {description: Pids of the holders of this GPU., type: list, elements: int, returned: always}
+    lost: {description: The driver reports the GPU lost (fallen off the bus)., type: bool, returned: always}
+    state: {description: "V(ok), V(busy), V(stuck), V(lost), V(unresponsive) or V(unknown).", type: str, returned: always}
+holders:
+  description: One entry per process that holds a selected GPU or a node-wide device node.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid: {description: Process id., type: int, returned: always}
+    start_time: {description: "Start time in clock ticks since boot: with the pid, the identity later actions check.", type: int, returned: always}
+    name: {description: Process name (comm)., type: str, returned: always}
+    cmdline: {description: Arguments, exactly as the process has them., type: list, elements: str, returned: when visible}
+    user: {description: Owner., type: str, returned: when visible}
+    state: {description: "V(running), V(sleeping), V(disk-sleep), V(zombie), ...", type: str, returned: always}
+    ppid: {description: Parent pid., type: int, returned: when visible}
+    parent_name: {description: Parent name., type: str, returned: when visible}
+    gpus: {description: Indexes of the GPUs it holds; empty when it holds only node-wide nodes such as nvidiactl., type: list, elements: int, returned: always}
+    used_mib: {description: GPU memory the driver attributes to it; null when N/A., type: int, returned: always}
+    used_mib_per_gpu: {description: The same, per GPU index., type: dict, returned: always}
+    seen_by: {description: "How it was found: V(nvml), V(fd), V(mmap), V(task_fd).", type: list, elements: str, returned: always}
+    devices: {description: The device nodes it holds., type: list, elements: str, returned: always}
+    container: {description: "C(runtime) and C(id) of its container, from its cgroup.", type: dict, returned: when visible}
+    kubernetes_pod_uid: {description: Kubernetes pod UID., type: str, returned: when visible}
+    slurm_job: {description: Slurm job id., type: str, returned: when visible}
+    systemd_unit: {description: systemd unit., type: str, returned: when visible}
+    class: {description: "V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).", type: str, returned: always}
+    visible: {description: False when the driver lists a pid that this /proc does not show (another PID namespace)., type: bool, returned: always}
+services:
+  description: GPU daemons and the display manager that run or hold a device, with their pids.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{unit: nvidia-persistenced.service, active: true, pids: [1234]}]
+driver:
+  description: Driver version, loaded nvidia kernel modules (size, refcount, used_by) and the nvidia_drm modeset.
+  returned: always
+  type: dict
+xid_events:
+  description: Xid and "fallen off the bus" events of the kernel log, each with NVIDIA's catalog entry and its GPU index.
+  returned: always
+  type: list
+  elements: dict
+probes:
+  description: Health of each probe (backend, ok, timed_out, error, seconds) and of the process scan.
+  returned: always
+  type: dict
+verdict:
+  description: The lowest rung expected to free the memory, and the reasons.
+  returned: always
+  type: dict
+  sample: {rung: reset, reasons: [{rung: reset, reason: "GPU 0 (00000000:18:00.0) has 4096 MiB in use that no live process accounts for"}]}
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
+    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, take_snapshot, validate_snapshot_params,
+)
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC), supports_check_mode=True)
+    validate_snapshot_params(module)
+    try:
+        snapshot = take_snapshot(module, current_layout(), SnapshotOptions.from_params(module.params))
+    except BackendUnavailable as exc:
+        if str(exc) == "nvml":
+            module.fail_json(msg=missing_required_lib("nvidia-ml-py (import pynvml), asked for by backend=nvml"))
+        module.fail_json(msg="backend=nvidia_smi: nvidia-smi is not installed on this node")
+    except UnknownGpu as exc:
+        module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
+    module.exit_json(changed=False, **snapshot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,314 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_reset
+short_description: Reset the GPUs that hold ghost memory, with nvidia-smi --gpu-reset
+version_added: 1.0.0
+description:
+  - Resets, with C(nvidia-smi --gpu-reset), the GPUs that need it: memory in use that no live process accounts
+    for (ghost memory over O(ghost_threshold_mib)), an NVML recovery action asking for a reset, or an Xid whose
+    catalog action is a GPU reset. With O(force=true), every selected GPU.
+  - Refuses, naming every holder, while any process other than a GPU daemon holds a GPU it would reset; end them
+    first with M(gpuops.remediation.gpu_kill).
+  - Stops the GPU daemons that hold the GPU (nvidia-persistenced, nvidia-fabricmanager, DCGM) and starts again
+    exactly those that ran before, also when the reset fails; restores persistence mode as it was.
+  - Resets GPUs joined by NVLink together, in one call, when O(reset_nvlink_peers=true).
+  - Takes the node lock and journals every step. A second run finds nothing to reset and changes nothing.
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.LINUX_GPU
+  - gpuops.remediation.snapshot
+  - gpuops.remediation.snapshot.ACTION
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Predicts the same C(changed) and C(diff) as the real run, and refuses in the same cases.
+  diff_mode:
+    support: full
+options:
+  force:
+    description:
+      - Reset every selected GPU, whether or not the snapshot says it needs it.
+    type: bool
+    default: false
+  reset_nvlink_peers:
+    description:
+      - Reset a GPU together with the GPUs linked to it by an active NVLink (required on NVLink and NVSwitch
+        systems, where a GPU cannot be reset alone). With V(false), only the selected GPUs are named.
+    type: bool
+    default: true
+  stop_services:
+    description:
+      - Stop the GPU daemons that hold a GPU to reset, and start them again afterwards. With V(false), a daemon
+        that holds the GPU makes the module refuse.
+    type: bool
+    default: true
+seealso:
+  - module: gpuops.remediation.gpu_holders_info
+  - module: gpuops.remediation.gpu_kill
+  - module: gpuops.remediation.nvidia_driver_reload
+"""
+
+EXAMPLES = r"""
+- name: Reset the GPUs that hold ghost memory
+  gpuops.remediation.gpu_reset:
+  register: reset
+
+- name: Reset GPU 3 even if it looks healthy
+  gpuops.remediation.gpu_reset:
+    gpus: ["3"]
+    force: true
+    run_id: "{{ tower_job_id | default('manual') }}"
+"""
+
+RETURN = r"""
+gpus:
+  description: One entry per GPU considered.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index: {description: GPU index., type: int, returned: always}
+    pci_bus_id: {description: PCI bus id., type: str, returned: always}
+    reset: {description: Whether the GPU was reset (in check mode, would be)., type: bool, returned: always}
+    reason: {description: Why it was reset, or why not., type: str, returned: always}
+    memory_used_mib_before: {description: Used memory before., type: int, returned: always}
+    memory_used_mib_after: {description: Used memory after (the prediction in check mode)., type: int, returned: always}
+    freed_mib: {description: Memory given back., type: int, returned: always}
+services_stopped:
+  description: The units stopped for the reset (and started again afterwards).
+  returned: always
+  type: list
+  elements: str
+services_started:
+  description: The units started again.
+  returned: always
+  type: list
+  elements: str
+journal:
+  description: The journal lines this run wrote.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
+from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import UnknownGpu, select_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS
+
+DISPLAY_MANAGER = "display-manager.service"
+
+
+def reset_reason(gpu, snapshot, ghost_threshold_mib):
+    """Why this GPU needs a reset, or None."""
+    ghost = gpu.get("unattributed_mib")
+    if ghost is not None and ghost > ghost_threshold_mib:
+        return "%d MiB of ghost memory" % ghost
+    if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reset":
+        return "NVML recovery action %s" % gpu["recovery_action"]
+    for event in snapshot["xid_events"]:
+        if event.get("gpu_index") == gpu["index"] and (event.get("catalog") or {}).get("action") == "reset_gpu":
+            return "Xid %s in the kernel log" % event.get("xid")
+    return None
+
+
+def beyond_reset(gpu):
+    if gpu.get("lost"):
+        return "the GPU is lost to the driver: only a reboot brings it back"
+    if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reboot":
+        return "NVML asks for a reboot"
+    return None
+
+
+def nvlink_groups(indexes, gpus, with_peers):
+    """Lists of GPU indexes to reset together: each wanted GPU with its NVLink peers, transitively."""
+    by_bus = dict((gpu.get("pci_bus_id"), gpu["index"]) for gpu in gpus)
+    peers = dict((gpu["index"], set(by_bus[bus] for bus in gpu.get("nvlink_peers") or [] if bus in by_bus)) for gpu in gpus)
+    groups, seen = [], set()
+    for index in indexes:
+        if index in seen:
+            continue
+        group, todo = set(), [index]
+        while todo:
+            current = todo.pop()
+            if current not in group:
+                group.add(current)
+                todo.extend(peers.get(current, ()) if with_peers else ())
+        seen |= group
+        groups.append(sorted(group))
+    return groups
+
+
+class GpuResetWorker:
+    def __init__(self, module):
+        self.module = module
+        self.run = Remediation(module)
+        self.params = module.params
+        self.result = {"changed": False, "gpus": [], "services_stopped": [], "services_started": [], "journal": []}
+
+    def plan(self, snapshot):
+        """(groups to reset, {index: reason}, {index: why not}) for the selected GPUs."""
+        try:
+            selected = select_gpus(snapshot["gpus"], self.params["gpus"])
+        except UnknownGpu as exc:
+            self.module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
+        reasons, skipped = {}, {}
+        for gpu in snapshot["gpus"]:
+            if gpu["index"] not in selected:
+                continue
+            blocker = beyond_reset(gpu)
+            reason = "force=true" if self.params["force"] else reset_reason(gpu, snapshot, self.params["ghost_threshold_mib"])
+            if blocker:
+                skipped[gpu["index"]] = blocker
+            elif reason:
+                reasons[gpu["index"]] = reason
+            else:
+                skipped[gpu["index"]] = "nothing to reset: no ghost memory, no recovery action, no Xid asking for it"
+        groups = nvlink_groups(sorted(reasons), snapshot["gpus"], self.params["reset_nvlink_peers"])
+        for group in groups:
+            for index in group:
+                reasons.setdefault(index, "NVLink peer of GPU %s" % group[0])
+        return groups, reasons, skipped
+
+    def preflight(self, snapshot, groups):
+        """The units to stop; fails naming every process that would keep a GPU of `groups` busy."""
+        indexes = set(index for group in groups for index in group)
+        holders = [h for h in snapshot["holders"] if set(h["gpus"]) & indexes]
+        daemon_pids = set(h["pid"] for h in holders if h["class"] == "gpu_daemon")
+        units = [s["unit"] for s in snapshot["services"]
+                 if s["active"] and s["unit"] != DISPLAY_MANAGER and daemon_pids & set(s["pids"])]
+        covered = set(pid for s in snapshot["services"] if s["unit"] in units for pid in s["pids"])
+        blocking = [h for h in holders if h["class"] != "gpu_daemon"
+                    or not self.params["stop_services"] or h["pid"] not in covered]
+        if blocking:
+            names = ", ".join("pid %s (%s, user %s, %s) on GPU %s" % (h["pid"], h.get("name"), h.get("user"), h["class"],
+                                                                       ",".join(str(i) for i in h["gpus"])) for h in blocking)
+            hint = "end them first with gpuops.remediation.gpu_kill"
+            if any(h["class"] == "gpu_daemon" for h in blocking):
+                hint += "; a GPU daemon is stopped only with stop_services=true and when its systemd unit is known"
+            self.module.fail_json(msg="gpu_reset refused: the GPUs to reset are in use by %s; %s" % (names, hint), changed=False)
+        return units if self.params["stop_services"] else []
+
+    def _reset_argv(self, nvidia_smi, group, snapshot):
+        bus_ids = [gpu["pci_bus_id"] for gpu in snapshot["gpus"] if gpu["index"] in group]
+        return [nvidia_smi, "--gpu-reset", "-i", ",".join(bus_ids)]
+
+    def _reset(self, groups, snapshot):
+        nvidia_smi = self.run.layout.command(self.module, "nvidia-smi", required=True)
+        outcome = {}
+        for group in groups:
+            argv = self._reset_argv(nvidia_smi, group, snapshot)
+            entry = self.run.journal.intent("gpu_reset", gpus=group, argv=argv)
+            rc, out, err = self.module.run_command(argv)
+            parsed = parse_gpu_reset(out, err, rc)
+            by_bus = dict((gpu["pci_bus_id"], gpu["index"]) for gpu in snapshot["gpus"])
+            for bus, result in parsed.items():
+                if bus in by_bus:
+                    outcome[by_bus[bus]] = result
+            for index in group:
+                outcome.setdefault(index, {"reset": rc == 0, "reason": None if rc == 0 else "other",
+                                           "message": (err or out).strip()})
+            self.run.journal.outcome(entry, rc == 0, rc=rc, stdout=out.strip(), stderr=err.strip())
+        return outcome
+
+    def _restore_persistence(self, before, after_snapshot):
+        nvidia_smi = self.run.layout.command(self.module, "nvidia-smi", required=True)
+        restored = []
+        for gpu in after_snapshot["gpus"]:
+            if before.get(gpu["index"]) and gpu.get("persistence_mode") is False:
+                argv = [nvidia_smi, "-pm", "1", "-i", str(gpu["index"])]
+                entry = self.run.journal.intent("persistence_mode", gpu=gpu["index"], argv=argv)
+                rc, dummy, err = self.module.run_command(argv)
+                self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+                restored.append(gpu["index"])
+        return restored
+
+    def execute(self):
+        snapshot = self.run.snapshot(gpus=[])
+        groups, reasons, skipped = self.plan(snapshot)
+        units = self.preflight(snapshot, groups) if groups else []
+        to_reset = set(index for group in groups for index in group)
+        self.result["changed"] = bool(to_reset)
+        before = dict((gpu["index"], gpu) for gpu in snapshot["gpus"])
+        outcome = {}
+        after = None
+        if to_reset and not self.module.check_mode:
+            with self.run.locked():
+                services = GpuServices(self.module, self.run.layout, self.run.journal)
+                try:
+                    services.stop(units)
+                    outcome = self._reset(groups, snapshot)
+                except ServiceError as exc:
+                    self.result["error"] = str(exc)
+                finally:
+                    self.result["services_stopped"] = list(services.stopped)
+                    started, errors = services.restore()
+                    self.result["services_started"] = started
+                    if errors:
+                        self.result["service_errors"] = errors
+                after = self.run.snapshot(gpus=[])
+                self.result["persistence_restored"] = self._restore_persistence(
+                    dict((i, g.get("persistence_mode")) for i, g in before.items()), after)
+        elif to_reset:
+            self.result["services_stopped"] = units
+            self.result["services_started"] = list(reversed(units))
+            outcome = dict((index, {"reset": True, "reason": None}) for index in to_reset)
+        self._report(before, after, reasons, skipped, outcome)
+        self.result["journal"] = self.run.journal.entries()
+        failed = [g for g in self.result["gpus"] if g["index"] in to_reset and not g["reset"]]
+        if failed or "error" in self.result:
+            self.module.fail_json(msg="gpu_reset failed: %s; services were restored: %s" % (
+                "; ".join("GPU %s: %s" % (g["index"], g["reason"]) for g in failed) or self.result.get("error"),
+                ", ".join(self.result["services_started"]) or "none had been stopped"), **self.result)
+        self.module.exit_json(**self.result)
+
+    def _report(self, before, after, reasons, skipped, outcome):
+        after_gpus = dict((gpu["index"], gpu) for gpu in (after or {}).get("gpus", []))
+        diff = {"before": {}, "after": {}}
+        for index, gpu in sorted(before.items()):
+            if index not in reasons and index not in skipped:
+                continue
+            done = outcome.get(index, {}).get("reset", False)
+            used_before = gpu.get("memory_used_mib")
+            if index in after_gpus:
+                used_after = after_gpus[index].get("memory_used_mib")
+            else:
+                used_after = used_before - (gpu.get("unattributed_mib") or 0) if done and used_before is not None else used_before
+            reason = reasons.get(index) if done else (skipped.get(index) or outcome.get(index, {}).get("message"))
+            self.result["gpus"].append({
+                "index": index, "pci_bus_id": gpu.get("pci_bus_id"), "reset": done, "reason": reason,
+                "memory_used_mib_before": used_before, "memory_used_mib_after": used_after,
+                "freed_mib": max((used_before or 0) - (used_after or 0), 0),
+            })
+            if index in reasons:
+                diff["before"]["GPU %s" % index] = {"unattributed_mib": gpu.get("unattributed_mib"), "state": gpu.get("state")}
+                diff["after"]["GPU %s" % index] = {"unattributed_mib": 0, "state": "reset"}
+        self.result["diff"] = diff
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=action_argument_spec(
+            force=dict(type="bool", default=False),
+            reset_nvlink_peers=dict(type="bool", default=True),
+            stop_services=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    GpuResetWorker(module).execute()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,369 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nvidia_driver_reload
+short_description: Unload and reload the NVIDIA kernel modules, or restart the graphics stack, to free stuck GPU memory
+version_added: 1.0.0
+description:
+  - With O(method=modules), plans from a snapshot, then stops the display manager and the GPU daemons that run,
+    unloads C(nvidia_peermem), C(nvidia_drm), C(nvidia_modeset), C(nvidia_uvm) and C(nvidia) (those loaded, and
+    any other loaded module that uses them, first), loads them back in reverse order with the C(nvidia_drm)
+    modeset that was set before, starts again exactly the services that ran before, and verifies with a new
+    snapshot.
+  - Refuses, naming them, while processes other than the daemons and the display server hold the devices, unless
+    O(kill_holders=true), which ends them through the same safe path as M(gpuops.remediation.gpu_kill).
+  - On any failure, loads back what it unloaded and starts what it stopped, and reports the state the node is
+    left in (RV(node_state)).
+  - With O(method=graphics), restarts the graphics stack instead, C(systemctl isolate multi-user.target) then back
+    to the target that was active.
+  - Runs only when the snapshot says a reload is needed (ghost memory, or a recovery action or Xid asking for a
+    reset; for O(method=graphics), a graphics session holding GPU memory), unless O(force=true). A second run changes
+    nothing.
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.LINUX_GPU
+  - gpuops.remediation.snapshot
+  - gpuops.remediation.snapshot.ACTION
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Returns the plan (RV(plan)) with the same C(changed) and C(diff) as the real run, and refuses in the same cases.
+  diff_mode:
+    support: full
+options:
+  method:
+    description:
+      - V(modules) reloads the kernel modules; V(graphics) restarts the graphics stack through systemd targets.
+    type: str
+    choices: [modules, graphics]
+    default: modules
+  force:
+    description:
+      - Reload even when the snapshot says nothing needs it.
+    type: bool
+    default: false
+  kill_holders:
+    description:
+      - End the processes that hold the devices first (TERM, then KILL after O(grace)), with the safety rules of
+        M(gpuops.remediation.gpu_kill). Without it, the module refuses while they run.
+    type: bool
+    default: false
+  grace:
+    description:
+      - Seconds between TERM and KILL for O(kill_holders), and to wait for a stopped service's processes to go.
+    type: float
+    default: 10.0
+seealso:
+  - module: gpuops.remediation.gpu_holders_info
+  - module: gpuops.remediation.gpu_reset
+"""
+
+EXAMPLES = r"""
+- name: Reload the driver when a reset did not free the memory
+  gpuops.remediation.nvidia_driver_reload:
+
+- name: Show what a reload would do
+  gpuops.remediation.nvidia_driver_reload:
+    force: true
+  check_mode: true
+  register: plan
+
+- name: Restart the graphics stack
+  gpuops.remediation.nvidia_driver_reload:
+    method: graphics
+"""
+
+RETURN = r"""
+plan:
+  description: The steps, in order, as argv lists joined for reading (in check mode, what would run).
+  returned: always
+  type: list
+  elements: str
+  sample: ["systemctl stop nvidia-persistenced.service", "modprobe -r nvidia_uvm", "modprobe nvidia_uvm"]
+reason:
+  description: Why the reload was needed, or why nothing was done.
+  returned: always
+  type: str
+modules_unloaded:
+  description: Modules unloaded, in order.
+  returned: always
+  type: list
+  elements: str
+modules_loaded:
+  description: Modules loaded back, in order.
+  returned: always
+  type: list
+  elements: str
+services_stopped:
+  description: Units stopped.
+  returned: always
+  type: list
+  elements: str
+services_started:
+  description: Units started again.
+  returned: always
+  type: list
+  elements: str
+killed:
+  description: What O(kill_holders) signalled and skipped.
+  returned: when kill_holders is true
+  type: dict
+node_state:
+  description: "V(reloaded), V(unchanged), or after a failure V(restored) (everything as before) or V(degraded) (see RV(msg))."
+  returned: always
+  type: str
+gpus:
+  description: Used memory per GPU before and after.
+  returned: always
+  type: list
+  elements: dict
+journal:
+  description: The journal lines this run wrote.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_SERVICE_UNITS
+from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, unload_plan
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Policy, Target, terminate
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS
+
+DISPLAY_MANAGER = "display-manager.service"
+RELEASED_BY_SERVICES = ("gpu_daemon", "graphics_session")
+
+
+class ReloadFailed(Exception):
+    pass
+
+
+def needs_reload(snapshot, ghost_threshold_mib):
+    for gpu in snapshot["gpus"]:
+        ghost = gpu.get("unattributed_mib")
+        if ghost is not None and ghost > ghost_threshold_mib:
+            return "GPU %s has %d MiB of ghost memory" % (gpu["index"], ghost)
+        if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reset":
+            return "NVML asks GPU %s for recovery action %s" % (gpu["index"], gpu["recovery_action"])
+    for event in snapshot["xid_events"]:
+        if (event.get("catalog") or {}).get("action") == "reset_gpu":
+            return "Xid %s asks for a GPU reset" % event.get("xid")
+    return None
+
+
+def needs_graphics_restart(snapshot):
+    for holder in snapshot["holders"]:
+        if holder["class"] == "graphics_session" and holder["gpus"]:
+            return "graphics session pid %s (%s) holds GPU %s" % (holder["pid"], holder["name"], holder["gpus"])
+    return None
+
+
+def load_argv(modprobe, name, modeset):
+    argv = [modprobe, name]
+    if name == "nvidia_drm" and modeset in ("Y", "1"):
+        argv.append("modeset=1")
+    return argv
+
+
+class DriverReloadWorker:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.run = Remediation(module)
+        self.layout = self.run.layout
+        self.result = {"changed": False, "plan": [], "modules_unloaded": [], "modules_loaded": [], "services_stopped": [],
+                       "services_started": [], "node_state": "unchanged", "gpus": [], "journal": []}
+
+    def _blockers(self, snapshot, units):
+        """Holders that stopping `units` will not end."""
+        display_stopped = DISPLAY_MANAGER in units
+        return [h for h in snapshot["holders"]
+                if not (h["class"] == "gpu_daemon" or (h["class"] == "graphics_session" and display_stopped))]
+
+    def _refuse_or_kill(self, blockers):
+        if not blockers:
+            return
+        names = ", ".join("pid %s (%s, %s)" % (h["pid"], h.get("name"), h["class"]) for h in blockers)
+        if not self.params["kill_holders"]:
+            self.module.fail_json(msg="nvidia_driver_reload refused: the devices are held by %s; end them first "
+                                      "(gpuops.remediation.gpu_kill) or set kill_holders=true" % names, changed=False)
+        targets = [Target(h["pid"], h["start_time"], reason="holds the GPU devices") for h in blockers if h.get("start_time")]
+        self.result["killed"] = terminate(targets, Policy(), grace=self.params["grace"], journal=self.run.journal,
+                                          check_mode=self.module.check_mode)
+        if self.result["killed"]["skipped"]:
+            self.module.fail_json(msg="nvidia_driver_reload refused: these holders cannot be ended safely: %s" % ", ".join(
+                "pid %s (%s)" % (s["pid"], s["reason"]) for s in self.result["killed"]["skipped"]), **self.result)
+
+    def execute(self):
+        snapshot = self.run.snapshot(gpus=[])
+        method = self.params["method"]
+        reason = needs_graphics_restart(snapshot) if method == "graphics" else needs_reload(snapshot, self.params["ghost_threshold_mib"])
+        if self.params["force"]:
+            reason = "force=true"
+        self.result["reason"] = reason or "nothing to do: the snapshot shows no memory a %s would free" % (
+            "graphics restart" if method == "graphics" else "driver reload")
+        if reason:
+            self.result["changed"] = True
+            if method == "graphics":
+                self._graphics(snapshot)
+            else:
+                self._modules(snapshot)
+        self.result["journal"] = self.run.journal.entries()
+        self.module.exit_json(**self.result)
+
+    def _systemctl_plan(self, verb, units):
+        return ["systemctl %s %s" % (verb, unit) for unit in units]
+
+    def _modules(self, snapshot):
+        driver = snapshot["driver"]
+        loaded = driver.get("modules") or {}
+        unload = unload_plan(loaded)
+        load = list(reversed(unload))
+        services = GpuServices(self.module, self.layout, self.run.journal)
+        units = services.active(GPU_SERVICE_UNITS)
+        modprobe = self.layout.command(self.module, "modprobe", required=True)
+        self.result["plan"] = (self._systemctl_plan("stop", units) + ["modprobe -r %s" % name for name in unload]
+                               + [" ".join(load_argv("modprobe", name, driver.get("nvidia_drm_modeset"))) for name in load]
+                               + self._systemctl_plan("start", reversed(units)))
+        self.result["diff"] = {"before": {"modules": sorted(loaded), "ghost_mib": self._ghost(snapshot)},
+                               "after": {"modules": sorted(loaded), "ghost_mib": dict((k, 0) for k in self._ghost(snapshot))}}
+        self._refuse_or_kill(self._blockers(snapshot, units))
+        if self.module.check_mode:
+            self.result.update(modules_unloaded=unload, modules_loaded=load, services_stopped=units,
+                               services_started=list(reversed(units)), node_state="reloaded")
+            return
+        with self.run.locked():
+            try:
+                services.stop(units)
+                self._wait_devices_free()
+                self._unload(modprobe, unload)
+                self._load(modprobe, load, driver.get("nvidia_drm_modeset"))
+                self.result["node_state"] = "reloaded"
+            except (ReloadFailed, ServiceError) as exc:
+                self._recover(modprobe, driver.get("nvidia_drm_modeset"), services, str(exc))
+            finally:
+                self.result["services_stopped"] = list(services.stopped)
+                started, errors = services.restore()
+                self.result["services_started"] = started
+                if errors:
+                    self.result["node_state"] = "degraded"
+                    self.result["service_errors"] = errors
+        self._verify(snapshot)
+
+    def _ghost(self, snapshot):
+        return dict(("GPU %s" % g["index"], g.get("unattributed_mib")) for g in snapshot["gpus"])
+
+    def _wait_devices_free(self):
+        import time  # pylint: disable=import-outside-toplevel
+        deadline = time.monotonic() + self.params["grace"]
+        while True:
+            holders = scan_holders_report(self.layout.dev_dir, sys_dir=self.layout.sys_dir)["holders"]
+            if not holders:
+                return
+            if time.monotonic() > deadline:
+                raise ReloadFailed("after stopping the services, still holding the devices: %s" % ", ".join(
+                    "pid %s (%s)" % (pid, h["name"]) for pid, h in sorted(holders.items())))
+            time.sleep(0.2)
+
+    def _modprobe(self, action, argv, name):
+        entry = self.run.journal.intent(action, module=name, argv=argv)
+        rc, out, err = self.module.run_command(argv)
+        self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+        return rc, out, err
+
+    def _unload(self, modprobe, names):
+        for name in names:
+            rc, dummy, err = self._modprobe("module_unload", [modprobe, "-r", name], name)
+            if rc != 0:
+                error = parse_modprobe_error(err)
+                raise ReloadFailed("modprobe -r %s failed (%s): %s" % (name, error["reason"], error["message"] or err.strip()))
+            self.result["modules_unloaded"].append(name)
+
+    def _load(self, modprobe, names, modeset):
+        for name in names:
+            rc, dummy, err = self._modprobe("module_load", load_argv(modprobe, name, modeset), name)
+            if rc != 0:
+                raise ReloadFailed("modprobe %s failed: %s" % (name, err.strip()))
+            self.result["modules_loaded"].append(name)
+
+    def _recover(self, modprobe, modeset, services, error):
+        """Load back what was unloaded; the caller starts the services again."""
+        missing = [name for name in reversed(self.result["modules_unloaded"]) if name not in self.result["modules_loaded"]]
+        problems = []
+        for name in missing:
+            rc, dummy, err = self._modprobe("module_load", load_argv(modprobe, name, modeset), name)
+            if rc == 0:
+                self.result["modules_loaded"].append(name)
+            else:
+                problems.append("modprobe %s: %s" % (name, err.strip()))
+        self.result["node_state"] = "degraded" if problems else "restored"
+        self.result["error"] = error
+        self.result["recovery_problems"] = problems
+
+    def _verify(self, before):
+        after = self.run.snapshot(gpus=[])
+        after_gpus = dict((g["index"], g) for g in after["gpus"])
+        for gpu in before["gpus"]:
+            used_after = after_gpus.get(gpu["index"], {}).get("memory_used_mib")
+            self.result["gpus"].append({"index": gpu["index"], "memory_used_mib_before": gpu.get("memory_used_mib"),
+                                        "memory_used_mib_after": used_after})
+        if self.result["node_state"] != "reloaded":
+            self.result["journal"] = self.run.journal.entries()
+            self.module.fail_json(msg="nvidia_driver_reload failed: %s; node state: %s (modules loaded back: %s; services started "
+                                      "again: %s)" % (self.result["error"], self.result["node_state"],
+                                                      ", ".join(self.result["modules_loaded"]) or "none needed",
+                                                      ", ".join(self.result["services_started"]) or "none had been stopped"),
+                                  **self.result)
+
+    def _graphics(self, snapshot):
+        systemctl = self.layout.command(self.module, "systemctl", required=True)
+        rc, out, dummy = self.module.run_command([systemctl, "is-active", "graphical.target"])
+        back_to = "graphical.target" if out.strip() == "active" else "multi-user.target"
+        steps = [[systemctl, "isolate", "multi-user.target"], [systemctl, "isolate", back_to]]
+        self.result["plan"] = ["systemctl isolate multi-user.target", "systemctl isolate %s" % back_to]
+        self.result["diff"] = {"before": {"graphics_holders": [h["pid"] for h in snapshot["holders"] if h["class"] == "graphics_session"]},
+                               "after": {"graphics_holders": []}}
+        if self.module.check_mode:
+            self.result["node_state"] = "reloaded"
+            return
+        with self.run.locked():
+            for argv in steps:
+                entry = self.run.journal.intent("systemctl_isolate", target=argv[-1])
+                rc, dummy, err = self.module.run_command(argv)
+                self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+                if rc != 0:
+                    self.result["error"] = "systemctl isolate %s failed: %s" % (argv[-1], err.strip())
+                    break
+        self.result["node_state"] = "reloaded" if "error" not in self.result else "degraded"
+        self._verify(snapshot)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=action_argument_spec(
+            method=dict(type="str", default="modules", choices=["modules", "graphics"]),
+            force=dict(type="bool", default=False),
+            kill_holders=dict(type="bool", default=False),
+            grace=dict(type="float", default=10.0),
+        ),
+        supports_check_mode=True,
+    )
+    if module.params["grace"] < 0:
+        module.fail_json(msg="grace must be 0 or more seconds, got %r" % module.params["grace"])
+    DriverReloadWorker(module).execute()
+
+
+if __name__ == "__main__":
+    main()

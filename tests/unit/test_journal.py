@@ -1,0 +1,122 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_journal with real files, real child processes and SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal, unfinished
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHILD_ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collections"))
+
+
+def run_child(code, *args, **kwargs):
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)] + [str(arg) for arg in args],
+                            env=CHILD_ENV, **kwargs)
+
+
+def test_intent_and_outcome_lines(tmp_path):
+    path = str(tmp_path / "gpuops" / "journal.jsonl")
+    journal = Journal(path, run_id="r1")
+    entry_id = journal.intent("signal", pid=42, signal="TERM")
+    journal.outcome(entry_id, True, exited=True)
+    records = read_journal(path)
+    assert records == journal.entries()
+    intent, outcome = records
+    assert (intent["run_id"], intent["id"], intent["phase"], intent["action"], intent["pid"]) == (
+        "r1", entry_id, "intent", "signal", 42)
+    assert (outcome["id"], outcome["phase"], outcome["action"], outcome["ok"], outcome["exited"]) == (
+        entry_id, "outcome", "signal", True, True)
+    assert intent["ts"].endswith("Z") and intent["ts"][:4].isdigit()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640 & ~current_umask()
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o750
+    assert unfinished(records) == []
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_runs_append_and_ids_differ(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    first, second = Journal(path), Journal(path)
+    ids = [first.intent("reset", gpu="00000000:18:00.0"), second.intent("reset", gpu="00000000:3B:00.0")]
+    assert len(set(ids)) == 2 and first.run_id != second.run_id
+    assert [r["id"] for r in read_journal(path)] == ids
+    assert len(first.entries()) == 1 and len(second.entries()) == 1
+
+
+def test_sigkill_between_intent_and_outcome_leaves_the_intent(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    child = run_child("""
+        import sys, time
+        from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+        journal = Journal(sys.argv[1], run_id="killed")
+        journal.intent("signal", pid=1234, signal="KILL")
+        print("intent written", flush=True)
+        time.sleep(60)
+        journal.outcome("never", True)
+    """, path, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "intent written"
+    os.kill(child.pid, signal.SIGKILL)
+    assert child.wait() == -signal.SIGKILL
+    records = read_journal(path)
+    assert [(r["run_id"], r["phase"], r["pid"]) for r in records] == [("killed", "intent", 1234)]
+    assert unfinished(records) == records
+
+
+def test_torn_last_line_is_skipped(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    journal = Journal(path)
+    journal.intent("reload", modules=["nvidia"])
+    whole = open(path, "rb").read()
+    with open(path, "ab") as handle:
+        handle.write(whole[: len(whole) // 2])  # what a crash in the middle of a write leaves
+    assert read_journal(path) == journal.entries()
+    # A later run appends after the torn piece: its line is glued to the garbage, the earlier ones survive.
+    later = Journal(path)
+    later.intent("reset")
+    later.intent("reset")
+    assert [r["run_id"] for r in read_journal(path)] == [journal.run_id, later.run_id]
+
+
+def test_missing_journal_reads_empty(tmp_path):
+    assert read_journal(str(tmp_path / "none.jsonl")) == []
+
+
+def test_concurrent_writers_produce_whole_lines(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    go = str(tmp_path / "go")
+    writers, lines_each = 6, 150
+    children = [run_child("""
+        import os, sys, time
+        from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+        path, go, writer, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+        journal = Journal(path, run_id="writer-" + writer)
+        while not os.path.exists(go):
+            time.sleep(0.001)
+        for number in range(count):
+            journal.intent("signal", number=number, padding=writer * 3000)
+    """, path, go, writer, lines_each) for writer in range(writers)]
+    open(go, "w").close()
+    assert [child.wait() for child in children] == [0] * writers
+
+    with open(path, "rb") as handle:
+        raw_lines = handle.read().split(b"\n")
+    assert raw_lines[-1] == b""
+    records = [json.loads(line) for line in raw_lines[:-1]]  # every line parses: none was interleaved
+    assert len(records) == writers * lines_each
+    for writer in range(writers):
+        mine = [r for r in records if r["run_id"] == "writer-%d" % writer]
+        assert [r["number"] for r in mine] == list(range(lines_each))
+        assert all(r["padding"] == str(writer) * 3000 for r in mine)
