@@ -6,9 +6,11 @@ Builds a temporary dev dir (nvidia0..nvidia7, nvidiactl, nvidia-uvm as regular f
 any file), fills the process table to at least --processes entries with cheap forked sleepers (some hold a
 device file open, some mapped with the fd closed, one holds it only through a thread whose leader
 exited), then times:
-  scan   scan_holders() in this process, best of --repeat after one warm-up
-  lsof   the whole `lsof <files>` process, best of --repeat
-  fuser  the whole `fuser -v <files>` process, best of --repeat
+  scan   scan_holders() in this process (its default workers), and with workers=1 (no fork)
+  lsof   the whole `lsof <files>` process
+  fuser  the whole `fuser -v <files>` process
+each warmed up once, then best of --repeat rounds that run all four in turn (load from elsewhere on the
+machine then hits them alike).
 It checks that the scan's holder pids are a superset of what each tool reports, prints the ratios and one
 JSON line, and exits 1 when the scan misses a holder a tool sees (2 when the setup itself fails).
 
@@ -31,7 +33,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (  # noqa: E402
+    _worker_count, scan_holders)
 
 DEVICE_NAMES = ["nvidia%d" % i for i in range(8)] + ["nvidiactl", "nvidia-uvm"]
 INSTALL_HINT = "apt-get install -y lsof psmisc"
@@ -60,7 +63,7 @@ def parse_fuser_pids(stdout):
 # site and with only os and sys loaded, each forked sleeper maps about 40 regions, like a small daemon.
 # With preload=1 the spawner first imports what a typical Python service loads (json, ctypes, subprocess,
 # ...): about 135 regions each. Sleepers block reading hold_fd, a pipe whose only writer is the benchmark:
-# when the benchmark ends, however it ends, they read EOF and exit.
+# when the benchmark ends, however it ends, they read EOF and exit, and the spawner reaps them.
 SPAWNER = r"""
 import os, sys
 
@@ -69,9 +72,12 @@ def sleeper(role, device, hold_fd):
         if role == "open":
             os.open(device, os.O_RDWR)
         elif role == "mmap":
-            import mmap
+            import ctypes  # not Python's mmap module: it keeps a dup of the fd
+            libc = ctypes.CDLL(None)
+            libc.mmap.restype = ctypes.c_void_p
+            libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
             fd = os.open(device, os.O_RDWR)
-            sleeper.mapping = mmap.mmap(fd, 4096)
+            libc.mmap(None, 4096, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
             os.close(fd)
         elif role == "leader_exited":
             import ctypes, threading
@@ -96,7 +102,9 @@ for index in range(count):
     pids[role].append(pid)
 os.write(ready_fd, (" ".join("%s=%s" % (role, ",".join(map(str, found))) for role, found in pids.items()) + "\n").encode())
 os.close(ready_fd)
-os.read(hold_fd, 1)
+os.read(hold_fd, 1)  # EOF: the benchmark is done, and so is every sleeper
+for _ in range(count):
+    os.wait()
 """
 
 
@@ -118,17 +126,17 @@ class Table:
             raise RuntimeError("the spawner exited before reporting its children")
         self.roles = {}
         for item in line.split():
-            role, _, pids = item.partition("=")
+            role, pids = item.split("=", 1)
             self.roles[role] = [int(pid) for pid in pids.split(",") if pid]
 
     def stop(self):
-        # The spawner leads its own session: its group holds it and every sleeper, nothing else.
-        try:
-            os.killpg(self.spawner.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         os.close(self._hold_write)
-        self.spawner.wait()
+        try:
+            self.spawner.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            # The spawner leads its own session: its group holds it and every sleeper, nothing else.
+            os.killpg(self.spawner.pid, signal.SIGKILL)
+            self.spawner.wait()
 
 
 def process_count():
@@ -139,14 +147,19 @@ def process_count():
 # Timing
 
 
-def best_of(repeat, func):
-    times = []
-    result = None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = func()
-        times.append(time.perf_counter() - started)
-    return min(times), result
+def best_of_interleaved(repeat, contenders):
+    """{name: (best seconds, last result)}: one warm-up each, then `repeat` rounds that run every
+    contender once, so that load from elsewhere on the machine hits them all alike."""
+    best = {}
+    for name, func in contenders.items():
+        best[name] = (float("inf"), func())
+    for _round in range(repeat):
+        for name, func in contenders.items():
+            started = time.perf_counter()
+            result = func()
+            elapsed = time.perf_counter() - started
+            best[name] = (min(best[name][0], elapsed), result)
+    return best
 
 
 def run_tool(argv):
@@ -184,12 +197,16 @@ def make_dev_dir(root):
 
 def measure(args, dev_dir, roles):
     files = [os.path.join(dev_dir, name) for name in DEVICE_NAMES]
-    scan_holders(dev_dir)  # warm-up: dentries, page cache, pwd
-    scan_s, ours = best_of(args.repeat, lambda: scan_holders(dev_dir))
-    run_tool(["lsof"] + files)
-    lsof_s, lsof_out = best_of(args.repeat, lambda: run_tool(["lsof"] + files))
-    run_tool(["fuser", "-v"] + files)
-    fuser_s, fuser_out = best_of(args.repeat, lambda: run_tool(["fuser", "-v"] + files))
+    best = best_of_interleaved(args.repeat, {
+        "scan": lambda: scan_holders(dev_dir),
+        "scan_one_worker": lambda: scan_holders(dev_dir, workers=1),
+        "lsof": lambda: run_tool(["lsof"] + files),
+        "fuser": lambda: run_tool(["fuser", "-v"] + files),
+    })
+    scan_s, ours = best["scan"]
+    scan_one_s, ours_one = best["scan_one_worker"]
+    lsof_s, lsof_out = best["lsof"]
+    fuser_s, fuser_out = best["fuser"]
     ours_pids = set(ours)
     seen = {"lsof": parse_lsof_pids(lsof_out), "fuser": parse_fuser_pids(fuser_out)}
     expected = set(roles["open"]) | set(roles["mmap"]) | set(roles["leader_exited"])
@@ -197,8 +214,13 @@ def measure(args, dev_dir, roles):
         "processes": process_count(),
         "holders": {"ours": len(ours_pids), "lsof": len(seen["lsof"]), "fuser": len(seen["fuser"]),
                     "planted": len(expected)},
-        "seconds": {"scan": round(scan_s, 4), "lsof": round(lsof_s, 4), "fuser": round(fuser_s, 4)},
-        "speedup": {"vs_lsof": round(lsof_s / scan_s, 2), "vs_fuser": round(fuser_s / scan_s, 2)},
+        "workers": _worker_count(process_count()),
+        "seconds": {"scan": round(scan_s, 4), "scan_one_worker": round(scan_one_s, 4), "lsof": round(lsof_s, 4),
+                    "fuser": round(fuser_s, 4)},
+        "speedup": {"vs_lsof": round(lsof_s / scan_s, 2), "vs_fuser": round(fuser_s / scan_s, 2),
+                    "one_worker_vs_lsof": round(lsof_s / scan_one_s, 2),
+                    "one_worker_vs_fuser": round(fuser_s / scan_one_s, 2)},
+        "one_worker_same_holders": sorted(ours_one) == sorted(ours),
         "we_miss": {tool: sorted(pids - ours_pids) for tool, pids in seen.items()},
         "they_miss": {tool: sorted(ours_pids - pids) for tool, pids in seen.items()},
         "planted_missed_by_us": sorted(expected - ours_pids),
@@ -209,7 +231,10 @@ def measure(args, dev_dir, roles):
 def report(result, args):
     seconds = result["seconds"]
     print("process table: %d processes, %d planted holders" % (result["processes"], result["holders"]["planted"]))
-    print("scan_holders  %.4f s (best of %d)" % (seconds["scan"], args.repeat))
+    print("scan_holders  %.4f s (best of %d rounds, %d worker processes)" % (seconds["scan"], args.repeat, result["workers"]))
+    speedup = result["speedup"]
+    print("  one worker  %.4f s  (%.2fx lsof, %.2fx fuser)"
+          % (seconds["scan_one_worker"], speedup["one_worker_vs_lsof"], speedup["one_worker_vs_fuser"]))
     print("lsof          %.4f s  -> scan is %.2fx faster (target >= 2.5x)" % (seconds["lsof"], result["speedup"]["vs_lsof"]))
     print("fuser -v      %.4f s  -> scan is %.2fx faster (target >= 1.2x)" % (seconds["fuser"], result["speedup"]["vs_fuser"]))
     for tool, missed in sorted(result["they_miss"].items()):
@@ -224,7 +249,7 @@ def report(result, args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=2000, help="fill the process table to at least this many")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--heavy-sleepers", action="store_true",
                         help="sleepers forked from a Python that loaded json, ctypes, subprocess...: ~135 maps lines each")
     args = parser.parse_args(argv)
@@ -236,15 +261,18 @@ def main(argv=None):
     try:
         dev_dir = make_dev_dir(root)
         # A margin for processes that come and go meanwhile.
-        table = Table(max(args.processes - process_count(), 0) + 20, dev_dir, args.heavy_sleepers)
+        table = Table(max(args.processes - process_count(), 0) + 50, dev_dir, args.heavy_sleepers)
         time.sleep(0.5)  # let the leader-exited child's main thread leave
+        if process_count() < args.processes:
+            print("only %d processes in the table, %d wanted" % (process_count(), args.processes), file=sys.stderr)
+            return 2
         result = measure(args, dev_dir, table.roles)
     finally:
         if table is not None:
             table.stop()
         shutil.rmtree(root, ignore_errors=True)
     report(result, args)
-    missed = any(result["we_miss"].values()) or result["planted_missed_by_us"]
+    missed = any(result["we_miss"].values()) or result["planted_missed_by_us"] or not result["one_worker_same_holders"]
     return 1 if missed else 0
 
 

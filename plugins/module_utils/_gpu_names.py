@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
+import os
+
+# The kernel keeps only the first 15 bytes of a command name (TASK_COMM_LEN - 1).
+COMM_LEN = 15
+
 # Daemon process name -> the systemd unit that runs it.
 GPU_DAEMONS = {
     "nvidia-persistenced": "nvidia-persistenced.service",
@@ -30,3 +35,22 @@ PROCESS_STATES = {
     "R": "running", "S": "sleeping", "D": "disk-sleep", "Z": "zombie", "T": "stopped", "t": "tracing-stop",
     "X": "dead", "I": "idle", "P": "parked", "W": "waking", "K": "wakekill",
 }
+
+
+def process_names(name, cmdline):
+    """The names a process goes by: its command name and the base name of its argv[0]."""
+    names = set()
+    if name:
+        names.add(name)
+    if cmdline and cmdline[0]:
+        names.add(os.path.basename(cmdline[0].split(" ")[0]))
+    return names
+
+
+def first_name_match(names, candidates):
+    """The first candidate one of `names` stands for, allowing for the kernel's 15-byte cut; or None."""
+    for candidate in candidates:
+        for name in names:
+            if name == candidate or (len(name) == COMM_LEN and candidate.startswith(name)):
+                return candidate
+    return None

@@ -16,6 +16,7 @@ processes that hold something.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import pwd
 import re
@@ -29,9 +30,9 @@ VIA_ORDER = ("fd", "mmap", "task_fd")
 
 _DENIED = (errno.EACCES, errno.EPERM)
 _DELETED_SUFFIX = " (deleted)"
-_MAPS_BUFFER_SIZE = 1 << 18
+_READ_SIZE = 1 << 16
 _MAX_WORKERS = 8
-_NAMES_PER_WORKER = 256
+_PROCESSES_PER_WORKER = 500
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -82,107 +83,93 @@ class _DeviceMatcher:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Reading one process's fds and maps. Each reader returns its hits, or raises OSError.
+# Reading one process's fds and maps. A process's findings: {via: [device paths]}, None when it has none.
 
 
 def _fd_devices(fd_dir, matcher):
-    """(number of fds, [device paths]) of the fds listed in fd_dir."""
-    count = 0
-    devices = []
+    """(number of fds, [device paths] or None) of the fds listed in fd_dir; raises OSError."""
+    names = os.listdir(fd_dir)
+    devices = None
     prefix = matcher.prefix
-    with os.scandir(fd_dir) as entries:
-        for entry in entries:
-            count += 1
-            try:
-                target = os.readlink(entry.path)
-            except OSError:
-                continue  # closed between the listing and the readlink
-            if target.startswith(prefix):
-                device = matcher.device(target)
-                if device is not None:
-                    devices.append(device)
-    return count, devices
-
-
-class _MapsReader:
-    """Reads maps files into one reused buffer, so that a scan allocates nothing per process."""
-
-    def __init__(self):
-        self.buffer = bytearray(_MAPS_BUFFER_SIZE)
-
-    def read(self, path):
-        """Bytes read into self.buffer (the file's whole content)."""
-        fd = os.open(path, os.O_RDONLY)
+    fd_dir += "/"
+    for name in names:
         try:
-            size = 0
-            while True:
-                if size == len(self.buffer):
-                    self.buffer.extend(bytes(len(self.buffer)))
-                view = memoryview(self.buffer)
-                try:
-                    got = os.readv(fd, [view[size:]])
-                finally:
-                    view.release()
-                if got == 0:
-                    return size
-                size += got
-        finally:
-            os.close(fd)
+            target = os.readlink(fd_dir + name)
+        except OSError:
+            continue  # closed between the listing and the readlink
+        if target.startswith(prefix):
+            device = matcher.device(target)
+            if device is not None:
+                devices = (devices or []) + [device]
+    return len(names), devices
 
-    def devices(self, path, matcher):
-        """(bytes in the maps file, [device paths mapped])."""
-        size = self.read(path)
-        buffer = self.buffer
-        prefix = matcher.prefix_bytes
-        devices = []
-        at = buffer.find(prefix, 0, size)
-        while at != -1:
-            end = buffer.find(b"\n", at, size)
-            if end == -1:
-                end = size
-            # The path is the line's last field, after padding spaces; the prefix inside a longer path
-            # (/tmp/x/dev/... for /dev/) is no match.
-            if at > 0 and buffer[at - 1] == 0x20:
-                device = matcher.device(os.fsdecode(bytes(buffer[at:end])))
-                if device is not None:
-                    devices.append(device)
-            at = buffer.find(prefix, end, size)
-        return size, devices
+
+def _read_all(path):
+    """The bytes of a /proc file, read with os.read (a maps file comes a page per read); raises OSError."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, _READ_SIZE)
+        if data:
+            chunk = os.read(fd, _READ_SIZE)
+            while chunk:
+                data += chunk
+                chunk = os.read(fd, _READ_SIZE)
+        return data
+    finally:
+        os.close(fd)
+
+
+def _maps_devices(path, matcher):
+    """(bytes in the maps file, [device paths mapped] or None); raises OSError."""
+    data = _read_all(path)
+    prefix = matcher.prefix_bytes
+    at = data.find(prefix)
+    if at == -1:
+        return len(data), None
+    devices = []
+    while at != -1:
+        end = data.find(b"\n", at)
+        if end == -1:
+            end = len(data)
+        # The path is the line's last field, after padding spaces: the prefix inside a longer path
+        # (/tmp/x/dev/... while looking for /dev/) is no match.
+        if data[at - 1:at] == b" ":
+            device = matcher.device(os.fsdecode(data[at:end]))
+            if device is not None:
+                devices.append(device)
+        at = data.find(prefix, end)
+    return len(data), devices or None
+
+
+def _add(found, via, devices):
+    if devices:
+        found = found if found is not None else {}
+        found.setdefault(via, []).extend(devices)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------
 # The scan
 
 
-class _Finding:
-    __slots__ = ("via", "devices")
-
-    def __init__(self):
-        self.via = set()
-        self.devices = set()
-
-    def add(self, via, devices):
-        if devices:
-            self.via.add(via)
-            self.devices.update(devices)
+def _leader_is_zombie(proc_dir):
+    try:
+        data = _read_all(proc_dir + "/stat")
+        return data[data.rindex(b")") + 2:data.rindex(b")") + 3] == b"Z"
+    except (OSError, ValueError):
+        return False
 
 
-def _stat_state(proc_dir):
-    """The state letter of a process from its stat file (raises OSError)."""
-    with open(proc_dir + "/stat", "rb") as handle:
-        data = handle.read()
-    return chr(data[data.rindex(b")") + 2])
-
-
-def _scan_threads(proc_dir, matcher, maps_reader, finding):
+def _scan_threads(proc_dir, matcher, found):
     """Reads the fds and maps of the live threads of a process whose leader exited or hides its fds.
 
-    Returns (fds_read, maps_read): whether some thread's fd table, and the shared memory map, could be read.
+    Returns (found, fds_read, maps_read): whether some thread's fd table, and the shared memory map, could
+    be read.
     """
     try:
         tids = os.listdir(proc_dir + "/task")
     except OSError:
-        return False, False
+        return found, False, False
     fds_read = False
     maps_read = False
     for tid in tids:
@@ -192,126 +179,172 @@ def _scan_threads(proc_dir, matcher, maps_reader, finding):
         except OSError:
             continue
         fds_read = True
-        finding.add("task_fd", devices)
+        found = _add(found, "task_fd", devices)
         if not maps_read:
             # Threads share one memory map: the first live thread shows it (an exited leader shows nothing).
             try:
-                size, mapped = maps_reader.devices(task_dir + "/maps", matcher)
+                size, mapped = _maps_devices(task_dir + "/maps", matcher)
             except OSError:
                 continue
             maps_read = size > 0
-            finding.add("mmap", mapped)
-    return fds_read, maps_read
+            found = _add(found, "mmap", mapped)
+    return found, fds_read, maps_read
 
 
-def _scan_process(proc_dir, matcher, maps_reader):
-    """(Finding or None, denied: bool) for one process; None when it holds nothing or vanished."""
-    finding = _Finding()
-    fd_denied = False
-    fd_count = 0
+def _scan_process(proc_dir, matcher):
+    """(findings or None, denied: bool) of one process; (None, False) when it vanished."""
+    found = None
+    fd_denied = maps_denied = False
+    fd_count = maps_size = 0
     try:
         fd_count, devices = _fd_devices(proc_dir + "/fd", matcher)
-        finding.add("fd", devices)
+        found = _add(found, "fd", devices)
     except OSError as error:
         if error.errno not in _DENIED:
             return None, False  # gone (ENOENT, ESRCH) or not a process directory
         fd_denied = True
-    maps_size = 0
-    maps_denied = False
     try:
-        maps_size, mapped = maps_reader.devices(proc_dir + "/maps", matcher)
-        finding.add("mmap", mapped)
+        maps_size, mapped = _maps_devices(proc_dir + "/maps", matcher)
+        found = _add(found, "mmap", mapped)
     except OSError as error:
         if error.errno not in _DENIED:
             return None, False
         maps_denied = True
-
+    # Empty fds and maps: a kernel thread, a zombie, or a leader that exited while its threads live on.
     if fd_denied or (fd_count == 0 and maps_size == 0 and _leader_is_zombie(proc_dir)):
-        fds_read, maps_read = _scan_threads(proc_dir, matcher, maps_reader, finding)
+        found, fds_read, maps_read = _scan_threads(proc_dir, matcher, found)
         fd_denied = fd_denied and not fds_read
         maps_denied = maps_denied and not maps_read
-    return (finding if finding.via else None), (fd_denied or maps_denied)
+    return found, fd_denied or maps_denied
 
 
-def _leader_is_zombie(proc_dir):
-    try:
-        return _stat_state(proc_dir) == "Z"
-    except (OSError, ValueError, IndexError):
-        return False
-
-
-def _scan_some(names, proc_root, matcher, results):
-    """Scans the processes named in `names`; appends ({pid: Finding}, unreadable count) to results."""
-    maps_reader = _MapsReader()
-    findings = {}
+def _scan_names(names, proc_root, matcher):
+    """([(pid, findings)], unreadable count) for the processes named in names."""
+    holders = []
     unreadable = 0
     for name in names:
-        finding, denied = _scan_process(proc_root + "/" + name, matcher, maps_reader)
+        found, denied = _scan_process(proc_root + "/" + name, matcher)
         if denied:
             unreadable += 1
-        if finding is not None:
-            findings[int(name)] = finding
-    results.append((findings, unreadable))
+        if found is not None:
+            holders.append((int(name), found))
+    return holders, unreadable
 
 
-def _scan(dev_dir, proc_root, sys_dir):
+def _fork_worker(names, proc_root, matcher):
+    """(pid, pipe) of a child process that scans names and writes its result as JSON; None if fork fails."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:
+        # The worker: scan, report, and leave without running anything of the parent's (no atexit, no
+        # flushing of inherited buffers).
+        status = 1
+        try:
+            os.close(read_fd)
+            payload = memoryview(json.dumps(_scan_names(names, proc_root, matcher)).encode())
+            while payload:
+                payload = payload[os.write(write_fd, payload):]
+            status = 0
+        finally:
+            os._exit(status)  # pylint: disable=protected-access
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _collect_worker(worker):
+    """The worker's ([(pid, findings)], unreadable), or None when it failed."""
+    pid, read_fd = worker
+    chunks = []
+    try:
+        chunk = os.read(read_fd, 1 << 16)
+        while chunk:
+            chunks.append(chunk)
+            chunk = os.read(read_fd, 1 << 16)
+    finally:
+        os.close(read_fd)
+    try:
+        _pid, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        status = 0  # reaped by someone else's SIGCHLD handler: judge by the output
+    try:
+        holders, unreadable = json.loads(b"".join(chunks).decode())
+    except ValueError:
+        return None
+    if status != 0:
+        return None
+    return [(int(found_pid), found) for found_pid, found in holders], int(unreadable)
+
+
+def _worker_count(process_count):
+    """How many processes share the scan: most of its time is the kernel formatting maps files, which
+    runs in parallel on several cores (threads would serialise on the GIL at every system call)."""
+    if threading.active_count() > 1:
+        return 1  # forking a threaded process is unsafe
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(_MAX_WORKERS, cores, process_count // _PROCESSES_PER_WORKER))
+
+
+def _scan(dev_dir, proc_root, sys_dir, workers):
+    """({pid: findings}, unreadable count)."""
     matcher = _DeviceMatcher(dev_dir, sys_dir)
     try:
         names = [name for name in os.listdir(proc_root) if name.isdigit()]
     except OSError:
         return {}, 0
-    # Most of the time goes to the kernel formatting maps files, and os.read releases the GIL: a few
-    # threads make that use the node's cores.
-    workers = max(1, min(_MAX_WORKERS, os.cpu_count() or 1, len(names) // _NAMES_PER_WORKER))
-    results = []
-    if workers == 1:
-        _scan_some(names, proc_root, matcher, results)
-    else:
-        threads = [threading.Thread(target=_scan_some, args=(names[index::workers], proc_root, matcher, results))
-                   for index in range(workers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    findings = {}
-    unreadable = 0
-    for some_findings, some_unreadable in results:
-        findings.update(some_findings)
-        unreadable += some_unreadable
-    return findings, unreadable
+    if workers is None:
+        workers = _worker_count(len(names))
+    shares = [names[index::workers] for index in range(workers)]
+    forked = [(_fork_worker(share, proc_root, matcher), share) for share in shares[1:]]
+    holders, unreadable = _scan_names(shares[0], proc_root, matcher)
+    for worker, share in forked:
+        result = _collect_worker(worker) if worker is not None else None
+        if result is None:
+            result = _scan_names(share, proc_root, matcher)  # the worker failed: do its share here
+        holders.extend(result[0])
+        unreadable += result[1]
+    return dict(holders), unreadable
 
 
-def _holder(pid, finding, proc_root):
+def _holder(pid, found, proc_root):
     record = read_process(pid, proc_root)
     if record is None:
         return None
-    record["via"] = [via for via in VIA_ORDER if via in finding.via]
-    record["devices"] = sorted(finding.devices)
+    record["via"] = [via for via in VIA_ORDER if via in found]
+    record["devices"] = sorted(set(device for devices in found.values() for device in devices))
     return record
 
 
-def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys"):
+def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None):
     """{"holders": {pid: holder}, "unreadable_pids": int}.
 
     unreadable_pids counts the processes whose fds or maps this user may not read (a non-root run cannot
-    see other users' processes): holders among them are missing from "holders".
+    see other users' processes): holders among them are missing from "holders". workers: how many
+    processes share the scan (None: one per core, at most 8, one per 500 processes; 1: no fork).
     """
-    findings, unreadable = _scan(dev_dir, proc_root, sys_dir)
+    findings, unreadable = _scan(dev_dir, proc_root, sys_dir, workers)
     holders = {}
-    for pid, finding in findings.items():
-        holder = _holder(pid, finding, proc_root)
+    for pid, found in findings.items():
+        holder = _holder(pid, found, proc_root)
         if holder is not None:
             holders[pid] = holder
     return {"holders": holders, "unreadable_pids": unreadable}
 
 
-def scan_holders(dev_dir, proc_root="/proc", sys_dir="/sys"):
+def scan_holders(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None):
     """{pid: holder} of the processes that have a GPU device node under dev_dir open or mapped.
 
     holder: {"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user", "via": ["fd", "mmap",
     "task_fd"] (those seen), "devices": [sorted paths]}.
     """
-    return scan_holders_report(dev_dir, proc_root, sys_dir)["holders"]
+    return scan_holders_report(dev_dir, proc_root, sys_dir, workers)["holders"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -477,8 +510,10 @@ _CONTAINER_COMPONENTS = (
     (re.compile(r"^libpod-(?:conmon-|payload-)?%s(?:\.scope)?$" % _HEX_ID), "podman"),
 )
 _BARE_ID = re.compile(r"^%s$" % _HEX_ID)
+# pod<uid> (cgroupfs), kubepods-<qos>-pod<uid with underscores>.slice (systemd), static pods' 32-hex uids,
+# and the kubepods-...-pod<uid>.slice:cri-containerd:<id> form of a containerd with a mismatched driver.
 _POD_UID = re.compile(r"(?:^|-)pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
-                      r"(?:\.slice)?$")
+                      r"(?:\.slice)?(?:$|:)")
 _SLURM_JOB = re.compile(r"^job_(\d+)$")
 _SLURM_PARENT = re.compile(r"^(?:uid_\d+|(?:.+_)?slurmstepd\.scope)$")
 _UNIT_SUFFIXES = (".service", ".scope")
@@ -538,7 +573,7 @@ def _slurm_job(components):
 
 
 def _is_container_component(component):
-    return any(pattern.match(component) for pattern, _ in _CONTAINER_COMPONENTS)
+    return any(pattern.match(component) for pattern, _runtime in _CONTAINER_COMPONENTS)
 
 
 def _systemd_unit(components):

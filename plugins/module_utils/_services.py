@@ -11,6 +11,23 @@ class ServiceError(Exception):
     pass
 
 
+def unit_states(module, systemctl, units):
+    """{unit: {"id", "active", "main_pid"}} from one `systemctl show`.
+
+    systemctl prints one block per unit asked, in the order asked, and names an alias by what it points to
+    (display-manager.service shows as Id=gdm3.service): blocks are matched by position, not by Id.
+    """
+    if not systemctl or not units:
+        return {}
+    dummy, out, dummy = module.run_command([systemctl, "show", "--property=Id,ActiveState,MainPID"] + list(units))
+    blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line) for block in out.strip().split("\n\n")]
+    states = {}
+    for unit, fields in zip(units, blocks):
+        states[unit] = {"id": fields.get("Id") or unit, "active": fields.get("ActiveState") == "active",
+                        "main_pid": int(fields.get("MainPID") or 0)}
+    return states
+
+
 class GpuServices:
     """systemctl on the node's GPU units; every stop and start is journaled."""
 
@@ -22,14 +39,8 @@ class GpuServices:
 
     def active(self, units=GPU_SERVICE_UNITS):
         """The units among `units` that run now, in the order given."""
-        if not self.systemctl:
-            return []
-        dummy, out, dummy = self.module.run_command([self.systemctl, "show", "--property=Id,ActiveState"] + list(units))
-        states = {}
-        for block in out.strip().split("\n\n"):
-            fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
-            states[fields.get("Id")] = fields.get("ActiveState")
-        return [unit for unit in units if states.get(unit) == "active"]
+        states = unit_states(self.module, self.systemctl, units)
+        return [unit for unit in units if states.get(unit, {}).get("active")]
 
     def _systemctl(self, verb, unit):
         entry = self.journal.intent("systemctl_%s" % verb, unit=unit)

@@ -546,6 +546,11 @@ def create_node(root, spec):
     return load_state(root)
 
 
+def validate_spec(root, spec):
+    """Raise SimError, naming the option and the value, for a spec create_node would refuse; touches nothing."""
+    _initial_state(os.path.abspath(root), spec)
+
+
 def _initial_state(root, spec):
     gpu_specs = spec.get("gpus")
     if gpu_specs is None:
@@ -574,6 +579,10 @@ def _initial_state(root, spec):
         "modules": _build_modules(DEFAULT_MODULES if modules is None else modules),
         "processes": [],
     }
+    for name in spec.get("pinned_modules") or []:
+        if not state["modules"].get(name, {}).get("loaded"):
+            raise SimError("pinned_modules: %r is not among the loaded modules" % (name,))
+        state["modules"][name]["refcount"] += 1  # a user outside the simulation holds it
     _holder_specs(state, root, spec.get("holders"))  # validate before anything is created
     for item in spec.get("xid") or []:
         if int(item.get("gpu", 0)) >= len(gpus):
@@ -582,7 +591,7 @@ def _initial_state(root, spec):
 
 
 def _xid_lines(state, items):
-    return [xid_line(state, item["xid"], int(item.get("gpu", 0)), item.get("pid"), item.get("process_name"), item.get("message"))
+    return [xid_line(state, item["xid"], int(item.get("gpu", 0)), item.get("pid"), item.get("process_name"), item.get("text"))
             for item in items or []]
 
 
@@ -884,7 +893,12 @@ def _own_identity():
     return {"pid": os.getpid(), "start_time": start_time_of(os.getpid())}
 
 
-def _sleep_forever():
+_HELD = []  # what a holder program keeps open or mapped until it is killed
+
+
+def _sleep_forever(*held):
+    """Sleep until killed, keeping `held` (fds, mappings) referenced all along."""
+    _HELD.extend(held)
     while True:
         time.sleep(3600)
 
@@ -930,8 +944,7 @@ def run_holder(spec_path):
     else:
         fds = _open_devices(spec["devices"])
         _report(spec, _own_identity())
-        _sleep_forever()
-        del fds
+        _sleep_forever(fds)
 
 
 def _hold_mapped(spec):
@@ -943,7 +956,7 @@ def _hold_mapped(spec):
         maps.append(mmap.mmap(fd, DEVICE_SIZE))
         os.close(fd)
     _report(spec, _own_identity())
-    _sleep_forever()
+    _sleep_forever(maps)
 
 
 def _hold_inherited(spec):
@@ -955,8 +968,7 @@ def _hold_inherited(spec):
     report = _own_identity()
     report.update({"opened_by_pid": parent["pid"], "opened_by_start_time": parent["start_time"]})
     _report(spec, report)
-    _sleep_forever()
-    del fds
+    _sleep_forever(fds)
 
 
 def _hold_as_zombie(spec):
@@ -964,8 +976,7 @@ def _hold_as_zombie(spec):
     child = os.fork()
     if child == 0:
         _set_process_name(spec["name"])
-        fds = _open_devices(spec["devices"])
-        del fds
+        _open_devices(spec["devices"])
         os._exit(0)  # exits while its parent never waits: a zombie
     _wait_for_zombie(child)
     parent = _own_identity()
@@ -990,8 +1001,7 @@ def _thread_holds(spec, opened):
     opened.set()
     _wait_for_zombie(identity["pid"])  # the leader shows as Z once it has exited
     _report(spec, identity)
-    _sleep_forever()
-    del fds
+    _sleep_forever(fds)
 
 
 def run_supervisor(root):
@@ -1063,4 +1073,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    raise SystemExit(main(sys.argv))

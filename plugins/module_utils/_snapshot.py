@@ -9,13 +9,14 @@ import re
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
-    DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES,
+    DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod
 from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import attribution, read_process, scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
@@ -109,14 +110,14 @@ def _gpus_from_device_nodes(dev_dir):
 
 
 def _holder_class(record, types):
-    name = record["name"]
+    names = process_names(record["name"], record["cmdline"])
     if record["state"] == "Z":
         return "zombie"
     if record["state"] == "D":
         return "unkillable"
-    if name in GPU_DAEMONS:
+    if first_name_match(names, GPU_DAEMONS):
         return "gpu_daemon"
-    if name in DISPLAY_PROCESSES or (types and types <= {"G"}):
+    if first_name_match(names, DISPLAY_PROCESSES) or (types and types <= {"G"}):
         return "graphics_session"
     return "compute"
 
@@ -182,27 +183,20 @@ def _finish_gpu(gpu, holders, options, probe_report):
 
 def probe_services(module, layout, holders):
     """GPU daemons and the display manager: whether each unit runs, and its pids."""
-    services = []
-    systemctl = layout.command(module, "systemctl")
-    states = {}
-    if systemctl:
-        dummy, out, dummy = module.run_command([systemctl, "show", "--property=Id,ActiveState,MainPID"] + list(GPU_SERVICE_UNITS))
-        for block in out.strip().split("\n\n"):
-            fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
-            if fields.get("Id"):
-                states[fields["Id"]] = fields
+    states = unit_states(module, layout.command(module, "systemctl"), GPU_SERVICE_UNITS)
     daemon_pids = {}
     for holder in holders:
-        unit = GPU_DAEMONS.get(holder.get("name"))
+        unit = GPU_DAEMONS.get(first_name_match(process_names(holder.get("name"), holder.get("cmdline")), GPU_DAEMONS))
         if unit:
             daemon_pids.setdefault(unit, []).append(holder["pid"])
+    services = []
     for unit in GPU_SERVICE_UNITS:
-        fields = states.get(unit, {})
-        active = fields.get("ActiveState") == "active" or (not states and unit in daemon_pids)
-        main_pid = int(fields.get("MainPID") or 0)
-        pids = sorted(set(daemon_pids.get(unit, []) + ([main_pid] if main_pid else [])))
+        state = states.get(unit, {})
+        # Without systemctl, a running daemon is all the evidence there is.
+        active = state.get("active", False) or (not states and unit in daemon_pids)
+        pids = sorted(set(daemon_pids.get(unit, []) + ([state["main_pid"]] if state.get("main_pid") else [])))
         if active or pids:
-            services.append({"unit": unit, "active": active, "pids": pids})
+            services.append({"unit": unit, "id": state.get("id", unit), "active": active, "pids": pids})
     return services
 
 

@@ -15,15 +15,10 @@ import signal
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_PROCESSES, GPU_DAEMONS, first_name_match, process_names
 
 POLL_INTERVAL = 0.05
 
-DISPLAY_SERVERS = ("Xorg", "Xwayland", "gdm", "gdm3", "gdm-x-session", "sddm", "lightdm", "gnome-shell",
-                   "kwin_x11", "kwin_wayland")
-GPU_DAEMONS = ("nvidia-persistenced", "nv-fabricmanager", "nv-hostengine", "dcgm-exporter")
-
-# The kernel keeps only the first 15 bytes of a command name (TASK_COMM_LEN - 1).
-COMM_LEN = 15
 
 
 class Target:
@@ -69,29 +64,7 @@ def signal_name(name):
 # --- who is this process --------------------------------------------------------------------------------
 
 def _names(info):
-    """Its command name and the base name of argv[0]; either may identify it."""
-    names = set()
-    if info.get("name"):
-        names.add(info["name"])
-    cmdline = info.get("cmdline") or []
-    if cmdline and cmdline[0]:
-        names.add(os.path.basename(cmdline[0].split(" ")[0]))
-    return names
-
-
-def _name_matches(names, wanted):
-    """True if one of names is wanted, allowing for the kernel's 15-byte cut of the command name."""
-    for name in names:
-        if name == wanted or (len(name) == COMM_LEN and wanted.startswith(name)):
-            return True
-    return False
-
-
-def _first_match(names, candidates):
-    for candidate in candidates:
-        if _name_matches(names, candidate):
-            return candidate
-    return None
+    return process_names(info.get("name"), info.get("cmdline"))
 
 
 def _systemd_unit(pid):
@@ -111,7 +84,7 @@ def _unit_matches(unit, wanted):
 def _protection(pid, info, policy):
     """Why the policy protects this process, or None."""
     names = _names(info)
-    name = _first_match(names, policy.protect_names)
+    name = first_name_match(names, policy.protect_names)
     if name:
         return "protected name: %s" % name
     for user in policy.protect_users:
@@ -123,11 +96,11 @@ def _protection(pid, info, policy):
             if unit and _unit_matches(unit, wanted):
                 return "protected unit: %s" % unit
     if not policy.allow_display:
-        name = _first_match(names, DISPLAY_SERVERS)
+        name = first_name_match(names, sorted(DISPLAY_PROCESSES))
         if name:
             return "display server: %s" % name
     if not policy.allow_daemons:
-        name = _first_match(names, GPU_DAEMONS)
+        name = first_name_match(names, sorted(GPU_DAEMONS))
         if name:
             return "GPU daemon: %s" % name
     return None

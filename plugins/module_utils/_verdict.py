@@ -8,6 +8,8 @@ RUNGS = ("none", "kill", "reset", "reload", "reboot")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
 XID_RUNGS = {"reset_gpu": "reset", "reboot": "reboot"}
 STUCK_CLASSES = ("zombie", "unkillable")
+# Present on a healthy node: they hold the GPU by design, and the rungs that need them gone stop them.
+EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
 
 
 def rung_index(rung):
@@ -19,7 +21,7 @@ def _gpu_label(gpu):
 
 
 def _memory_holders(gpu, holders):
-    return [h for h in holders if gpu["index"] in h["gpus"] and h["class"] != "gpu_daemon"]
+    return [h for h in holders if gpu["index"] in h["gpus"] and h["class"] not in EXPECTED_CLASSES]
 
 
 def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):

@@ -39,19 +39,11 @@ attributes:
 options:
   holders:
     description:
-      - Only these holders, as RV(gpuops.remediation.gpu_holders_info#module:holders) returns them. A holder whose pid
-        now belongs to a process with another start time is left alone and reported.
+      - Only these holders, as RV(gpuops.remediation.gpu_holders_info#module:holders) returns them; each needs C(pid) and
+        C(start_time) (clock ticks since boot, as the snapshot gave it), other keys are ignored. A holder whose pid now
+        belongs to a process with another start time is left alone and reported.
     type: list
     elements: dict
-    suboptions:
-      pid:
-        description: Process id.
-        type: int
-        required: true
-      start_time:
-        description: Start time in clock ticks since boot, as the snapshot gave it.
-        type: int
-        required: true
   users:
     description: Only holders owned by these users (names or uids).
     type: list
@@ -155,8 +147,8 @@ signalled:
   returned: always
   type: list
   elements: dict
-skipped:
-  description: Selected holders left alone, each with the reason.
+left_alone:
+  description: Selected holders that were not signalled, each with the reason (a reused pid, a protected process, ...).
   returned: always
   type: list
   elements: dict
@@ -223,9 +215,16 @@ def validate(module):
                 patterns[option] = re.compile(params[option])
             except re.error as exc:
                 module.fail_json(msg="%s: %r is not a valid regular expression: %s" % (option, params[option], exc))
+    identities = []
     for holder in params["holders"] or []:
-        if holder["pid"] <= 0 or holder["start_time"] < 0:
-            module.fail_json(msg="holders: %r is not a process (pid > 0 and start_time >= 0 needed)" % holder)
+        try:
+            pid, start_time = int(holder["pid"]), int(holder["start_time"])
+        except (KeyError, TypeError, ValueError):
+            pid, start_time = 0, -1
+        if pid <= 0 or start_time < 0:
+            module.fail_json(msg="holders: %r is not a process: each needs an integer pid > 0 and start_time >= 0" % (holder,))
+        identities.append({"pid": pid, "start_time": start_time})
+    params["holders"] = identities
     return patterns
 
 
@@ -290,7 +289,7 @@ class GpuKillWorker:
         self.policy = Policy(protect_names=self.params["protect_names"], protect_users=self.params["protect_users"],
                              protect_units=self.params["protect_units"], allow_display=self.params["allow_display"],
                              allow_daemons=self.params["allow_daemons"], allow_parents=self.params["allow_parent_termination"])
-        self.result = {"changed": False, "signalled": [], "skipped": [], "zombies": [], "containers": [], "gpus": [],
+        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "gpus": [],
                        "still_listed": [], "journal": []}
 
     def _triage(self, holders):
@@ -298,7 +297,7 @@ class GpuKillWorker:
         targets, zombies, containers = [], [], {}
         for holder in holders:
             if holder["class"] == "unkillable":
-                self.result["skipped"].append(self._skip(holder, "unkillable: uninterruptible sleep (D); a reset, reload or reboot is needed"))
+                self.result["left_alone"].append(self._skip(holder, "unkillable: uninterruptible sleep (D); a reset, reload or reboot is needed"))
             elif holder["class"] == "zombie":
                 zombies.append(holder)
             elif holder.get("container") and self.params["containers"] != "kill":
@@ -310,11 +309,11 @@ class GpuKillWorker:
     def _container(self, holder, containers):
         container = holder["container"]
         if self.params["containers"] == "skip":
-            self.result["skipped"].append(self._skip(holder, "in %s container %s (containers=skip)" % (container["runtime"], container["id"])))
+            self.result["left_alone"].append(self._skip(holder, "in %s container %s (containers=skip)" % (container["runtime"], container["id"])))
             return
         why_not = refusal(Target(holder["pid"], holder["start_time"]), self.policy)
         if why_not:
-            self.result["skipped"].append(self._skip(holder, why_not))
+            self.result["left_alone"].append(self._skip(holder, why_not))
             return
         containers.setdefault((container["runtime"], container["id"]), []).append(holder["pid"])
 
@@ -327,7 +326,7 @@ class GpuKillWorker:
         outcome = terminate(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
                             journal=self.run.journal, check_mode=check_mode)
         self.result["signalled"] = outcome["signalled"]
-        self.result["skipped"].extend(outcome["skipped"])
+        self.result["left_alone"].extend(outcome["skipped"])
         zombies = [{"pid": z["pid"], "start_time": z["start_time"]} for z in zombies] + outcome["zombies"]
         for zombie in zombies:
             if not self.params["reap_zombies"]:
@@ -369,7 +368,7 @@ class GpuKillWorker:
             gpu_indexes = set(select_gpus(snapshot["gpus"], self.params["gpus"]))
         except UnknownGpu as exc:
             self.module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
-        holders, self.result["skipped"] = self.selection.select(snapshot, gpu_indexes)
+        holders, self.result["left_alone"] = self.selection.select(snapshot, gpu_indexes)
         targets, zombies, containers = self._triage(holders)
         if self.module.check_mode:
             self._act(targets, zombies, containers)
@@ -408,8 +407,7 @@ class GpuKillWorker:
 def main():
     module = AnsibleModule(
         argument_spec=action_argument_spec(
-            holders=dict(type="list", elements="dict", options=dict(pid=dict(type="int", required=True),
-                                                                     start_time=dict(type="int", required=True))),
+            holders=dict(type="list", elements="dict"),
             users=dict(type="list", elements="str", default=[]),
             name_pattern=dict(type="str"),
             cmdline_pattern=dict(type="str"),

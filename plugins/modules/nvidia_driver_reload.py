@@ -113,7 +113,7 @@ services_started:
   type: list
   elements: str
 killed:
-  description: What O(kill_holders) signalled and skipped.
+  description: What O(kill_holders) signalled (C(signalled)) and left alone (C(left_alone)), as M(gpuops.remediation.gpu_kill) reports them.
   returned: when kill_holders is true
   type: dict
 node_state:
@@ -200,11 +200,11 @@ class DriverReloadWorker:
             self.module.fail_json(msg="nvidia_driver_reload refused: the devices are held by %s; end them first "
                                       "(gpuops.remediation.gpu_kill) or set kill_holders=true" % names, changed=False)
         targets = [Target(h["pid"], h["start_time"], reason="holds the GPU devices") for h in blockers if h.get("start_time")]
-        self.result["killed"] = terminate(targets, Policy(), grace=self.params["grace"], journal=self.run.journal,
-                                          check_mode=self.module.check_mode)
-        if self.result["killed"]["skipped"]:
+        killed = terminate(targets, Policy(), grace=self.params["grace"], journal=self.run.journal, check_mode=self.module.check_mode)
+        self.result["killed"] = {"signalled": killed["signalled"], "left_alone": killed["skipped"], "zombies": killed["zombies"]}
+        if killed["skipped"]:
             self.module.fail_json(msg="nvidia_driver_reload refused: these holders cannot be ended safely: %s" % ", ".join(
-                "pid %s (%s)" % (s["pid"], s["reason"]) for s in self.result["killed"]["skipped"]), **self.result)
+                "pid %s (%s)" % (s["pid"], s["reason"]) for s in killed["skipped"]), **self.result)
 
     def execute(self):
         snapshot = self.run.snapshot(gpus=[])

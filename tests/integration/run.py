@@ -27,7 +27,7 @@ def main(selected):
     failed = []
     for name in names:
         started = time.monotonic()
-        rc = subprocess.call(["ansible-playbook", os.path.join(HERE, "run_target.yml"), "-e", "target=%s" % name],
+        rc = subprocess.call([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "run_target.yml"), "-e", "target=%s" % name],
                              cwd=ROOT, env=env)
         print("integration target %s: %s (%.1f s)" % (name, "ok" if rc == 0 else "FAILED rc=%d" % rc, time.monotonic() - started))
         if rc:

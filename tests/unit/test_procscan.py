@@ -1,0 +1,512 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The /proc scan against real processes holding real files in a temporary dev dir, and cgroup attribution
+against cgroup lines published by other projects (each sample names where it came from)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
+
+from conftest import FIXTURES, ROOT
+
+DEVICE_FILES = ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "dri/card1"]
+
+
+@pytest.fixture
+def dev_dir(tmp_path):
+    root = tmp_path / "dev"
+    for name in DEVICE_FILES + ["zero"]:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\0" * 4096)
+    return str(root)
+
+
+class Children:
+    """Python children that block reading stdin: closing it (at teardown) ends them and any grandchild."""
+
+    def __init__(self):
+        self.procs = []
+        self.strays = []  # (pid, start_time) of grandchildren, SIGKILLed at teardown if still there
+
+    def start(self, code, *args):
+        """(Popen, first line the child printed) once the child has set itself up."""
+        proc = subprocess.Popen([sys.executable, "-c", code] + list(args),  # pylint: disable=consider-using-with
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.procs.append(proc)
+        return proc, proc.stdout.readline().strip()
+
+    def adopt(self, pid):
+        self.strays.append((pid, procscan.start_time(pid)))
+
+    def close(self):
+        for proc in self.procs:
+            proc.stdin.close()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+        deadline = time.monotonic() + 10
+        for pid, started in self.strays:
+            while procscan.same_process(pid, started) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if procscan.same_process(pid, started):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def children():
+    kids = Children()
+    yield kids
+    kids.close()
+
+
+def wait_for_state(pid, state, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record = procscan.read_process(pid)
+        if record and record["state"] == state:
+            return record
+        time.sleep(0.01)
+    raise AssertionError("pid %d never reached state %s: %r" % (pid, state, procscan.read_process(pid)))
+
+
+HOLD_OPEN = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+print(os.getpid(), flush=True)
+os.read(0, 1)
+"""
+
+# Python's mmap.mmap keeps a dup of the fd: libc's mmap leaves only the mapping once the fd is closed.
+MAP_THEN_CLOSE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+fd = os.open(sys.argv[1], os.O_RDWR)
+address = libc.mmap(None, 4096, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+assert address not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+os.close(fd)
+print(os.getpid(), flush=True)
+os.read(0, 1)
+"""
+
+# The parent opens the device, forks, and exits at once: the grandchild holds the inherited fd.
+DOUBLE_FORK = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+if os.fork() == 0:
+    os.setsid()
+    print(os.getpid(), flush=True)
+    os.read(0, 1)
+os._exit(0)
+"""
+
+# The parent holds the device and never reaps its child, which exits at once.
+ZOMBIE_PARENT = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+child = os.fork()
+if child == 0:
+    os._exit(0)
+print(child, flush=True)
+os.read(0, 1)
+"""
+
+# The main thread (the thread-group leader) exits; a second thread keeps the process and its fds alive.
+LEADER_EXITS = """
+import ctypes, os, sys, threading
+fd = os.open(sys.argv[1], os.O_RDWR)
+threading.Thread(target=os.read, args=(0, 1)).start()
+print(os.getpid(), flush=True)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+# comm set to a name with a parenthesis, a space, a newline and shell metacharacters (15 bytes at most).
+ODD_NAME = """
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(15, ctypes.c_char_p(sys.argv[2].encode()), 0, 0, 0)  # PR_SET_NAME
+fd = os.open(sys.argv[1], os.O_RDWR)
+print(os.getpid(), flush=True)
+os.read(0, 1)
+"""
+
+
+def test_open_fd_holder_and_its_identity(children, dev_dir):
+    device = os.path.join(dev_dir, "nvidia0")
+    proc, line = children.start(HOLD_OPEN, device)
+    pid = int(line)
+    assert pid == proc.pid
+
+    holder = procscan.scan_holders(dev_dir)[pid]
+
+    assert holder["via"] == ["fd"]
+    assert holder["devices"] == [os.path.realpath(device)]
+    assert holder["ppid"] == os.getpid()
+    assert holder["state"] in ("S", "R")
+    assert holder["uid"] == os.getuid()
+    assert holder["user"] == pwd.getpwuid(os.getuid()).pw_name
+    assert holder["cmdline"] == [sys.executable, "-c", HOLD_OPEN, device]
+    with open("/proc/%d/comm" % pid) as handle:
+        assert holder["name"] == handle.read().rstrip("\n")
+    assert holder["start_time"] == procscan.start_time(pid)
+    assert procscan.same_process(pid, holder["start_time"])
+    assert not procscan.same_process(pid, holder["start_time"] + 1)
+    assert not procscan.same_process(pid, None)
+    assert procscan.read_process(pid) == {key: holder[key] for key in holder if key not in ("via", "devices")}
+
+
+def test_map_without_fd_is_a_holder(children, dev_dir):
+    device = os.path.join(dev_dir, "nvidia-uvm")
+    _proc, line = children.start(MAP_THEN_CLOSE, device)
+    holder = procscan.scan_holders(dev_dir)[int(line)]
+    assert holder["via"] == ["mmap"]
+    assert holder["devices"] == [os.path.realpath(device)]
+
+
+def test_fd_inherited_from_a_parent_that_exited(children, dev_dir):
+    device = os.path.join(dev_dir, "nvidiactl")
+    proc, line = children.start(DOUBLE_FORK, device)
+    grandchild = int(line)
+    children.adopt(grandchild)
+    assert proc.wait(timeout=10) == 0
+
+    holders = procscan.scan_holders(dev_dir)
+
+    assert proc.pid not in holders
+    assert holders[grandchild]["via"] == ["fd"]
+    assert holders[grandchild]["ppid"] != proc.pid  # reparented to init or a subreaper
+    assert procscan.ancestors(grandchild)[-1] == 1
+
+
+def test_zombie_is_described_but_holds_nothing(children, dev_dir):
+    proc, line = children.start(ZOMBIE_PARENT, os.path.join(dev_dir, "nvidia1"))
+    zombie = int(line)
+
+    record = wait_for_state(zombie, "Z")
+    report = procscan.scan_holders_report(dev_dir)
+
+    assert record["ppid"] == proc.pid
+    assert record["cmdline"] == []
+    assert zombie not in report["holders"]
+    assert report["holders"][proc.pid]["via"] == ["fd"]
+    assert procscan.ancestors(zombie)[:2] == [proc.pid, os.getpid()]
+
+
+def test_fds_of_a_live_thread_after_the_leader_exited(children, dev_dir):
+    device = os.path.join(dev_dir, "nvidia0")
+    proc, line = children.start(LEADER_EXITS, device)
+    pid = int(line)
+    assert pid == proc.pid
+    wait_for_state(pid, "Z")  # the leader is a zombie; the process is not
+    assert os.listdir("/proc/%d/fd" % pid) == []
+
+    holder = procscan.scan_holders(dev_dir)[pid]
+
+    assert holder["via"] == ["task_fd"]
+    assert holder["devices"] == [os.path.realpath(device)]
+    assert holder["state"] == "Z"
+
+
+def test_name_and_arguments_with_shell_metacharacters_are_kept_exactly(children, dev_dir, tmp_path):
+    odd_name = "a) b\n(c) x;y #"
+    marker = tmp_path / "pwned"
+    odd_args = ["x; touch %s #" % marker, "line one\nline two", "$(id)", "`id`", "a b", ""]
+    device = os.path.join(dev_dir, "nvidia0")
+    _proc, line = children.start(ODD_NAME, device, odd_name, *odd_args)
+    pid = int(line)
+
+    holder = procscan.scan_holders(dev_dir)[pid]
+
+    assert holder["name"] == odd_name
+    assert holder["cmdline"] == [sys.executable, "-c", ODD_NAME, device, odd_name] + odd_args
+    assert holder["state"] in ("S", "R")  # the fields after the comm were parsed from the right place
+    assert holder["ppid"] == os.getpid()
+    assert not marker.exists()
+
+
+def test_start_time_agrees_with_psutil():
+    psutil = pytest.importorskip("psutil")
+    ticks = procscan.start_time(os.getpid())
+    assert abs(procscan.start_time_epoch(ticks) - psutil.Process().create_time()) < 0.05
+    with open("/proc/stat") as handle:
+        btime = [int(line.split()[1]) for line in handle if line.startswith("btime ")][0]
+    assert procscan.boot_time() == btime
+
+
+def test_every_device_kind_and_nothing_else(children, dev_dir, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "nvidia0").write_bytes(b"\0" * 4096)
+    started = {}
+    for name in DEVICE_FILES + ["zero"]:
+        _proc, line = children.start(HOLD_OPEN, os.path.join(dev_dir, name))
+        started[name] = int(line)
+    _proc, line = children.start(HOLD_OPEN, str(elsewhere / "nvidia0"))
+    outsider = int(line)
+
+    holders = procscan.scan_holders(dev_dir)
+
+    for name in DEVICE_FILES:
+        assert holders[started[name]]["devices"] == [os.path.realpath(os.path.join(dev_dir, name))]
+    assert started["zero"] not in holders
+    assert outsider not in holders
+
+
+def test_deleted_device_node_still_counts(children, dev_dir):
+    device = os.path.join(dev_dir, "nvidia1")
+    _proc, line = children.start(HOLD_OPEN, device)
+    os.unlink(device)
+    assert procscan.scan_holders(dev_dir)[int(line)]["devices"] == [os.path.realpath(device)]
+
+
+def test_dri_nodes_of_the_real_dev_count_only_for_nvidia_cards(tmp_path):
+    for card, vendor in (("card0", "0x10de"), ("renderD129", "0x8086")):
+        device = tmp_path / "class" / "drm" / card / "device"
+        device.mkdir(parents=True)
+        (device / "vendor").write_text(vendor + "\n")
+    matcher = procscan._DeviceMatcher("/dev", str(tmp_path))  # pylint: disable=protected-access
+    assert matcher.device("/dev/dri/card0") == "/dev/dri/card0"
+    assert matcher.device("/dev/dri/renderD129") is None
+    assert matcher.device("/dev/dri/card7") is None  # no sysfs entry: not known to be NVIDIA
+    assert matcher.device("/dev/nvidia3 (deleted)") == "/dev/nvidia3"
+    assert matcher.device("/dev/nvidia-caps/nvidia-cap2") == "/dev/nvidia-caps/nvidia-cap2"
+    assert matcher.device("/dev/shm/nvidia0") is None
+    assert matcher.device("/dev/zero (deleted)") is None
+
+
+def test_worker_processes_find_the_same_holders(children, dev_dir):
+    pids = {int(children.start(HOLD_OPEN, os.path.join(dev_dir, "nvidia0"))[1]),
+            int(children.start(MAP_THEN_CLOSE, os.path.join(dev_dir, "nvidia1"))[1])}
+    alone = procscan.scan_holders_report(dev_dir, workers=1)
+    shared = procscan.scan_holders_report(dev_dir, workers=3)
+    assert pids <= set(alone["holders"])
+    assert alone == shared
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a scan as another user")
+def test_a_scan_as_another_user_reports_what_it_cannot_read(children, dev_dir):
+    # The system Python: nobody may not be allowed into the home of the interpreter that runs the tests.
+    python = "/usr/bin/python3"
+    if not os.access(python, os.X_OK):
+        pytest.skip("no %s to run as nobody" % python)
+    os.chmod(os.path.dirname(dev_dir), 0o755)
+    _proc, line = children.start(HOLD_OPEN, os.path.join(dev_dir, "nvidia0"))
+    root_holder = int(line)
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1])\n"
+            "from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report\n"
+            "report = scan_holders_report(sys.argv[2])\n"
+            "print(json.dumps({'holders': sorted(report['holders']), 'unreadable': report['unreadable_pids']}))\n")
+    nobody = pwd.getpwnam("nobody")
+    completed = subprocess.run([python, "-S", "-c", code, os.path.join(ROOT, ".collections"), dev_dir],
+                               stdout=subprocess.PIPE, check=True, user=nobody.pw_uid, group=nobody.pw_gid,
+                               extra_groups=[], cwd="/")
+    seen = json.loads(completed.stdout)
+    assert root_holder not in seen["holders"]
+    assert seen["unreadable"] >= 1
+
+
+def test_processes_that_are_gone():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])  # pylint: disable=consider-using-with
+    proc.wait()
+    assert procscan.read_process(proc.pid) is None
+    assert procscan.start_time(proc.pid) is None
+    assert not procscan.same_process(proc.pid, 12345)
+    assert procscan.ancestors(proc.pid) == []
+    assert not procscan.is_kernel_thread(proc.pid)
+    assert procscan.attribution(proc.pid) == {"container": None, "kubernetes_pod_uid": None, "slurm_job": None,
+                                              "systemd_unit": None}
+
+
+def test_ancestors_and_kernel_threads():
+    chain = procscan.ancestors(os.getpid())
+    assert chain[0] == os.getppid()
+    assert chain[-1] == 1
+    assert not procscan.is_kernel_thread(os.getpid())
+    assert not procscan.is_kernel_thread(1)
+    kthreadd = procscan.read_process(2)
+    if kthreadd is None or kthreadd["name"] != "kthreadd":
+        pytest.skip("pid 2 is not kthreadd here (a PID namespace)")
+    assert procscan.is_kernel_thread(2)
+    workers = [int(name) for name in os.listdir("/proc") if name.isdigit()
+               and (procscan.read_process(int(name)) or {}).get("ppid") == 2]
+    assert workers and all(procscan.is_kernel_thread(pid) for pid in workers)
+
+
+def test_attribution_of_this_process_reads_its_cgroup_file():
+    with open("/proc/self/cgroup") as handle:
+        assert procscan.attribution(os.getpid()) == procscan.parse_cgroup(handle.read())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# cgroup lines published by others. Each sample is copied as published (some cut to fewer controller lines).
+
+NONE = {"container": None, "kubernetes_pod_uid": None, "slurm_job": None, "systemd_unit": None}
+
+CGROUP_SAMPLES = [
+    (  # neuvector/neuvector share/system/cgroup_test.go TestDockerIDUbuntu (cgroup v1, cgroupfs driver)
+        "12:name=systemd:/docker/31cb02944da7a12196a193cf0e0f6c226d7c453a1db62e65ba98287593a2ee30\n"
+        "11:hugetlb:/docker/31cb02944da7a12196a193cf0e0f6c226d7c453a1db62e65ba98287593a2ee30\n"
+        "4:memory:/docker/31cb02944da7a12196a193cf0e0f6c226d7c453a1db62e65ba98287593a2ee30\n",
+        {"container": {"runtime": "docker", "id": "31cb02944da7a12196a193cf0e0f6c226d7c453a1db62e65ba98287593a2ee30"}},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestDockerIDCentOS (systemd driver)
+        "8:memory:/system.slice/docker-9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d.scope\n"
+        "1:name=systemd:/system.slice/docker-9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d.scope\n",
+        {"container": {"runtime": "docker", "id": "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d"}},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestDockerIDRancherOS (docker in docker: the inner one)
+        "9:name=systemd:/docker/a9a5ad238e59234193ee7ec3fcff5e735b3708ea1068826952255b69e3cfa413/docker/"
+        "ec08435e04266c5ba381fccbb829f626d11d8ddf5f8f547263c7a2d79ab4787a\n",
+        {"container": {"runtime": "docker", "id": "ec08435e04266c5ba381fccbb829f626d11d8ddf5f8f547263c7a2d79ab4787a"}},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestDockerIDKubepods2 (kubelet with the systemd driver)
+        "8:memory:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod045b1e35_7f13_11e7_ac42_0050568ffca0.slice/"
+        "docker-b5b6f2da8008be266864f896f93789762b2ce50792114a5c5f2cc3315af0bc70.scope\n",
+        {"container": {"runtime": "docker", "id": "b5b6f2da8008be266864f896f93789762b2ce50792114a5c5f2cc3315af0bc70"},
+         "kubernetes_pod_uid": "045b1e35-7f13-11e7-ac42-0050568ffca0"},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestK8sBottleRocket (containerd, systemd driver)
+        "11:cpuset:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-poddd1bf9d1_241d_47f5_8e25_12de83135812.slice/"
+        "cri-containerd-f45298cd514d1930c4fe3afc4412e59547f7e3148fddd22ca33cefce046eb830.scope\n",
+        {"container": {"runtime": "containerd", "id": "f45298cd514d1930c4fe3afc4412e59547f7e3148fddd22ca33cefce046eb830"},
+         "kubernetes_pod_uid": "dd1bf9d1-241d-47f5-8e25-12de83135812"},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestDockerIDKubepods3 (cgroupfs driver: a bare id under
+        # the pod; it was dockershim in 2018, we name the CRI runtime that crictl reaches since Kubernetes 1.24)
+        "3:rdma:/\n"
+        "1:name=systemd:/kubepods/besteffort/pod1fe19bf5-e8ef-11e8-900c-52daee5a874d/"
+        "da31e536c8d61304a6d5998d163d12400a7a9a1003e1d86369e8fadb022fc17d\n",
+        {"container": {"runtime": "containerd", "id": "da31e536c8d61304a6d5998d163d12400a7a9a1003e1d86369e8fadb022fc17d"},
+         "kubernetes_pod_uid": "1fe19bf5-e8ef-11e8-900c-52daee5a874d"},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestK8sProxyProcess (a sub-cgroup below the container)
+        "1:name=systemd:/kubepods/besteffort/podf8a694f2-7c08-11e9-98da-000c29077430/"
+        "c04e0a88a1de067f25bece337d4dbb897396e0b623c2a65330850fc9823f1903/kube-proxy\n",
+        {"container": {"runtime": "containerd", "id": "c04e0a88a1de067f25bece337d4dbb897396e0b623c2a65330850fc9823f1903"},
+         "kubernetes_pod_uid": "f8a694f2-7c08-11e9-98da-000c29077430"},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestHostProcess
+        "13:name=systemd:/\n12:pids:/\n1:cpuset:/\n",
+        {},
+    ),
+    (  # sustainable-computing-io/kepler internal/resource/container_test.go "valid path with cgroup 1" (CRI-O)
+        "1:name=systemd:/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podd0511cd2_29d2_4215_be0f_f77bc0609d99.slice/"
+        "crio-f93ee491b8ed2680d5a909eb098b14a9430173b57ca1c4efedd8768566d67e8e.scope\n",
+        {"container": {"runtime": "cri-o", "id": "f93ee491b8ed2680d5a909eb098b14a9430173b57ca1c4efedd8768566d67e8e"},
+         "kubernetes_pod_uid": "d0511cd2-29d2-4215-be0f-f77bc0609d99"},
+    ),
+    (  # sustainable-computing-io/kepler internal/resource/container_test.go "valid path with cgroup 13 and memory"
+        # (containerd with the cgroupfs driver under a systemd kubelet: the ':cri-containerd:' form)
+        "13:memory:/system.slice/containerd.service/kubepods-besteffort-pod0043435f_1854_4327_b76b_730f681a781d.slice"
+        ":cri-containerd:01fd96f7ad292b02a8317cde4ecb8c7ef3cc06ffdd113f13410e0837eb2b2a20\n",
+        {"container": {"runtime": "containerd", "id": "01fd96f7ad292b02a8317cde4ecb8c7ef3cc06ffdd113f13410e0837eb2b2a20"},
+         "kubernetes_pod_uid": "0043435f-1854-4327-b76b-730f681a781d"},
+    ),
+    (  # sustainable-computing-io/kepler internal/resource/container_test.go "Nested containers ... (in kind cluster)"
+        "0::/system.slice/docker-fd9d0ea06257a9780827cbc7fd92e3812a54fca26d63e191b73610d5d48b9cbd.scope/kubelet.slice/"
+        "kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-podeab5a334_93fe_48a8_b139_9e8079c1f163.slice/"
+        "cri-containerd-99f3a16ea25b7724cb56a4f0c0df1113ad9474fbf5545bead97fd5c7f61c13f4.scope\n",
+        {"container": {"runtime": "containerd", "id": "99f3a16ea25b7724cb56a4f0c0df1113ad9474fbf5545bead97fd5c7f61c13f4"},
+         "kubernetes_pod_uid": "eab5a334-93fe-48a8-b139-9e8079c1f163"},
+    ),
+    (  # sustainable-computing-io/kepler internal/resource/container_test.go "podman rootless container"
+        "0::/user.slice/user-1000.slice/user@1000.service/user.slice/"
+        "libpod-3f05ee050f82c0145f1d88c94269c39dff0f07dbf8bba20aafd54b3a75dcaecc.scope/container\n",
+        {"container": {"runtime": "podman", "id": "3f05ee050f82c0145f1d88c94269c39dff0f07dbf8bba20aafd54b3a75dcaecc"}},
+    ),
+    (  # public GitHub markdown notes, `cat /proc/9314/cgroup` of podman's conmon on the host (code-search index
+        # id 13181329182; repository not resolved); cut to 4 of its 16 lines
+        "15:name=systemd:/machine.slice/libpod-conmon-24fce7291bc6d7f8a5965a5920740b0df25dda9bb4e84ffb889d8ea2927acec5.scope\n"
+        "6:devices:/machine.slice\n"
+        "1:cpuset:/\n"
+        "0::/machine.slice/libpod-conmon-24fce7291bc6d7f8a5965a5920740b0df25dda9bb4e84ffb889d8ea2927acec5.scope\n",
+        {"container": {"runtime": "podman", "id": "24fce7291bc6d7f8a5965a5920740b0df25dda9bb4e84ffb889d8ea2927acec5"}},
+    ),
+    (  # NordicHPC/sonar src/slurm.rs (comment: a line of /proc/<pid>/cgroup under Slurm's cgroup v1 plugin)
+        "10:devices:/slurm/uid_2101171/job_280678/step_interactive/task_0\n",
+        {"slurm_job": "280678"},
+    ),
+    (  # public GitHub test (code-search index id 70271476973; repository not resolved): Slurm on Rocky 8, v1
+        "11:cpuset:/slurm/uid_1000/job_195428/step_batch\n"
+        "4:memory:/slurm/uid_1000/job_195428/step_batch\n"
+        "1:name=systemd:/system.slice/slurmd.service\n",
+        {"slurm_job": "195428", "systemd_unit": "slurmd.service"},
+    ),
+    (  # public GitHub test (code-search index id 56314173787; repository not resolved): Slurm cgroup v2 layout
+        # (see https://slurm.schedmd.com/cgroup_v2.html)
+        "0::/system.slice/slurmstepd.scope/job_1870/step_0\n",
+        {"slurm_job": "1870", "systemd_unit": "slurmstepd.scope"},
+    ),
+    (  # constructed from SchedMD/slurm src/plugins/cgroup/v1/xcgroup.c: with MULTIPLE_SLURMD the CgroupPrepend
+        # "/slurm_%n" names the node, then "%s/uid_%u", "%s/job_%u", "%s/step_%s" (no published capture found)
+        "4:memory:/slurm_node017/uid_1000/job_42/step_0/task_1\n",
+        {"slurm_job": "42"},
+    ),
+    (  # public GitHub test data (code-search index id 59069548440; repository not resolved)
+        "0::/system.slice/nvidia-persistenced.service\n",
+        {"systemd_unit": "nvidia-persistenced.service"},
+    ),
+    (  # neuvector/neuvector share/system/cgroup_test.go TestNsEnterProcess (an old systemd user session layout)
+        "13:name=systemd:/user/1000.user/c2.session\n12:pids:/\n",
+        {},
+    ),
+    (  # public GitHub test (code-search index id 68981824228; repository not resolved): a user session scope
+        "0::/user.slice/user-1000.slice/session-3.scope\n",
+        {"systemd_unit": "session-3.scope"},
+    ),
+]
+
+
+@pytest.mark.parametrize("text,expected", CGROUP_SAMPLES, ids=["sample%02d" % i for i in range(len(CGROUP_SAMPLES))])
+def test_cgroup_attribution(text, expected):
+    assert procscan.parse_cgroup(text) == dict(NONE, **expected)
+
+
+def test_cgroup_of_a_real_process_on_this_machine():
+    """The capture of this machine's own /proc/self/cgroup (a Firecracker VM, cgroup v1 with a v2 line)."""
+    text = ("9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n"
+            "4:memory:/process_api/ceed705c574dfab8a4f0cd3a95ee7db5\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n")
+    assert procscan.parse_cgroup(text) == NONE
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The benchmark's readers of lsof and fuser output: they decide what the benchmark says the tools saw.
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("holder_scan", os.path.join(ROOT, "bench", "holder_scan.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_reads_lsof_output():
+    with open(os.path.join(FIXTURES, "lsof", "nvidia0-xorg-compiz-partial.txt")) as handle:
+        assert load_bench().parse_lsof_pids(handle.read()) == {864, 2193}
+
+
+def test_bench_reads_what_fuser_prints_on_stdout(children, dev_dir):
+    if shutil.which("fuser") is None:
+        pytest.skip("fuser is not installed (apt-get install -y psmisc)")
+    device = os.path.join(dev_dir, "nvidia0")
+    pid = int(children.start(HOLD_OPEN, device)[1])
+    completed = subprocess.run(["fuser", "-v", device], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, check=False)
+    assert load_bench().parse_fuser_pids(completed.stdout) == {pid}
