@@ -56,7 +56,7 @@ FORCE:
 
 sanity: $(BUILD_COLL)
 	@$(BIN)/python tools/offline_get_pip.py --install-cache
-	cd $(BUILD_COLL) && $(BIN)/ansible-test sanity --venv --python $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') --color no
+	cd $(BUILD_COLL) && $(BIN)/ansible-test sanity --venv --python $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') --color no $(SANITY_ARGS)
 
 lint: collection
 	$(BIN)/ansible-lint --profile production

@@ -8,6 +8,7 @@ deadline (_deadline.py), because a wedged driver blocks them for ever.
 
 from __future__ import annotations
 
+import functools
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
@@ -187,7 +188,7 @@ def probe_gpus(module, layout, backend, timeout):
         if not _nvml_available(layout):
             raise BackendUnavailable("nvml")
         report["backend"] = "nvml"
-        probe = lambda: nvml_snapshot(layout)  # noqa: E731
+        probe = functools.partial(nvml_snapshot, layout)
     else:
         nvidia_smi = layout.command(module, "nvidia-smi")
         if nvidia_smi is None:

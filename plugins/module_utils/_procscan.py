@@ -7,10 +7,15 @@ device node of the NVIDIA driver under the node's dev dir. When the thread-group
 other threads live on, /proc/<pid>/fd and /proc/<pid>/maps are empty: the live threads' views under
 /proc/<pid>/task/<tid>/ are read instead.
 
-The scan runs over every process on the node, so it is written for speed: directory listings with
-os.scandir, fd links with os.readlink, the maps file read as bytes into one reused buffer and searched for
-the dev dir prefix before any line is split, and full records (stat, cmdline, uid) built only for the
-processes that hold something.
+The scan runs over every process on the node, so it is written for speed: one os.listdir and one
+os.readlink per fd, the maps file read as bytes with os.read and searched for the dev dir prefix before any
+line is looked at, no objects built for processes that hold nothing, and full records (stat, cmdline, uid)
+only for the holders. Most of the time is the kernel formatting maps files; on a large process table the
+scan shares it among a few forked workers, one per core (threads would serialise on the GIL at every
+system call).
+
+A process stuck with its mmap lock held (D state inside the driver) makes a read of its maps block, as it
+does for lsof and fuser: callers that must not hang run the scan under a deadline.
 """
 
 from __future__ import annotations

@@ -198,12 +198,13 @@ def _mapped_under(pid, prefix):
     found = set()
     try:
         with open("/proc/%s/maps" % pid) as handle:
-            for line in handle:
-                path = line.split(None, 5)[5].strip() if line.count(" ") >= 5 else ""
-                if path.startswith(prefix):
-                    found.add(path)
-    except (IOError, OSError, IndexError):
-        pass
+            lines = handle.readlines()
+    except (IOError, OSError):
+        return found
+    for line in lines:
+        fields = line.split(None, 5)  # address perms offset dev inode [path]
+        if len(fields) == 6 and fields[5].startswith(prefix):
+            found.add(fields[5].rstrip("\n"))
     return found
 
 
@@ -948,13 +949,21 @@ def run_holder(spec_path):
 
 
 def _hold_mapped(spec):
-    import mmap  # only needed here
+    """Map each device and close its fd: only /proc/<pid>/maps shows the hold.
 
+    libc's mmap, not Python's mmap module: that one keeps a dup of the fd open.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
     maps = []
     for path in spec["devices"]:
         fd = os.open(path, os.O_RDWR)
-        maps.append(mmap.mmap(fd, DEVICE_SIZE))
+        address = libc.mmap(None, DEVICE_SIZE, 0x1 | 0x2, 0x01, fd, 0)  # PROT_READ|PROT_WRITE, MAP_SHARED
         os.close(fd)
+        if address in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "mmap of %s failed" % path)
+        maps.append(address)
     _report(spec, _own_identity())
     _sleep_forever(maps)
 

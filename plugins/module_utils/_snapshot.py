@@ -8,6 +8,7 @@ import os
 import re
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
     DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
 )
@@ -246,6 +247,24 @@ def probe_kernel_log(module, layout, options):
     return parse_kernel_log(text), report
 
 
+def scan_processes(layout, timeout):
+    """({pid: holder}, report): the /proc scan, in a child with a deadline, since reading the maps of a process
+    stuck in D state with its memory lock held blocks the reader too."""
+    started = time.monotonic()
+    report = {"ok": False, "timed_out": False, "error": None, "unreadable_pids": None}
+    holders = {}
+    try:
+        result = run_with_deadline(lambda: scan_holders_report(layout.dev_dir, sys_dir=layout.sys_dir), timeout)
+        holders = dict((int(pid), holder) for pid, holder in result["holders"].items())
+        report.update(ok=True, unreadable_pids=result["unreadable_pids"])
+    except ProbeTimeout as exc:
+        report.update(timed_out=True, error="process scan gave %s" % exc)
+    except ProbeFailed as exc:
+        report["error"] = str(exc)
+    report["seconds"] = round(time.monotonic() - started, 3)
+    return holders, report
+
+
 def take_snapshot(module, layout, options):
     """Everything gpu_holders_info reports; the remediation modules plan from the same dict."""
     started = time.monotonic()
@@ -253,10 +272,8 @@ def take_snapshot(module, layout, options):
     gpus = (result or {}).get("gpus") or ([] if gpu_report["ok"] else _gpus_from_device_nodes(layout.dev_dir))
     selected = select_gpus(gpus, options.gpus)
 
-    scan_started = time.monotonic()
-    scan = scan_holders_report(layout.dev_dir, sys_dir=layout.sys_dir)
-    scan_report = {"ok": True, "seconds": round(time.monotonic() - scan_started, 3), "unreadable_pids": scan["unreadable_pids"]}
-    holders = build_holders(scan["holders"], gpus)
+    scan, scan_report = scan_processes(layout, options.probe_timeout)
+    holders = build_holders(scan, gpus)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
 
     gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]

@@ -20,7 +20,6 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
 POLL_INTERVAL = 0.05
 
 
-
 class Target:
     """A process to signal: pid, its start time when it was detected, and why it is targeted."""
 

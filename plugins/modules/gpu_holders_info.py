@@ -33,7 +33,7 @@ requirements:
   - nvidia-ml-py on the target for O(backend=nvml); otherwise C(nvidia-smi).
 notes:
   - Run it as root to see the holders of every user; a non-root run reports how many processes it could not read
-    in RV(probes.process_scan.unreadable_pids).
+    in C(probes.process_scan.unreadable_pids).
 seealso:
   - module: gpuops.remediation.gpu_sim
 """
@@ -70,26 +70,26 @@ gpus:
   type: list
   elements: dict
   contains:
-    index: {description: NVML index., type: int, returned: always}
-    uuid: {description: GPU UUID., type: str, returned: always}
-    name: {description: Product name., type: str, returned: always}
-    pci_bus_id: {description: PCI bus id, normalised to 8 domain digits., type: str, returned: always, sample: "00000000:18:00.0"}
-    memory_total_mib: {description: Total memory., type: int, returned: when the driver answered}
-    memory_used_mib: {description: Used memory., type: int, returned: when the driver answered}
-    memory_free_mib: {description: Free memory., type: int, returned: when the driver answered}
-    attributed_mib: {description: Memory the driver attributes to live processes., type: int, returned: always}
+    index: {description: "NVML index.", type: int, returned: always}
+    uuid: {description: "GPU UUID.", type: str, returned: always}
+    name: {description: "Product name.", type: str, returned: always}
+    pci_bus_id: {description: "PCI bus id, normalised to 8 domain digits.", type: str, returned: always, sample: "00000000:18:00.0"}
+    memory_total_mib: {description: "Total memory.", type: int, returned: when the driver answered}
+    memory_used_mib: {description: "Used memory.", type: int, returned: when the driver answered}
+    memory_free_mib: {description: "Free memory.", type: int, returned: when the driver answered}
+    attributed_mib: {description: "Memory the driver attributes to live processes.", type: int, returned: always}
     unattributed_mib:
       description: Used memory that no live process accounts for (ghost memory); null when a process's usage is N/A.
       type: int
       returned: always
-    persistence_mode: {description: Persistence mode., type: bool, returned: when the driver answered}
-    compute_mode: {description: Compute mode., type: str, returned: when the driver answered}
+    persistence_mode: {description: "Persistence mode.", type: bool, returned: when the driver answered}
+    compute_mode: {description: "Compute mode.", type: str, returned: when the driver answered}
     mig_mode: {description: "MIG mode, C(current) and C(pending).", type: dict, returned: when the driver answered}
     recovery_action: {description: "The recovery action NVML reports (V(none), V(reset), V(reboot), ...).", type: str, returned: when the driver answered}
-    nvlink_peers: {description: Bus ids of the GPUs linked to this one by an active NVLink., type: list, elements: str, returned: when the driver answered}
-    processes: {description: The processes the driver lists on this GPU., type: list, elements: dict, returned: always}
-    holders: {description: Pids of the holders of this GPU., type: list, elements: int, returned: always}
-    lost: {description: The driver reports the GPU lost (fallen off the bus)., type: bool, returned: always}
+    nvlink_peers: {description: "Bus ids of the GPUs linked to this one by an active NVLink.", type: list, elements: str, returned: when the driver answered}
+    processes: {description: "The processes the driver lists on this GPU.", type: list, elements: dict, returned: always}
+    holders: {description: "Pids of the holders of this GPU.", type: list, elements: int, returned: always}
+    lost: {description: "The driver reports the GPU lost (fallen off the bus).", type: bool, returned: always}
     state: {description: "V(ok), V(busy), V(stuck), V(lost), V(unresponsive) or V(unknown).", type: str, returned: always}
 holders:
   description: One entry per process that holds a selected GPU or a node-wide device node.
@@ -97,25 +97,29 @@ holders:
   type: list
   elements: dict
   contains:
-    pid: {description: Process id., type: int, returned: always}
+    pid: {description: "Process id.", type: int, returned: always}
     start_time: {description: "Start time in clock ticks since boot: with the pid, the identity later actions check.", type: int, returned: always}
-    name: {description: Process name (comm)., type: str, returned: always}
-    cmdline: {description: Arguments, exactly as the process has them., type: list, elements: str, returned: when visible}
-    user: {description: Owner., type: str, returned: when visible}
+    name: {description: "Process name (comm).", type: str, returned: always}
+    cmdline: {description: "Arguments, exactly as the process has them.", type: list, elements: str, returned: when visible}
+    user: {description: "Owner.", type: str, returned: when visible}
     state: {description: "V(running), V(sleeping), V(disk-sleep), V(zombie), ...", type: str, returned: always}
-    ppid: {description: Parent pid., type: int, returned: when visible}
-    parent_name: {description: Parent name., type: str, returned: when visible}
-    gpus: {description: Indexes of the GPUs it holds; empty when it holds only node-wide nodes such as nvidiactl., type: list, elements: int, returned: always}
-    used_mib: {description: GPU memory the driver attributes to it; null when N/A., type: int, returned: always}
-    used_mib_per_gpu: {description: The same, per GPU index., type: dict, returned: always}
+    ppid: {description: "Parent pid.", type: int, returned: when visible}
+    parent_name: {description: "Parent name.", type: str, returned: when visible}
+    gpus:
+      description: Indexes of the GPUs it holds; empty when it holds only node-wide nodes such as nvidiactl.
+      type: list
+      elements: int
+      returned: always
+    used_mib: {description: "GPU memory the driver attributes to it; null when N/A.", type: int, returned: always}
+    used_mib_per_gpu: {description: "The same, per GPU index.", type: dict, returned: always}
     seen_by: {description: "How it was found: V(nvml), V(fd), V(mmap), V(task_fd).", type: list, elements: str, returned: always}
-    devices: {description: The device nodes it holds., type: list, elements: str, returned: always}
+    devices: {description: "The device nodes it holds.", type: list, elements: str, returned: always}
     container: {description: "C(runtime) and C(id) of its container, from its cgroup.", type: dict, returned: when visible}
-    kubernetes_pod_uid: {description: Kubernetes pod UID., type: str, returned: when visible}
-    slurm_job: {description: Slurm job id., type: str, returned: when visible}
-    systemd_unit: {description: systemd unit., type: str, returned: when visible}
+    kubernetes_pod_uid: {description: "Kubernetes pod UID.", type: str, returned: when visible}
+    slurm_job: {description: "Slurm job id.", type: str, returned: when visible}
+    systemd_unit: {description: "systemd unit.", type: str, returned: when visible}
     class: {description: "V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).", type: str, returned: always}
-    visible: {description: False when the driver lists a pid that this /proc does not show (another PID namespace)., type: bool, returned: always}
+    visible: {description: "False when the driver lists a pid that this /proc does not show (another PID namespace).", type: bool, returned: always}
 services:
   description: GPU daemons and the display manager that run or hold a device, with their pids.
   returned: always

@@ -10,9 +10,9 @@ module: gpu_reset
 short_description: Reset the GPUs that hold ghost memory, with nvidia-smi --gpu-reset
 version_added: 1.0.0
 description:
-  - Resets, with C(nvidia-smi --gpu-reset), the GPUs that need it: memory in use that no live process accounts
-    for (ghost memory over O(ghost_threshold_mib)), an NVML recovery action asking for a reset, or an Xid whose
-    catalog action is a GPU reset. With O(force=true), every selected GPU.
+  - Resets, with C(nvidia-smi --gpu-reset), the GPUs that need it. A GPU needs it when memory is in use that no live
+    process accounts for (ghost memory over O(ghost_threshold_mib)), when NVML reports a recovery action asking for a
+    reset, or when the kernel log has an Xid whose catalog action is a GPU reset. With O(force=true), every selected GPU.
   - Refuses, naming every holder, while any process other than a GPU daemon holds a GPU it would reset; end them
     first with M(gpuops.remediation.gpu_kill).
   - Stops the GPU daemons that hold the GPU (nvidia-persistenced, nvidia-fabricmanager, DCGM) and starts again
@@ -76,13 +76,13 @@ gpus:
   type: list
   elements: dict
   contains:
-    index: {description: GPU index., type: int, returned: always}
-    pci_bus_id: {description: PCI bus id., type: str, returned: always}
-    reset: {description: Whether the GPU was reset (in check mode, would be)., type: bool, returned: always}
-    reason: {description: Why it was reset, or why not., type: str, returned: always}
-    memory_used_mib_before: {description: Used memory before., type: int, returned: always}
-    memory_used_mib_after: {description: Used memory after (the prediction in check mode)., type: int, returned: always}
-    freed_mib: {description: Memory given back., type: int, returned: always}
+    index: {description: "GPU index.", type: int, returned: always}
+    pci_bus_id: {description: "PCI bus id.", type: str, returned: always}
+    reset: {description: "Whether the GPU was reset (in check mode, would be).", type: bool, returned: always}
+    reason: {description: "Why it was reset, or why not.", type: str, returned: always}
+    memory_used_mib_before: {description: "Used memory before.", type: int, returned: always}
+    memory_used_mib_after: {description: "Used memory after (the prediction in check mode).", type: int, returned: always}
+    freed_mib: {description: "Memory given back.", type: int, returned: always}
 services_stopped:
   description: The units stopped for the reset (and started again afterwards).
   returned: always
@@ -122,6 +122,11 @@ def reset_reason(gpu, snapshot, ghost_threshold_mib):
         if event.get("gpu_index") == gpu["index"] and (event.get("catalog") or {}).get("action") == "reset_gpu":
             return "Xid %s in the kernel log" % event.get("xid")
     return None
+
+
+def _describe_holder(holder):
+    return "pid %s (%s, user %s, %s) on GPU %s" % (holder["pid"], holder.get("name"), holder.get("user"), holder["class"],
+                                                   ",".join(str(index) for index in holder["gpus"]))
 
 
 def beyond_reset(gpu):
@@ -193,8 +198,7 @@ class GpuResetWorker:
         blocking = [h for h in holders if h["class"] != "gpu_daemon"
                     or not self.params["stop_services"] or h["pid"] not in covered]
         if blocking:
-            names = ", ".join("pid %s (%s, user %s, %s) on GPU %s" % (h["pid"], h.get("name"), h.get("user"), h["class"],
-                                                                       ",".join(str(i) for i in h["gpus"])) for h in blocking)
+            names = ", ".join(_describe_holder(h) for h in blocking)
             hint = "end them first with gpuops.remediation.gpu_kill"
             if any(h["class"] == "gpu_daemon" for h in blocking):
                 hint += "; a GPU daemon is stopped only with stop_services=true and when its systemd unit is known"

@@ -117,7 +117,7 @@ killed:
   returned: when kill_holders is true
   type: dict
 node_state:
-  description: "V(reloaded), V(unchanged), or after a failure V(restored) (everything as before) or V(degraded) (see RV(msg))."
+  description: "V(reloaded), V(unchanged), or after a failure V(restored) (everything as before) or V(degraded) (see C(msg))."
   returned: always
   type: str
 gpus:

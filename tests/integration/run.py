@@ -27,8 +27,8 @@ def main(selected):
     failed = []
     for name in names:
         started = time.monotonic()
-        rc = subprocess.call([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "run_target.yml"), "-e", "target=%s" % name],
-                             cwd=ROOT, env=env)
+        playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "run_target.yml")]
+        rc = subprocess.call(playbook + ["-e", "target=%s" % name], cwd=ROOT, env=env)
         print("integration target %s: %s (%.1f s)" % (name, "ok" if rc == 0 else "FAILED rc=%d" % rc, time.monotonic() - started))
         if rc:
             failed.append(name)

@@ -116,8 +116,11 @@ def test_every_holder_kind_is_listed_while_its_process_exists(node_root):
     for kind in ("fd", "mmap", "inherited", "ignores_term", "leader_exited"):
         assert gpu0 in users[holder_named(state, "job-" + kind)["pid"]], kind
     assert zombie["pid"] not in users and zombie["parent_pid"] not in users
-    with open("/proc/%d/maps" % holder_named(state, "job-mmap")["pid"]) as maps:
+    mapped = holder_named(state, "job-mmap")["pid"]
+    with open("/proc/%d/maps" % mapped) as maps:
         assert gpu0 in maps.read()
+    fd_dir = "/proc/%d/fd" % mapped
+    assert gpu0 not in [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]  # mapped only
 
 
 def test_a_zombie_is_freed_when_its_parent_dies(node_root):
