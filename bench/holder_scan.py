@@ -33,8 +33,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout  # noqa: E402
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (  # noqa: E402
     _worker_count, scan_holders)
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes  # noqa: E402
 
 DEVICE_NAMES = ["nvidia%d" % i for i in range(8)] + ["nvidiactl", "nvidia-uvm"]
 INSTALL_HINT = "apt-get install -y lsof psmisc"
@@ -196,15 +198,20 @@ def make_dev_dir(root):
 
 
 def measure(args, dev_dir, roles):
+    # The simulated-node layout of a root whose dev/ is the benchmark's device directory.
+    layout = NodeLayout(os.path.dirname(dev_dir))
     files = [os.path.join(dev_dir, name) for name in DEVICE_NAMES]
     best = best_of_interleaved(args.repeat, {
         "scan": lambda: scan_holders(dev_dir),
         "scan_one_worker": lambda: scan_holders(dev_dir, workers=1),
+        # What gpu_holders_info runs: the scan in a forked child with a deadline, its result sent back as JSON.
+        "scan_as_module": lambda: scan_processes(layout, 60)[0],
         "lsof": lambda: run_tool(["lsof"] + files),
         "fuser": lambda: run_tool(["fuser", "-v"] + files),
     })
     scan_s, ours = best["scan"]
     scan_one_s, ours_one = best["scan_one_worker"]
+    module_s, ours_module = best["scan_as_module"]
     lsof_s, lsof_out = best["lsof"]
     fuser_s, fuser_out = best["fuser"]
     ours_pids = set(ours)
@@ -215,12 +222,14 @@ def measure(args, dev_dir, roles):
         "holders": {"ours": len(ours_pids), "lsof": len(seen["lsof"]), "fuser": len(seen["fuser"]),
                     "planted": len(expected)},
         "workers": _worker_count(process_count()),
-        "seconds": {"scan": round(scan_s, 4), "scan_one_worker": round(scan_one_s, 4), "lsof": round(lsof_s, 4),
+        "seconds": {"scan": round(scan_s, 4), "scan_one_worker": round(scan_one_s, 4), "scan_as_module": round(module_s, 4),
+                    "lsof": round(lsof_s, 4),
                     "fuser": round(fuser_s, 4)},
         "speedup": {"vs_lsof": round(lsof_s / scan_s, 2), "vs_fuser": round(fuser_s / scan_s, 2),
                     "one_worker_vs_lsof": round(lsof_s / scan_one_s, 2),
-                    "one_worker_vs_fuser": round(fuser_s / scan_one_s, 2)},
-        "one_worker_same_holders": sorted(ours_one) == sorted(ours),
+                    "one_worker_vs_fuser": round(fuser_s / scan_one_s, 2),
+                    "as_module_vs_lsof": round(lsof_s / module_s, 2), "as_module_vs_fuser": round(fuser_s / module_s, 2)},
+        "one_worker_same_holders": sorted(ours_one) == sorted(ours) == sorted(ours_module),
         "we_miss": {tool: sorted(pids - ours_pids) for tool, pids in seen.items()},
         "they_miss": {tool: sorted(ours_pids - pids) for tool, pids in seen.items()},
         "planted_missed_by_us": sorted(expected - ours_pids),
@@ -235,6 +244,8 @@ def report(result, args):
     speedup = result["speedup"]
     print("  one worker  %.4f s  (%.2fx lsof, %.2fx fuser)"
           % (seconds["scan_one_worker"], speedup["one_worker_vs_lsof"], speedup["one_worker_vs_fuser"]))
+    print("  as module   %.4f s  (%.2fx lsof, %.2fx fuser; in a deadline child, as gpu_holders_info runs it)"
+          % (seconds["scan_as_module"], speedup["as_module_vs_lsof"], speedup["as_module_vs_fuser"]))
     print("lsof          %.4f s  -> scan is %.2fx faster (target >= 2.5x)" % (seconds["lsof"], result["speedup"]["vs_lsof"]))
     print("fuser -v      %.4f s  -> scan is %.2fx faster (target >= 1.2x)" % (seconds["fuser"], result["speedup"]["vs_fuser"]))
     for tool, missed in sorted(result["they_miss"].items()):
