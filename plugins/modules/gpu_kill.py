@@ -342,8 +342,9 @@ class GpuKillWorker:
             self.result["containers"].append({"runtime": runtime, "id": container_id, "pids": pids, "ok": ok, "message": message})
 
     def _acted(self):
-        return bool(self.result["signalled"] or [z for z in self.result["zombies"] if z.get("reaped_by")]
-                    or [c for c in self.result["containers"] if c["ok"]])
+        reaped = [z for z in self.result["zombies"] if z.get("reaped_by")]
+        stopped = [c for c in self.result["containers"] if c["ok"]]
+        return bool(self.result["signalled"] or reaped or stopped)
 
     def _ended_pids(self):
         pids = set(s["pid"] for s in self.result["signalled"] if s.get("exited"))

@@ -195,8 +195,8 @@ class GpuResetWorker:
         units = [s["unit"] for s in snapshot["services"]
                  if s["active"] and s["unit"] != DISPLAY_MANAGER and daemon_pids & set(s["pids"])]
         covered = set(pid for s in snapshot["services"] if s["unit"] in units for pid in s["pids"])
-        blocking = [h for h in holders if h["class"] != "gpu_daemon"
-                    or not self.params["stop_services"] or h["pid"] not in covered]
+        stoppable = set(covered) if self.params["stop_services"] else set()
+        blocking = [h for h in holders if h["class"] != "gpu_daemon" or h["pid"] not in stoppable]
         if blocking:
             names = ", ".join(_describe_holder(h) for h in blocking)
             hint = "end them first with gpuops.remediation.gpu_kill"

@@ -234,9 +234,9 @@ class DriverReloadWorker:
         services = GpuServices(self.module, self.layout, self.run.journal)
         units = services.active(GPU_SERVICE_UNITS)
         modprobe = self.layout.command(self.module, "modprobe", required=True)
-        self.result["plan"] = (self._systemctl_plan("stop", units) + ["modprobe -r %s" % name for name in unload]
-                               + [" ".join(load_argv("modprobe", name, driver.get("nvidia_drm_modeset"))) for name in load]
-                               + self._systemctl_plan("start", reversed(units)))
+        unload_steps = ["modprobe -r %s" % name for name in unload]
+        load_steps = [" ".join(load_argv("modprobe", name, driver.get("nvidia_drm_modeset"))) for name in load]
+        self.result["plan"] = self._systemctl_plan("stop", units) + unload_steps + load_steps + self._systemctl_plan("start", reversed(units))
         self.result["diff"] = {"before": {"modules": sorted(loaded), "ghost_mib": self._ghost(snapshot)},
                                "after": {"modules": sorted(loaded), "ghost_mib": dict((k, 0) for k in self._ghost(snapshot))}}
         self._refuse_or_kill(self._blockers(snapshot, units))
