@@ -123,12 +123,12 @@ def _holder_class(record, types):
     return "compute"
 
 
-def _parent(ppid):
-    parent = read_process(ppid) if ppid else None
+def _parent(ppid, proc_root):
+    parent = read_process(ppid, proc_root) if ppid else None
     return {"ppid": ppid, "parent_name": parent["name"] if parent else None}
 
 
-def build_holders(scan, gpus):
+def build_holders(scan, gpus, proc_root="/proc"):
     """Join the /proc scan with the processes the driver lists, one record per pid."""
     by_pid = {}
     for gpu in gpus:
@@ -140,7 +140,7 @@ def build_holders(scan, gpus):
     holders = []
     for pid in sorted(set(scan) | set(by_pid)):
         driver_view = by_pid.get(pid, {"memory": {}, "types": set(), "name": None})
-        record = scan.get(pid) or read_process(pid)
+        record = scan.get(pid) or read_process(pid, proc_root)
         seen_by = (["nvml"] if pid in by_pid else []) + list(scan[pid]["via"] if pid in scan else [])
         if record is None:
             # Listed by the driver but not in our /proc: another PID namespace, or it just exited.
@@ -158,8 +158,8 @@ def build_holders(scan, gpus):
             "seen_by": seen_by, "devices": devices, "class": _holder_class(record, driver_view["types"]),
             "process_type": "+".join(sorted(driver_view["types"])) or None,
         }
-        holder.update(_parent(record["ppid"]))
-        holder.update(attribution(pid))
+        holder.update(_parent(record["ppid"], proc_root))
+        holder.update(attribution(pid, proc_root))
         holders.append(holder)
     return holders
 
@@ -276,9 +276,11 @@ def take_snapshot(module, layout, options):
     holders = build_holders(scan, gpus)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
 
-    gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
     events, log_report = probe_kernel_log(module, layout, options)
+    # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)
+    events = [event for event in events if event.get("gpu_index") is None or event["gpu_index"] in selected]
+    gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
     snapshot = {
         "simulated": layout.simulated,
         "backend": gpu_report["backend"],
