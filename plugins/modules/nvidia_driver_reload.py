@@ -22,8 +22,8 @@ description:
   - With O(method=graphics), restarts the graphics stack instead, C(systemctl isolate multi-user.target) then back
     to the target that was active.
   - Runs only when the snapshot says a reload is needed (ghost memory, or a recovery action or Xid asking for a
-    reset; for O(method=graphics), a graphics session holding GPU memory), unless O(force=true). A second run changes
-    nothing.
+    reset), unless O(force=true); a display server holding the GPU is expected on a desktop node and is no reason by
+    itself. A second run changes nothing.
 author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
@@ -163,13 +163,6 @@ def needs_reload(snapshot, ghost_threshold_mib):
     return None
 
 
-def needs_graphics_restart(snapshot):
-    for holder in snapshot["holders"]:
-        if holder["class"] == "graphics_session" and holder["gpus"]:
-            return "graphics session pid %s (%s) holds GPU %s" % (holder["pid"], holder["name"], holder["gpus"])
-    return None
-
-
 def load_argv(modprobe, name, modeset):
     argv = [modprobe, name]
     if name == "nvidia_drm" and modeset in ("Y", "1"):
@@ -209,7 +202,7 @@ class DriverReloadWorker:
     def execute(self):
         snapshot = self.run.snapshot(gpus=[])
         method = self.params["method"]
-        reason = needs_graphics_restart(snapshot) if method == "graphics" else needs_reload(snapshot, self.params["ghost_threshold_mib"])
+        reason = needs_reload(snapshot, self.params["ghost_threshold_mib"])
         if self.params["force"]:
             reason = "force=true"
         self.result["reason"] = reason or "nothing to do: the snapshot shows no memory a %s would free" % (
