@@ -31,6 +31,18 @@ attributes:
       - This action does not modify state.
 """
 
+    # Attributes of a module that acts on the node.
+    ACTION_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Predicts the same C(changed) and C(diff) as the real run, refuses in the same cases, and changes nothing.
+  diff_mode:
+    support: full
+"""
+
     # Linux GPU node: the target needs nothing but the driver and Python; nvidia-ml-py is used when present.
     LINUX_GPU = r"""
 options: {}

@@ -11,7 +11,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, take_snapshot, validate_snapshot_params,
+    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, select_gpus, take_snapshot, unknown_gpu_message, validate_snapshot_params,
 )
 
 ACTION_ARGUMENT_SPEC = dict(
@@ -51,7 +51,15 @@ class Remediation:
             self.module.fail_json(msg="backend=%s cannot run on this node: %s is not installed"
                                   % (exc, "nvidia-ml-py" if str(exc) == "nvml" else "nvidia-smi"))
         except UnknownGpu as exc:
-            self.module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
+            self.module.fail_json(msg=unknown_gpu_message(exc))
+        return None
+
+    def selected_gpus(self, snapshot):
+        """Indexes of the GPUs the gpus option names, among those of a whole-node snapshot."""
+        try:
+            return select_gpus(snapshot["gpus"], self.module.params["gpus"])
+        except UnknownGpu as exc:
+            self.module.fail_json(msg=unknown_gpu_message(exc))
         return None
 
     @contextlib.contextmanager

@@ -22,9 +22,11 @@ DISPLAY_PROCESSES = frozenset((
     "gnome-shell", "kwin_x11", "kwin_wayland", "Xvnc",
 ))
 
+DISPLAY_MANAGER = "display-manager.service"
+
 # Units stopped before a reset or a driver reload and started again afterwards, in stop order.
 GPU_SERVICE_UNITS = (
-    "display-manager.service",
+    DISPLAY_MANAGER,
     "nvidia-dcgm.service",
     "dcgm.service",
     "nvidia-fabricmanager.service",

@@ -74,6 +74,10 @@ class UnknownGpu(ValueError):
     pass
 
 
+def unknown_gpu_message(error):
+    return "gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(error)
+
+
 def select_gpus(gpus, wanted):
     """Indexes of the GPUs named by index, UUID or PCI bus id; raises UnknownGpu naming the first unknown one."""
     if not wanted:

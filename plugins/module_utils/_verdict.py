@@ -96,3 +96,16 @@ def verdict(snapshot, ghost_threshold_mib):
         _holder_findings(finding, gpu, snapshot["holders"])
     _xid_findings(finding, snapshot["xid_events"], set(gpu["index"] for gpu in snapshot["gpus"]))
     return {"rung": finding.rung, "reasons": finding.reasons}
+
+
+def reset_evidence(gpu, xid_events, ghost_threshold_mib):
+    """Why this GPU needs a reset (ghost memory, NVML's recovery action, an Xid), or None."""
+    ghost = gpu.get("unattributed_mib")
+    if ghost is not None and ghost > ghost_threshold_mib:
+        return "%d MiB of ghost memory on GPU %s" % (ghost, gpu["index"])
+    if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reset":
+        return "NVML asks GPU %s for recovery action %s" % (gpu["index"], gpu["recovery_action"])
+    for event in xid_events:
+        if event.get("gpu_index") == gpu["index"] and (event.get("catalog") or {}).get("action") == "reset_gpu":
+            return "Xid %s on GPU %s asks for a reset" % (event.get("xid"), gpu["index"])
+    return None

@@ -151,7 +151,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, take_snapshot, validate_snapshot_params,
+    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, take_snapshot, unknown_gpu_message, validate_snapshot_params,
 )
 
 
@@ -165,7 +165,7 @@ def main():
             module.fail_json(msg=missing_required_lib("nvidia-ml-py (import pynvml), asked for by backend=nvml"))
         module.fail_json(msg="backend=nvidia_smi: nvidia-smi is not installed on this node")
     except UnknownGpu as exc:
-        module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
+        module.fail_json(msg=unknown_gpu_message(exc))
     module.exit_json(changed=False, **snapshot)
 
 

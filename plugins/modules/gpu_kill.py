@@ -26,16 +26,10 @@ author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.ACTION_MODULE
   - gpuops.remediation.attributes.LINUX_GPU
   - gpuops.remediation.snapshot
   - gpuops.remediation.snapshot.ACTION
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Predicts the same C(changed) and C(diff) as the real run; sends nothing.
-  diff_mode:
-    support: full
 options:
   holders:
     description:
@@ -188,7 +182,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import stop_container
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import UnknownGpu, select_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Policy, Target, reap_zombie, refusal, signal_number, terminate
 
 POLL_INTERVAL = 0.5
@@ -365,10 +358,7 @@ class GpuKillWorker:
 
     def execute(self):
         snapshot = self.run.snapshot(gpus=[])
-        try:
-            gpu_indexes = set(select_gpus(snapshot["gpus"], self.params["gpus"]))
-        except UnknownGpu as exc:
-            self.module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
+        gpu_indexes = set(self.run.selected_gpus(snapshot))
         holders, self.result["left_alone"] = self.selection.select(snapshot, gpu_indexes)
         targets, zombies, containers = self._triage(holders)
         if self.module.check_mode:

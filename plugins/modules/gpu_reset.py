@@ -23,16 +23,10 @@ author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.ACTION_MODULE
   - gpuops.remediation.attributes.LINUX_GPU
   - gpuops.remediation.snapshot
   - gpuops.remediation.snapshot.ACTION
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Predicts the same C(changed) and C(diff) as the real run, and refuses in the same cases.
-  diff_mode:
-    support: full
 options:
   force:
     description:
@@ -103,25 +97,10 @@ journal:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import UnknownGpu, select_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS
-
-DISPLAY_MANAGER = "display-manager.service"
-
-
-def reset_reason(gpu, snapshot, ghost_threshold_mib):
-    """Why this GPU needs a reset, or None."""
-    ghost = gpu.get("unattributed_mib")
-    if ghost is not None and ghost > ghost_threshold_mib:
-        return "%d MiB of ghost memory" % ghost
-    if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reset":
-        return "NVML recovery action %s" % gpu["recovery_action"]
-    for event in snapshot["xid_events"]:
-        if event.get("gpu_index") == gpu["index"] and (event.get("catalog") or {}).get("action") == "reset_gpu":
-            return "Xid %s in the kernel log" % event.get("xid")
-    return None
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS, reset_evidence
 
 
 def _describe_holder(holder):
@@ -165,16 +144,13 @@ class GpuResetWorker:
 
     def plan(self, snapshot):
         """(groups to reset, {index: reason}, {index: why not}) for the selected GPUs."""
-        try:
-            selected = select_gpus(snapshot["gpus"], self.params["gpus"])
-        except UnknownGpu as exc:
-            self.module.fail_json(msg="gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(exc))
+        selected = self.run.selected_gpus(snapshot)
         reasons, skipped = {}, {}
         for gpu in snapshot["gpus"]:
             if gpu["index"] not in selected:
                 continue
             blocker = beyond_reset(gpu)
-            reason = "force=true" if self.params["force"] else reset_reason(gpu, snapshot, self.params["ghost_threshold_mib"])
+            reason = "force=true" if self.params["force"] else reset_evidence(gpu, snapshot["xid_events"], self.params["ghost_threshold_mib"])
             if blocker:
                 skipped[gpu["index"]] = blocker
             elif reason:

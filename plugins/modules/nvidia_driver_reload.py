@@ -28,16 +28,10 @@ author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.ACTION_MODULE
   - gpuops.remediation.attributes.LINUX_GPU
   - gpuops.remediation.snapshot
   - gpuops.remediation.snapshot.ACTION
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Returns the plan (RV(plan)) with the same C(changed) and C(diff) as the real run, and refuses in the same cases.
-  diff_mode:
-    support: full
 options:
   method:
     description:
@@ -135,15 +129,12 @@ journal:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_SERVICE_UNITS
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, unload_plan
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Policy, Target, terminate
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS
-
-DISPLAY_MANAGER = "display-manager.service"
-RELEASED_BY_SERVICES = ("gpu_daemon", "graphics_session")
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 
 
 class ReloadFailed(Exception):
@@ -152,14 +143,9 @@ class ReloadFailed(Exception):
 
 def needs_reload(snapshot, ghost_threshold_mib):
     for gpu in snapshot["gpus"]:
-        ghost = gpu.get("unattributed_mib")
-        if ghost is not None and ghost > ghost_threshold_mib:
-            return "GPU %s has %d MiB of ghost memory" % (gpu["index"], ghost)
-        if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reset":
-            return "NVML asks GPU %s for recovery action %s" % (gpu["index"], gpu["recovery_action"])
-    for event in snapshot["xid_events"]:
-        if (event.get("catalog") or {}).get("action") == "reset_gpu":
-            return "Xid %s asks for a GPU reset" % event.get("xid")
+        reason = reset_evidence(gpu, snapshot["xid_events"], ghost_threshold_mib)
+        if reason:
+            return reason
     return None
 
 
