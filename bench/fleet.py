@@ -298,8 +298,8 @@ def _median(values):
     return values[middle] if len(values) % 2 else round((values[middle - 1] + values[middle]) / 2.0, 4)
 
 
-def idle_cpu_share(seconds=2.0):
-    """Share of the machine's CPU time busy while the benchmark waits (the simulation's own load)."""
+def busy_cpu_share(seconds=2.0):
+    """Share of the machine's CPU time busy while the benchmark waits: the simulation's load and anything else."""
     def busy_total():
         with open("/proc/stat") as handle:
             fields = [int(value) for value in handle.readline().split()[1:]]
@@ -347,6 +347,22 @@ def print_spans(record):
     print("  %-60s %7.2f s  (start-up: parsing, inventory, fork of the controller)" % ("before the first task", record["wall_s"] - accounted))
     for name, seconds in _spans_by_name(timing).items():
         print("  %-60s %7.2f s  %6.1f ms/host" % (name[:60], seconds, 1000.0 * seconds / record["hosts"]))
+
+
+def print_cost_model(records, fitted):
+    """The marginal cost of one more host (fitted slopes), split the way the playbooks stack up."""
+    slope = dict((kind, fit["slope_s_per_host"]) for kind, fit in fitted.items())
+    if "ping" not in slope:
+        return
+    print("\nwhat one more host costs (fitted slopes):")
+    print("  %-58s %6.0f ms" % ("ping: fork, AnsiballZ, a Python on the target, the callback", 1000 * slope["ping"]))
+    info = [r for r in records if r["playbook"] == "holders_info" and r.get("module_timings")]
+    if info:
+        module = info[-1]["module_timings"]["probes.seconds"]
+        print("  %-58s %6.0f ms  (measured by the module, %d hosts at once)" % ("gpu_holders_info's snapshot itself", 1000 * module,
+                                                                             info[-1]["forks"]))
+    if "gpu_report" in slope:
+        print("  %-58s %6.0f ms" % ("gpu_report.yml, all of it", 1000 * slope["gpu_report"]))
 
 
 def print_targets(found):
@@ -450,9 +466,9 @@ def main(argv=None):
         fleet.build(fleet.names)
         print("built %d simulated nodes in %.1f s (create_node in %d threads; %s)" % (
             len(fleet.names), time.perf_counter() - started, args.builders, json.dumps(SCENARIO, sort_keys=True)))
-        print("load of the idle fleet: %.0f%% of the CPU with the supervisors running, " % (100 * idle_cpu_share()), end="")
+        print("CPU busy while nothing is measured: %.0f%% with the supervisors running, " % (100 * busy_cpu_share()), end="")
         fleet.signal_supervisors(fleet.names, signal.SIGSTOP)
-        print("%.0f%% with them stopped (read-only runs stop them)" % (100 * idle_cpu_share()))
+        print("%.0f%% with them stopped (read-only runs stop them; the rest is other work on this machine)" % (100 * busy_cpu_share()))
         records = measure(args, fleet, runner)
         status = _summarise(args, records, missing)
     except (KeyboardInterrupt, Interrupted) as exc:
@@ -481,6 +497,7 @@ def _summarise(args, records, missing):
             print_spans(record)
             if record.get("module_timings"):
                 print("  gpu_holders_info's own timings (probes), median over the hosts: %s" % json.dumps(record["module_timings"], sort_keys=True))
+    print_cost_model(records, fitted)
     found = targets(records, fitted, args.forks)
     print_targets(found)
     for record in records:

@@ -77,8 +77,12 @@ options:
     default: 30.0
   containers:
     description:
-      - What to do with a holder inside a container. V(stop) stops the container through its runtime, V(kill)
-        signals the process like any other, V(skip) leaves it and reports it.
+      - What to do with a holder inside a container. V(stop) stops the container through its runtime (C(docker stop),
+        C(podman stop), C(crictl stop) for containerd and CRI-O), V(kill) signals the process like any other, V(skip)
+        leaves it and reports it.
+      - The kubelet starts a stopped pod container again; drain or cordon the node first (the C(gpu_reclaim) role does
+        with C(gpu_reclaim_drain=kubernetes)). Containers that nerdctl started live outside the CRI namespace that
+        crictl sees; their stop fails and is reported.
     type: str
     choices: [stop, kill, skip]
     default: stop
@@ -180,7 +184,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
-from ansible_collections.gpuops.remediation.plugins.module_utils._containers import stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._containers import runtime_cli, stop_container
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Policy, Target, reap_zombie, refusal, signal_number, terminate
 
@@ -329,7 +333,8 @@ class GpuKillWorker:
                                                       journal=self.run.journal, check_mode=check_mode, signals=self.params["signals"]))
         for (runtime, container_id), pids in sorted(containers.items()):
             if check_mode:
-                ok, message = True, "would stop"
+                path, why_not = runtime_cli(self.module, runtime)
+                ok, message = (True, "would stop") if path else (False, why_not)
             else:
                 ok, message = stop_container(self.module, runtime, container_id, self.params["grace"], self.run.journal)
             self.result["containers"].append({"runtime": runtime, "id": container_id, "pids": pids, "ok": ok, "message": message})
