@@ -18,15 +18,15 @@ def fixture(*parts):
         return handle.read().decode("utf-8", "replace")
 
 
-def snapshot_of(xml_name, kernel_log=None, probe=OK_PROBE, tmp_path=None):
+def snapshot_of(xml_name, kernel_log=None, tmp_path=None):
     """A snapshot as take_snapshot joins it, from a capture; no process of the capture is in our /proc."""
     gpus = parse_query_xml(fixture("nvidia-smi-qx", xml_name))["gpus"]
     options = SnapshotOptions()
     holders = build_holders({}, gpus, proc_root=str(tmp_path))
-    gpus = [_finish_gpu(gpu, holders, options, probe) for gpu in gpus]
+    gpus = [_finish_gpu(gpu, holders, options, OK_PROBE) for gpu in gpus]
     events = parse_kernel_log(fixture("kernel-xid", kernel_log)) if kernel_log else []
     bus_id_to_index(events, gpus)
-    snap = {"gpus": gpus, "holders": holders, "xid_events": events, "probes": {"gpu": probe}}
+    snap = {"gpus": gpus, "holders": holders, "xid_events": events, "probes": {"gpu": OK_PROBE}}
     snap["verdict"] = verdict(snap, options.ghost_threshold_mib)
     return snap
 
