@@ -317,9 +317,9 @@ def busy_cpu_share(seconds=2.0):
 def print_table(records):
     print("\n%-13s %6s %6s %9s %9s %12s %9s" % ("playbook", "hosts", "forks", "wall s", "s/host", "CPU s/host", "hosts ok"))
     for r in records:
-        print("%-13s %6d %6d %9.2f %9.4f %12.4f %5d/%-3d%s" % (r["playbook"], r["hosts"], r["forks"], r["wall_s"], r["s_per_host"],
-                                                             r["cpu_s_per_host"], r["hosts_ok"], r["hosts"],
-                                                             "" if r["hosts_ok"] == r["hosts"] else "  FAILED: " + r["log"]))
+        failed = "" if r["hosts_ok"] == r["hosts"] else "  FAILED: " + r["log"]
+        row = (r["playbook"], r["hosts"], r["forks"], r["wall_s"], r["s_per_host"], r["cpu_s_per_host"], r["hosts_ok"], r["hosts"], failed)
+        print("%-13s %6d %6d %9.2f %9.4f %12.4f %5d/%-3d%s" % row)
 
 
 def print_fits(fitted, forks):
@@ -359,8 +359,8 @@ def print_cost_model(records, fitted):
     info = [r for r in records if r["playbook"] == "holders_info" and r.get("module_timings")]
     if info:
         module = info[-1]["module_timings"]["probes.seconds"]
-        print("  %-58s %6.0f ms  (measured by the module, %d hosts at once)" % ("gpu_holders_info's snapshot itself", 1000 * module,
-                                                                             info[-1]["forks"]))
+        label = "gpu_holders_info's snapshot itself"
+        print("  %-58s %6.0f ms  (measured by the module, %d forks at once)" % (label, 1000 * module, info[-1]["forks"]))
     if "gpu_report" in slope:
         print("  %-58s %6.0f ms" % ("gpu_report.yml, all of it", 1000 * slope["gpu_report"]))
 
@@ -375,9 +375,9 @@ def print_targets(found):
 
 # ---------------------------------------------------------------------------------------------------------
 
-# What `make bench` measures (about 10 minutes on 2 vCPUs): the report over four host counts for the fit, ping and
-# the naive playbook at the largest for the targets, reset_gpu on a few (each run fixes nodes that are then rebuilt).
-DEFAULT_PLAN = {"ping": [50, 200], "holders_info": [50], "gpu_report": [25, 50, 100, 200], "naive": [200],
+# What `make bench` measures (about 10 minutes on 2 busy vCPUs): the report over four host counts for the fit, ping
+# and the naive playbook for the targets, reset_gpu on a few (each run fixes nodes that are then rebuilt).
+DEFAULT_PLAN = {"ping": [50, 200], "holders_info": [50], "gpu_report": [25, 50, 100, 200], "naive": [100],
                 "reset_gpu": [10, 25]}
 QUICK_PLAN = {"ping": [10, 40], "holders_info": [10], "gpu_report": [10, 20, 40], "naive": [40], "reset_gpu": [5]}
 KINDS = ("ping", "holders_info", "gpu_report", "naive", "reset_gpu")
@@ -393,7 +393,7 @@ def parse_args(argv):
         DEFAULT_PLAN["gpu_report"], DEFAULT_PLAN["ping"], DEFAULT_PLAN["naive"]))
     parser.add_argument("--reset-hosts", help="host counts for reset_gpu.yml (default %s)" % DEFAULT_PLAN["reset_gpu"])
     parser.add_argument("--forks", type=int, default=10, help="forks of every run (default 10)")
-    parser.add_argument("--forks-sweep", default="20", help="other fork counts for ping and gpu_report (default 20)")
+    parser.add_argument("--forks-sweep", default="", help="other fork counts for ping and gpu_report, e.g. 5,20 (default none)")
     parser.add_argument("--sweep-hosts", type=int, default=100, help="host count of the forks sweep (default 100)")
     parser.add_argument("--only", default=",".join(KINDS), help="what to measure, of %s" % ", ".join(KINDS))
     parser.add_argument("--quick", action="store_true", help="at most 40 hosts, no forks sweep (about two minutes)")

@@ -605,6 +605,8 @@ def _make_tree(root, state):
             handle.write(b"\0" * DEVICE_SIZE)
         os.chmod(dev_path(root, name), 0o666)
     os.chmod(root, 0o755)
+    # Holders that run as another user report back here after dropping privileges: sticky and open, like /tmp.
+    os.chmod(os.path.join(root, "run", "ready"), 0o1777)
     for name, info in state["modules"].items():
         write_sys_module(root, name, info)
     open(os.path.join(root, "kernel.log"), "a").close()
