@@ -392,6 +392,7 @@ def parse_args(argv):
     parser.add_argument("--hosts", help="host counts for every playbook (default: gpu_report %s, ping %s, naive %s)" % (
         DEFAULT_PLAN["gpu_report"], DEFAULT_PLAN["ping"], DEFAULT_PLAN["naive"]))
     parser.add_argument("--reset-hosts", help="host counts for reset_gpu.yml (default %s)" % DEFAULT_PLAN["reset_gpu"])
+    parser.add_argument("--naive-hosts", help="host counts for the naive playbook (default %s)" % DEFAULT_PLAN["naive"])
     parser.add_argument("--forks", type=int, default=10, help="forks of every run (default 10)")
     parser.add_argument("--forks-sweep", default="", help="other fork counts for ping and gpu_report, e.g. 5,20 (default none)")
     parser.add_argument("--sweep-hosts", type=int, default=100, help="host count of the forks sweep (default 100)")
@@ -407,6 +408,8 @@ def parse_args(argv):
         plan.update((kind, _counts(args.hosts)) for kind in READ_ONLY)
     if args.reset_hosts:
         plan["reset_gpu"] = _counts(args.reset_hosts)
+    if args.naive_hosts:
+        plan["naive"] = _counts(args.naive_hosts)
     args.plan = dict((kind, counts) for kind, counts in plan.items() if kind in args.only and counts)
     args.forks_sweep = [] if args.quick else [int(n) for n in args.forks_sweep.split(",") if n and int(n) != args.forks]
     return args
