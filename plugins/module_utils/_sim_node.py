@@ -646,7 +646,8 @@ def _install_code(root):
     for tool in TOOL_NAMES:
         path = os.path.join(root, "bin", tool)
         with open(path, "w") as handle:
-            handle.write("#!%s\n" % sys.executable + TOOL_SCRIPT)
+            # -SE: the tools need only the standard library; no site-packages scan, no PYTHON* variables.
+            handle.write("#!%s -SE\n" % sys.executable + TOOL_SCRIPT)
         os.chmod(path, 0o755)
 
 
