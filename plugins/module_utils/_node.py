@@ -25,6 +25,8 @@ class NodeLayout:
         root = sim_root or "/"
         self.dev_dir = os.path.join(root, "dev")
         self.sys_dir = os.path.join(root, "sys")
+        # What lsmod prints, read without starting it.
+        self.modules_file = os.path.join(root, "proc", "modules")
         # A real node has no single kernel log file: the journal or dmesg is read instead.
         self.kernel_log_file = os.path.join(sim_root, "kernel.log") if sim_root else None
         # Where the remediation modules journal their actions and take the node's lock.

@@ -142,6 +142,28 @@ def load_state(root):
 
 def save_state(root, state):
     _write_json_atomic(state_path(root), state)
+    if state.get("modules"):
+        write_proc_modules(root, state)
+
+
+def write_proc_modules(root, state):
+    """<root>/proc/modules in the kernel's format, rewritten with every change of the state.
+
+    One difference from the kernel's: a refcount here counts the dependent modules and the pins, not the
+    processes that hold a device file at this moment (a file cannot follow them; the simulated lsmod does).
+    """
+    lines = []
+    loaded = [(name, info) for name, info in state["modules"].items() if info.get("loaded")]
+    for name, info in sorted(loaded, key=lambda item: -item[1].get("load_seq", 0)):
+        users = module_dependents(state, name)
+        lines.append("%s %d %d %s Live 0x0000000000000000 (POE)\n" % (
+            name, MODULE_SIZES.get(name, 16384), module_refcount(state, name, {}), "".join(u + "," for u in users) or "-"))
+    path = os.path.join(root, "proc", "modules")
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path))
+    with open(path + ".tmp", "w") as handle:
+        handle.write("".join(lines))
+    os.rename(path + ".tmp", path)
 
 
 def update_state(root, fn):

@@ -14,7 +14,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
-from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod
+from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
 from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import attribution, read_process, scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
@@ -205,13 +205,22 @@ def probe_services(module, layout, holders):
     return services
 
 
+def _nvidia_modules(module, layout):
+    """The loaded nvidia* modules from /proc/modules (what lsmod reads), or from lsmod where that file is missing."""
+    try:
+        with open(layout.modules_file) as handle:
+            modules = parse_proc_modules(handle.read())
+    except (IOError, OSError):
+        lsmod = layout.command(module, "lsmod")
+        rc, out, dummy = module.run_command([lsmod]) if lsmod else (1, "", "")
+        modules = parse_lsmod(out) if rc == 0 else {}
+    return dict((name, dict((key, info[key]) for key in ("size", "refcount", "used_by")))
+                for name, info in modules.items() if name.startswith(NVIDIA_MODULE_PREFIX))
+
+
 def probe_driver(module, layout, driver_version, cuda_version):
     driver = {"version": driver_version, "cuda_version": cuda_version, "modules": {}, "nvidia_drm_modeset": None}
-    lsmod = layout.command(module, "lsmod")
-    if lsmod:
-        rc, out, dummy = module.run_command([lsmod])
-        if rc == 0:
-            driver["modules"] = dict((name, info) for name, info in parse_lsmod(out).items() if name.startswith(NVIDIA_MODULE_PREFIX))
+    driver["modules"] = _nvidia_modules(module, layout)
     try:
         with open(os.path.join(layout.sys_dir, "module", "nvidia_drm", "parameters", "modeset")) as handle:
             driver["nvidia_drm_modeset"] = handle.read().strip() or None
