@@ -187,7 +187,13 @@ def _finish_gpu(gpu, holders, options, probe_report):
 
 
 def probe_services(module, layout, holders):
-    """GPU daemons and the display manager: whether each unit runs, and its pids."""
+    """GPU daemons and the display manager: whether each unit runs, and its pids.
+
+    A running GPU daemon holds /dev/nvidiactl, and a display server that drives an NVIDIA GPU holds its device:
+    with neither among the holders, no GPU service runs and systemctl is not asked.
+    """
+    if not [h for h in holders if h["class"] in ("gpu_daemon", "graphics_session")]:
+        return []
     states = unit_states(module, layout.command(module, "systemctl"), GPU_SERVICE_UNITS)
     daemon_pids = {}
     for holder in holders:
