@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import contextlib
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, select_gpus, take_snapshot, unknown_gpu_message, validate_snapshot_params,
+    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, select_gpus, snapshot_or_fail, unknown_gpu_message, validate_snapshot_params,
 )
 
 ACTION_ARGUMENT_SPEC = dict(
@@ -38,21 +37,13 @@ class Remediation:
         validate_snapshot_params(module)
         if params["lock_timeout"] < 0:
             module.fail_json(msg="lock_timeout must be 0 or more seconds, got %r" % params["lock_timeout"])
-        self.snapshot_options = SnapshotOptions.from_params(params)
         self.journal = Journal(params["journal_path"] or self.layout.journal_file, run_id=params["run_id"])
 
     def snapshot(self, **overrides):
         options = SnapshotOptions.from_params(self.module.params)
         for name, value in overrides.items():
             setattr(options, name, value)
-        try:
-            return take_snapshot(self.module, self.layout, options)
-        except BackendUnavailable as exc:
-            self.module.fail_json(msg="backend=%s cannot run on this node: %s is not installed"
-                                  % (exc, "nvidia-ml-py" if str(exc) == "nvml" else "nvidia-smi"))
-        except UnknownGpu as exc:
-            self.module.fail_json(msg=unknown_gpu_message(exc))
-        return None
+        return snapshot_or_fail(self.module, self.layout, options)
 
     def selected_gpus(self, snapshot):
         """Indexes of the GPUs the gpus option names, among those of a whole-node snapshot."""

@@ -8,11 +8,13 @@ import os
 import re
 import time
 
+from ansible.module_utils.basic import missing_required_lib
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
     DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
 from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import normalize_bus_id
@@ -313,3 +315,16 @@ def take_snapshot(module, layout, options):
     snapshot["verdict"] = verdict(snapshot, options.ghost_threshold_mib)
     snapshot["probes"]["seconds"] = round(time.monotonic() - started, 3)
     return snapshot
+
+
+def snapshot_or_fail(module, layout, options):
+    """take_snapshot, failing the module with a clear message for a backend that cannot run or an unknown GPU."""
+    try:
+        return take_snapshot(module, layout, options)
+    except BackendUnavailable as exc:
+        if str(exc) == "nvml":
+            module.fail_json(msg=missing_required_lib("nvidia-ml-py (import pynvml), asked for by backend=nvml"))
+        module.fail_json(msg="backend=nvidia_smi: nvidia-smi is not installed on this node")
+    except UnknownGpu as exc:
+        module.fail_json(msg=unknown_gpu_message(exc))
+    return None

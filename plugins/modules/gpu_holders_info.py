@@ -146,26 +146,18 @@ verdict:
   sample: {rung: reset, reasons: [{rung: reset, reason: "GPU 0 (00000000:18:00.0) has 4096 MiB in use that no live process accounts for"}]}
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, take_snapshot, unknown_gpu_message, validate_snapshot_params,
+    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC), supports_check_mode=True)
     validate_snapshot_params(module)
-    try:
-        snapshot = take_snapshot(module, current_layout(), SnapshotOptions.from_params(module.params))
-    except BackendUnavailable as exc:
-        if str(exc) == "nvml":
-            module.fail_json(msg=missing_required_lib("nvidia-ml-py (import pynvml), asked for by backend=nvml"))
-        module.fail_json(msg="backend=nvidia_smi: nvidia-smi is not installed on this node")
-    except UnknownGpu as exc:
-        module.fail_json(msg=unknown_gpu_message(exc))
+    snapshot = snapshot_or_fail(module, current_layout(), SnapshotOptions.from_params(module.params))
     module.exit_json(changed=False, **snapshot)
 
 
