@@ -689,32 +689,22 @@ def _units_or_fail(root, units, action, out):
     return keys
 
 
-def _start(root, units, opts, out):
-    keys = _units_or_fail(root, units, "start", out)
-    if keys is None:
-        return 5
-    for key in keys:
-        node.start_service(root, key)
-    return 0
+def _on_units(action, *steps):
+    """A systemctl verb that applies `steps` (stop_service, start_service) to each named unit; rc 5 for an unknown one."""
+    def verb(root, units, opts, out):
+        keys = _units_or_fail(root, units, action, out)
+        if keys is None:
+            return 5
+        for key in keys:
+            for step in steps:
+                step(root, key)
+        return 0
+    return verb
 
 
-def _stop(root, units, opts, out):
-    keys = _units_or_fail(root, units, "stop", out)
-    if keys is None:
-        return 5
-    for key in keys:
-        node.stop_service(root, key)
-    return 0
-
-
-def _restart(root, units, opts, out):
-    keys = _units_or_fail(root, units, "restart", out)
-    if keys is None:
-        return 5
-    for key in keys:
-        node.stop_service(root, key)
-        node.start_service(root, key)
-    return 0
+_start = _on_units("start", node.start_service)
+_stop = _on_units("stop", node.stop_service)
+_restart = _on_units("restart", node.stop_service, node.start_service)
 
 
 def _unit_properties(state, unit):
