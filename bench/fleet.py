@@ -44,12 +44,13 @@ FLEET_DIR = os.path.join(ROOT, "bench", "fleet")
 SCENARIO = {"gpus": [{"ghost_mib": 2048}, {}],
             "holders": [{"kind": "fd", "gpus": [1], "memory_mib": 4096, "name": "trainer"}]}
 PLAYBOOKS = {
+    "ping_playbook": os.path.join(FLEET_DIR, "ping.yml"),
     "holders_info": os.path.join(FLEET_DIR, "holders_info.yml"),
     "naive": os.path.join(FLEET_DIR, "naive.yml"),
     "gpu_report": os.path.join(ROOT, "playbooks", "gpu_report.yml"),
     "reset_gpu": os.path.join(ROOT, "playbooks", "reset_gpu.yml"),
 }
-READ_ONLY = ("ping", "holders_info", "gpu_report", "naive")
+READ_ONLY = ("ping", "ping_playbook", "holders_info", "gpu_report", "naive")
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 PING_OK = re.compile(r"^(\S+) \| SUCCESS", re.M)
 

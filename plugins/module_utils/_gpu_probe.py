@@ -9,10 +9,11 @@ deadline (_deadline.py), because a wedged driver blocks them for ever.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
-from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import normalize_bus_id, parse_query_xml, query_xml_argv
+from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 
 MIB = 1024 * 1024
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
@@ -164,15 +165,17 @@ def nvml_snapshot(layout):
         pynvml.nvmlShutdown()
 
 
-def _nvml_available(layout):
-    try:
-        layout.load_nvml()
-    except ImportError:
-        return False
-    return True
+def _nvml_available():
+    """Whether nvidia-ml-py is installed; it is imported (and bound to the node's NVML) in the probe's child only."""
+    return importlib.util.find_spec("pynvml") is not None
 
 
-def _nvidia_smi_snapshot(module, argv):
+def _nvidia_smi_snapshot(module, nvidia_smi):
+    # Imported here: most nodes have nvidia-ml-py, and every module run would otherwise compile the XML parser for nothing.
+    from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import parse_query_xml, query_xml_argv
+
+    argv = query_xml_argv(nvidia_smi)
+
     def probe():
         rc, out, err = module.run_command(argv)
         if rc != 0:
@@ -184,8 +187,8 @@ def _nvidia_smi_snapshot(module, argv):
 def probe_gpus(module, layout, backend, timeout):
     """Return (driver probe result or None, probe report). Raises BackendUnavailable for an explicit backend."""
     report = {"backend": None, "ok": False, "timed_out": False, "error": None, "seconds": None}
-    if backend == "nvml" or (backend == "auto" and _nvml_available(layout)):
-        if not _nvml_available(layout):
+    if backend == "nvml" or (backend == "auto" and _nvml_available()):
+        if not _nvml_available():
             raise BackendUnavailable("nvml")
         report["backend"] = "nvml"
         probe = functools.partial(nvml_snapshot, layout)
@@ -197,7 +200,7 @@ def probe_gpus(module, layout, backend, timeout):
             report["error"] = "neither nvidia-ml-py nor nvidia-smi is available on this node"
             return None, report
         report["backend"] = "nvidia_smi"
-        probe = _nvidia_smi_snapshot(module, query_xml_argv(nvidia_smi))
+        probe = _nvidia_smi_snapshot(module, nvidia_smi)
     started = time.monotonic()
     try:
         result = run_with_deadline(probe, timeout)

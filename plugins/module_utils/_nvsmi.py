@@ -9,7 +9,8 @@ The GPU dicts follow "Normalised shapes" in docs/internals.md, the same shape th
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 
 COMPUTE_APPS_FIELDS = ("pid", "process_name", "used_gpu_memory", "gpu_bus_id", "gpu_uuid")
 
@@ -25,9 +26,6 @@ _TEXT_FIELDS = frozenset(("timestamp", "name", "gpu_name", "process_name", "seri
                           "inforom.img", "inforom.oem", "inforom.ecc", "inforom.pwr"))
 _BUS_ID_FIELDS = frozenset(("pci.bus_id", "gpu_bus_id"))
 
-_BUS_ID_RE = re.compile(
-    r"^(?:PCI:)?(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<device>[0-9A-Fa-f]{1,2})"
-    r"(?:\.(?P<function>[0-7]))?$")
 _INT_WITH_UNIT_RE = re.compile(r"^(-?\d+)(?:\s*(?:[A-Za-z%/]+))?$")
 _FLOAT_WITH_UNIT_RE = re.compile(r"^(-?\d+\.\d+)\s*(?:[A-Za-z%/]+)$")
 _MIB_RE = re.compile(r"^(\d+)\s*(KiB|MiB|GiB)?$")
@@ -51,22 +49,6 @@ _RECOVERY_ACTIONS = {
     "drainp2p": "drain_p2p",
     "drainandreset": "drain_and_reset",
 }
-
-
-def normalize_bus_id(text):
-    """Return a PCI bus id as "00000000:18:00.0" (8 hex domain digits, upper case), or None.
-
-    Accepts "0000:18:00.0", "00000000:18:00.0", lower case, "18:00.0", the kernel's "0000:3b:00" (function 0
-    assumed) and a "PCI:" prefix. Anything else (None, "N/A", garbage) gives None.
-    """
-    if text is None:
-        return None
-    match = _BUS_ID_RE.match(str(text).strip())
-    if not match:
-        return None
-    domain = int(match.group("domain") or "0", 16)
-    return "%08X:%02X:%02X.%s" % (domain, int(match.group("bus"), 16), int(match.group("device"), 16),
-                                  match.group("function") or "0")
 
 
 def query_xml_argv(nvidia_smi_path):
@@ -224,6 +206,8 @@ def parse_query_xml(text):
     Returns {"driver_version": str|None, "cuda_version": str|None, "gpus": [GPU]}; raises ValueError if
     the text is not nvidia-smi XML.
     """
+    import xml.etree.ElementTree as ET  # only this backend parses XML; the NVML path never imports it
+
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     try:

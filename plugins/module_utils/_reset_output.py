@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import normalize_bus_id
+from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 
 GLOBAL_KEY = "_global"
 

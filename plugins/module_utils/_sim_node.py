@@ -8,7 +8,7 @@ A node lives under one directory (the root):
   dev/         regular 4096-byte files standing in for /dev/nvidia*, /dev/dri/*
   sys/module/  loaded modules and their parameters, like /sys/module
   bin/         nvidia-smi, modprobe, lsmod, systemctl (thin scripts calling _sim_tools.main)
-  lib/         this file and _sim_tools.py, copied as plain modules
+  lib/         this file, _sim_state.py and _sim_tools.py, copied as plain modules
   run/         spawn requests, holder specs, ready reports
   kernel.log   the kernel ring buffer
 
@@ -31,6 +31,13 @@ import signal
 import sys
 import threading
 import time
+
+try:
+    from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state import (
+        SimError, find_gpu, live_holders, load_state, normalize_bus_id, proc_stat, process_exists, start_time_of, state_path)
+except ImportError:  # running from <root>/lib as a plain module
+    from _sim_state import (  # type: ignore[no-redef] # pylint: disable=import-error
+        SimError, find_gpu, live_holders, load_state, normalize_bus_id, proc_stat, process_exists, start_time_of, state_path)
 
 STATE_VERSION = 1
 SUPERVISOR_NAME = "gpu-sim-init"
@@ -89,15 +96,7 @@ XID_MESSAGES = {
 }
 
 
-class SimError(Exception):
-    """A simulated-node operation that cannot be done; the message names the culprit."""
-
-
 # ---------------------------------------------------------------- paths and the state file
-
-def state_path(root):
-    return os.path.join(root, "state.json")
-
 
 def _lock_path(root):
     return os.path.join(root, "state.lock")
@@ -129,15 +128,6 @@ def _write_json_atomic(path, data):
         handle.flush()
         os.fsync(handle.fileno())
     os.rename(tmp, path)
-
-
-def load_state(root):
-    """The node's state, or raise SimError when root holds no simulated node."""
-    try:
-        with open(state_path(root)) as handle:
-            return json.load(handle)
-    except (IOError, OSError) as exc:
-        raise SimError("no simulated GPU node at %s: %s" % (root, exc))
 
 
 def save_state(root, state):
@@ -178,27 +168,6 @@ def update_state(root, fn):
 
 
 # ---------------------------------------------------------------- /proc
-
-def proc_stat(pid, proc_root="/proc"):
-    """(state letter, start_time ticks, ppid) of a process or thread, or None when it does not exist."""
-    try:
-        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as handle:
-            data = handle.read()
-    except (IOError, OSError):
-        return None
-    rest = data[data.rfind(b")") + 2:].split()
-    return rest[0].decode(), int(rest[19]), int(rest[1])
-
-
-def start_time_of(pid):
-    stat = proc_stat(pid)
-    return stat[1] if stat else None
-
-
-def process_exists(pid, start_time):
-    """True while a process with this pid and this start time exists (a zombie still exists)."""
-    return bool(pid) and pid > 0 and start_time_of(pid) == start_time
-
 
 def _links_under(directory, prefix):
     found = set()
@@ -256,40 +225,6 @@ def device_users(root):
 
 # ---------------------------------------------------------------- the rules
 
-def find_gpu(state, index):
-    for gpu in state["gpus"]:
-        if gpu["index"] == index:
-            return gpu
-    raise SimError("no GPU with index %s on this node" % index)
-
-
-def live_holders(state, index=None):
-    """Holders whose process (pid and start time) still exists; on GPU `index` when given."""
-    result = []
-    for holder in state.get("holders", []):
-        if index is not None and str(index) not in holder.get("gpus", {}):
-            continue
-        if process_exists(holder["pid"], holder["start_time"]):
-            result.append(holder)
-    return result
-
-
-def gpu_memory(state, index):
-    """Memory of one GPU in MiB, the way nvidia-smi -q and NVML's v2 struct split it.
-
-    used = live holders' memory + ghost (memory nobody alive accounts for); reserved is apart from used;
-    free = total - reserved - used; attributed = what live processes account for.
-    """
-    gpu = find_gpu(state, index)
-    attributed = sum(int(h["gpus"][str(index)]) for h in live_holders(state, index))
-    used = attributed + int(gpu.get("ghost_mib", 0))
-    total = int(gpu["memory_total_mib"])
-    reserved = int(gpu.get("memory_reserved_mib", 0))
-    return {"total_mib": total, "reserved_mib": reserved, "used_mib": used,
-            "free_mib": max(total - reserved - used, 0), "attributed_mib": attributed,
-            "ghost_mib": int(gpu.get("ghost_mib", 0))}
-
-
 def reset_blockers(state, root, index, users=None):
     """Pids that keep GPU `index` from being reset.
 
@@ -343,10 +278,6 @@ def module_refcount(state, name, counts):
     return int(info.get("refcount", 0)) + len(module_dependents(state, name)) + counts.get(name, 0)
 
 
-def driver_loaded(state):
-    return bool(state["modules"].get("nvidia", {}).get("loaded"))
-
-
 def clear_gpu_after_reset(gpu):
     gpu["ghost_mib"] = 0
     gpu["recovery_action"] = "none"
@@ -392,21 +323,6 @@ def append_kernel_log(root, lines):
 
 
 # ---------------------------------------------------------------- building a node from a spec
-
-def normalize_bus_id(text):
-    """'18:00.0', '0000:18:00.0', '00000000:18:00.0' (any case) -> '00000000:18:00.0'."""
-    value = str(text).strip()
-    parts = value.split(":")
-    if len(parts) == 2:
-        parts = ["0"] + parts
-    if len(parts) != 3 or "." not in parts[2]:
-        raise SimError("pci_bus_id %r is not a PCI bus id like 00000000:18:00.0" % (text,))
-    device, _sep, function = parts[2].partition(".")
-    try:
-        return "%08X:%02X:%02X.%X" % (int(parts[0], 16), int(parts[1], 16), int(device, 16), int(function, 16))
-    except ValueError:
-        raise SimError("pci_bus_id %r is not a PCI bus id like 00000000:18:00.0" % (text,))
-
 
 def _default_uuid(root, index):
     import hashlib  # only needed here
@@ -662,7 +578,7 @@ TOOL_NAMES = ("nvidia-smi", "modprobe", "lsmod", "systemctl")
 
 
 def _install_code(root):
-    for filename in ("_sim_node.py", "_sim_tools.py"):
+    for filename in ("_sim_state.py", "_sim_node.py", "_sim_tools.py"):
         with open(os.path.join(root, "lib", filename), "wb") as handle:
             handle.write(_module_source(filename))
     for tool in TOOL_NAMES:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as node
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as node
 
 NVML_SUCCESS = 0
 NVML_ERROR_UNINITIALIZED = 1

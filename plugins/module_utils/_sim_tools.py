@@ -16,8 +16,10 @@ import time
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as node
-except ImportError:  # running from <root>/lib as a plain module
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as state_rules
+except ImportError:  # running from <root>/lib as plain modules
     import _sim_node as node  # pylint: disable=import-error
+    import _sim_state as state_rules  # pylint: disable=import-error
 
 NVSMI_DRIVER_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                        "Make sure that the latest NVIDIA driver is installed and running.\n")
@@ -146,7 +148,7 @@ def nvidia_smi(argv, root, out):
     state = node.load_state(root)
     if state.get("nvml_hang"):
         _hang_forever()
-    if not node.driver_loaded(state):
+    if not state_rules.driver_loaded(state):
         out.say(NVSMI_DRIVER_FAILED)
         return RC_DRIVER_NOT_LOADED
     opts = _parse_smi_args(argv)
@@ -262,8 +264,8 @@ def _split_fields(text):
 
 def _render_query_gpu(state, gpus, opts, out):
     fields = _split_fields(opts.get("fields"))
-    rows = [_gpu_fields(state, gpu, node.gpu_memory(state, gpu["index"])) for gpu in gpus]
-    known = _gpu_fields(state, state["gpus"][0], node.gpu_memory(state, 0)) if state["gpus"] else {}
+    rows = [_gpu_fields(state, gpu, state_rules.gpu_memory(state, gpu["index"])) for gpu in gpus]
+    known = _gpu_fields(state, state["gpus"][0], state_rules.gpu_memory(state, 0)) if state["gpus"] else {}
     for field in fields:
         if field not in known:
             out.say('Field "%s" is not a valid field to query.\n\n' % field)
@@ -272,7 +274,7 @@ def _render_query_gpu(state, gpus, opts, out):
 
 
 def _app_fields(state, gpu, holder):
-    fields = _gpu_fields(state, gpu, node.gpu_memory(state, gpu["index"]))
+    fields = _gpu_fields(state, gpu, state_rules.gpu_memory(state, gpu["index"]))
     memory = str(holder["gpus"][str(gpu["index"])])
     fields.update({"pid": (str(holder["pid"]), None), "process_name": (holder["name"], None), "name": (holder["name"], None),
                    "used_gpu_memory": (memory, "MiB"), "used_memory": (memory, "MiB")})
@@ -301,7 +303,7 @@ def _render_table(state, gpus, opts, out):
             % (state["driver_version"], state["driver_version"], state["cuda_version"]))
     out.say(rule)
     for gpu in gpus:
-        mem = node.gpu_memory(state, gpu["index"])
+        mem = state_rules.gpu_memory(state, gpu["index"])
         out.say("| %3d  %-30s %-3s | %s | %21s |\n" % (
             gpu["index"], gpu["name"][:30], "On" if gpu["persistence_mode"] else "Off", gpu["pci_bus_id"],
             "%dMiB / %dMiB" % (mem["used_mib"] + mem["reserved_mib"], mem["total_mib"])))
@@ -341,7 +343,7 @@ def _block(indent, name, children):
 
 
 def _xml_gpu(state, gpu):
-    mem = node.gpu_memory(state, gpu["index"])
+    mem = state_rules.gpu_memory(state, gpu["index"])
     bus = gpu["pci_bus_id"]
     mig = gpu.get("mig_mode")
     lines = ["\t<gpu id=%s>" % quoteattr(bus)]

@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
-from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import normalize_bus_id
+from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import attribution, read_process, scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as sim_state
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
@@ -155,13 +156,13 @@ def test_gpu_reset_fails_with_the_real_text_while_held_then_succeeds(node_root):
     trainer = holder_named(state, "trainer")
     os.kill(trainer["pid"], signal.SIGKILL)
     assert wait_gone(trainer["pid"], trainer["start_time"])
-    assert sim.gpu_memory(sim.load_state(node_root), 0)["used_mib"] == 4096  # the ghost stays after the kill
+    assert sim_state.gpu_memory(sim.load_state(node_root), 0)["used_mib"] == 4096  # the ghost stays after the kill
     done = run(node_root, "nvidia-smi", "--gpu-reset", "-i", state["gpus"][0]["uuid"])
     assert done.returncode == 0
     assert done.stdout.splitlines()[-1] == fixture_text("nvidia-smi-gpu-reset", "success-single-gpu.txt").splitlines()[-1]
     assert re.match(r"^GPU [0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.\d was successfully reset\.$", done.stdout.splitlines()[0])
     after = sim.load_state(node_root)
-    assert sim.gpu_memory(after, 0)["used_mib"] == 0 and after["gpus"][0]["recovery_action"] == "none"
+    assert sim_state.gpu_memory(after, 0)["used_mib"] == 0 and after["gpus"][0]["recovery_action"] == "none"
 
 
 def test_gpu_reset_plural_failure_and_blocking_daemons(node_root):
@@ -242,7 +243,7 @@ def test_modprobe_refuses_while_held_then_reloads_and_clears_ghost_memory(node_r
     assert sorted(modules) == ["nvidia", "nvidia_drm", "nvidia_modeset"]
     with open(os.path.join(node_root, "sys", "module", "nvidia_drm", "parameters", "modeset")) as handle:
         assert handle.read() == "Y\n"
-    assert sim.gpu_memory(sim.load_state(node_root), 0)["used_mib"] == 0
+    assert sim_state.gpu_memory(sim.load_state(node_root), 0)["used_mib"] == 0
     missing = run(node_root, "modprobe", "nvidia_nonesuch")
     assert missing.returncode == 1 and missing.stderr.startswith("modprobe: FATAL: Module nvidia_nonesuch not found in directory")
 

@@ -1,0 +1,63 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_run_report: the run report, built and written on the controller in one step (no module runs on a host)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
+
+ARGUMENT_SPEC = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "kind": {"type": "str", "default": "gpu_report", "choices": ["gpu_report", "reset_gpu"]},
+    "run_id": {"type": "str", "default": ""},
+    "dest": {"type": "path"},
+    "write": {"type": "bool", "default": True},
+    "destructive_hosts": {"type": "list", "elements": "str", "default": []},
+}
+
+
+def _plain(value):
+    """A host variable as plain JSON data (hostvars hand out templated, tagged containers)."""
+    if isinstance(value, Mapping):
+        return dict((str(key), _plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        validation, args = self.validate_argument_spec(ARGUMENT_SPEC, required_if=[("write", True, ("dest",))])
+        del validation
+        hostvars = task_vars["hostvars"]
+        entries = []
+        for host in args["hosts"]:
+            if host not in hostvars:
+                raise AnsibleActionFail("hosts: %r is not a host of the inventory" % (host,))
+            variables = hostvars[host]
+            found = dict((name, _plain(variables[name])) for name in ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary")
+                         if name in variables)
+            entries.append(host_entry(host, found.get("gpu_reclaim_outcome"), found.get("gpu_inspect_snapshot"),
+                                      found.get("gpu_inspect_summary")))
+        now = datetime.datetime.now(datetime.timezone.utc)
+        run_id = args["run_id"] or "%s-%s" % (args["kind"], now.strftime("%Y%m%dT%H%M%SZ"))
+        report = build_report(entries, run_id, args["kind"], bool(self._task.check_mode), now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                              args["destructive_hosts"])
+        # The report is the controller's record of the run: written in check mode too (it is the plan then), never a change.
+        paths = write_report(args["dest"], report, render_markdown(report)) if args["write"] else []
+        result.update(changed=False, report=report, paths=paths, summary=report["fleet"]["summary"])
+        return result

@@ -1,0 +1,118 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_run_report
+short_description: Write the GPU memory report of a run on the controller, as JSON and Markdown
+version_added: 1.0.0
+description:
+  - Builds the report of a run from the variables that the hosts of the play left, and writes it on the controller.
+  - A host that walked the ladder left C(gpu_reclaim_outcome) (role gpuops.remediation.gpu_reclaim); a host that was
+    only inspected, C(gpu_inspect_snapshot) (module M(gpuops.remediation.gpu_holders_info)) and, optionally,
+    C(gpu_inspect_summary); a host with neither is reported as V(not_reached).
+  - Writes C(<run id>.json), C(<run id>.md), C(latest.json) and C(latest.md) under O(dest); each file is replaced
+    whole, so a reader never sees half a report.
+  - Runs on the controller only, once, whatever host it is given; use it with C(run_once).
+author:
+  - gpuops maintainers (@gpuops)
+options:
+  hosts:
+    description: The hosts of the report, in this order (usually C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+  kind:
+    description: V(reset_gpu) for a run that walked the ladder (the summary adds the memory that came back), V(gpu_report) for a read-only report.
+    type: str
+    choices: [gpu_report, reset_gpu]
+    default: gpu_report
+  run_id:
+    description: The run's identifier, the name of the report files; empty makes C(<kind>-<UTC time>).
+    type: str
+    default: ""
+  dest:
+    description: Directory on the controller for the report files, created (mode C(0750)) when missing. Required with O(write=true).
+    type: path
+  write:
+    description: Write the files; with V(false) the report is only returned.
+    type: bool
+    default: true
+  destructive_hosts:
+    description: The hosts that the fleet guard counted as needing a destructive rung, recorded in the report.
+    type: list
+    elements: str
+    default: []
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  bypass_host_loop:
+    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial, throttle and other loop considerations.
+    support: none
+    details:
+      - It runs per host like any task; give it C(run_once) to write one report.
+  check_mode:
+    support: full
+    details:
+      - The report is written in check mode too (it is the plan then); it changes nothing on the hosts, and the task never reports a change.
+  diff_mode:
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: all
+seealso:
+  - module: gpuops.remediation.gpu_holders_info
+"""
+
+EXAMPLES = r"""
+- name: Write the report of every host of the play
+  gpuops.remediation.gpu_run_report:
+    hosts: "{{ ansible_play_hosts_all }}"
+    dest: "{{ lookup('ansible.builtin.env', 'HOME') }}/.gpuops/reports"
+  run_once: true
+"""
+
+RETURN = r"""
+report:
+  description: The report, as written to the JSON file (layout in the collection's docs/ladder.md).
+  returned: always
+  type: dict
+  contains:
+    run_id:
+      description: The run's identifier.
+      type: str
+      sample: gpu_report-20261129T213000Z
+    kind:
+      description: V(gpu_report) or V(reset_gpu).
+      type: str
+      sample: gpu_report
+    hosts:
+      description: One line per host, in the order of O(hosts), with C(status) and what the host's variables told.
+      type: list
+      elements: dict
+    fleet:
+      description: The fleet's totals (C(hosts), C(by_status), C(fixed_by), C(memory_freed_mib), C(destructive_hosts), C(summary)).
+      type: dict
+paths:
+  description: The files written, empty with O(write=false).
+  returned: always
+  type: list
+  elements: str
+  sample: [/root/.gpuops/reports/gpu_report-20261129T213000Z.json]
+summary:
+  description: The fleet's summary, a line per status and per rung that fixed hosts.
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpu_report: 2 host(s)", "  inspected: node01, node02"]
+"""

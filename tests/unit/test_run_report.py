@@ -1,0 +1,85 @@
+"""The run report (plugin_utils/_run_report.py): built from the hosts' variables, rendered, written whole."""
+import json
+import os
+import stat
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
+
+SNAPSHOT = {
+    "verdict": {"rung": "kill", "reasons": [{"reason": "pid 4242 (trainer) holds GPU 1 with 4096 MiB (compute)"}]},
+    "gpus": [{"index": 1, "name": "NVIDIA H100 80GB HBM3", "state": "busy", "memory_used_mib": 4096, "memory_total_mib": 81559,
+              "unattributed_mib": 0, "uuid": "GPU-1", "processes": [{"pid": 4242}]}],
+    "holders": [
+        {"pid": 4242, "name": "train | eval\nstep", "user": "alice", "class": "compute", "state": "S", "gpus": [1], "used_mib": 4096,
+         "ppid": 1, "parent_name": "init", "cmdline": ["python", "train.py"]},
+        {"pid": 900, "name": "nvidia-persistenced", "class": "gpu_daemon", "gpus": [], "used_mib": None},
+        {"pid": 4300, "name": "worker", "user": None, "class": "zombie", "gpus": [1], "used_mib": None, "ppid": 4299,
+         "parent_name": "launcher"},
+    ],
+}
+OUTCOME = {"status": "fixed", "entry_rung": "reset", "fixed_by": "reset", "memory_freed_mib": 6144, "seconds": 3.2,
+           "rungs_tried": [{"rung": "reset", "changed": True, "failed": False, "plan": ["reset GPU 0"]}],
+           "gpus": [{"index": 0, "state_before": "stuck", "state_after": "idle", "memory_used_mib_before": 6144,
+                     "memory_used_mib_after": 0, "ghost_mib_before": 6144, "freed_mib": 6144}]}
+
+
+def test_an_inspected_host_keeps_the_report_fields_and_leaves_out_the_gpu_daemons():
+    entry = host_entry("node01", snapshot=SNAPSHOT, summary=["node01: GPU 1 busy"])
+    assert entry["status"] == "inspected" and entry["entry_rung"] == "kill"
+    assert [h["pid"] for h in entry["held_by"]] == [4242, 4300]
+    assert "cmdline" not in entry["held_by"][0] and "uuid" not in entry["gpus"][0]
+    assert entry["reasons"] == ["pid 4242 (trainer) holds GPU 1 with 4096 MiB (compute)"]
+    assert entry["summary"] == ["node01: GPU 1 busy"]
+
+
+def test_a_host_with_neither_outcome_nor_snapshot_was_not_reached():
+    assert host_entry("node09") == {"host": "node09", "status": "not_reached", "msg": "failed or not reached before its inspection"}
+
+
+def test_the_fleet_totals_and_summary_of_a_reset_run():
+    entries = [host_entry("node07", outcome=OUTCOME), host_entry("node03", outcome={"status": "clean", "fixed_by": None}),
+               host_entry("node09")]
+    report = build_report(entries, "reset_gpu-1", "reset_gpu", False, "2026-11-29T21:00:00Z", ["node07"])
+    fleet = report["fleet"]
+    assert fleet["by_status"]["fixed"] == ["node07"] and fleet["by_status"]["clean"] == ["node03"]
+    assert fleet["by_status"]["not_reached"] == ["node09"] and fleet["fixed_by"] == {"reset": ["node07"]}
+    assert fleet["memory_freed_mib"] == 6144 and fleet["destructive_hosts"] == ["node07"]
+    assert fleet["summary"] == ["reset_gpu-1: 3 host(s)", "  fixed: node07", "  clean: node03", "  not_reached: node09",
+                                "  fixed by reset: node07", "  memory back: 6144 MiB"]
+
+
+def test_check_mode_says_it_is_a_plan_and_claims_no_memory_back():
+    report = build_report([host_entry("node07", outcome=dict(OUTCOME, status="planned"))], "r", "reset_gpu", True, "t")
+    assert report["fleet"]["summary"][0] == "r: 1 host(s) (check mode: a plan, nothing changed)"
+    assert not [line for line in report["fleet"]["summary"] if "memory back" in line]
+    assert "in check mode: a plan, nothing was changed" in render_markdown(report)
+
+
+def test_markdown_tables_survive_a_pipe_and_a_newline_in_a_process_name():
+    report = build_report([host_entry("node01", snapshot=SNAPSHOT)], "gpu_report-1", "gpu_report", False, "t")
+    text = render_markdown(report)
+    assert "| 4242 | train \\| eval step | alice | compute | 1 | 4096 |" in text
+    assert "| 4300 | worker (zombie of 4299 launcher) | ? | zombie | 1 | N/A |" in text
+    # every table row has as many cells as its header
+    for line in text.splitlines():
+        if line.startswith("| 4242"):
+            assert line.replace("\\|", "").count("|") == 7
+
+
+def test_markdown_of_a_fixed_host_shows_its_rungs_and_memory():
+    text = render_markdown(build_report([host_entry("node07", outcome=OUTCOME)], "r", "reset_gpu", False, "t"))
+    assert "| node07 | fixed | reset | reset | reset | 6144 | 3.2 |" in text
+    assert "| 0 |  | stuck -> idle | 6144 | 0 | 6144 | 6144 |" in text
+    assert "- rung **reset**: changed\n  - reset GPU 0" in text
+
+
+def test_write_report_replaces_the_four_files_whole(tmp_path):
+    directory = str(tmp_path / "reports")
+    report = build_report([host_entry("node07", outcome=OUTCOME)], "reset_gpu-1", "reset_gpu", False, "t")
+    paths = write_report(directory, report, render_markdown(report))
+    assert [os.path.basename(p) for p in paths] == ["reset_gpu-1.json", "reset_gpu-1.md", "latest.json", "latest.md"]
+    with open(os.path.join(directory, "latest.json")) as handle:
+        assert json.load(handle) == report
+    assert stat.S_IMODE(os.stat(paths[0]).st_mode) == 0o640
+    assert stat.S_IMODE(os.stat(directory).st_mode) & 0o007 == 0
+    assert sorted(os.listdir(directory)) == sorted(os.path.basename(p) for p in paths)  # no temporary file left
