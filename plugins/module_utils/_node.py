@@ -11,6 +11,7 @@ in the collection reads that variable. /proc, processes and signals are always t
 from __future__ import annotations
 
 import os
+import sys
 
 SIM_ROOT_ENV = "GPUOPS_SIM_ROOT"
 
@@ -53,16 +54,25 @@ class NodeLayout:
         """The pynvml module, bound to the simulated NVML library on a simulated node.
 
         Raises ImportError when nvidia-ml-py is not installed. On a simulated node pynvml's own wrapper
-        code runs unchanged; only the library it calls into is the simulation's.
+        code runs unchanged; only the library it calls into is the simulation's, loaded from the node's
+        lib/ the way a real node's libnvidia-ml.so is: it is not part of the module that runs here.
         """
         import pynvml  # pylint: disable=import-error
 
         if self.simulated:
-            from ansible_collections.gpuops.remediation.plugins.module_utils._sim_nvml import SimNvmlLibrary
-
-            pynvml.nvmlLib = SimNvmlLibrary(self.sim_root)
+            pynvml.nvmlLib = _node_library(self.sim_root, "_sim_nvml").SimNvmlLibrary(self.sim_root)
             pynvml._nvmlGetFunctionPointer_cache = {}  # pylint: disable=protected-access
         return pynvml
+
+
+def _node_library(sim_root, name):
+    """A module of the simulated node's lib/ (gpu_sim installs it there), imported once per process."""
+    import importlib  # only a simulated node needs it
+
+    lib_dir = os.path.join(sim_root, "lib")
+    if lib_dir not in sys.path:
+        sys.path.insert(0, lib_dir)
+    return importlib.import_module(name)
 
 
 def current_layout():

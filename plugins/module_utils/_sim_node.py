@@ -8,7 +8,8 @@ A node lives under one directory (the root):
   dev/         regular 4096-byte files standing in for /dev/nvidia*, /dev/dri/*
   sys/module/  loaded modules and their parameters, like /sys/module
   bin/         nvidia-smi, modprobe, lsmod, systemctl (thin scripts calling _sim_tools.main)
-  lib/         this file, _sim_state.py and _sim_tools.py, copied as plain modules
+  lib/         this file, _sim_state.py, _sim_tools.py and _sim_nvml.py (the simulated libnvidia-ml), copied
+               as plain modules
   run/         spawn requests, holder specs, ready reports
   kernel.log   the kernel ring buffer
 
@@ -578,7 +579,7 @@ TOOL_NAMES = ("nvidia-smi", "modprobe", "lsmod", "systemctl")
 
 
 def _install_code(root):
-    for filename in ("_sim_state.py", "_sim_node.py", "_sim_tools.py"):
+    for filename in ("_sim_state.py", "_sim_node.py", "_sim_tools.py", "_sim_nvml.py"):
         with open(os.path.join(root, "lib", filename), "wb") as handle:
             handle.write(_module_source(filename))
     for tool in TOOL_NAMES:

@@ -14,7 +14,10 @@ from __future__ import annotations
 import ctypes
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as node
+try:
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as node
+except ImportError:  # loaded from <root>/lib as a plain module (NodeLayout.load_nvml)
+    import _sim_state as node  # pylint: disable=import-error
 
 NVML_SUCCESS = 0
 NVML_ERROR_UNINITIALIZED = 1

@@ -310,9 +310,11 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import SIM_ROOT_ENV
+from ansible_collections.gpuops.remediation.plugins.module_utils._sim_nvml import SimNvmlLibrary as _sim_nvml_library  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_tools import main as _sim_tools_main  # noqa: F401 pylint: disable=unused-import
 
-# _sim_tools is imported so that AnsiballZ ships it: gpu_sim copies its source into <root>/lib.
+# _sim_tools and _sim_nvml are imported so that AnsiballZ ships them: gpu_sim copies their source into <root>/lib,
+# where the simulated tools and NodeLayout.load_nvml load them.
 
 GPU_SPEC = dict(
     name=dict(type="str", default=sim.DEFAULT_GPU_NAME),
