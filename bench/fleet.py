@@ -6,6 +6,8 @@ Builds up to --hosts simulated GPU nodes on this machine (each its own root, its
 processes; two GPUs, ghost memory on GPU 0, a job on GPU 1), an inventory of them (local connection, the node's
 root in gpuops_environment), then times, for each host count of the series, with --forks:
   ping          ansible gpu_nodes -m ansible.builtin.ping (the floor of any Ansible fleet job)
+  ping_playbook bench/fleet/ping.yml: one ansible.builtin.ping task in the play gpu_report.yml runs in (the
+                floor of a one-task playbook: what the report's snapshot task costs beyond it is the module's)
   holders_info  bench/fleet/holders_info.yml: one gpuops.remediation.gpu_holders_info task (the core of gpu_report)
   gpu_report    playbooks/gpu_report.yml
   naive         bench/fleet/naive.yml: nvidia-smi --query-gpu, --query-compute-apps, lsof /dev/nvidia*, ps, one task each
@@ -378,10 +380,10 @@ def print_targets(found):
 
 # What `make bench` measures (about 10 minutes on 2 busy vCPUs): the report over four host counts for the fit, ping
 # and the naive playbook for the targets, reset_gpu on a few (each run fixes nodes that are then rebuilt).
-DEFAULT_PLAN = {"ping": [50, 200], "holders_info": [50], "gpu_report": [25, 50, 100, 200], "naive": [100],
+DEFAULT_PLAN = {"ping": [50, 200], "ping_playbook": [200], "holders_info": [50], "gpu_report": [25, 50, 100, 200], "naive": [100],
                 "reset_gpu": [10, 25]}
-QUICK_PLAN = {"ping": [10, 40], "holders_info": [10], "gpu_report": [10, 20, 40], "naive": [40], "reset_gpu": [5]}
-KINDS = ("ping", "holders_info", "gpu_report", "naive", "reset_gpu")
+QUICK_PLAN = {"ping": [10, 40], "ping_playbook": [40], "holders_info": [10], "gpu_report": [10, 20, 40], "naive": [40], "reset_gpu": [5]}
+KINDS = ("ping", "ping_playbook", "holders_info", "gpu_report", "naive", "reset_gpu")
 
 
 def _counts(text):
