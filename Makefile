@@ -6,6 +6,9 @@ BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 COLL_LINK := .collections/ansible_collections/gpuops/remediation
+# Collections the roles use, taken out of this release of the ansible package on PyPI (Galaxy is not reachable everywhere).
+ANSIBLE_PACKAGE := 12.3.0
+VENDORED := .collections/ansible_collections/kubernetes/core/MANIFEST.json
 # Outside the checkout: inside it, ansible-test would list files through this repository's git and find none.
 BUILD_ROOT := $(or $(TMPDIR),/tmp)/gpuops-remediation-$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-8)/ansible_collections
 BUILD_COLL := $(BUILD_ROOT)/gpuops/remediation
@@ -27,9 +30,13 @@ $(VENV)/.installed: requirements.txt requirements-test.txt tools/check_python.py
 venv: $(VENV)/.installed
 
 # ansible-playbook and ansible-doc find the collection through this link (see ansible.cfg).
-collection: venv
+collection: venv $(VENDORED)
 	@mkdir -p $(dir $(COLL_LINK))
 	@ln -sfn ../../.. $(COLL_LINK)
+
+$(VENDORED): tools/vendor_collections.py | venv
+	$(BIN)/python tools/vendor_collections.py --dest .collections --ansible $(ANSIBLE_PACKAGE) kubernetes.core
+	@touch $@
 
 demo: collection
 	$(BIN)/ansible-playbook playbooks/demo.yml
