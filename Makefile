@@ -82,7 +82,8 @@ importer: build
 
 bench: collection
 	$(BIN)/python bench/holder_scan.py
-	@if [ -f bench/fleet.py ]; then $(BIN)/python bench/fleet.py; fi
+	$(BIN)/python bench/snapshot_cost.py
+	$(BIN)/python bench/fleet.py
 
 clean:
 	rm -rf .build .collections $(dir $(BUILD_ROOT)) tests/output importer_result.json

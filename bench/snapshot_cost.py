@@ -1,0 +1,194 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark: what one gpu_holders_info run costs on its target, beyond what ansible.builtin.ping costs.
+
+bench/fleet.py measures whole playbooks; this splits the per-host difference between gpu_report.yml and ping.
+It builds --nodes simulated nodes (the process table a fleet run of that size scans: every simulated node's
+supervisor and holder), keeps the AnsiballZ payloads Ansible sends for ping and for gpu_holders_info
+(ANSIBLE_KEEP_REMOTE_FILES=1), then measures the CPU time (user + system, children included) of:
+  ping            ping's payload, run as Ansible runs it on a target
+  imports         gpu_holders_info's payload with a bad option: imports and argument checks, then it fails
+  holders_info    gpu_holders_info's payload, the whole snapshot
+each --runs times, interleaved, median and minimum; and, inside this process, the parts of the snapshot:
+  compile         compile() of the collection's module_utils that the module imports, twice (zipimport in
+                  Python 3.11 compiles a file once to find it and once to run it, and keeps no bytecode)
+  nvml_child      the NVML probe in its deadline child (imports nvidia-ml-py, calls NVML, forks)
+  scan            the /proc scan of every process's fds and memory map, with one worker
+and prints one JSON line at the end. The nodes are removed at the end, on failure and on SIGINT/SIGTERM too.
+
+Run: .venv/bin/python bench/snapshot_cost.py            # --nodes 200 --runs 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, ".collections"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fleet import BIN, Fleet, Interrupted, _raise_interrupted  # noqa: E402  pylint: disable=wrong-import-position
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import run_with_deadline  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import nvml_snapshot  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report  # noqa: E402
+
+MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
+PAYLOAD_PLAY = """- name: Keep the payloads
+  hosts: all
+  gather_facts: false
+  environment: "{{ gpuops_environment }}"
+  tasks:
+    - name: Ping
+      ansible.builtin.ping:
+    - name: Snapshot
+      gpuops.remediation.gpu_holders_info:
+"""
+
+
+def cpu_seconds():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def keep_payloads(workdir, node_root):
+    """The AnsiballZ files Ansible runs on a target for ping and for gpu_holders_info."""
+    inventory = os.path.join(workdir, "inventory.json")
+    with open(inventory, "w") as handle:
+        json.dump({"all": {"hosts": {"node": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                                              "gpuops_environment": {"GPUOPS_SIM_ROOT": node_root}}}}}, handle)
+    playbook = os.path.join(workdir, "payloads.yml")
+    with open(playbook, "w") as handle:
+        handle.write(PAYLOAD_PLAY)
+    remote_tmp = os.path.join(workdir, "remote")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_KEEP_REMOTE_FILES="1",
+               ANSIBLE_REMOTE_TMP=remote_tmp, ANSIBLE_LOCAL_TEMP=os.path.join(workdir, "local"))
+    subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", inventory, playbook], cwd=ROOT, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    payloads = {}
+    for name, module in (("ping", "ping"), ("holders_info", "gpu_holders_info")):
+        found = glob.glob(os.path.join(remote_tmp, "ansible-tmp-*", "AnsiballZ_%s.py" % module))
+        if len(found) != 1:
+            raise SystemExit("snapshot_cost: expected one AnsiballZ_%s.py under %s, found %d" % (module, remote_tmp, len(found)))
+        payloads[name] = found[0]
+    payloads["imports"] = _with_bad_option(payloads["holders_info"], os.path.join(workdir, "AnsiballZ_imports.py"))
+    return payloads
+
+
+def _with_bad_option(payload, path):
+    """The payload with backend=bogus: the module imports everything, checks its arguments and fails."""
+    with open(payload) as handle:
+        text = handle.read()
+    marker = '"ANSIBLE_MODULE_ARGS": {'
+    if text.count(marker) != 1:
+        raise SystemExit("snapshot_cost: cannot find the module arguments in %s" % payload)
+    with open(path, "w") as handle:
+        handle.write(text.replace(marker, marker + '"backend": "bogus", '))
+    return path
+
+
+def run_payloads(payloads, node_root, runs):
+    """{name: [CPU seconds of each run]}, the payloads interleaved so that load from elsewhere hits them alike."""
+    env = dict(os.environ, GPUOPS_SIM_ROOT=node_root)
+    samples = dict((name, []) for name in payloads)
+    for _ in range(runs):
+        for name, path in payloads.items():
+            before = cpu_seconds()
+            subprocess.run([sys.executable, path], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            samples[name].append(cpu_seconds() - before)
+    return samples
+
+
+def _imported_sources():
+    """The module_utils files gpu_holders_info's payload carries (what AnsiballZ found it imports)."""
+    names = ("_deadline", "_gpu_names", "_gpu_probe", "_kernel_log", "_kmod", "_node", "_pci", "_procscan", "_services",
+             "_snapshot", "_verdict")
+    sources = []
+    for name in names:
+        with open(os.path.join(MODULE_UTILS, name + ".py")) as handle:
+            sources.append((name, handle.read()))
+    with open(os.path.join(ROOT, "plugins", "modules", "gpu_holders_info.py")) as handle:
+        sources.append(("gpu_holders_info", handle.read()))
+    return sources
+
+
+def measure_parts(node_root, runs):
+    """{part: [CPU seconds of each run]} for the pieces of a snapshot, in this process."""
+    layout = NodeLayout(node_root)
+    sources = _imported_sources()
+    parts = {"compile": [], "nvml_child": [], "scan": []}
+    for _ in range(runs):
+        before = cpu_seconds()
+        for name, text in sources:
+            for _pass in range(2):
+                compile(text, name, "exec", dont_inherit=True)
+        parts["compile"].append(cpu_seconds() - before)
+        before = cpu_seconds()
+        run_with_deadline(lambda: nvml_snapshot(layout), 30)
+        parts["nvml_child"].append(cpu_seconds() - before)
+        before = cpu_seconds()
+        scan_holders_report(layout.dev_dir, sys_dir=layout.sys_dir, workers=1)
+        parts["scan"].append(cpu_seconds() - before)
+    return parts
+
+
+def summary(samples):
+    return dict((name, {"median_s": round(statistics.median(values), 4), "min_s": round(min(values), 4)})
+                for name, values in samples.items())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=200, help="simulated nodes, as in a fleet run of that size (default 200)")
+    parser.add_argument("--runs", type=int, default=15, help="runs of each measurement (default 15)")
+    args = parser.parse_args(argv)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_interrupted)
+    workdir = tempfile.mkdtemp(prefix="gpuops-snapshot-cost-")
+    os.makedirs(os.path.join(workdir, "nodes"))
+    fleet = Fleet(workdir, args.nodes, builders=8)
+    try:
+        fleet.build(fleet.names)
+        fleet.signal_supervisors(fleet.names, signal.SIGSTOP)
+        node_root = fleet.root(fleet.names[0])
+        processes = len([name for name in os.listdir("/proc") if name.isdigit()])
+        payloads = keep_payloads(workdir, node_root)
+        started = time.perf_counter()
+        results = summary(run_payloads(payloads, node_root, args.runs))
+        results.update(summary(measure_parts(node_root, args.runs)))
+        print("%d simulated nodes, %d processes in the table, %d runs each (%.0f s)\n" % (
+            args.nodes, processes, args.runs, time.perf_counter() - started))
+        print("%-14s %10s %10s" % ("CPU seconds", "median", "min"))
+        for name, item in results.items():
+            print("%-14s %10.4f %10.4f" % (name, item["median_s"], item["min_s"]))
+        extra = results["holders_info"]["median_s"] - results["ping"]["median_s"]
+        print("\ngpu_holders_info - ping, on the target: %.3f CPU s (median), %.3f (min)" % (
+            extra, results["holders_info"]["min_s"] - results["ping"]["min_s"]))
+        print(json.dumps({"bench": "snapshot_cost", "nodes": args.nodes, "processes": processes, "runs": args.runs,
+                          "cpu": results}, sort_keys=True))
+        return 0
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print("\ninterrupted (%s): removing the nodes" % (exc or "SIGINT"))
+        return 130
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
+        fleet.destroy(fleet.names)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
