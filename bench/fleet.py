@@ -451,7 +451,7 @@ def measure(args, fleet, runner):
 
 def _best_of(repeat, run):
     """The fastest of `repeat` runs: load from other work on the machine only ever adds time."""
-    runs = [_report_run(run()) for _ in range(max(repeat, 1))]
+    runs = [_report_run(run()) for dummy in range(max(repeat, 1))]
     best = min(runs, key=lambda record: record["wall_s"])
     best["repeats"] = len(runs)
     return best

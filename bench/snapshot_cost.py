@@ -104,7 +104,7 @@ def run_payloads(payloads, node_root, runs):
     """{name: [CPU seconds of each run]}, the payloads interleaved so that load from elsewhere hits them alike."""
     env = dict(os.environ, GPUOPS_SIM_ROOT=node_root)
     samples = dict((name, []) for name in payloads)
-    for _ in range(runs):
+    for dummy in range(runs):
         for name, path in payloads.items():
             before = cpu_seconds()
             subprocess.run([sys.executable, path], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -130,10 +130,10 @@ def measure_parts(node_root, runs):
     layout = NodeLayout(node_root)
     sources = _imported_sources()
     parts = {"compile": [], "nvml_child": [], "scan": []}
-    for _ in range(runs):
+    for dummy in range(runs):
         before = cpu_seconds()
         for name, text in sources:
-            for _pass in range(2):
+            for dummy_pass in range(2):
                 compile(text, name, "exec", dont_inherit=True)
         parts["compile"].append(cpu_seconds() - before)
         before = cpu_seconds()
