@@ -187,9 +187,10 @@ def _nvidia_smi_snapshot(module, nvidia_smi):
 def probe_gpus(module, layout, backend, timeout):
     """Return (driver probe result or None, probe report). Raises BackendUnavailable for an explicit backend."""
     report = {"backend": None, "ok": False, "timed_out": False, "error": None, "seconds": None}
-    if backend == "nvml" or (backend == "auto" and _nvml_available()):
-        if not _nvml_available():
-            raise BackendUnavailable("nvml")
+    nvml = backend in ("nvml", "auto") and _nvml_available()
+    if backend == "nvml" and not nvml:
+        raise BackendUnavailable("nvml")
+    if nvml:
         report["backend"] = "nvml"
         probe = functools.partial(nvml_snapshot, layout)
     else:
