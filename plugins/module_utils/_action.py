@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
@@ -38,6 +39,34 @@ class Remediation:
         if params["lock_timeout"] < 0:
             module.fail_json(msg="lock_timeout must be 0 or more seconds, got %r" % params["lock_timeout"])
         self.journal = Journal(params["journal_path"] or self.layout.journal_file, run_id=params["run_id"])
+        self._check_journal_path()
+
+    def _check_journal_path(self):
+        """Fail naming journal_path when its directory cannot be made or written; check mode only looks."""
+        path = self.journal.path
+        parent = os.path.dirname(os.path.abspath(path))
+        existing = parent
+        while not os.path.isdir(existing):
+            if os.path.lexists(existing):
+                break
+            existing = os.path.dirname(existing)
+        problem = None
+        if not os.path.isdir(existing):
+            problem = "%s is not a directory" % existing
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            problem = "%s is not writable" % existing
+        elif os.path.isdir(path):
+            problem = "it is a directory"
+        elif os.path.exists(path) and not os.access(path, os.W_OK):
+            problem = "it is not writable"
+        if problem is None and not self.module.check_mode and existing != parent:
+            try:
+                os.makedirs(parent, 0o750, exist_ok=True)
+            except OSError as exc:
+                problem = "cannot create %s: %s" % (parent, exc.strerror or exc)
+        if problem:
+            given = "journal_path" if self.module.params["journal_path"] else "journal_path (default)"
+            self.module.fail_json(msg="%s: %r cannot be written: %s" % (given, path, problem), changed=False)
 
     def snapshot(self, **overrides):
         options = SnapshotOptions.from_params(self.module.params)

@@ -32,6 +32,7 @@ extends_documentation_fragment:
   - gpuops.remediation.attributes.LINUX_GPU
   - gpuops.remediation.snapshot
   - gpuops.remediation.snapshot.ACTION
+  - gpuops.remediation.kill
 options:
   method:
     description:
@@ -46,15 +47,13 @@ options:
     default: false
   kill_holders:
     description:
-      - End the processes that hold the devices first (TERM, then KILL after O(grace)), with the safety rules of
-        M(gpuops.remediation.gpu_kill). Without it, the module refuses while they run.
+      - End the processes that hold the devices first, through the same path and with the same options as
+        M(gpuops.remediation.gpu_kill) (O(signals), O(grace), O(containers), the protect lists, zombies through their
+        parent). Without it, the module refuses while they run; it also refuses, naming them, when a holder cannot
+        be ended.
+      - O(grace) is also how long to wait for a stopped service's processes to go.
     type: bool
     default: false
-  grace:
-    description:
-      - Seconds between TERM and KILL for O(kill_holders), and to wait for a stopped service's processes to go.
-    type: float
-    default: 10.0
 seealso:
   - module: gpuops.remediation.gpu_holders_info
   - module: gpuops.remediation.gpu_reset
@@ -107,7 +106,9 @@ services_started:
   type: list
   elements: str
 killed:
-  description: What O(kill_holders) signalled (C(signalled)) and left alone (C(left_alone)), as M(gpuops.remediation.gpu_kill) reports them.
+  description:
+    - What O(kill_holders) did, as M(gpuops.remediation.gpu_kill) reports it (C(signalled), C(left_alone), C(zombies),
+      C(containers)).
   returned: when kill_holders is true
   type: dict
 node_state:
@@ -126,14 +127,13 @@ journal:
   elements: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, unload_plan
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Policy, Target, terminate
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, HolderKiller, still_holding, validate_kill_params
+from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 
 
@@ -178,12 +178,20 @@ class DriverReloadWorker:
         if not self.params["kill_holders"]:
             self.module.fail_json(msg="nvidia_driver_reload refused: the devices are held by %s; end them first "
                                       "(gpuops.remediation.gpu_kill) or set kill_holders=true" % names, changed=False)
-        targets = [Target(h["pid"], h["start_time"], reason="holds the GPU devices") for h in blockers if h.get("start_time")]
-        killed = terminate(targets, Policy(), grace=self.params["grace"], journal=self.run.journal, check_mode=self.module.check_mode)
-        self.result["killed"] = {"signalled": killed["signalled"], "left_alone": killed["skipped"], "zombies": killed["zombies"]}
-        if killed["skipped"]:
+        killer = HolderKiller(self.module, self.run.journal)
+        # Refuse before any signal when some holder would survive: ending the others would be for nothing.
+        self._refuse_survivors(killer.end(blockers, predict_only=True), blockers, changed=False)
+        if not self.module.check_mode:
+            killed = killer.end(blockers)
+            self._refuse_survivors(killed, blockers, changed=killed["changed"])
+
+    def _refuse_survivors(self, killed, blockers, changed):
+        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers"))
+        left = still_holding(killed, blockers)
+        if left:
+            self.result["changed"] = changed
             self.module.fail_json(msg="nvidia_driver_reload refused: these holders cannot be ended safely: %s" % ", ".join(
-                "pid %s (%s)" % (s["pid"], s["reason"]) for s in killed["skipped"]), **self.result)
+                "pid %s (%s)" % (h["pid"], h["reason"]) for h in left), **self.result)
 
     def execute(self):
         snapshot = self.run.snapshot(gpus=[])
@@ -330,17 +338,16 @@ class DriverReloadWorker:
 
 
 def main():
-    module = AnsibleModule(
+    module = GpuModule(
         argument_spec=action_argument_spec(
             method=dict(type="str", default="modules", choices=["modules", "graphics"]),
             force=dict(type="bool", default=False),
             kill_holders=dict(type="bool", default=False),
-            grace=dict(type="float", default=10.0),
+            **KILL_ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
-    if module.params["grace"] < 0:
-        module.fail_json(msg="grace must be 0 or more seconds, got %r" % module.params["grace"])
+    validate_kill_params(module)
     DriverReloadWorker(module).execute()
 
 

@@ -1,0 +1,99 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The AnsibleModule every module of the collection runs as.
+
+Two rules hold for every module through this one class:
+
+- Inputs are taken at their word. Ansible's own conversion reads ``true`` as the int 1 (a bool is an int in
+  Python), truncates nothing but turns a list given for a string into its printed form (a regular expression
+  that matches almost anything), and names neither the value of a float nor of a bool it cannot convert. For a
+  module that ends processes each of these can select the wrong one, so a value of the wrong kind is refused
+  before anything runs, naming the option and the value.
+- Commands whose output is parsed (nvidia-smi, modprobe, dmesg, journalctl, systemctl) run in the C locale, so
+  a node set to another language parses the same (as community.general's modules do).
+"""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.parsing.convert_bool import BOOLEANS
+
+C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C", "LC_NUMERIC": "C"}
+
+
+def _number_text(value):
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def wrong_kind(kind, value):
+    """Why value is not of the option type `kind` in this collection's strict sense, or None."""
+    if value is None:
+        return None
+    if kind in ("int", "float"):
+        if isinstance(value, bool):
+            return "a boolean is not a number"
+        if isinstance(value, str):
+            return None if _number_text(value.strip()) and value.strip() else "not a number"
+        if not isinstance(value, (int, float)):
+            return "not a number"
+        if kind == "int" and isinstance(value, float) and not value.is_integer():
+            return "not a whole number"
+        return None
+    if kind == "dict":
+        return None if isinstance(value, dict) else "not a mapping"
+    if kind in ("str", "path"):
+        return "a %s is not a string" % type(value).__name__ if isinstance(value, (list, dict)) else None
+    if kind == "bool":
+        if isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1)):
+            return None
+        if isinstance(value, str) and value.strip().lower() in BOOLEANS:
+            return None
+        return "not a boolean (true/false, yes/no, 1/0)"
+    return None
+
+
+def input_errors(argument_spec, params):
+    """{given name: message} for each option whose raw value is of the wrong kind, naming it and the value."""
+    errors = {}
+    for option, spec in argument_spec.items():
+        kind = spec.get("type", "str")
+        if not isinstance(kind, str):
+            continue
+        for name in [option] + list(spec.get("aliases") or []):
+            if name not in params:
+                continue
+            value = params[name]
+            if kind == "list" and isinstance(value, list) and isinstance(spec.get("elements"), str):
+                bad = [(position, element, wrong_kind(spec["elements"], element)) for position, element in enumerate(value)]
+                bad = ["%s[%d]: %r is not valid: %s" % (name, position, element, why) for position, element, why in bad if why]
+                if bad:
+                    errors[name] = "; ".join(bad)
+                continue
+            why = wrong_kind(kind, value)
+            if why:
+                errors[name] = "%s: %r is not valid: %s" % (name, value, why)
+    return errors
+
+
+class GpuModule(AnsibleModule):
+    """AnsibleModule with strict input kinds and the C locale for every command it runs."""
+
+    def __init__(self, argument_spec, **kwargs):
+        self._strict_spec = argument_spec
+        self._input_errors = {}
+        super().__init__(argument_spec=argument_spec, **kwargs)
+        self.run_command_environ_update = dict(C_LOCALE)
+        if self._input_errors:
+            self.fail_json(msg="; ".join(self._input_errors[name] for name in sorted(self._input_errors)), changed=False)
+
+    def _load_params(self):
+        super()._load_params()
+        self._input_errors = input_errors(self._strict_spec, self.params)
+        for name in self._input_errors:
+            # Drop the bad value, so that Ansible's own conversion does not fail first with a message that does
+            # not name it; __init__ then fails with ours, before the module does anything.
+            del self.params[name]
