@@ -79,6 +79,17 @@ def input_errors(argument_spec, params):
     return errors
 
 
+PLACEHOLDERS = {"list": [], "dict": {}, "str": "", "path": "", "int": 0, "float": 0.0, "bool": False}
+
+
+def _placeholder(spec):
+    if spec.get("default") is not None:
+        return spec["default"]
+    if spec.get("choices"):
+        return spec["choices"][0]
+    return PLACEHOLDERS.get(spec.get("type", "str"))
+
+
 class GpuModule(AnsibleModule):
     """AnsibleModule with strict input kinds and the C locale for every command it runs."""
 
@@ -94,6 +105,12 @@ class GpuModule(AnsibleModule):
         super()._load_params()
         self._input_errors = input_errors(self._strict_spec, self.params)
         for name in self._input_errors:
-            # Drop the bad value, so that Ansible's own conversion does not fail first with a message that does
-            # not name it; __init__ then fails with ours, before the module does anything.
-            del self.params[name]
+            # Put a harmless value of the right kind in place of the bad one, so that Ansible's own checks do not
+            # fail first with a message that does not name it; __init__ then fails with ours, before anything runs.
+            self.params[name] = _placeholder(self._spec_of(name))
+
+    def _spec_of(self, name):
+        for option, spec in self._strict_spec.items():
+            if name == option or name in (spec.get("aliases") or ()):
+                return spec
+        return {}

@@ -29,6 +29,9 @@ def runnable(name):
 
 def why_not_here(name):
     """Why this machine cannot run the target, or None."""
+    if "slurm" in aliases(name):
+        check = subprocess.run(["bash", os.path.join(ROOT, "tools", "slurm_env.sh"), "check"], capture_output=True, text=True, check=False)
+        return None if check.returncode == 0 else check.stdout.strip() or check.stderr.strip()
     if "docker" not in aliases(name):
         return None
     if shutil.which("docker") and subprocess.call(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
