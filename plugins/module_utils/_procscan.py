@@ -416,8 +416,35 @@ def _user_name(uid):
     return _USER_NAMES[uid]
 
 
+def live_thread(pid, proc_root="/proc"):
+    """(tid, stat) of the first live thread (state other than Z and X) of pid besides its leader, or None.
+
+    A leader in state Z with such a thread is a live thread group whose leader exited, not a zombie.
+    """
+    proc_dir = "%s/%d" % (proc_root, pid)
+    try:
+        tids = sorted(int(name) for name in os.listdir(proc_dir + "/task") if name.isdigit())
+    except OSError:
+        return None
+    for tid in tids:
+        if tid == pid:
+            continue
+        try:
+            stat = _parse_stat(_read_bytes("%s/task/%d/stat" % (proc_dir, tid)))
+        except (OSError, ValueError, IndexError):
+            continue  # exited between the listing and the read
+        if stat["state"] not in ("Z", "X"):
+            return tid, stat
+    return None
+
+
 def read_process(pid, proc_root="/proc"):
-    """{"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user"}, or None when it is gone."""
+    """{"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user", "leader_exited"}, or None when it
+    is gone.
+
+    A process whose leader exited while other threads live on (the leader's stat says Z) is alive:
+    leader_exited is True, and state and cmdline are those of a live thread (the leader's cmdline is empty).
+    """
     proc_dir = "%s/%d" % (proc_root, pid)
     try:
         stat = _parse_stat(_read_bytes(proc_dir + "/stat"))
@@ -425,15 +452,25 @@ def read_process(pid, proc_root="/proc"):
         uid = _real_uid(_read_bytes(proc_dir + "/status"))
     except (OSError, ValueError, IndexError):
         return None
+    state = stat["state"]
+    live = live_thread(pid, proc_root) if state == "Z" else None
+    if live is not None:
+        tid, thread_stat = live
+        state = thread_stat["state"]
+        try:
+            cmdline = _parse_cmdline(_read_bytes("%s/task/%d/cmdline" % (proc_dir, tid))) or cmdline
+        except OSError:
+            pass
     return {
         "pid": pid,
         "start_time": stat["start_time"],
         "ppid": stat["ppid"],
         "name": stat["name"],
         "cmdline": cmdline,
-        "state": stat["state"],
+        "state": state,
         "uid": uid,
         "user": _user_name(uid),
+        "leader_exited": live is not None,
     }
 
 

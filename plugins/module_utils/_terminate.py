@@ -179,7 +179,10 @@ def send_checked(pid, start_time, signum):
 # --- waiting --------------------------------------------------------------------------------------------
 
 def _exit_state(pid, start_time):
-    """'gone' (exited and reaped, or the pid is another process now), 'zombie', or None (still running)."""
+    """'gone' (exited and reaped, or the pid is another process now), 'zombie', or None (still running).
+
+    A thread group whose leader exited is running while a thread lives (read_process gives that thread's state).
+    """
     info = _procscan.read_process(pid)
     if info is None or info.get("start_time") != start_time:
         return "gone"
@@ -266,7 +269,7 @@ def _triage(targets, policy, self_pid):
         info = _procscan.read_process(target.pid) or {}
         if reason:
             skipped.append(_skip(target, reason, info if info.get("start_time") == target.start_time else None))
-        elif info.get("state") in ("Z", "X"):
+        elif info.get("state") in ("Z", "X"):  # a real zombie: a leader-exited group has a live thread's state
             skipped.append(_skip(target, "zombie: only its parent can reap it", info))
             zombies.append(_zombie_entry(target.pid, target.start_time, info.get("name")))
         else:
@@ -403,6 +406,10 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
         result.update(gone=True, reason="exited")
         return result
     result["name"] = info.get("name")
+    if info.get("leader_exited"):
+        # A live thread group whose leader exited: its parent has nothing to reap, terminate() ends it.
+        result["reason"] = "not a zombie: its leader exited but its threads live on (state %s)" % info.get("state")
+        return result
     if info.get("state") not in ("Z", "X"):
         result["reason"] = "not a zombie (state %s)" % info.get("state")
         return result

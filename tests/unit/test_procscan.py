@@ -86,6 +86,17 @@ def wait_for_state(pid, state, timeout=5.0):
     raise AssertionError("pid %d never reached state %s: %r" % (pid, state, procscan.read_process(pid)))
 
 
+def wait_for_leader_state(pid, state, timeout=5.0):
+    """Waits until the stat of pid (its thread-group leader) shows state."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stat = procscan._read_stat(pid)  # pylint: disable=protected-access
+        if stat and stat["state"] == state:
+            return stat
+        time.sleep(0.01)
+    raise AssertionError("the leader of pid %d never reached state %s" % (pid, state))
+
+
 HOLD_OPEN = """
 import os, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
@@ -214,14 +225,42 @@ def test_fds_of_a_live_thread_after_the_leader_exited(children, dev_dir):
     proc, line = children.start(LEADER_EXITS, device)
     pid = int(line)
     assert pid == proc.pid
-    wait_for_state(pid, "Z")  # the leader is a zombie; the process is not
+    wait_for_leader_state(pid, "Z")  # the leader is a zombie; the process is not
     assert os.listdir("/proc/%d/fd" % pid) == []
 
     holder = procscan.scan_holders(dev_dir)[pid]
 
     assert holder["via"] == ["task_fd"]
     assert holder["devices"] == [os.path.realpath(device)]
-    assert holder["state"] == "Z"
+    # Alive: the state and the arguments of its live thread (the exited leader shows Z and an empty cmdline).
+    assert holder["leader_exited"] is True
+    assert holder["state"] in ("S", "R")
+    assert holder["cmdline"] == [sys.executable, "-c", LEADER_EXITS, device]
+    with open("/proc/%d/comm" % pid) as handle:
+        assert holder["name"] == handle.read().rstrip("\n")
+    assert holder["start_time"] == procscan.start_time(pid)
+    assert procscan.live_thread(pid)[0] != pid
+
+
+def test_a_real_zombie_has_no_live_thread(children, dev_dir):
+    _proc, line = children.start(ZOMBIE_PARENT, os.path.join(dev_dir, "nvidia1"))
+    zombie = int(line)
+    record = wait_for_state(zombie, "Z")
+    assert record["leader_exited"] is False
+    assert procscan.live_thread(zombie) is None
+
+
+def test_a_leader_exited_group_whose_last_thread_ended_is_a_real_zombie(children, dev_dir):
+    proc, line = children.start(LEADER_EXITS, os.path.join(dev_dir, "nvidia0"))
+    pid = int(line)
+    wait_for_leader_state(pid, "Z")
+    assert procscan.read_process(pid)["leader_exited"] is True
+    proc.stdin.close()  # the live thread's read returns: the last thread exits, the group is a zombie
+    deadline = time.monotonic() + 5
+    while procscan.live_thread(pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    record = procscan.read_process(pid)
+    assert record is None or (record["state"] == "Z" and record["leader_exited"] is False)
 
 
 def test_name_and_arguments_with_shell_metacharacters_are_kept_exactly(children, dev_dir, tmp_path):
