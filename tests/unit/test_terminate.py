@@ -343,7 +343,7 @@ def test_zombie_reaped_by_sigchld_to_its_parent(spawn, tmp_path):
     parent, zombie = zombie_with_parent(spawn, "reaps")
     journal = Journal(str(tmp_path / "journal.jsonl"))
     result = reap_zombie(zombie, _procscan.start_time(zombie), Policy(), grace=3.0, journal=journal)
-    assert result["reaped_by"] == "sigchld" and result["gone"] is True
+    assert result["reaped_by"] == "sigchld" and result["gone"] is True and result["parent_signalled"] is True
     assert result["parent"]["pid"] == parent.pid
     assert state_of(zombie) is None
     assert parent.poll() is None
@@ -355,11 +355,12 @@ def test_zombie_of_a_parent_that_never_reaps(spawn):
     born = _procscan.start_time(zombie)
     kept = reap_zombie(zombie, born, Policy(), grace=0.5)
     assert kept["reaped_by"] is None and kept["gone"] is False
+    assert kept["parent_signalled"] is True  # SIGCHLD was sent: the run did something, though it stays
     assert "SIGCHLD did not reap it" in kept["reason"]
     assert state_of(zombie) == "Z" and parent.poll() is None
 
     predicted = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5, check_mode=True)
-    assert predicted["reaped_by"] == "parent_terminated"
+    assert predicted["reaped_by"] == "parent_terminated" and predicted["parent_signalled"] is True
     assert state_of(zombie) == "Z" and parent.poll() is None
 
     # init reaps orphans on its own schedule (up to ~2 s on some VMs), hence the longer grace.
@@ -377,6 +378,7 @@ def test_zombie_whose_parent_is_this_run_is_left_alone(spawn):
     result = reap_zombie(proc.pid, _procscan.start_time(proc.pid), Policy(allow_parents=True), grace=0.2)
     assert result["reaped_by"] is None
     assert result["reason"] == "parent refused: ancestor of this Ansible run"
+    assert result["parent_signalled"] is False
     assert result["parent"]["pid"] == os.getpid()
     assert state_of(proc.pid) == "Z"
 
@@ -465,6 +467,7 @@ def test_reap_zombie_refuses_a_leader_exited_group_and_never_touches_its_parent(
     for check_mode in (True, False):
         result = reap_zombie(child, born, Policy(allow_parents=True), grace=0.5, journal=journal, check_mode=check_mode)
         assert result["reaped_by"] is None and result["gone"] is False and result["parent_result"] is None
+        assert result["parent_signalled"] is False
         assert result["reason"].startswith("not a zombie: its leader exited")
     assert read_journal(journal.path) == []
     assert parent.poll() is None and _procscan.read_process(child)["leader_exited"] is True
