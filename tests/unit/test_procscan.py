@@ -599,8 +599,7 @@ OWN_CONTAINER_CASES = [
     (PROCESS_API, DIND_HERE, {"container": {"runtime": "docker", "id": OTHER_ID}}),
     # cgroup v2 with a cgroup namespace: 0::/ only, everything relative to the container's root
     ("0::/\n", "0::/\n", {}),
-    ("0::/\n", "0::/system.slice/docker-%s.scope\n" % OTHER_ID, {"container": {"runtime": "docker", "id": OTHER_ID},
-                                                              "systemd_unit": None}),
+    ("0::/\n", "0::/system.slice/docker-%s.scope\n" % OTHER_ID, {"container": {"runtime": "docker", "id": OTHER_ID}}),
     # a runtime that shows in some controllers only: the module's container seen in another line than the holder's
     ("4:memory:/docker/%s\n1:name=systemd:/\n" % DOCKER_ID, "4:memory:/\n1:name=systemd:/docker/%s\n" % DOCKER_ID, {}),
     # the module on the host (no container): every container is another one
