@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import own_cgroup
+
 # runtime (as _procscan.attribution names it) -> the CLI that stops its containers
 RUNTIME_CLIS = {"docker": "docker", "podman": "podman", "containerd": "crictl", "cri-o": "crictl"}
 
@@ -27,8 +29,27 @@ def runtime_cli(module, runtime):
     return path, None
 
 
+def own_container_refusal(runtime, container_id, proc_root="/proc"):
+    """Why a container may not be stopped (it is the one this module runs in), or None."""
+    if {"runtime": runtime, "id": container_id} in own_cgroup(proc_root).containers:
+        return "%s container %s is the one this module runs in" % (runtime, container_id)
+    return None
+
+
+def predict_stop(module, runtime, container_id):
+    """Check mode's (ok, message) for stop_container: what the real run would do, running nothing."""
+    why_not = own_container_refusal(runtime, container_id) or runtime_cli(module, runtime)[1]
+    return (False, why_not) if why_not else (True, "would stop")
+
+
 def stop_container(module, runtime, container_id, grace, journal):
-    """Returns (ok, message). Journals the intent before and the outcome after."""
+    """Returns (ok, message): ok only when the runtime's CLI exited 0; when not, message is its error.
+
+    Journals the intent before and the outcome after. The container this module runs in is never stopped.
+    """
+    why_not = own_container_refusal(runtime, container_id)
+    if why_not is not None:
+        return False, why_not
     path, why_not = runtime_cli(module, runtime)
     if path is None:
         return False, why_not
@@ -36,4 +57,7 @@ def stop_container(module, runtime, container_id, grace, journal):
     entry = journal.intent("container_stop", runtime=runtime, container=container_id, argv=argv)
     rc, out, err = module.run_command(argv)
     journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
-    return rc == 0, (err or out).strip()
+    message = (err or out).strip()
+    if rc != 0 and not message:
+        message = "%s stop exited with status %d" % (RUNTIME_CLIS[runtime], rc)
+    return rc == 0, message

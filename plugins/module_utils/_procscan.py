@@ -416,8 +416,35 @@ def _user_name(uid):
     return _USER_NAMES[uid]
 
 
+def live_thread(pid, proc_root="/proc"):
+    """(tid, stat) of the first live thread (state other than Z and X) of pid besides its leader, or None.
+
+    A leader in state Z with such a thread is a live thread group whose leader exited, not a zombie.
+    """
+    proc_dir = "%s/%d" % (proc_root, pid)
+    try:
+        tids = sorted(int(name) for name in os.listdir(proc_dir + "/task") if name.isdigit())
+    except OSError:
+        return None
+    for tid in tids:
+        if tid == pid:
+            continue
+        try:
+            stat = _parse_stat(_read_bytes("%s/task/%d/stat" % (proc_dir, tid)))
+        except (OSError, ValueError, IndexError):
+            continue  # exited between the listing and the read
+        if stat["state"] not in ("Z", "X"):
+            return tid, stat
+    return None
+
+
 def read_process(pid, proc_root="/proc"):
-    """{"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user"}, or None when it is gone."""
+    """{"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user", "leader_exited"}, or None when it
+    is gone.
+
+    A process whose leader exited while other threads live on (the leader's stat says Z) is alive:
+    leader_exited is True, and state and cmdline are those of a live thread (the leader's cmdline is empty).
+    """
     proc_dir = "%s/%d" % (proc_root, pid)
     try:
         stat = _parse_stat(_read_bytes(proc_dir + "/stat"))
@@ -425,15 +452,25 @@ def read_process(pid, proc_root="/proc"):
         uid = _real_uid(_read_bytes(proc_dir + "/status"))
     except (OSError, ValueError, IndexError):
         return None
+    state = stat["state"]
+    live = live_thread(pid, proc_root) if state == "Z" else None
+    if live is not None:
+        tid, thread_stat = live
+        state = thread_stat["state"]
+        try:
+            cmdline = _parse_cmdline(_read_bytes("%s/task/%d/cmdline" % (proc_dir, tid))) or cmdline
+        except OSError:
+            pass
     return {
         "pid": pid,
         "start_time": stat["start_time"],
         "ppid": stat["ppid"],
         "name": stat["name"],
         "cmdline": cmdline,
-        "state": stat["state"],
+        "state": state,
         "uid": uid,
         "user": _user_name(uid),
+        "leader_exited": live is not None,
     }
 
 
@@ -524,20 +561,43 @@ _SLURM_PARENT = re.compile(r"^(?:uid_\d+|(?:.+_)?slurmstepd\.scope)$")
 _UNIT_SUFFIXES = (".service", ".scope")
 
 
-def _cgroup_paths(text):
-    """(every cgroup path of /proc/<pid>/cgroup with the systemd ones first, the systemd ones)."""
+def _cgroup_lines(text):
+    """[(hierarchy, controllers, path)] of the lines of /proc/<pid>/cgroup, the systemd ones first."""
     preferred = []
     others = []
     for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3 or not parts[2].startswith("/"):
             continue
-        hierarchy, controllers, path = parts
-        if (hierarchy == "0" and controllers == "") or controllers == "name=systemd":
-            preferred.append(path)
-        else:
-            others.append(path)
+        hierarchy, controllers, _path = parts
+        systemd = (hierarchy == "0" and controllers == "") or controllers == "name=systemd"
+        (preferred if systemd else others).append(tuple(parts))
     return preferred + others, preferred
+
+
+class OwnCgroup:
+    """The cgroups of the process that runs the scan: a holder is in a container only when that container is
+    not the one this process runs in (the Ansible target itself may be a container).
+
+    Each line of a holder is read below this process's own cgroup of the same hierarchy, and a container seen
+    in any of this process's lines (a runtime may show in some controllers only) is its own.
+    """
+
+    def __init__(self, text=""):
+        lines, _systemd = _cgroup_lines(text)
+        self.paths = dict(((hierarchy, controllers), _components(path)) for hierarchy, controllers, path in lines)
+        self.containers = []
+        for components in self.paths.values():
+            container = _container(components)
+            if container and container not in self.containers:
+                self.containers.append(container)
+
+    def below(self, hierarchy, controllers, components):
+        """The components of a holder's path below our own cgroup of that hierarchy; all when not below it."""
+        own = self.paths.get((hierarchy, controllers))
+        if own and components[:len(own)] == own:
+            return components[len(own):]
+        return components
 
 
 def _container(components):
@@ -591,20 +651,25 @@ def _systemd_unit(components):
     return None
 
 
-def parse_cgroup(text):
-    """Attribution from the text of /proc/<pid>/cgroup (v1 and v2 lines); see attribution()."""
+def parse_cgroup(text, own=None):
+    """Attribution from the text of /proc/<pid>/cgroup (v1 and v2 lines); see attribution().
+
+    own: an OwnCgroup; the container is then one other than the one it names (None when it is the same).
+    """
     result = {"container": None, "kubernetes_pod_uid": None, "slurm_job": None, "systemd_unit": None}
-    paths, systemd_paths = _cgroup_paths(text)
-    for path in paths:
+    lines, systemd_lines = _cgroup_lines(text)
+    for hierarchy, controllers, path in lines:
         components = _components(path)
         if result["container"] is None:
-            result["container"] = _container(components)
+            result["container"] = _container(own.below(hierarchy, controllers, components) if own else components)
         if result["kubernetes_pod_uid"] is None:
             result["kubernetes_pod_uid"] = _pod_uid(components)
         if result["slurm_job"] is None:
             result["slurm_job"] = _slurm_job(components)
+    if own is not None and result["container"] in own.containers:
+        result["container"] = None
     # Units live in the systemd hierarchy: the v2 line, or name=systemd on v1 (any line when neither is there).
-    for path in systemd_paths or paths:
+    for _hierarchy, _controllers, path in systemd_lines or lines:
         result["systemd_unit"] = _systemd_unit(_components(path))
         if result["systemd_unit"]:
             break
@@ -615,13 +680,28 @@ def _components(path):
     return [component for component in path.split("/") if component]
 
 
+_OWN_CGROUP = {}
+
+
+def _read_cgroup(path):
+    try:
+        return _read_bytes(path).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def own_cgroup(proc_root="/proc"):
+    """The OwnCgroup of this process, read once per process (a forked child is in the same cgroups)."""
+    if proc_root not in _OWN_CGROUP:
+        _OWN_CGROUP[proc_root] = OwnCgroup(_read_cgroup(proc_root + "/self/cgroup"))
+    return _OWN_CGROUP[proc_root]
+
+
 def attribution(pid, proc_root="/proc"):
     """{"container": {"runtime", "id"}|None, "kubernetes_pod_uid", "slurm_job", "systemd_unit"} of a process.
 
-    All None when the process is gone or its cgroup file cannot be read.
+    The container is one other than the container this process runs in (own_cgroup()): a process in the
+    module's own container is not "in a container". All None when the process is gone or its cgroup file
+    cannot be read.
     """
-    try:
-        text = _read_bytes("%s/%d/cgroup" % (proc_root, pid)).decode("utf-8", "replace")
-    except OSError:
-        text = ""
-    return parse_cgroup(text)
+    return parse_cgroup(_read_cgroup("%s/%d/cgroup" % (proc_root, pid)), own_cgroup(proc_root))

@@ -42,7 +42,7 @@ except ImportError:  # running from <root>/lib as a plain module
 
 STATE_VERSION = 1
 SUPERVISOR_NAME = "gpu-sim-init"
-HOLDER_KINDS = ("fd", "mmap", "inherited", "zombie", "ignores_term", "leader_exited")
+HOLDER_KINDS = ("fd", "mmap", "inherited", "zombie", "ignores_term", "leader_exited", "leader_exited_ignores_term")
 HOLDER_TYPES = ("C", "G", "C+G")
 COMPUTE_MODES = ("Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process")
 RECOVERY_ACTIONS = ("none", "reset", "reboot", "drain_p2p", "drain_and_reset")
@@ -874,15 +874,15 @@ def run_holder(spec_path):
         os.setgid(gid)
         os.setuid(uid)
     kind = spec.get("kind", "fd")
-    if kind == "ignores_term":
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if kind in ("ignores_term", "leader_exited_ignores_term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # process-wide: the threads of the group share it
     if kind == "mmap":
         _hold_mapped(spec)
     elif kind == "inherited":
         _hold_inherited(spec)
     elif kind == "zombie":
         _hold_as_zombie(spec)
-    elif kind == "leader_exited":
+    elif kind in ("leader_exited", "leader_exited_ignores_term"):
         _hold_in_thread(spec)
     else:
         fds = _open_devices(spec["devices"])

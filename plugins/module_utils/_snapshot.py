@@ -118,7 +118,8 @@ def _gpus_from_device_nodes(dev_dir):
 
 def _holder_class(record, types):
     names = process_names(record["name"], record["cmdline"])
-    if record["state"] == "Z":
+    # A leader-exited thread group is alive: read_process gives it a live thread's state, never Z.
+    if record["state"] == "Z" and not record.get("leader_exited"):
         return "zombie"
     if record["state"] == "D":
         return "unkillable"
@@ -163,6 +164,8 @@ def build_holders(scan, gpus, proc_root="/proc"):
             "used_mib": _total(driver_view["memory"]), "used_mib_per_gpu": driver_view["memory"],
             "seen_by": seen_by, "devices": devices, "class": _holder_class(record, driver_view["types"]),
             "process_type": "+".join(sorted(driver_view["types"])) or None,
+            # Its leader exited while threads live on: alive, classed and described by a live thread.
+            "leader_exited": bool(record.get("leader_exited")),
         }
         holder.update(_parent(record["ppid"], proc_root))
         holder.update(attribution(pid, proc_root))

@@ -179,7 +179,10 @@ def send_checked(pid, start_time, signum):
 # --- waiting --------------------------------------------------------------------------------------------
 
 def _exit_state(pid, start_time):
-    """'gone' (exited and reaped, or the pid is another process now), 'zombie', or None (still running)."""
+    """'gone' (exited and reaped, or the pid is another process now), 'zombie', or None (still running).
+
+    A thread group whose leader exited is running while a thread lives (read_process gives that thread's state).
+    """
     info = _procscan.read_process(pid)
     if info is None or info.get("start_time") != start_time:
         return "gone"
@@ -266,7 +269,7 @@ def _triage(targets, policy, self_pid):
         info = _procscan.read_process(target.pid) or {}
         if reason:
             skipped.append(_skip(target, reason, info if info.get("start_time") == target.start_time else None))
-        elif info.get("state") in ("Z", "X"):
+        elif info.get("state") in ("Z", "X"):  # a real zombie: a leader-exited group has a live thread's state
             skipped.append(_skip(target, "zombie: only its parent can reap it", info))
             zombies.append(_zombie_entry(target.pid, target.start_time, info.get("name")))
         else:
@@ -393,16 +396,21 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
 
     Returns {"pid", "start_time", "name", "parent": {"pid", "name", "start_time"}|None,
     "reaped_by": "sigchld"|"parent_terminated"|None, "gone": bool, "reason": str|None,
-    "parent_result": terminate()'s result or None}.
+    "parent_result": terminate()'s result or None, "parent_signalled": bool (a signal reached the parent: the run
+    changed something even when the zombie stays; in check mode, whether one would be sent)}.
     """
     self_pid = os.getpid() if self_pid is None else self_pid
     info = _procscan.read_process(zombie_pid)
     result = {"pid": zombie_pid, "start_time": zombie_start_time, "name": None, "parent": None,
-              "reaped_by": None, "gone": False, "reason": None, "parent_result": None}
+              "reaped_by": None, "gone": False, "reason": None, "parent_result": None, "parent_signalled": False}
     if info is None or info.get("start_time") != zombie_start_time:
         result.update(gone=True, reason="exited")
         return result
     result["name"] = info.get("name")
+    if info.get("leader_exited"):
+        # A live thread group whose leader exited: its parent has nothing to reap, terminate() ends it.
+        result["reason"] = "not a zombie: its leader exited but its threads live on (state %s)" % info.get("state")
+        return result
     if info.get("state") not in ("Z", "X"):
         result["reason"] = "not a zombie (state %s)" % info.get("state")
         return result
@@ -416,9 +424,11 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     if check_mode:
         result["reaped_by"] = _predict_reap(parent["pid"], policy)
         result["gone"] = result["reaped_by"] is not None
+        result["parent_signalled"] = True  # SIGCHLD goes to every parent that is not refused
         return result
 
     why_not = _send_sigchld(parent, journal)
+    result["parent_signalled"] = why_not is None
     if why_not is None and _wait_gone(zombie_pid, zombie_start_time, grace):
         result.update(reaped_by="sigchld", gone=True)
         return result
@@ -426,6 +436,7 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
         result["reason"] = "SIGCHLD did not reap it: %s" % (why_not or "the parent did not wait for it")
         return result
     result["parent_result"] = terminate([parent_target], policy, signals, grace, journal, False, self_pid)
+    result["parent_signalled"] = result["parent_signalled"] or bool(result["parent_result"]["signalled"])
     # The zombie is handed to init (or the nearest subreaper) when its parent exits; that one reaps it.
     if _wait_gone(zombie_pid, zombie_start_time, grace):
         result.update(reaped_by="parent_terminated", gone=True)

@@ -119,6 +119,10 @@ holders:
     slurm_job: {description: "Slurm job id.", type: str, returned: when visible}
     systemd_unit: {description: "systemd unit.", type: str, returned: when visible}
     class: {description: "V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).", type: str, returned: always}
+    leader_exited:
+      description: Its thread-group leader exited while other threads live on (the leader's stat says Z); alive, not a zombie.
+      type: bool
+      returned: when visible
     visible: {description: "False when the driver lists a pid that this /proc does not show (another PID namespace).", type: bool, returned: always}
 services:
   description: GPU daemons and the display manager that run or hold a device, with their pids.

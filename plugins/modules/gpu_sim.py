@@ -116,9 +116,9 @@ options:
           - C(fd) opens C(nvidia<N>), C(nvidiactl) and C(nvidia-uvm); C(mmap) maps C(nvidia<N>) and closes the file;
             C(inherited) holds fds its parent opened and exited; C(zombie) is an exited child whose parent runs on
             and never reaps it (the zombie holds the memory); C(ignores_term) ignores SIGTERM; C(leader_exited) holds
-            the files in a thread after its main thread exited.
+            the files in a thread after its main thread exited; C(leader_exited_ignores_term) does that and ignores SIGTERM.
         type: str
-        choices: [fd, mmap, inherited, zombie, ignores_term, leader_exited]
+        choices: [fd, mmap, inherited, zombie, ignores_term, leader_exited, leader_exited_ignores_term]
         default: fd
       gpus:
         description: Indexes of the GPUs it holds.

@@ -18,7 +18,8 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._containers import RUNTIME_CLIS, runtime_cli, stop_argv, stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._containers import (
+    RUNTIME_CLIS, own_container_refusal, predict_stop, runtime_cli, stop_argv, stop_container)
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal
 
 CONTAINER_ID = "1dfed29cd2cb99266ed6ca96074395c3d1d6a688536a2866ffe35f32a072ff0f"
@@ -145,3 +146,24 @@ def test_runtime_cli_finds_the_cli_or_says_why_not(fake_bin, module):
     assert runtime_cli(module, "cri-o") == (str(fake_bin / "crictl"), None)
     os.unlink(str(fake_bin / "crictl"))
     assert runtime_cli(module, "containerd") == (None, "no CLI for container runtime containerd (crictl) on this node")
+
+
+def test_a_failed_stop_without_output_says_how_it_failed(fake_bin, module, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_RC", "125")
+    ok, message = stop_container(module, "podman", CONTAINER_ID, 1, Journal(str(tmp_path / "journal.jsonl")))
+    assert (ok, message) == (False, "podman stop exited with status 125")
+
+
+def test_check_mode_predicts_the_stop_without_running_it(fake_bin, module):
+    assert predict_stop(module, "docker", CONTAINER_ID) == (True, "would stop")
+    assert predict_stop(module, "lxc", CONTAINER_ID) == (False, "no CLI for container runtime lxc (unknown) on this node")
+    assert calls(fake_bin) == []
+
+
+def test_the_container_this_module_runs_in_is_never_stopped(tmp_path):
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self" / "cgroup").write_text("12:name=systemd:/docker/%s\n4:memory:/docker/%s\n" % (CONTAINER_ID, CONTAINER_ID))
+    proc_root = str(tmp_path)
+    assert own_container_refusal("docker", CONTAINER_ID, proc_root) == "docker container %s is the one this module runs in" % CONTAINER_ID
+    assert own_container_refusal("docker", "0" * 64, proc_root) is None
+    assert own_container_refusal("podman", CONTAINER_ID, proc_root) is None

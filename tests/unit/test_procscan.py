@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -84,6 +85,17 @@ def wait_for_state(pid, state, timeout=5.0):
             return record
         time.sleep(0.01)
     raise AssertionError("pid %d never reached state %s: %r" % (pid, state, procscan.read_process(pid)))
+
+
+def wait_for_leader_state(pid, state, timeout=5.0):
+    """Waits until the stat of pid (its thread-group leader) shows state."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stat = procscan._read_stat(pid)  # pylint: disable=protected-access
+        if stat and stat["state"] == state:
+            return stat
+        time.sleep(0.01)
+    raise AssertionError("the leader of pid %d never reached state %s" % (pid, state))
 
 
 HOLD_OPEN = """
@@ -214,14 +226,42 @@ def test_fds_of_a_live_thread_after_the_leader_exited(children, dev_dir):
     proc, line = children.start(LEADER_EXITS, device)
     pid = int(line)
     assert pid == proc.pid
-    wait_for_state(pid, "Z")  # the leader is a zombie; the process is not
+    wait_for_leader_state(pid, "Z")  # the leader is a zombie; the process is not
     assert os.listdir("/proc/%d/fd" % pid) == []
 
     holder = procscan.scan_holders(dev_dir)[pid]
 
     assert holder["via"] == ["task_fd"]
     assert holder["devices"] == [os.path.realpath(device)]
-    assert holder["state"] == "Z"
+    # Alive: the state and the arguments of its live thread (the exited leader shows Z and an empty cmdline).
+    assert holder["leader_exited"] is True
+    assert holder["state"] in ("S", "R")
+    assert holder["cmdline"] == [sys.executable, "-c", LEADER_EXITS, device]
+    with open("/proc/%d/comm" % pid) as handle:
+        assert holder["name"] == handle.read().rstrip("\n")
+    assert holder["start_time"] == procscan.start_time(pid)
+    assert procscan.live_thread(pid)[0] != pid
+
+
+def test_a_real_zombie_has_no_live_thread(children, dev_dir):
+    _proc, line = children.start(ZOMBIE_PARENT, os.path.join(dev_dir, "nvidia1"))
+    zombie = int(line)
+    record = wait_for_state(zombie, "Z")
+    assert record["leader_exited"] is False
+    assert procscan.live_thread(zombie) is None
+
+
+def test_a_leader_exited_group_whose_last_thread_ended_is_a_real_zombie(children, dev_dir):
+    proc, line = children.start(LEADER_EXITS, os.path.join(dev_dir, "nvidia0"))
+    pid = int(line)
+    wait_for_leader_state(pid, "Z")
+    assert procscan.read_process(pid)["leader_exited"] is True
+    proc.stdin.close()  # the live thread's read returns: the last thread exits, the group is a zombie
+    deadline = time.monotonic() + 5
+    while procscan.live_thread(pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    record = procscan.read_process(pid)
+    assert record is None or (record["state"] == "Z" and record["leader_exited"] is False)
 
 
 def test_name_and_arguments_with_shell_metacharacters_are_kept_exactly(children, dev_dir, tmp_path):
@@ -300,24 +340,46 @@ def test_worker_processes_find_the_same_holders(children, dev_dir):
     assert alone == shared
 
 
+@pytest.fixture
+def world_readable_dir():
+    """A directory of the test's own that every user may enter (mode 0755 up to /), removed afterwards.
+
+    The checkout may live where only its owner can enter (root's home, a mode-700 `mktemp -d`): what another
+    user must read is staged here.
+    """
+    path = tempfile.mkdtemp(prefix="gpuops-world-", dir="/tmp")
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a scan as another user")
-def test_a_scan_as_another_user_reports_what_it_cannot_read(children, dev_dir):
+def test_a_scan_as_another_user_reports_what_it_cannot_read(children, world_readable_dir):
     # The system Python: nobody may not be allowed into the home of the interpreter that runs the tests.
     python = "/usr/bin/python3"
     if not os.access(python, os.X_OK):
         pytest.skip("no %s to run as nobody" % python)
-    os.chmod(os.path.dirname(dev_dir), 0o755)
+    # The scan (stdlib only) and a dev dir, staged where nobody can read them wherever the checkout lives.
+    shutil.copy(procscan.__file__, os.path.join(world_readable_dir, "_procscan.py"))
+    os.chmod(os.path.join(world_readable_dir, "_procscan.py"), 0o644)
+    dev_dir = os.path.join(world_readable_dir, "dev")
+    os.mkdir(dev_dir)
+    os.chmod(dev_dir, 0o755)
+    with open(os.path.join(dev_dir, "nvidia0"), "wb") as handle:
+        handle.write(b"\0" * 4096)
+    os.chmod(os.path.join(dev_dir, "nvidia0"), 0o644)
     _proc, line = children.start(HOLD_OPEN, os.path.join(dev_dir, "nvidia0"))
     root_holder = int(line)
     code = ("import json, sys; sys.path.insert(0, sys.argv[1])\n"
-            "from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report\n"
+            "from _procscan import scan_holders_report\n"
             "report = scan_holders_report(sys.argv[2])\n"
             "print(json.dumps({'holders': sorted(report['holders']), 'unreadable': report['unreadable_pids']}))\n")
     nobody = pwd.getpwnam("nobody")
-    completed = subprocess.run([python, "-S", "-c", code, os.path.join(ROOT, ".collections"), dev_dir],
+    completed = subprocess.run([python, "-S", "-c", code, world_readable_dir, dev_dir],
                                stdout=subprocess.PIPE, check=True, user=nobody.pw_uid, group=nobody.pw_gid,
                                extra_groups=[], cwd="/")
     seen = json.loads(completed.stdout)
+    assert root_holder in procscan.scan_holders(dev_dir)  # root sees it
     assert root_holder not in seen["holders"]
     assert seen["unreadable"] >= 1
 
@@ -351,7 +413,27 @@ def test_ancestors_and_kernel_threads():
 
 def test_attribution_of_this_process_reads_its_cgroup_file():
     with open("/proc/self/cgroup") as handle:
-        assert procscan.attribution(os.getpid()) == procscan.parse_cgroup(handle.read())
+        text = handle.read()
+    # Whatever container this test runs in, it is our own: a process of it is not "in a container".
+    assert procscan.attribution(os.getpid()) == dict(procscan.parse_cgroup(text), container=None)
+    assert procscan.own_cgroup() is procscan.own_cgroup()  # read once per process
+
+
+def test_a_child_in_our_own_cgroups_is_in_no_container(children, dev_dir):
+    pid = int(children.start(HOLD_OPEN, os.path.join(dev_dir, "nvidia0"))[1])
+    assert procscan.attribution(pid)["container"] is None
+
+
+def test_attribution_reads_the_own_cgroup_of_its_proc_root(tmp_path):
+    own = "12:name=systemd:/docker/%s\n4:memory:/docker/%s\n" % (DOCKER_ID, DOCKER_ID)
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self" / "cgroup").write_text(own)
+    for pid, text in ((100, own), (200, own.replace("/docker/%s" % DOCKER_ID, "/docker/%s/docker/%s" % (DOCKER_ID, OTHER_ID)))):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cgroup").write_text(text)
+    assert procscan.attribution(100, str(tmp_path))["container"] is None
+    assert procscan.attribution(200, str(tmp_path))["container"] == {"runtime": "docker", "id": OTHER_ID}
+    assert procscan.own_cgroup(str(tmp_path)).containers == [{"runtime": "docker", "id": DOCKER_ID}]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -477,6 +559,64 @@ CGROUP_SAMPLES = [
 @pytest.mark.parametrize("text,expected", CGROUP_SAMPLES, ids=["sample%02d" % i for i in range(len(CGROUP_SAMPLES))])
 def test_cgroup_attribution(text, expected):
     assert procscan.parse_cgroup(text) == dict(NONE, **expected)
+
+
+DOCKER_ID = "31cb02944da7a12196a193cf0e0f6c226d7c453a1db62e65ba98287593a2ee30"
+OTHER_ID = "18e9f2af4b7d2fcafef0e2ed89abc4ee60fa1b31ffc3410a46ace6ebb0872750"
+# This machine's own /proc/self/cgroup: a container whose id shows in the memory controller only.
+PROCESS_API = ("9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n"
+               "4:memory:/process_api/8f46cc31cd09d607516831bad3923544\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n")
+# Captured on this machine: a container started by a dockerd running in it (cgroupfs driver, cgroup v1).
+DIND_HERE = "".join("%s:/docker/%s\n" % (prefix, OTHER_ID) for prefix in (
+    "9:name=systemd", "8:pids", "7:blkio", "6:freezer", "5:devices", "4:memory", "3:cpuset", "2:cpuacct", "1:cpu", "0:"))
+BOTTLEROCKET = CGROUP_SAMPLES[4][0]
+BOTTLEROCKET_ID = CGROUP_SAMPLES[4][1]["container"]["id"]
+SIBLING_ID = "0f" * 32
+PODMAN_ROOTLESS = CGROUP_SAMPLES[11][0]
+PODMAN_CONMON = CGROUP_SAMPLES[12][0]
+
+# (own /proc/self/cgroup, a holder's /proc/<pid>/cgroup, the attribution expected relative to our own)
+OWN_CONTAINER_CASES = [
+    # docker, cgroupfs driver: the holder is in the module's own container
+    (CGROUP_SAMPLES[0][0], CGROUP_SAMPLES[0][0], {}),
+    # docker, systemd driver: the same, and a process in a sub-cgroup of it
+    (CGROUP_SAMPLES[1][0], CGROUP_SAMPLES[1][0], {}),
+    (CGROUP_SAMPLES[1][0], CGROUP_SAMPLES[1][0].replace(".scope\n", ".scope/worker\n"), {}),
+    # docker in docker (RancherOS): the module in the outer container, the holder in the inner one
+    ("9:name=systemd:/docker/a9a5ad238e59234193ee7ec3fcff5e735b3708ea1068826952255b69e3cfa413\n", CGROUP_SAMPLES[2][0],
+     {"container": CGROUP_SAMPLES[2][1]["container"]}),
+    # containerd/CRI (a privileged pod): its own container is none; another container of the pod is one
+    (BOTTLEROCKET, BOTTLEROCKET, {"kubernetes_pod_uid": "dd1bf9d1-241d-47f5-8e25-12de83135812"}),
+    (BOTTLEROCKET, BOTTLEROCKET.replace(BOTTLEROCKET_ID, SIBLING_ID),
+     {"container": {"runtime": "containerd", "id": SIBLING_ID}, "kubernetes_pod_uid": "dd1bf9d1-241d-47f5-8e25-12de83135812"}),
+    # cri-o
+    (CGROUP_SAMPLES[8][0], CGROUP_SAMPLES[8][0], {"kubernetes_pod_uid": "d0511cd2-29d2-4215-be0f-f77bc0609d99"}),
+    # podman rootless: its own container, then the conmon of another podman container
+    (PODMAN_ROOTLESS, PODMAN_ROOTLESS, {}),
+    (PODMAN_ROOTLESS, PODMAN_CONMON, {"container": CGROUP_SAMPLES[12][1]["container"]}),
+    # this machine: a process of its own container, and a container of the dockerd that runs in it
+    (PROCESS_API, PROCESS_API, {}),
+    (PROCESS_API, DIND_HERE, {"container": {"runtime": "docker", "id": OTHER_ID}}),
+    # cgroup v2 with a cgroup namespace: 0::/ only, everything relative to the container's root
+    ("0::/\n", "0::/\n", {}),
+    ("0::/\n", "0::/system.slice/docker-%s.scope\n" % OTHER_ID, {"container": {"runtime": "docker", "id": OTHER_ID}}),
+    # a runtime that shows in some controllers only: the module's container seen in another line than the holder's
+    ("4:memory:/docker/%s\n1:name=systemd:/\n" % DOCKER_ID, "4:memory:/\n1:name=systemd:/docker/%s\n" % DOCKER_ID, {}),
+    # the module on the host (no container): every container is another one
+    ("13:name=systemd:/\n12:pids:/\n1:cpuset:/\n", CGROUP_SAMPLES[0][0], {"container": CGROUP_SAMPLES[0][1]["container"]}),
+]
+
+
+@pytest.mark.parametrize("own, text, expected", OWN_CONTAINER_CASES, ids=["own%02d" % i for i in range(len(OWN_CONTAINER_CASES))])
+def test_container_is_relative_to_the_modules_own(own, text, expected):
+    assert procscan.parse_cgroup(text, procscan.OwnCgroup(own)) == dict(NONE, **expected)
+
+
+def test_without_an_own_cgroup_the_module_own_container_would_be_named():
+    # What attribution gave before it read its own cgroup: the module's container as the holder's.
+    assert procscan.parse_cgroup(CGROUP_SAMPLES[0][0])["container"] == CGROUP_SAMPLES[0][1]["container"]
+    assert procscan.OwnCgroup(PROCESS_API).containers == []
+    assert procscan.OwnCgroup(CGROUP_SAMPLES[0][0]).containers == [CGROUP_SAMPLES[0][1]["container"]]
 
 
 def test_cgroup_of_a_real_process_on_this_machine():

@@ -343,7 +343,7 @@ def test_zombie_reaped_by_sigchld_to_its_parent(spawn, tmp_path):
     parent, zombie = zombie_with_parent(spawn, "reaps")
     journal = Journal(str(tmp_path / "journal.jsonl"))
     result = reap_zombie(zombie, _procscan.start_time(zombie), Policy(), grace=3.0, journal=journal)
-    assert result["reaped_by"] == "sigchld" and result["gone"] is True
+    assert result["reaped_by"] == "sigchld" and result["gone"] is True and result["parent_signalled"] is True
     assert result["parent"]["pid"] == parent.pid
     assert state_of(zombie) is None
     assert parent.poll() is None
@@ -355,11 +355,12 @@ def test_zombie_of_a_parent_that_never_reaps(spawn):
     born = _procscan.start_time(zombie)
     kept = reap_zombie(zombie, born, Policy(), grace=0.5)
     assert kept["reaped_by"] is None and kept["gone"] is False
+    assert kept["parent_signalled"] is True  # SIGCHLD was sent: the run did something, though it stays
     assert "SIGCHLD did not reap it" in kept["reason"]
     assert state_of(zombie) == "Z" and parent.poll() is None
 
     predicted = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5, check_mode=True)
-    assert predicted["reaped_by"] == "parent_terminated"
+    assert predicted["reaped_by"] == "parent_terminated" and predicted["parent_signalled"] is True
     assert state_of(zombie) == "Z" and parent.poll() is None
 
     # init reaps orphans on its own schedule (up to ~2 s on some VMs), hence the longer grace.
@@ -377,6 +378,7 @@ def test_zombie_whose_parent_is_this_run_is_left_alone(spawn):
     result = reap_zombie(proc.pid, _procscan.start_time(proc.pid), Policy(allow_parents=True), grace=0.2)
     assert result["reaped_by"] is None
     assert result["reason"] == "parent refused: ancestor of this Ansible run"
+    assert result["parent_signalled"] is False
     assert result["parent"]["pid"] == os.getpid()
     assert state_of(proc.pid) == "Z"
 
@@ -388,3 +390,85 @@ def test_terminate_reports_a_target_that_already_is_a_zombie(spawn):
     assert result["signalled"] == []
     assert result["skipped"][0]["reason"].startswith("zombie")
     assert result["zombies"][0]["pid"] == proc.pid and result["zombies"][0]["parent"]["pid"] == os.getpid()
+
+
+# --- a thread group whose leader exited: alive, not a zombie ----------------------------------------------
+
+# The parent forks the group and never reaps; in the child the main thread (the leader) exits while a second
+# thread lives on, so /proc/<child>/stat says Z. argv[1] "ignores_term": the group ignores SIGTERM.
+LEADER_EXITED_PARENT = """
+import ctypes, os, signal, sys, threading, time
+child = os.fork()
+if child == 0:
+    if sys.argv[1] == "ignores_term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=time.sleep, args=(600,)).start()
+    ctypes.CDLL(None).pthread_exit(None)
+def leader_state():
+    with open("/proc/%d/stat" % child) as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
+while leader_state() != "Z":
+    time.sleep(0.01)
+print(child, flush=True)
+while True:
+    time.sleep(60)
+"""
+
+
+def leader_exited_group(spawn, mode="plain"):
+    """(the never-reaping parent's Popen, the pid of its leader-exited child)."""
+    parent = spawn([sys.executable, "-c", textwrap.dedent(LEADER_EXITED_PARENT), mode], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert state_of(child) == "Z"  # the leader's stat
+    return parent, child
+
+
+def test_leader_exited_group_is_running_not_a_zombie(spawn):
+    parent, child = leader_exited_group(spawn)
+    try:
+        info = _procscan.read_process(child)
+        assert info["leader_exited"] is True and info["state"] == "S"
+        assert refusal(target_for(child), Policy()) is None
+        assert _terminate._exit_state(child, info["start_time"]) is None  # pylint: disable=protected-access
+    finally:
+        os.kill(child, signal.SIGKILL)
+    assert parent.poll() is None
+
+
+def test_leader_exited_group_is_ended_by_term_and_its_parent_is_left_alone(spawn):
+    parent, child = leader_exited_group(spawn)
+    target = target_for(child)
+    result = terminate([target], Policy(allow_parents=True), grace=3.0)
+    assert result["skipped"] == []
+    [entry] = result["signalled"]
+    assert entry["pid"] == child and entry["signals"] == ["TERM"] and entry["exited"] is True
+    # Now a real zombie of a parent that never reaps: only then is it reported as one.
+    assert state_of(child) == "Z" and _procscan.live_thread(child) is None
+    assert [(z["pid"], z["parent"]["pid"]) for z in result["zombies"]] == [(child, parent.pid)]
+    assert parent.poll() is None
+
+
+def test_leader_exited_group_that_ignores_term_gets_kill(spawn):
+    parent, child = leader_exited_group(spawn, "ignores_term")
+    target = target_for(child)
+    predicted = terminate([target], Policy(), grace=0.5, check_mode=True)
+    assert predicted["signalled"][0]["signals"] == ["TERM", "KILL"]
+    assert _procscan.read_process(child)["leader_exited"] is True  # check mode sent nothing
+    result = terminate([target], Policy(), grace=0.5)
+    [entry] = result["signalled"]
+    assert entry["signals"] == ["TERM", "KILL"] and entry["exited"] is True
+    assert parent.poll() is None
+
+
+def test_reap_zombie_refuses_a_leader_exited_group_and_never_touches_its_parent(spawn, tmp_path):
+    parent, child = leader_exited_group(spawn)
+    born = _procscan.start_time(child)
+    journal = Journal(str(tmp_path / "journal.jsonl"))
+    for check_mode in (True, False):
+        result = reap_zombie(child, born, Policy(allow_parents=True), grace=0.5, journal=journal, check_mode=check_mode)
+        assert result["reaped_by"] is None and result["gone"] is False and result["parent_result"] is None
+        assert result["parent_signalled"] is False
+        assert result["reason"].startswith("not a zombie: its leader exited")
+    assert read_journal(journal.path) == []
+    assert parent.poll() is None and _procscan.read_process(child)["leader_exited"] is True
+    os.kill(child, signal.SIGKILL)
