@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._containers import runtime_cli, stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Policy, Target, reap_zombie, refusal, signal_number, terminate
 
@@ -225,16 +225,15 @@ class HolderKiller:
 
     def _stop(self, runtime, container_id, pids, check_mode):
         if check_mode:
-            path, why_not = runtime_cli(self.module, runtime)
-            ok, message = (True, "would stop") if path else (False, why_not)
+            ok, message = predict_stop(self.module, runtime, container_id)
         else:
             ok, message = stop_container(self.module, runtime, container_id, self.params["grace"], self.journal)
         return {"runtime": runtime, "id": container_id, "pids": pids, "ok": ok, "message": message}
 
 
 def acted(result):
-    """Whether ending changed the node: a signal sent, a zombie reaped, a container stopped."""
-    return bool(result["signalled"] or [z for z in result["zombies"] if z.get("reaped_by")]
+    """Whether ending changed the node: a signal sent (to a holder, or to a zombie's parent), a container stopped."""
+    return bool(result["signalled"] or [z for z in result["zombies"] if z.get("reaped_by") or z.get("parent_signalled")]
                 or [c for c in result["containers"] if c["ok"]])
 
 
