@@ -15,10 +15,10 @@ description:
     reset, or when the kernel log has an Xid whose catalog action is a GPU reset. With O(force=true), every selected GPU.
   - Refuses before it changes anything, naming every process (pid, name, user, devices), while a process other than
     a GPU daemon holds a GPU it would reset, or holds C(/dev/nvidiactl) without any GPU device (a monitoring
-    agent, a stray NVML client: a client of the whole driver blocks every reset); end them first with
+    agent, a stray NVML client, since a client of the whole driver blocks every reset); end them first with
     M(gpuops.remediation.gpu_kill).
   - Stops every GPU daemon that runs, since each holds C(/dev/nvidiactl) and so blocks every reset, not only the
-    daemons that hold the GPUs to reset: the DCGM exporter and C(nv-hostengine) (DCGM) first, then
+    daemons that hold the GPUs to reset; the DCGM exporter and C(nv-hostengine) (DCGM) first, then
     C(nv-fabricmanager), then C(nvidia-persistenced). Starts again exactly those it stopped, in reverse order,
     also when the reset fails. Persistence mode is saved first and restored afterwards whatever happened.
   - The display manager is never stopped here; a display server on a GPU to reset makes the module refuse.

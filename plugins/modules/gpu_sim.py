@@ -123,7 +123,7 @@ options:
       gpus:
         description:
           - Indexes of the GPUs it holds. V([]) (with O(holders[].kind=fd)) makes a client of the whole driver that holds
-            only C(<root>/dev/nvidiactl), like a monitoring agent or an NVML client: it blocks the reset of every GPU.
+            only C(<root>/dev/nvidiactl), like a monitoring agent or an NVML client; it blocks the reset of every GPU.
         type: list
         elements: int
         default: [0]
