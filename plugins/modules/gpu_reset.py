@@ -111,11 +111,13 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import
 
 
 def _describe_holder(holder):
-    where = "on GPU %s" % ",".join(str(index) for index in holder["gpus"]) if holder["gpus"] else \
-        "on no GPU, a client of the whole driver"
+    if holder["gpus"]:
+        where = "on GPU %s" % ",".join(str(index) for index in holder["gpus"])
+    else:
+        where = "on no GPU, a client of the whole driver"
     devices = ", ".join(holder.get("devices") or []) or "devices the driver lists"
-    return "pid %s (%s, user %s, %s) %s, holding %s" % (holder["pid"], holder.get("name"), holder.get("user"), holder["class"],
-                                                      where, devices)
+    return "pid %s (%s, user %s, %s) %s, holding %s" % (
+        holder["pid"], holder.get("name"), holder.get("user"), holder["class"], where, devices)
 
 
 def holds_control_only(holder):
