@@ -107,6 +107,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._action import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS, reset_evidence
 
 
@@ -231,7 +232,25 @@ class GpuResetWorker:
                 outcome.setdefault(index, {"reset": rc == 0, "reason": None if rc == 0 else "other",
                                            "message": (err or out).strip()})
             self.run.journal.outcome(entry, rc == 0, rc=rc, stdout=out.strip(), stderr=err.strip())
+            if any(outcome[index].get("reason") == "in_use" for index in group):
+                still = self._still_blocking(group, snapshot)
+                for index in group:
+                    outcome[index]["message"] = "%s; %s" % (outcome[index].get("message"), still)
         return outcome
+
+    def _still_blocking(self, group, snapshot):
+        """Who holds the devices now, with the daemons stopped: the /proc scan, under the probe deadline."""
+        holders, report = scan_processes(self.run.layout, self.params["probe_timeout"])
+        if not report["ok"]:
+            return "the scan of /proc to name who still holds it failed: %s" % report["error"]
+        minors = set(str(gpu.get("minor_number", gpu["index"])) for gpu in snapshot["gpus"] if gpu["index"] in group)
+        named = []
+        for pid, holder in sorted(holders.items()):
+            names = [os.path.basename(path) for path in holder["devices"]]
+            gpus = [name[6:] for name in names if name.startswith("nvidia") and name[6:].isdigit()]
+            if set(gpus) & minors or (not gpus and "nvidiactl" in names):
+                named.append("pid %s (%s) holding %s" % (pid, holder["name"], ", ".join(holder["devices"])))
+        return "still held, with the GPU daemons stopped, by %s" % (", ".join(named) or "no process this scan can see")
 
     def _restore_persistence(self, before, after_snapshot):
         """Enable persistence mode again where it was on before and is off now; the GPUs it was restored on."""
