@@ -24,9 +24,14 @@ DISPLAY_PROCESSES = frozenset((
 
 DISPLAY_MANAGER = "display-manager.service"
 
-# Units stopped before a reset or a driver reload and started again afterwards, in stop order.
+# Units stopped before a reset or a driver reload and started again afterwards (in reverse), in stop order.
+# Every one of these daemons holds /dev/nvidiactl, and a process holding it blocks every GPU reset (nvidia-smi:
+# "Please first kill all processes using this device", naming "Fabric Manager" and "a monitoring application").
+# The clients go first (the exporter, then DCGM's nv-hostengine), then nv-fabricmanager, then
+# nvidia-persistenced; they start again the other way round, persistenced first.
 GPU_SERVICE_UNITS = (
     DISPLAY_MANAGER,
+    "dcgm-exporter.service",
     "nvidia-dcgm.service",
     "dcgm.service",
     "nvidia-fabricmanager.service",

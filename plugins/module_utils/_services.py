@@ -38,9 +38,15 @@ class GpuServices:
         self.stopped = []
 
     def active(self, units=GPU_SERVICE_UNITS):
-        """The units among `units` that run now, in the order given."""
+        """The units among `units` that run now, in the order given, each once (an alias names its unit's Id)."""
         states = unit_states(self.module, self.systemctl, units)
-        return [unit for unit in units if states.get(unit, {}).get("active")]
+        running, ids = [], set()
+        for unit in units:
+            state = states.get(unit, {})
+            if state.get("active") and state["id"] not in ids:
+                ids.add(state["id"])
+                running.append(unit)
+        return running
 
     def _systemctl(self, verb, unit):
         entry = self.journal.intent("systemctl_%s" % verb, unit=unit)

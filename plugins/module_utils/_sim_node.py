@@ -47,7 +47,9 @@ HOLDER_TYPES = ("C", "G", "C+G")
 COMPUTE_MODES = ("Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process")
 RECOVERY_ACTIONS = ("none", "reset", "reboot", "drain_p2p", "drain_and_reset")
 DEFAULT_MODULES = ("nvidia", "nvidia_modeset", "nvidia_uvm", "nvidia_drm")
-KNOWN_MODULES = DEFAULT_MODULES + ("nvidia_peermem",)
+# gdrdrv (GDRCopy) and nvidia_fs (GPUDirect Storage) are not NVIDIA's driver but use it: while one is loaded,
+# `modprobe -r nvidia` fails with "Module nvidia is in use."
+KNOWN_MODULES = DEFAULT_MODULES + ("nvidia_peermem", "gdrdrv", "nvidia_fs")
 # What each module needs loaded first (the in-kernel dependency, as modinfo depends: shows it).
 MODULE_DEPENDS = {
     "nvidia": [],
@@ -55,8 +57,11 @@ MODULE_DEPENDS = {
     "nvidia_uvm": ["nvidia"],
     "nvidia_drm": ["nvidia_modeset"],
     "nvidia_peermem": ["nvidia"],
+    "gdrdrv": ["nvidia"],
+    "nvidia_fs": ["nvidia"],
 }
-MODULE_SIZES = {"nvidia": 34136064, "nvidia_modeset": 1228800, "nvidia_uvm": 1437696, "nvidia_drm": 53248, "nvidia_peermem": 16384}
+MODULE_SIZES = {"nvidia": 34136064, "nvidia_modeset": 1228800, "nvidia_uvm": 1437696, "nvidia_drm": 53248, "nvidia_peermem": 16384,
+                "gdrdrv": 24576, "nvidia_fs": 262144}
 DEFAULT_MODULE_PARAMS = {"nvidia_drm": {"modeset": "Y"}}
 CONTROL_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "dri/card1", "dri/renderD128")
 DEVICE_SIZE = 4096
@@ -438,7 +443,9 @@ def _holder_specs(state, root, holders):
             raise SimError("%s.memory_mib %r is negative" % (where, memory))
         name = holder.get("name") or "python3"
         devices = [gpu_device(root, index) for index in gpus]
-        if kind != "mmap":
+        if not gpus:
+            devices = [dev_path(root, "nvidiactl")]  # an NVML client: the control device alone
+        elif kind != "mmap":
             devices += [dev_path(root, "nvidiactl"), dev_path(root, "nvidia-uvm")]
         specs.append({"role": "holder", "kind": kind, "name": name, "gpus": gpus, "memory_mib": memory,
                       "type": htype, "user": holder.get("user"), "run_as": _resolve_user(holder.get("user"), where),

@@ -13,10 +13,15 @@ description:
   - Resets, with C(nvidia-smi --gpu-reset), the GPUs that need it. A GPU needs it when memory is in use that no live
     process accounts for (ghost memory over O(ghost_threshold_mib)), when NVML reports a recovery action asking for a
     reset, or when the kernel log has an Xid whose catalog action is a GPU reset. With O(force=true), every selected GPU.
-  - Refuses, naming every holder, while any process other than a GPU daemon holds a GPU it would reset; end them
-    first with M(gpuops.remediation.gpu_kill).
-  - Stops the GPU daemons that hold the GPU (nvidia-persistenced, nvidia-fabricmanager, DCGM) and starts again
-    exactly those that ran before, also when the reset fails; restores persistence mode as it was.
+  - Refuses before it changes anything, naming every process (pid, name, user, devices), while a process other than
+    a GPU daemon holds a GPU it would reset, or holds C(/dev/nvidiactl) without any GPU device (a monitoring
+    agent, a stray NVML client, since a client of the whole driver blocks every reset); end them first with
+    M(gpuops.remediation.gpu_kill).
+  - Stops every GPU daemon that runs, since each holds C(/dev/nvidiactl) and so blocks every reset, not only the
+    daemons that hold the GPUs to reset; the DCGM exporter and C(nv-hostengine) (DCGM) first, then
+    C(nv-fabricmanager), then C(nvidia-persistenced). Starts again exactly those it stopped, in reverse order,
+    also when the reset fails. Persistence mode is saved first and restored afterwards whatever happened.
+  - The display manager is never stopped here; a display server on a GPU to reset makes the module refuse.
   - Resets GPUs joined by NVLink together, in one call, when O(reset_nvlink_peers=true).
   - Takes the node lock and journals every step. A second run finds nothing to reset and changes nothing.
 author:
@@ -41,8 +46,8 @@ options:
     default: true
   stop_services:
     description:
-      - Stop the GPU daemons that hold a GPU to reset, and start them again afterwards. With V(false), a daemon
-        that holds the GPU makes the module refuse.
+      - Stop the GPU daemons that run (they hold C(/dev/nvidiactl), which blocks every reset), and start them again
+        afterwards. With V(false), a running GPU daemon makes the module refuse.
     type: bool
     default: true
 seealso:
@@ -94,18 +99,47 @@ journal:
   elements: dict
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS, reset_evidence
 
 
 def _describe_holder(holder):
-    return "pid %s (%s, user %s, %s) on GPU %s" % (holder["pid"], holder.get("name"), holder.get("user"), holder["class"],
-                                                   ",".join(str(index) for index in holder["gpus"]))
+    if holder["gpus"]:
+        where = "on GPU %s" % ",".join(str(index) for index in holder["gpus"])
+    else:
+        where = "on no GPU, a client of the whole driver"
+    devices = ", ".join(holder.get("devices") or []) or "devices the driver lists"
+    return "pid %s (%s, user %s, %s) %s, holding %s" % (
+        holder["pid"], holder.get("name"), holder.get("user"), holder["class"], where, devices)
+
+
+def holds_control_only(holder):
+    """Holds /dev/nvidiactl and no GPU: a client of the whole driver, which blocks the reset of every GPU."""
+    return not holder["gpus"] and any(os.path.basename(path) == "nvidiactl" for path in holder.get("devices") or [])
+
+
+def reset_blockers(holders, indexes):
+    """The holders that keep a reset of the GPUs `indexes` from running."""
+    return [h for h in holders if set(h["gpus"]) & set(indexes) or holds_control_only(h)]
+
+
+def daemon_units(services):
+    """The GPU daemon units that run, in stop order (the snapshot lists them in GPU_SERVICE_UNITS order), each
+    unit once: an alias (dcgm.service) shows with the Id of the unit it names."""
+    units, ids = [], set()
+    for service in services:
+        if service["active"] and service["unit"] != DISPLAY_MANAGER and service.get("id", service["unit"]) not in ids:
+            ids.add(service.get("id", service["unit"]))
+            units.append(service["unit"])
+    return units
 
 
 def beyond_reset(gpu):
@@ -164,22 +198,19 @@ class GpuResetWorker:
         return groups, reasons, skipped
 
     def preflight(self, snapshot, groups):
-        """The units to stop; fails naming every process that would keep a GPU of `groups` busy."""
+        """The units to stop; fails, before anything changes, naming every process that would block the reset."""
         indexes = set(index for group in groups for index in group)
-        holders = [h for h in snapshot["holders"] if set(h["gpus"]) & indexes]
-        daemon_pids = set(h["pid"] for h in holders if h["class"] == "gpu_daemon")
-        units = [s["unit"] for s in snapshot["services"]
-                 if s["active"] and s["unit"] != DISPLAY_MANAGER and daemon_pids & set(s["pids"])]
-        covered = set(pid for s in snapshot["services"] if s["unit"] in units for pid in s["pids"])
-        stoppable = set(covered) if self.params["stop_services"] else set()
-        blocking = [h for h in holders if h["class"] != "gpu_daemon" or h["pid"] not in stoppable]
+        units = daemon_units(snapshot["services"]) if self.params["stop_services"] else []
+        stoppable = set(pid for s in snapshot["services"] if s["unit"] in units for pid in s["pids"])
+        blocking = [h for h in reset_blockers(snapshot["holders"], indexes)
+                    if h["class"] != "gpu_daemon" or h["pid"] not in stoppable]
         if blocking:
             names = ", ".join(_describe_holder(h) for h in blocking)
             hint = "end them first with gpuops.remediation.gpu_kill"
             if any(h["class"] == "gpu_daemon" for h in blocking):
                 hint += "; a GPU daemon is stopped only with stop_services=true and when its systemd unit is known"
             self.module.fail_json(msg="gpu_reset refused: the GPUs to reset are in use by %s; %s" % (names, hint), changed=False)
-        return units if self.params["stop_services"] else []
+        return units
 
     def _reset_argv(self, nvidia_smi, group, snapshot):
         bus_ids = [gpu["pci_bus_id"] for gpu in snapshot["gpus"] if gpu["index"] in group]
@@ -201,9 +232,28 @@ class GpuResetWorker:
                 outcome.setdefault(index, {"reset": rc == 0, "reason": None if rc == 0 else "other",
                                            "message": (err or out).strip()})
             self.run.journal.outcome(entry, rc == 0, rc=rc, stdout=out.strip(), stderr=err.strip())
+            if any(outcome[index].get("reason") == "in_use" for index in group):
+                still = self._still_blocking(group, snapshot)
+                for index in group:
+                    outcome[index]["message"] = "%s; %s" % (outcome[index].get("message"), still)
         return outcome
 
+    def _still_blocking(self, group, snapshot):
+        """Who holds the devices now, with the daemons stopped: the /proc scan, under the probe deadline."""
+        holders, report = scan_processes(self.run.layout, self.params["probe_timeout"])
+        if not report["ok"]:
+            return "the scan of /proc to name who still holds it failed: %s" % report["error"]
+        minors = set(str(gpu.get("minor_number", gpu["index"])) for gpu in snapshot["gpus"] if gpu["index"] in group)
+        named = []
+        for pid, holder in sorted(holders.items()):
+            names = [os.path.basename(path) for path in holder["devices"]]
+            gpus = [name[6:] for name in names if name.startswith("nvidia") and name[6:].isdigit()]
+            if set(gpus) & minors or (not gpus and "nvidiactl" in names):
+                named.append("pid %s (%s) holding %s" % (pid, holder["name"], ", ".join(holder["devices"])))
+        return "still held, with the GPU daemons stopped, by %s" % (", ".join(named) or "no process this scan can see")
+
     def _restore_persistence(self, before, after_snapshot):
+        """Enable persistence mode again where it was on before and is off now; the GPUs it was restored on."""
         nvidia_smi = self.run.layout.command(self.module, "nvidia-smi", required=True)
         restored = []
         for gpu in after_snapshot["gpus"]:
@@ -212,8 +262,31 @@ class GpuResetWorker:
                 entry = self.run.journal.intent("persistence_mode", gpu=gpu["index"], argv=argv)
                 rc, dummy, err = self.module.run_command(argv)
                 self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
-                restored.append(gpu["index"])
+                if rc == 0:
+                    restored.append(gpu["index"])
+                else:
+                    self.result.setdefault("service_errors", []).append(
+                        "nvidia-smi -pm 1 -i %s failed (rc %d): %s" % (gpu["index"], rc, err.strip()))
         return restored
+
+    def _act(self, groups, snapshot, units, persistence_before):
+        """Stop, reset, start again; whatever happens, the services stopped are started and persistence restored."""
+        services = GpuServices(self.module, self.run.layout, self.run.journal)
+        outcome = {}
+        try:
+            services.stop(units)
+            outcome = self._reset(groups, snapshot)
+        except ServiceError as exc:
+            self.result["error"] = str(exc)
+        finally:
+            self.result["services_stopped"] = list(services.stopped)
+            started, errors = services.restore()
+            self.result["services_started"] = started
+            if errors:
+                self.result["service_errors"] = errors
+            after = self.run.snapshot(gpus=[])
+            self.result["persistence_restored"] = self._restore_persistence(persistence_before, after)
+        return outcome, after
 
     def execute(self):
         snapshot = self.run.snapshot(gpus=[])
@@ -226,21 +299,11 @@ class GpuResetWorker:
         after = None
         if to_reset and not self.module.check_mode:
             with self.run.locked():
-                services = GpuServices(self.module, self.run.layout, self.run.journal)
-                try:
-                    services.stop(units)
-                    outcome = self._reset(groups, snapshot)
-                except ServiceError as exc:
-                    self.result["error"] = str(exc)
-                finally:
-                    self.result["services_stopped"] = list(services.stopped)
-                    started, errors = services.restore()
-                    self.result["services_started"] = started
-                    if errors:
-                        self.result["service_errors"] = errors
-                after = self.run.snapshot(gpus=[])
-                self.result["persistence_restored"] = self._restore_persistence(
-                    dict((i, g.get("persistence_mode")) for i, g in before.items()), after)
+                outcome, after = self._act(groups, snapshot, units,
+                                           dict((i, g.get("persistence_mode")) for i, g in before.items()))
+            # What this run did to the node, a failed run included: a stop, a reset, a persistence mode set.
+            self.result["changed"] = bool(self.result["services_stopped"] or self.result["persistence_restored"]
+                                          or any(o.get("reset") for o in outcome.values()))
         elif to_reset:
             self.result["services_stopped"] = units
             self.result["services_started"] = list(reversed(units))

@@ -121,7 +121,9 @@ options:
         choices: [fd, mmap, inherited, zombie, ignores_term, leader_exited, leader_exited_ignores_term]
         default: fd
       gpus:
-        description: Indexes of the GPUs it holds.
+        description:
+          - Indexes of the GPUs it holds. V([]) (with O(holders[].kind=fd)) makes a client of the whole driver that holds
+            only C(<root>/dev/nvidiactl), like a monitoring agent or an NVML client; it blocks the reset of every GPU.
         type: list
         elements: int
         default: [0]
@@ -180,16 +182,18 @@ options:
         description: Text after the code and the process; a typical one for the code when omitted.
         type: str
   modules:
-    description: Kernel modules loaded at the start.
+    description:
+      - Kernel modules loaded at the start, in load order. C(gdrdrv) and C(nvidia_fs) stand for the modules outside
+        NVIDIA's driver that use C(nvidia) (GDRCopy, GPUDirect Storage).
     type: list
     elements: str
-    choices: [nvidia, nvidia_modeset, nvidia_uvm, nvidia_drm, nvidia_peermem]
+    choices: [nvidia, nvidia_modeset, nvidia_uvm, nvidia_drm, nvidia_peermem, gdrdrv, nvidia_fs]
     default: [nvidia, nvidia_modeset, nvidia_uvm, nvidia_drm]
   pinned_modules:
     description: Modules something outside the simulation holds (one extra reference each), so they cannot be unloaded.
     type: list
     elements: str
-    choices: [nvidia, nvidia_modeset, nvidia_uvm, nvidia_drm, nvidia_peermem]
+    choices: [nvidia, nvidia_modeset, nvidia_uvm, nvidia_drm, nvidia_peermem, gdrdrv, nvidia_fs]
     default: []
   nvml_hang:
     description: Every NVML call and nvidia-smi run blocks for ever, like a driver stuck in D state.
@@ -383,8 +387,9 @@ def check_input(module, spec):
     for number, holder in enumerate(spec["holders"]):
         if holder["memory_mib"] < 0:
             module.fail_json(msg="holders[%d].memory_mib must not be negative: %d" % (number, holder["memory_mib"]))
-        if not holder["gpus"]:
-            module.fail_json(msg="holders[%d].gpus must name at least one GPU" % number)
+        if not holder["gpus"] and holder["kind"] != "fd":
+            module.fail_json(msg="holders[%d].gpus: [] (a client of nvidiactl alone) needs kind fd, got kind %s"
+                             % (number, holder["kind"]))
     missing = [name for name in spec["pinned_modules"] if name not in spec["modules"]]
     if missing:
         module.fail_json(msg="pinned_modules: %s not among modules %s" % (", ".join(missing), ", ".join(spec["modules"])))

@@ -10,15 +10,18 @@ module: nvidia_driver_reload
 short_description: Unload and reload the NVIDIA kernel modules, or restart the graphics stack, to free stuck GPU memory
 version_added: 1.0.0
 description:
-  - With O(method=modules), plans from a snapshot, then stops the display manager and the GPU daemons that run,
-    unloads C(nvidia_peermem), C(nvidia_drm), C(nvidia_modeset), C(nvidia_uvm) and C(nvidia) (those loaded, and
-    any other loaded module that uses them, first), loads them back in reverse order with the C(nvidia_drm)
-    modeset that was set before, starts again exactly the services that ran before, and verifies with a new
-    snapshot.
+  - With O(method=modules), plans from a snapshot and the full module table (C(/proc/modules), read under the
+    O(probe_timeout) deadline), then stops the display manager and the GPU daemons that run, waits (up to
+    O(grace), each scan of C(/proc) under the O(probe_timeout) deadline) until no process holds the devices,
+    unloads every loaded module that uses an NVIDIA module (such as C(gdrdrv), C(nvidia_fs)), users of users
+    first, then C(nvidia_peermem), C(nvidia_drm), C(nvidia_modeset), C(nvidia_uvm) and C(nvidia) (those loaded),
+    loads them all back in reverse order with the C(nvidia_drm) modeset that was set before, starts again
+    exactly the services that ran before, and verifies with a new snapshot.
   - Refuses, naming them, while processes other than the daemons and the display server hold the devices, unless
     O(kill_holders=true), which ends them through the same safe path as M(gpuops.remediation.gpu_kill).
   - On any failure, loads back what it unloaded and starts what it stopped, and reports the state the node is
-    left in (RV(node_state)).
+    left in (RV(node_state)). A failed run that changed the node (stopped a service, unloaded a module, ended a
+    holder) reports C(changed=true), even when everything was restored.
   - With O(method=graphics), restarts the graphics stack instead, C(systemctl isolate multi-user.target) then back
     to the target that was active.
   - Runs only when the snapshot says a reload is needed (ghost memory, or a recovery action or Xid asking for a
@@ -129,8 +132,9 @@ journal:
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
-from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, unload_plan
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, HolderKiller, still_holding, validate_kill_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
@@ -149,6 +153,12 @@ def needs_reload(snapshot, ghost_threshold_mib):
     return None
 
 
+def read_module_table(path):
+    """Every loaded module of the kernel (parse_proc_modules of `path`, /proc/modules on a real node)."""
+    with open(path) as handle:
+        return parse_proc_modules(handle.read())
+
+
 def load_argv(modprobe, name, modeset):
     argv = [modprobe, name]
     if name == "nvidia_drm" and modeset in ("Y", "1"):
@@ -164,6 +174,7 @@ class DriverReloadWorker:
         self.layout = self.run.layout
         self.result = {"changed": False, "plan": [], "modules_unloaded": [], "modules_loaded": [], "services_stopped": [],
                        "services_started": [], "node_state": "unchanged", "gpus": [], "journal": []}
+        self.isolated = False  # a systemctl isolate of the graphics method went through
 
     def _blockers(self, snapshot, units):
         """Holders that stopping `units` will not end."""
@@ -213,10 +224,18 @@ class DriverReloadWorker:
     def _systemctl_plan(self, verb, units):
         return ["systemctl %s %s" % (verb, unit) for unit in units]
 
+    def _module_table(self):
+        """The full module table, read in a child under the probe deadline; fails the module, changing nothing."""
+        path = self.layout.modules_file
+        try:
+            return run_with_deadline(lambda: read_module_table(path), self.params["probe_timeout"])
+        except (ProbeTimeout, ProbeFailed) as exc:
+            self.module.fail_json(msg="nvidia_driver_reload: cannot read the module table %s: %s" % (path, exc), changed=False)
+        return None
+
     def _modules(self, snapshot):
         driver = snapshot["driver"]
-        loaded = driver.get("modules") or {}
-        unload = unload_plan(loaded)
+        unload = unload_plan(self._module_table())
         load = list(reversed(unload))
         services = GpuServices(self.module, self.layout, self.run.journal)
         units = services.active(GPU_SERVICE_UNITS)
@@ -224,8 +243,8 @@ class DriverReloadWorker:
         unload_steps = ["modprobe -r %s" % name for name in unload]
         load_steps = [" ".join(load_argv("modprobe", name, driver.get("nvidia_drm_modeset"))) for name in load]
         self.result["plan"] = self._systemctl_plan("stop", units) + unload_steps + load_steps + self._systemctl_plan("start", reversed(units))
-        self.result["diff"] = {"before": {"modules": sorted(loaded), "ghost_mib": self._ghost(snapshot)},
-                               "after": {"modules": sorted(loaded), "ghost_mib": dict((k, 0) for k in self._ghost(snapshot))}}
+        self.result["diff"] = {"before": {"modules": sorted(unload), "ghost_mib": self._ghost(snapshot)},
+                               "after": {"modules": sorted(unload), "ghost_mib": dict((k, 0) for k in self._ghost(snapshot))}}
         self._refuse_or_kill(self._blockers(snapshot, units))
         if self.module.check_mode:
             self.result.update(modules_unloaded=unload, modules_loaded=load, services_stopped=units,
@@ -253,10 +272,13 @@ class DriverReloadWorker:
         return dict(("GPU %s" % g["index"], g.get("unattributed_mib")) for g in snapshot["gpus"])
 
     def _wait_devices_free(self):
+        """Until no process holds a device, for up to grace seconds; each scan is the snapshot's, under its deadline."""
         import time  # pylint: disable=import-outside-toplevel
         deadline = time.monotonic() + self.params["grace"]
         while True:
-            holders = scan_holders_report(self.layout.dev_dir, sys_dir=self.layout.sys_dir)["holders"]
+            holders, report = scan_processes(self.layout, self.params["probe_timeout"])
+            if not report["ok"]:
+                raise ReloadFailed("after stopping the services, the scan of /proc failed: %s" % report["error"])
             if not holders:
                 return
             if time.monotonic() > deadline:
@@ -307,6 +329,9 @@ class DriverReloadWorker:
             self.result["gpus"].append({"index": gpu["index"], "memory_used_mib_before": gpu.get("memory_used_mib"),
                                         "memory_used_mib_after": used_after})
         if self.result["node_state"] != "reloaded":
+            # Failed, but what it stopped, unloaded or ended changed the node, restored or not.
+            self.result["changed"] = bool(self.result["services_stopped"] or self.result["modules_unloaded"] or self.isolated
+                                          or (self.result.get("killed") or {}).get("signalled"))
             self.result["journal"] = self.run.journal.entries()
             self.module.fail_json(msg="nvidia_driver_reload failed: %s; node state: %s (modules loaded back: %s; services started "
                                       "again: %s)" % (self.result["error"], self.result["node_state"],
@@ -333,6 +358,7 @@ class DriverReloadWorker:
                 if rc != 0:
                     self.result["error"] = "systemctl isolate %s failed: %s" % (argv[-1], err.strip())
                     break
+                self.isolated = True
         self.result["node_state"] = "reloaded" if "error" not in self.result else "degraded"
         self._verify(snapshot)
 

@@ -68,6 +68,24 @@ def test_unload_plan_puts_foreign_users_first():
     assert _kmod.unload_plan(loaded) == ["gds_helper", "nvidia_fs", "nvidia_drm", "nvidia_modeset", "nvidia"]
 
 
+def test_unload_plan_from_the_full_proc_modules():
+    # The whole module table of a GPU node with GDRCopy and GPUDirect RDMA: gdrdrv is not an nvidia* module,
+    # gdrdrv_helper (made up) uses gdrdrv; modules nvidia itself uses (drm) stay.
+    text = ("gdrdrv_helper 16384 0 - Live 0x0000000000000000 (OE)\n"
+            "gdrdrv 24576 1 gdrdrv_helper, Live 0x0000000000000000 (OE)\n"
+            "nvidia_peermem 16384 0 - Live 0x0000000000000000 (POE)\n"
+            "nvidia_drm 53248 0 - Live 0x0000000000000000 (POE)\n"
+            "nvidia_uvm 1437696 0 - Live 0x0000000000000000 (POE)\n"
+            "nvidia_modeset 1228800 1 nvidia_drm, Live 0x0000000000000000 (POE)\n"
+            "nvidia 34136064 4 gdrdrv,nvidia_peermem,nvidia_uvm,nvidia_modeset, Live 0x0000000000000000 (POE)\n"
+            "ib_core 434176 1 nvidia_peermem, Live 0x0000000000000000\n"
+            "drm 565248 1 nvidia_drm, Live 0x0000000000000000\n")
+    plan = _kmod.unload_plan(_kmod.parse_proc_modules(text))
+    assert plan == ["gdrdrv_helper", "gdrdrv", "nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia"]
+    # Loaded back the other way round: nvidia first, each user after what it uses.
+    assert list(reversed(plan))[-2:] == ["gdrdrv", "gdrdrv_helper"]
+
+
 def test_unload_plan_nothing_loaded():
     assert _kmod.unload_plan({}) == []
     assert _kmod.unload_plan(_kmod.parse_lsmod("drm 565248 0\n")) == []

@@ -177,6 +177,22 @@ def test_gpu_reset_plural_failure_and_blocking_daemons(node_root):
     assert run(node_root, "nvidia-smi", "--gpu-reset").stdout.endswith("All done.\n")
 
 
+def test_a_client_of_nvidiactl_alone_blocks_the_reset_of_every_gpu(node_root):
+    state = sim.create_node(node_root, {"gpus": [{}, {}], "holders": [{"gpus": [], "memory_mib": 0, "name": "nvml-monitor"}]})
+    monitor = holder_named(state, "nvml-monitor")
+    fds = os.listdir("/proc/%d/fd" % monitor["pid"])
+    held = set(os.readlink("/proc/%d/fd/%s" % (monitor["pid"], fd)) for fd in fds) & set(
+        os.path.join(node_root, "dev", name) for name in os.listdir(os.path.join(node_root, "dev")))
+    assert held == {os.path.join(node_root, "dev", "nvidiactl")}
+    refused = run(node_root, "nvidia-smi", "--gpu-reset", "-i", "1")
+    assert refused.returncode == 255
+    assert refused.stdout.splitlines()[:2] == ["The following GPUs could not be reset:",
+                                               "  GPU 00000000:2A:00.0: In use by another client"]
+    os.kill(monitor["pid"], signal.SIGKILL)
+    assert wait_gone(monitor["pid"], monitor["start_time"])
+    assert run(node_root, "nvidia-smi", "--gpu-reset", "-i", "0,1").returncode == 0
+
+
 def test_gpu_reset_of_peers_primary_and_lost(node_root):
     sim.create_node(node_root, {"gpus": [{"nvlink_peers": [1]}, {"nvlink_peers": [0]}, {"primary": True}, {"lost": True}],
                                 "reset_requires_nvlink_peers": True})
@@ -246,6 +262,21 @@ def test_modprobe_refuses_while_held_then_reloads_and_clears_ghost_memory(node_r
     assert sim_state.gpu_memory(sim.load_state(node_root), 0)["used_mib"] == 0
     missing = run(node_root, "modprobe", "nvidia_nonesuch")
     assert missing.returncode == 1 and missing.stderr.startswith("modprobe: FATAL: Module nvidia_nonesuch not found in directory")
+
+
+def test_a_user_of_nvidia_outside_the_driver_keeps_it_loaded(node_root):
+    sim.create_node(node_root, {"modules": ["nvidia", "nvidia_uvm", "gdrdrv"]})
+    with open(os.path.join(node_root, "proc", "modules")) as handle:
+        table = dict((line.split()[0], line.split()[3]) for line in handle)
+    assert table == {"gdrdrv": "-", "nvidia_uvm": "-", "nvidia": "gdrdrv,nvidia_uvm,"}
+    refused = run(node_root, "modprobe", "-r", "nvidia_uvm", "nvidia")
+    assert refused.returncode == 1
+    assert refused.stderr == fixture_text("modprobe", "modprobe-r-nvidia-fatal-in-use.txt")
+    assert run(node_root, "modprobe", "-r", "gdrdrv").returncode == 0
+    assert run(node_root, "modprobe", "-r", "nvidia").returncode == 0
+    assert run(node_root, "lsmod").stdout == "Module                  Size  Used by\n"
+    assert run(node_root, "modprobe", "gdrdrv").returncode == 0  # loads nvidia first, as its dependency
+    assert sorted(line.split()[0] for line in run(node_root, "lsmod").stdout.splitlines()[1:]) == ["gdrdrv", "nvidia"]
 
 
 def test_pinned_module_stays_in_use(node_root):
