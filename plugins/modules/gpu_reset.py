@@ -23,7 +23,9 @@ description:
     also when the reset fails. Persistence mode is saved first and restored afterwards whatever happened.
   - The display manager is never stopped here; a display server on a GPU to reset makes the module refuse.
   - Resets GPUs joined by NVLink together, in one call, when O(reset_nvlink_peers=true).
-  - Takes the node lock and journals every step. A second run finds nothing to reset and changes nothing.
+  - Takes the node lock before its snapshot, so that a run that waited for another plans from the node as that one
+    left it (two runs at once reset a GPU once). Journals every step. A second run finds nothing to reset and
+    changes nothing.
 author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
@@ -32,7 +34,17 @@ extends_documentation_fragment:
   - gpuops.remediation.attributes.LINUX_GPU
   - gpuops.remediation.snapshot
   - gpuops.remediation.snapshot.ACTION
+  - gpuops.remediation.kill
 options:
+  kill_holders:
+    description:
+      - End the processes that would block the reset first, through the same path and with the same options as
+        M(gpuops.remediation.gpu_kill) (O(signals), O(grace), O(containers), the protect lists, zombies through their
+        parent), then take the snapshot again and reset. Refuses before any signal, naming them, when one of them could
+        not be ended. Check mode predicts the kill and the reset that follows it.
+      - Without it, the module refuses while they run.
+    type: bool
+    default: false
   force:
     description:
       - Reset every selected GPU, whether or not the snapshot says it needs it.
@@ -92,6 +104,26 @@ services_started:
   returned: always
   type: list
   elements: str
+killed:
+  description:
+    - What O(kill_holders) did (in check mode, would do), as M(gpuops.remediation.gpu_kill) reports it (C(signalled),
+      C(left_alone), C(zombies), C(containers)).
+  returned: when kill_holders is true and something blocked the reset
+  type: dict
+persistence_restored:
+  description: Indexes of the GPUs whose persistence mode was enabled again after the reset (it was on before).
+  returned: when a reset ran
+  type: list
+  elements: int
+service_errors:
+  description: What failed while starting the stopped daemons again or restoring persistence mode.
+  returned: when something failed there
+  type: list
+  elements: str
+error:
+  description: Why the run stopped before it reset (a daemon that would not stop).
+  returned: on such a failure
+  type: str
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -101,9 +133,11 @@ journal:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
+    KILL_ARGUMENT_SPEC, HolderKiller, ended_pids, still_holding, validate_kill_params,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
@@ -175,6 +209,7 @@ class GpuResetWorker:
         self.run = Remediation(module)
         self.params = module.params
         self.result = {"changed": False, "gpus": [], "services_stopped": [], "services_started": [], "journal": []}
+        self._to_reset = set()
 
     def plan(self, snapshot):
         """(groups to reset, {index: reason}, {index: why not}) for the selected GPUs."""
@@ -197,20 +232,58 @@ class GpuResetWorker:
                 reasons.setdefault(index, "NVLink peer of GPU %s" % group[0])
         return groups, reasons, skipped
 
-    def preflight(self, snapshot, groups):
-        """The units to stop; fails, before anything changes, naming every process that would block the reset."""
+    def blockers(self, snapshot, groups):
+        """(the holders that would block the reset of groups, the daemon units to stop for it)."""
         indexes = set(index for group in groups for index in group)
         units = daemon_units(snapshot["services"]) if self.params["stop_services"] else []
         stoppable = set(pid for s in snapshot["services"] if s["unit"] in units for pid in s["pids"])
         blocking = [h for h in reset_blockers(snapshot["holders"], indexes)
                     if h["class"] != "gpu_daemon" or h["pid"] not in stoppable]
+        return blocking, units
+
+    def refuse(self, blocking, why="in use by"):
+        names = ", ".join(_describe_holder(h) + (": %s" % h["reason"] if h.get("reason") else "") for h in blocking)
+        hint = "end them first with gpuops.remediation.gpu_kill, or set kill_holders=true"
+        if any(h["class"] == "gpu_daemon" for h in blocking):
+            hint += "; a GPU daemon is stopped only with stop_services=true and when its systemd unit is known"
+        if self.params["kill_holders"] and why != "in use by":
+            hint = "they cannot be ended safely"
+        details = dict((key, value) for key, value in self.result.items() if key != "msg")
+        self.module.fail_json(msg="gpu_reset refused: the GPUs to reset are %s %s; %s" % (why, names, hint), **details)
+
+    def clear(self, snapshot):
+        """Plan, and end what blocks the plan when kill_holders allows it; refuse, naming them, what is still there.
+
+        Returns (the snapshot the reset works from, groups, reasons, skipped, units). Check mode plans the reset as if
+        the kill it predicts had happened: the real run kills first, then takes its snapshot again.
+        """
+        groups, reasons, skipped = self.plan(snapshot)
+        if not groups:
+            return snapshot, groups, reasons, skipped, []
+        blocking, units = self.blockers(snapshot, groups)
+        if blocking and self.params["kill_holders"]:
+            killer = HolderKiller(self.module, self.run.journal)
+            killed = killer.end(blocking, predict_only=True)
+            self._keep_kill(killed)
+            survivors = still_holding(killed, blocking)
+            if survivors:
+                self.refuse([dict(h, **s) for h in blocking for s in survivors if s["pid"] == h["pid"]], why="blocked by")
+            if self.module.check_mode:
+                ended = ended_pids(killed)
+                blocking = [h for h in blocking if h["pid"] not in ended]
+            else:
+                killed = killer.end(blocking)
+                self._keep_kill(killed)
+                self.result["changed"] = killed["changed"]
+                snapshot = self.run.snapshot(gpus=[])
+                groups, reasons, skipped = self.plan(snapshot)
+                blocking, units = self.blockers(snapshot, groups) if groups else ([], [])
         if blocking:
-            names = ", ".join(_describe_holder(h) for h in blocking)
-            hint = "end them first with gpuops.remediation.gpu_kill"
-            if any(h["class"] == "gpu_daemon" for h in blocking):
-                hint += "; a GPU daemon is stopped only with stop_services=true and when its systemd unit is known"
-            self.module.fail_json(msg="gpu_reset refused: the GPUs to reset are in use by %s; %s" % (names, hint), changed=False)
-        return units
+            self.refuse(blocking)
+        return snapshot, groups, reasons, skipped, units
+
+    def _keep_kill(self, killed):
+        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers"))
 
     def _reset_argv(self, nvidia_smi, group, snapshot):
         bus_ids = [gpu["pci_bus_id"] for gpu in snapshot["gpus"] if gpu["index"] in group]
@@ -289,33 +362,38 @@ class GpuResetWorker:
         return outcome, after
 
     def execute(self):
-        snapshot = self.run.snapshot(gpus=[])
-        groups, reasons, skipped = self.plan(snapshot)
-        units = self.preflight(snapshot, groups) if groups else []
-        to_reset = set(index for group in groups for index in group)
-        self.result["changed"] = bool(to_reset)
-        before = dict((gpu["index"], gpu) for gpu in snapshot["gpus"])
-        outcome = {}
-        after = None
-        if to_reset and not self.module.check_mode:
+        if self.module.check_mode:
+            self._plan_and_act()
+        else:
             with self.run.locked():
-                outcome, after = self._act(groups, snapshot, units,
-                                           dict((i, g.get("persistence_mode")) for i, g in before.items()))
-            # What this run did to the node, a failed run included: a stop, a reset, a persistence mode set.
-            self.result["changed"] = bool(self.result["services_stopped"] or self.result["persistence_restored"]
-                                          or any(o.get("reset") for o in outcome.values()))
+                self._plan_and_act()
+        self.result["journal"] = self.run.journal.entries()
+        failed = [g for g in self.result["gpus"] if g["reset"] is False and g["index"] in self._to_reset]
+        if failed or "error" in self.result:
+            details = dict((key, value) for key, value in self.result.items() if key != "msg")
+            self.module.fail_json(msg="gpu_reset failed: %s; services were restored: %s" % (
+                "; ".join("GPU %s: %s" % (g["index"], g["reason"]) for g in failed) or self.result.get("error"),
+                ", ".join(self.result["services_started"]) or "none had been stopped"), **details)
+        self.module.exit_json(**self.result)
+
+    def _plan_and_act(self):
+        """Everything from the snapshot on; outside check mode under the node lock, so the plan is the node's now."""
+        first = self.run.snapshot(gpus=[])
+        snapshot, groups, reasons, skipped, units = self.clear(first)
+        to_reset = self._to_reset = set(index for group in groups for index in group)
+        before = dict((gpu["index"], gpu) for gpu in first["gpus"])
+        outcome, after = {}, None
+        if to_reset and not self.module.check_mode:
+            outcome, after = self._act(groups, snapshot, units, dict((i, g.get("persistence_mode")) for i, g in before.items()))
+            # What this run did to the node, a failed run included: a kill, a stop, a reset, a persistence mode set.
+            self.result["changed"] = bool(self.result["changed"] or self.result["services_stopped"]
+                                          or self.result["persistence_restored"] or any(o.get("reset") for o in outcome.values()))
         elif to_reset:
+            self.result["changed"] = True
             self.result["services_stopped"] = units
             self.result["services_started"] = list(reversed(units))
             outcome = dict((index, {"reset": True, "reason": None}) for index in to_reset)
         self._report(before, after, reasons, skipped, outcome)
-        self.result["journal"] = self.run.journal.entries()
-        failed = [g for g in self.result["gpus"] if g["index"] in to_reset and not g["reset"]]
-        if failed or "error" in self.result:
-            self.module.fail_json(msg="gpu_reset failed: %s; services were restored: %s" % (
-                "; ".join("GPU %s: %s" % (g["index"], g["reason"]) for g in failed) or self.result.get("error"),
-                ", ".join(self.result["services_started"]) or "none had been stopped"), **self.result)
-        self.module.exit_json(**self.result)
 
     def _report(self, before, after, reasons, skipped, outcome):
         after_gpus = dict((gpu["index"], gpu) for gpu in (after or {}).get("gpus", []))
@@ -342,14 +420,17 @@ class GpuResetWorker:
 
 
 def main():
-    module = AnsibleModule(
+    module = GpuModule(
         argument_spec=action_argument_spec(
             force=dict(type="bool", default=False),
             reset_nvlink_peers=dict(type="bool", default=True),
             stop_services=dict(type="bool", default=True),
+            kill_holders=dict(type="bool", default=False),
+            **KILL_ARGUMENT_SPEC
         ),
         supports_check_mode=True,
     )
+    validate_kill_params(module)
     GpuResetWorker(module).execute()
 
 
