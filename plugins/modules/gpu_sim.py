@@ -311,7 +311,7 @@ import hashlib
 import json
 import os
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import SIM_ROOT_ENV
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_nvml import SimNvmlLibrary as _sim_nvml_library  # noqa: F401 pylint: disable=unused-import
@@ -442,7 +442,7 @@ def build(module, root, spec, digest):
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = GpuModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     root = os.path.abspath(module.params["root"])
     spec = scenario(module.params)
     spec["root"] = root

@@ -24,6 +24,8 @@ description:
     holder) reports C(changed=true), even when everything was restored.
   - With O(method=graphics), restarts the graphics stack instead, C(systemctl isolate multi-user.target) then back
     to the target that was active.
+  - Takes the node lock before its snapshot, so that a run that waited for another plans from the node as that one
+    left it.
   - Runs only when the snapshot says a reload is needed (ghost memory, or a recovery action or Xid asking for a
     reset), unless O(force=true); a display server holding the GPU is expected on a desktop node and is no reason by
     itself. A second run changes nothing.
@@ -123,6 +125,20 @@ gpus:
   returned: always
   type: list
   elements: dict
+error:
+  description: What failed (a modprobe, a service that would not stop, a systemctl isolate).
+  returned: on failure
+  type: str
+recovery_problems:
+  description: The modules that could not be loaded back after a failure, with modprobe's message.
+  returned: after a failed module reload
+  type: list
+  elements: str
+service_errors:
+  description: The services that could not be started again.
+  returned: when one could not
+  type: list
+  elements: str
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -136,7 +152,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._deadline impor
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, HolderKiller, still_holding, validate_kill_params
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, HolderKiller, acted, still_holding, validate_kill_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 
@@ -205,6 +221,16 @@ class DriverReloadWorker:
                 "pid %s (%s)" % (h["pid"], h["reason"]) for h in left), **self.result)
 
     def execute(self):
+        if self.module.check_mode:
+            self._plan_and_act()
+        else:
+            # The snapshot and the plan under the lock: a run that waited sees the node as the other one left it.
+            with self.run.locked():
+                self._plan_and_act()
+        self.result["journal"] = self.run.journal.entries()
+        self.module.exit_json(**self.result)
+
+    def _plan_and_act(self):
         snapshot = self.run.snapshot(gpus=[])
         method = self.params["method"]
         reason = needs_reload(snapshot, self.params["ghost_threshold_mib"])
@@ -218,8 +244,6 @@ class DriverReloadWorker:
                 self._graphics(snapshot)
             else:
                 self._modules(snapshot)
-        self.result["journal"] = self.run.journal.entries()
-        self.module.exit_json(**self.result)
 
     def _systemctl_plan(self, verb, units):
         return ["systemctl %s %s" % (verb, unit) for unit in units]
@@ -250,22 +274,21 @@ class DriverReloadWorker:
             self.result.update(modules_unloaded=unload, modules_loaded=load, services_stopped=units,
                                services_started=list(reversed(units)), node_state="reloaded")
             return
-        with self.run.locked():
-            try:
-                services.stop(units)
-                self._wait_devices_free()
-                self._unload(modprobe, unload)
-                self._load(modprobe, load, driver.get("nvidia_drm_modeset"))
-                self.result["node_state"] = "reloaded"
-            except (ReloadFailed, ServiceError) as exc:
-                self._recover(modprobe, driver.get("nvidia_drm_modeset"), services, str(exc))
-            finally:
-                self.result["services_stopped"] = list(services.stopped)
-                started, errors = services.restore()
-                self.result["services_started"] = started
-                if errors:
-                    self.result["node_state"] = "degraded"
-                    self.result["service_errors"] = errors
+        try:
+            services.stop(units)
+            self._wait_devices_free()
+            self._unload(modprobe, unload)
+            self._load(modprobe, load, driver.get("nvidia_drm_modeset"))
+            self.result["node_state"] = "reloaded"
+        except (ReloadFailed, ServiceError) as exc:
+            self._recover(modprobe, driver.get("nvidia_drm_modeset"), services, str(exc))
+        finally:
+            self.result["services_stopped"] = list(services.stopped)
+            started, errors = services.restore()
+            self.result["services_started"] = started
+            if errors:
+                self.result["node_state"] = "degraded"
+                self.result["service_errors"] = errors
         self._verify(snapshot)
 
     def _ghost(self, snapshot):
@@ -331,7 +354,7 @@ class DriverReloadWorker:
         if self.result["node_state"] != "reloaded":
             # Failed, but what it stopped, unloaded or ended changed the node, restored or not.
             self.result["changed"] = bool(self.result["services_stopped"] or self.result["modules_unloaded"] or self.isolated
-                                          or (self.result.get("killed") or {}).get("signalled"))
+                                          or acted(self.result.get("killed") or {"signalled": [], "zombies": [], "containers": []}))
             self.result["journal"] = self.run.journal.entries()
             self.module.fail_json(msg="nvidia_driver_reload failed: %s; node state: %s (modules loaded back: %s; services started "
                                       "again: %s)" % (self.result["error"], self.result["node_state"],
@@ -350,15 +373,14 @@ class DriverReloadWorker:
         if self.module.check_mode:
             self.result["node_state"] = "reloaded"
             return
-        with self.run.locked():
-            for argv in steps:
-                entry = self.run.journal.intent("systemctl_isolate", target=argv[-1])
-                rc, dummy, err = self.module.run_command(argv)
-                self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
-                if rc != 0:
-                    self.result["error"] = "systemctl isolate %s failed: %s" % (argv[-1], err.strip())
-                    break
-                self.isolated = True
+        for argv in steps:
+            entry = self.run.journal.intent("systemctl_isolate", target=argv[-1])
+            rc, dummy, err = self.module.run_command(argv)
+            self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+            if rc != 0:
+                self.result["error"] = "systemctl isolate %s failed: %s" % (argv[-1], err.strip())
+                break
+            self.isolated = True
         self.result["node_state"] = "reloaded" if "error" not in self.result else "degraded"
         self._verify(snapshot)
 
