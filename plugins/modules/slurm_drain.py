@@ -103,6 +103,12 @@ waited:
   description: Seconds waited for the jobs to end.
   returned: always
   type: float
+journaled_drain:
+  description:
+    - With O(state=resumed), the last drain of this node in the node journal that no resume followed (C(run_id), C(ts)),
+      or null. A run id other than this run's is a run that was interrupted after its drain.
+  returned: with state=resumed
+  type: dict
 msg:
   description: What was done, or why nothing was.
   returned: always
@@ -112,7 +118,7 @@ msg:
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
@@ -194,7 +200,23 @@ class SlurmDrain:
         self.result["waited"] = round(time.monotonic() - started, 1)
         return self.read()
 
+    def journaled_drain(self):
+        """The last drain of this node in the journal that no resume followed: {"run_id", "ts"}, or None."""
+        last = None
+        for record in read_journal(self.journal.path):
+            if record.get("node") != self.node or record.get("phase") != "intent":
+                continue
+            if record.get("action") == "slurm_drain":
+                last = {"run_id": record.get("run_id"), "ts": record.get("ts")}
+            elif record.get("action") == "slurm_resume":
+                last = None
+        return last
+
     def resume(self, before):
+        left = self.journaled_drain()
+        self.result["journaled_drain"] = left
+        if left and left["run_id"] != self.run_id and is_ours(before, self.params["marker"]):
+            self.result["msg_prefix"] = "a drain left by run %s (%s, in the journal)" % (left["run_id"], left["ts"])
         if is_ours(before, self.params["marker"]):
             if self.module.check_mode:
                 self.result.update(changed=True, msg="would resume: the drain is ours (%s)" % before["reason"])
@@ -213,6 +235,9 @@ class SlurmDrain:
         before = self.read()
         self.result["before"] = before
         after = self.drain(before) if self.params["state"] == "drained" else self.resume(before)
+        prefix = self.result.pop("msg_prefix", None)
+        if prefix:
+            self.result["msg"] = "%s: %s" % (prefix, self.result["msg"])
         self.result.update(node=after, ours=is_ours(after, self.params["marker"]))
         self.result["diff"] = {"before": {"state": before["state"], "reason": before["reason"]},
                                "after": {"state": after["state"], "reason": after["reason"]}}
