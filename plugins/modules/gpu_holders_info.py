@@ -21,7 +21,7 @@ description:
     log mapped to the action of NVIDIA's Xid catalog.
   - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reload), V(reboot)) expected
     to free the memory, with the evidence for it.
-  - Reads the node's journal back: kernel log evidence older than a later successful reset of its GPU or a driver
+  - Reads the node's journal back. Kernel log evidence older than a later successful reset of its GPU or a driver
     reload recorded there, or older than the current boot, stays in C(xid_events) with C(answered_by) set and no
     longer chooses the rung.
   - This module was called C(gpuops.remediation.gpu_holders) before; that name still works.
@@ -182,7 +182,7 @@ xid_events:
 reset_blockers:
   description:
     - Processes that hold C(/dev/nvidiactl) and no GPU device (nv-fabricmanager, nv-hostengine, a monitoring agent, a
-      stray NVML client): they keep every GPU of the node from being reset. When a GPU needs a reset, the verdict's
+      stray NVML client), which keep every GPU of the node from being reset. When a GPU needs a reset, the verdict's
       reasons name them.
   returned: always
   type: list
