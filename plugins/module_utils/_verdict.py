@@ -129,9 +129,9 @@ def _reset_blocker_reasons(finding, blockers):
     if not any(reason["rung"] == "reset" for reason in finding.reasons):
         return
     for blocker in blockers:
-        finding.reasons.append({"rung": "reset", "reason": "pid %s (%s, %s) holds only %s, which blocks every GPU reset until "
-                                "it ends or its service stops" % (blocker["pid"], blocker.get("name"), blocker.get("class"),
-                                                                     ", ".join(blocker.get("devices") or []))})
+        devices = ", ".join(blocker.get("devices") or [])
+        what = "pid %s (%s, %s) holds only %s" % (blocker["pid"], blocker.get("name"), blocker.get("class"), devices)
+        finding.reasons.append({"rung": "reset", "reason": what + ", which blocks every GPU reset until it ends or its service stops"})
 
 
 def verdict(snapshot, ghost_threshold_mib):
