@@ -12,6 +12,9 @@ RUNGS = ("none", "kill", "reset", "reload", "reboot")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
 # restart_app: the application the Xid hit must end; once it has (see answer_events), the event asks for nothing.
 XID_RUNGS = {"restart_app": "kill", "reset_gpu": "reset", "reboot": "reboot"}
+# What answered earlier evidence (answer_events), as the verdict's reasons say it.
+ANSWER_TEXT = {"gpu_reset": "a later GPU reset", "nvidia_driver_reload": "a later driver reload",
+               "reboot": "the reboot since", "process_exit": "the end of the application it hit"}
 # Slack for kernel log times printed to the second (dmesg -T, syslog) against process start times.
 _CLOCK_SLACK_S = 1.0
 STUCK_CLASSES = ("zombie", "unkillable")
@@ -114,15 +117,12 @@ def _xid_findings(finding, events, indexes):
             if line not in answered:
                 answered.append(line)
         elif rung == "kill":
-            who = " (pid %s%s)" % (event["pid"], ", " + event["process_name"] if event.get("process_name") else "") if event.get("pid") else ""
+            name = ", " + event["process_name"] if event.get("process_name") else ""
+            who = " (pid %s%s)" % (event["pid"], name) if event.get("pid") else ""
             finding.need(rung, "%s: the application it hit%s must end" % (text, who))
         else:
             finding.need(rung, text)
     finding.reasons.extend({"rung": "none", "reason": line} for line in answered)
-
-
-ANSWER_TEXT = {"gpu_reset": "a later GPU reset", "nvidia_driver_reload": "a later driver reload",
-               "reboot": "the reboot since", "process_exit": "the end of the application it hit"}
 
 
 def _reset_blocker_reasons(finding, blockers):
