@@ -94,7 +94,7 @@ def read_journal(path):
     try:
         with open(path, "rb") as handle:
             data = handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     records = []
     for line in data.split(b"\n"):
@@ -113,3 +113,56 @@ def unfinished(records):
     """The intents that have no outcome: actions a killed run may have left half done."""
     finished = set(record.get("id") for record in records if record.get("phase") == "outcome")
     return [record for record in records if record.get("phase") == "intent" and record.get("id") not in finished]
+
+
+def load_journal(path):
+    """(records, error): read_journal that never raises; error says why the journal could not be read, else None."""
+    try:
+        return read_journal(path), None
+    except (IOError, OSError) as exc:
+        return [], "cannot read the journal %s: %s" % (path, exc)
+
+
+def _epoch(stamp):
+    """Seconds since the epoch of a journal "ts" ("2026-12-01T08:44:04.123456Z"), or None."""
+    try:
+        parsed = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed.timestamp()
+
+
+def _reset_bus_ids(argv):
+    """The bus ids of `nvidia-smi --gpu-reset -i <id>[,<id>...]`."""
+    argv = list(argv or [])
+    for flag in ("-i", "--id"):
+        if flag in argv[:-1]:
+            return [part for part in str(argv[argv.index(flag) + 1]).split(",") if ":" in part]
+    return []
+
+
+def completed_resets(records):
+    """The resets and driver reloads that ended well, oldest first: what answers earlier Xid evidence.
+
+    Each: {"action": "gpu_reset" | "nvidia_driver_reload", "time": the outcome's ts, "epoch": float,
+    "gpus": [indexes] (gpu_reset) or None (a reload answers every GPU), "bus_ids": [as given to nvidia-smi]}.
+    A reload is a successful load of the nvidia module (it was unloaded before). Malformed lines are skipped.
+    """
+    intents = dict((record.get("id"), record) for record in records if record.get("phase") == "intent")
+    done = []
+    for record in records:
+        intent = intents.get(record.get("id"))
+        if record.get("phase") != "outcome" or record.get("ok") is not True or intent is None:
+            continue
+        epoch = _epoch(record.get("ts"))
+        if epoch is None:
+            continue
+        if intent.get("action") == "gpu_reset":
+            gpus = intent.get("gpus") if isinstance(intent.get("gpus"), list) else []
+            done.append({"action": "gpu_reset", "time": record.get("ts"), "epoch": epoch,
+                         "gpus": [gpu for gpu in gpus if isinstance(gpu, int)], "bus_ids": _reset_bus_ids(intent.get("argv"))})
+        elif intent.get("action") == "module_load" and intent.get("module") == "nvidia":
+            done.append({"action": "nvidia_driver_reload", "time": record.get("ts"), "epoch": epoch, "gpus": None, "bus_ids": []})
+    return done

@@ -8,7 +8,9 @@ Reads the text of `dmesg`, `dmesg -T`/`--ctime`, `journalctl -k` (short, short-i
 
 from __future__ import annotations
 
+import calendar
 import re
+import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 
@@ -43,11 +45,14 @@ _SEVERITIES = {
 }
 
 # (Xid, NVIDIA mnemonic, description, immediate-action bucket) from NVIDIA's Xid catalog,
-# https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (codes marked "Unused" left out).
+# https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (codes that apply to no product left out;
+# 162-172, which the catalog gives no action, too: they stay "unknown", action "report").
 _CATALOG_ROWS = (
     (8, "ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT", "GPU stopped processing", "RESTART_APP"),
     (11, "ROBUST_CHANNEL_GR_ERROR_MISSING_HW", "Invalid or corrupted push buffer stream", "RESTART_APP"),
     (13, "ROBUST_CHANNEL_GR_EXCEPTION", "Graphics Engine Exception", "RESTART_APP"),
+    # Described "Unused" but applying to every product, with an action: kept (trigger condition as the name).
+    (14, "ROBUST_CHANNEL_FAKE_ERROR", "Fake or injected error from userspace", "IGNORE"),
     (25, "ROBUST_CHANNEL_GR_ILLEGAL_NOTIFY", "Invalid or illegal push buffer stream", "RESTART_APP"),
     (31, "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT", "GPU memory page fault", "RESTART_APP"),
     (32, "ROBUST_CHANNEL_PBDMA_ERROR", "Invalid or corrupted push buffer stream", "RESTART_APP"),
@@ -104,11 +109,22 @@ _CATALOG_ROWS = (
     (105, "ROBUST_CHANNEL_NVJPG7_ERROR", "NVJPG7 Error", "RESTART_APP"),
     (106, "SMBPBI_TEST_MESSAGE", "SMBPBI Test Message", "IGNORE"),
     (107, "SMBPBI_TEST_MESSAGE_SILENT", "SMBPBI Test Message Silent", "IGNORE"),
+    (108, "NVLINK_REMOTE_TRANSLATION_ERROR", "NVLink remote translation error", "IGNORE"),  # described "Unused"
     (109, "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", "Context Switch Timeout Error", "RESET_GPU"),
     (110, "SEC_FAULT_ERROR", "Security Fault Error", "RESET_GPU"),
     (119, "GSP_RPC_TIMEOUT", "GSP RPC Timeout", "RESET_GPU"),
     (120, "GSP_ERROR", "GSP Error", "RESET_GPU"),
     (121, "C2C_ERROR", "C2C Error", "IGNORE"),
+    (126, "ROBUST_CHANNEL_CE10_ERROR", "CE10: Unknown Error", "RESTART_APP"),
+    (127, "ROBUST_CHANNEL_CE11_ERROR", "CE11: Unknown Error", "RESTART_APP"),
+    (128, "ROBUST_CHANNEL_CE12_ERROR", "CE12: Unknown Error", "RESTART_APP"),
+    (129, "ROBUST_CHANNEL_CE13_ERROR", "CE13: Unknown Error", "RESTART_APP"),
+    (130, "ROBUST_CHANNEL_CE14_ERROR", "CE14: Unknown Error", "RESTART_APP"),
+    (131, "ROBUST_CHANNEL_CE15_ERROR", "CE15: Unknown Error", "RESTART_APP"),
+    (132, "ROBUST_CHANNEL_CE16_ERROR", "CE16: Unknown Error", "RESTART_APP"),
+    (133, "ROBUST_CHANNEL_CE17_ERROR", "CE17: Unknown Error", "RESTART_APP"),
+    (134, "ROBUST_CHANNEL_CE18_ERROR", "CE18: Unknown Error", "RESTART_APP"),
+    (135, "ROBUST_CHANNEL_CE19_ERROR", "CE19: Unknown Error", "RESTART_APP"),
     (136, "ALI_TRAINING_FAIL", "Link Training Failed", "RESET_GPU"),
     (137, "NVLINK_PRIV_ERR", "NVLink Privilege Error", "IGNORE"),
     (139, "ROBUST_CHANNEL_OFA1_ERROR", "OFA1 Error", "RESTART_APP"),
@@ -160,15 +176,23 @@ _RECOVERY_TEXT = (
     ("none", "none", "none"),
 )
 
-# Line prefixes, tried on the text before "NVRM:"; the first that matches gives the printed time.
+# Line prefixes, tried on the text before "NVRM:"; the first that matches gives the printed time and its kind.
 _TIME_PATTERNS = (
-    re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]"),  # dmesg -T / --ctime
-    re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"),  # journalctl -o short-iso
-    re.compile(r"([A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)"),  # journalctl short / syslog
-    re.compile(r"\[\s*(\d+\.\d+)\]"),  # dmesg
+    ("ctime", re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]")),  # dmesg -T / --ctime
+    ("iso", re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)")),  # journalctl -o short-iso
+    ("syslog", re.compile(r"([A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)")),  # journalctl short / syslog
+    ("uptime", re.compile(r"\[\s*(\d+\.\d+)\]")),  # dmesg: seconds since boot
 )
-_XID_RE = re.compile(r"^Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)\): (?P<xid>\d+)(?:, (?P<rest>.*))?$")
-_PID_NAME_RE = re.compile(r"^pid='?(?P<pid><unknown>|\d+)'?, name=(?P<name>.*?)(?:, (?P<message>.*))?$")
+_ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?$")
+_A_DAY = 86400.0
+# "Xid (PCI:0000:01:00): 94, ...", on a MIG GPU "Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, ..." (GPU-CI optional).
+_XID_RE = re.compile(r"^Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\s+GPU-I:(?P<gi>\d+))?(?:\s+GPU-CI:(?P<ci>\d+))?\s*\):"
+                     r"\s*(?P<xid>\d+)(?:,\s*(?P<rest>.*))?$")
+# "pid=123, name=x, msg", "pid='<unknown>', name=<unknown>, msg", "pid=0, msg" (no name), "pid=8494,   name=x, msg".
+_PID_RE = re.compile(r"^pid='?(?P<pid><unknown>|\d+)'?(?:,\s*|$)(?P<rest>.*)$")
+_NAME_RE = re.compile(r"^name='?(?P<name>.*?)'?(?:,\s*(?P<message>.*))?$")
+# Xid 94/95 end with "RST: Yes|No, D-RST: Yes|No": the driver marked the GPU for a reset (or a drain and reset).
+_RESET_REQUIRED_RE = re.compile(r"\b(D-)?RST:\s*Yes\b")
 _BUS_IN_TEXT_RE = re.compile(r"(?:PCI:)?((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)")
 _FALLEN = "fallen off the bus"
 _MULTILINE_START_RE = re.compile(r"^The NVIDIA GPU (?P<bus>\S+)")
@@ -184,10 +208,52 @@ def _split_nvrm(line):
 
 
 def _printed_time(prefix):
-    for pattern in _TIME_PATTERNS:
+    """(time as printed, its kind) or (None, None)."""
+    for kind, pattern in _TIME_PATTERNS:
         match = pattern.search(prefix)
         if match:
-            return match.group(1)
+            return match.group(1), kind
+    return None, None
+
+
+def _iso_epoch(text):
+    match = _ISO_RE.match(text)
+    if not match:
+        return None
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    fraction = float("0." + match.group(7)) if match.group(7) else 0.0
+    zone = match.group(8)
+    if zone is None:  # no offset printed: local time
+        return time.mktime((year, month, day, hour, minute, second, 0, 0, -1)) + fraction
+    offset = 0
+    if zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        offset = sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+    return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0)) + fraction - offset
+
+
+def time_epoch(printed, kind, boot_time=None, now=None):
+    """Seconds since the epoch of a printed kernel log time, or None when it cannot be known.
+
+    dmesg prints seconds since boot (needs `boot_time`, the epoch of the boot); dmesg -T, journalctl short and
+    syslog print the local wall clock (syslog without the year: the latest year that is not in the future);
+    short-iso prints its offset.
+    """
+    try:
+        if kind == "uptime":
+            return None if boot_time is None else float(boot_time) + float(printed)
+        if kind == "iso":
+            return _iso_epoch(printed)
+        if kind == "ctime":
+            return time.mktime(time.strptime(printed, "%a %b %d %H:%M:%S %Y"))
+        if kind == "syslog":
+            now = time.time() if now is None else now
+            year = time.localtime(now).tm_year
+            stamp = time.mktime(time.strptime("%d %s" % (year, printed), "%Y %b %d %H:%M:%S"))
+            return stamp if stamp <= now + _A_DAY else time.mktime(time.strptime("%d %s" % (year - 1, printed), "%Y %b %d %H:%M:%S"))
+    except (ValueError, OverflowError):
+        return None
     return None
 
 
@@ -204,18 +270,30 @@ def _xid154_catalog(message):
 
 
 def catalog_for(xid, message=None):
-    """The catalog entry for an Xid (a copy); unknown codes give name "unknown", action "report"."""
+    """The catalog entry for an Xid (a copy); unknown codes give name "unknown", action "report".
+
+    Xid 94/95 whose line says "RST: Yes" or "D-RST: Yes" ask for a reset whatever the catalog's immediate action.
+    """
     if xid == 154:
         return _xid154_catalog(message)
-    return dict(XID_CATALOG.get(xid, UNKNOWN_XID))
+    entry = dict(XID_CATALOG.get(xid, UNKNOWN_XID))
+    required = _RESET_REQUIRED_RE.search(message or "") if xid in (94, 95) else None
+    if required:
+        entry.update(action="reset_gpu", severity=_SEVERITIES["reset_gpu"],
+                     recovery_action="drain_and_reset" if required.group(1) else "reset")
+    return entry
 
 
-def _event(kind, line, time, message, bus=None, xid=None, pid=None, process_name=None, catalog=None):
+def _event(kind, line, stamp, message, bus=None, xid=None, pid=None, process_name=None, catalog=None, instances=(None, None)):
+    printed, epoch = stamp
     return {
         "kind": kind,
         "xid": xid,
         "pci_bus_id": normalize_bus_id(bus) if bus else None,
-        "time": time,
+        "gpu_instance_id": instances[0],
+        "compute_instance_id": instances[1],
+        "time": printed,
+        "time_epoch": epoch,
         "pid": pid,
         "process_name": process_name,
         "message": message,
@@ -224,21 +302,33 @@ def _event(kind, line, time, message, bus=None, xid=None, pid=None, process_name
     }
 
 
-def _xid_event(line, time, match):
+def _owner(rest):
+    """(pid, process name, message) from the text after the code; pid and name None where not printed."""
+    owner = _PID_RE.match(rest)
+    if not owner:
+        return None, None, rest
+    pid = None if owner.group("pid") == "<unknown>" else int(owner.group("pid"))
+    message = owner.group("rest")
+    named = _NAME_RE.match(message)
+    if not named:
+        return pid, None, message
+    name = named.group("name").strip()
+    return pid, None if name in ("<unknown>", "") else name, named.group("message") or ""
+
+
+def _optional_int(text):
+    return None if text is None else int(text)
+
+
+def _xid_event(line, stamp, match):
     xid = int(match.group("xid"))
-    rest = match.group("rest") or ""
-    pid = process_name = None
-    message = rest
-    owner = _PID_NAME_RE.match(rest)
-    if owner:
-        pid = None if owner.group("pid") == "<unknown>" else int(owner.group("pid"))
-        process_name = None if owner.group("name") in ("<unknown>", "") else owner.group("name")
-        message = owner.group("message") or ""
-    return _event("xid", line, time, message, bus=match.group("bus"), xid=xid, pid=pid,
-                  process_name=process_name, catalog=catalog_for(xid, message))
+    pid, process_name, message = _owner(match.group("rest") or "")
+    return _event("xid", line, stamp, message, bus=match.group("bus"), xid=xid, pid=pid,
+                  process_name=process_name, catalog=catalog_for(xid, message),
+                  instances=(_optional_int(match.group("gi")), _optional_int(match.group("ci"))))
 
 
-def _multiline_fallen_off(lines, start, time, first_text):
+def _multiline_fallen_off(lines, start, stamp, first_text):
     """The driver prints "The NVIDIA GPU <bus>" / "(PCI ID: ...) installed ... has" / "fallen off the bus ..."
     as one message over several lines; join them into one event. Returns (event, lines consumed) or None.
     """
@@ -253,13 +343,17 @@ def _multiline_fallen_off(lines, start, time, first_text):
         if _FALLEN in split[1]:
             bus = _MULTILINE_START_RE.match(first_text).group("bus")
             raw = "\n".join(lines[start:start + offset + 1])
-            return _event("fallen_off_bus", raw, time, " ".join(texts), bus=bus,
+            return _event("fallen_off_bus", raw, stamp, " ".join(texts), bus=bus,
                           catalog=dict(FALLEN_OFF_BUS)), offset + 1
     return None
 
 
-def parse_kernel_log(text):
-    """NVRM Xid and "fallen off the bus" events, in log order (see docs/internals.md for the shape)."""
+def parse_kernel_log(text, boot_time=None, now=None):
+    """NVRM Xid and "fallen off the bus" events, in log order (see docs/internals.md for the shape).
+
+    `boot_time` (epoch of the boot) turns dmesg's seconds since boot into `time_epoch`; `now` (epoch) dates
+    syslog lines, which print no year (default: the current time).
+    """
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     lines = [line.rstrip("\r") for line in text.splitlines()]
@@ -271,16 +365,17 @@ def parse_kernel_log(text):
         consumed = 1
         if split is not None:
             prefix, message = split
-            time = _printed_time(prefix)
+            printed, kind = _printed_time(prefix)
+            stamp = (printed, time_epoch(printed, kind, boot_time, now) if printed else None)
             xid_match = _XID_RE.match(message)
             if xid_match:
-                events.append(_xid_event(line, time, xid_match))
+                events.append(_xid_event(line, stamp, xid_match))
             elif _FALLEN in message:
                 bus = _BUS_IN_TEXT_RE.search(message)
-                events.append(_event("fallen_off_bus", line, time, message, bus=bus.group(1) if bus else None,
+                events.append(_event("fallen_off_bus", line, stamp, message, bus=bus.group(1) if bus else None,
                                      catalog=dict(FALLEN_OFF_BUS)))
             elif _MULTILINE_START_RE.match(message):
-                joined = _multiline_fallen_off(lines, index, time, message)
+                joined = _multiline_fallen_off(lines, index, stamp, message)
                 if joined:
                     events.append(joined[0])
                     consumed = joined[1]

@@ -15,12 +15,15 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
     DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import completed_resets, load_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import attribution, read_process, scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (
+    attribution, boot_time, read_process, scan_holders_report, start_time_epoch,
+)
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
 NVIDIA_MODULE_PREFIX = "nvidia"
@@ -30,7 +33,7 @@ class SnapshotOptions:
     """The knobs of a snapshot, as gpu_holders_info and the remediation modules accept them."""
 
     def __init__(self, gpus=None, backend="auto", probe_timeout=10.0, kernel_log_source="auto", kernel_log_path=None,
-                 kernel_log_window=None, ghost_threshold_mib=256):
+                 kernel_log_window=None, ghost_threshold_mib=256, journal_path=None):
         self.gpus = list(gpus or [])
         self.backend = backend
         self.probe_timeout = probe_timeout
@@ -38,10 +41,13 @@ class SnapshotOptions:
         self.kernel_log_path = kernel_log_path
         self.kernel_log_window = kernel_log_window
         self.ghost_threshold_mib = ghost_threshold_mib
+        # The node's journal, read back for the resets and reloads that answered earlier evidence (None: the layout's).
+        self.journal_path = journal_path
 
     @classmethod
     def from_params(cls, params):
-        names = ("gpus", "backend", "probe_timeout", "kernel_log_source", "kernel_log_path", "kernel_log_window", "ghost_threshold_mib")
+        names = ("gpus", "backend", "probe_timeout", "kernel_log_source", "kernel_log_path", "kernel_log_window", "ghost_threshold_mib",
+                 "journal_path")
         return cls(**dict((name, params[name]) for name in names if name in params))
 
 
@@ -188,6 +194,7 @@ def _finish_gpu(gpu, holders, options, probe_report):
     gpu["holders"] = [h["pid"] for h in holders if gpu["index"] in h["gpus"]]
     gpu["state"] = gpu_state(gpu, holders, options.ghost_threshold_mib, probe_report)
     gpu.setdefault("lost", False)
+    gpu.setdefault("pci_bus_id", None)  # NVML names no bus id for a GPU it lost
     return gpu
 
 
@@ -240,7 +247,14 @@ def probe_driver(module, layout, driver_version, cuda_version):
     return driver
 
 
-def probe_kernel_log(module, layout, options):
+def _boot_epoch():
+    try:
+        return boot_time()
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def probe_kernel_log(module, layout, options, boot_epoch=None):
     report = {"source": options.kernel_log_source, "ok": True, "error": None}
     source = options.kernel_log_source
     if source == "none":
@@ -268,7 +282,64 @@ def probe_kernel_log(module, layout, options):
         if rc != 0:
             report.update(ok=False, error=(err or text).strip() or "exit %d" % rc)
             return [], report
-    return parse_kernel_log(text), report
+    return parse_kernel_log(text, boot_time=boot_epoch), report
+
+
+def probe_journal(layout, options):
+    """(completed resets and reloads, report) from the node's journal; a missing, torn or unreadable one is no error
+    for the snapshot: it only means that no earlier action answers the kernel log's evidence."""
+    path = options.journal_path or layout.journal_file
+    records, error = load_journal(path)
+    report = {"path": path, "ok": error is None, "error": error, "records": len(records)}
+    return completed_resets(records), report
+
+
+def _lost_bus_ids(gpus, events):
+    """Give a lost GPU that the driver named no bus id the one of its "fallen off the bus" / Xid 79 line.
+
+    Bus ids in those lines that no GPU of the node has are matched to the lost GPUs without one, both in order
+    (NVML numbers GPUs in PCI bus order); only when their numbers agree, so that no GPU is given another's id.
+    """
+    known = set(gpu.get("pci_bus_id") for gpu in gpus if gpu.get("pci_bus_id"))
+    fallen = []
+    for event in events:
+        if event["kind"] == "fallen_off_bus" or event.get("xid") == 79:
+            bus = event.get("pci_bus_id")
+            if bus and bus not in known and bus not in fallen:
+                fallen.append(bus)
+    nameless = sorted((gpu for gpu in gpus if gpu.get("lost") and not gpu.get("pci_bus_id")), key=lambda gpu: gpu["index"])
+    if nameless and len(nameless) == len(fallen):
+        for gpu, bus in zip(nameless, sorted(fallen)):
+            gpu.update(pci_bus_id=bus, pci_bus_id_from="kernel_log")
+
+
+def _is_gpu_node(path):
+    return GPU_DEVICE.search(path) is not None
+
+
+def reset_blockers(holders):
+    """Holders of /dev/nvidiactl and no GPU device (nv-fabricmanager, nv-hostengine, a monitoring agent, a stray
+    NVML client): a client of the whole driver, which keeps every GPU from being reset."""
+    blockers = []
+    for holder in holders:
+        devices = holder.get("devices") or []
+        if holder.get("gpus") or not any(os.path.basename(path) == "nvidiactl" for path in devices) \
+                or any(_is_gpu_node(path) for path in devices):
+            continue
+        blockers.append({"pid": holder["pid"], "start_time": holder.get("start_time"), "name": holder.get("name"),
+                         "class": holder.get("class"), "devices": devices, "systemd_unit": holder.get("systemd_unit")})
+    return blockers
+
+
+def _start_epochs(holders):
+    epochs = {}
+    for holder in holders:
+        if holder.get("start_time") is not None:
+            try:
+                epochs[holder["pid"]] = start_time_epoch(holder["start_time"])
+            except (IOError, OSError, ValueError):
+                pass
+    return epochs
 
 
 def scan_processes(layout, timeout):
@@ -294,16 +365,20 @@ def take_snapshot(module, layout, options):
     started = time.monotonic()
     result, gpu_report = probe_gpus(module, layout, options.backend, options.probe_timeout)
     gpus = (result or {}).get("gpus") or ([] if gpu_report["ok"] else _gpus_from_device_nodes(layout.dev_dir))
+    boot_epoch = _boot_epoch()
+    events, log_report = probe_kernel_log(module, layout, options, boot_epoch)
+    _lost_bus_ids(gpus, events)
     selected = select_gpus(gpus, options.gpus)
 
     scan, scan_report = scan_processes(layout, options.probe_timeout)
     holders = build_holders(scan, gpus)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
 
-    events, log_report = probe_kernel_log(module, layout, options)
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)
     events = [event for event in events if event.get("gpu_index") is None or event["gpu_index"] in selected]
+    completed, journal_report = probe_journal(layout, options)
+    answer_events(events, completed, boot_epoch, holders, _start_epochs(holders))
     gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
     snapshot = {
         "simulated": layout.simulated,
@@ -313,7 +388,8 @@ def take_snapshot(module, layout, options):
         "services": probe_services(module, layout, holders),
         "driver": probe_driver(module, layout, (result or {}).get("driver_version"), (result or {}).get("cuda_version")),
         "xid_events": events,
-        "probes": {"gpu": gpu_report, "process_scan": scan_report, "kernel_log": log_report},
+        "reset_blockers": reset_blockers(holders),
+        "probes": {"gpu": gpu_report, "process_scan": scan_report, "kernel_log": log_report, "journal": journal_report},
     }
     snapshot["verdict"] = verdict(snapshot, options.ghost_threshold_mib)
     snapshot["probes"]["seconds"] = round(time.monotonic() - started, 3)

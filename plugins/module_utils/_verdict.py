@@ -4,9 +4,19 @@
 
 from __future__ import annotations
 
+import datetime
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
+
 RUNGS = ("none", "kill", "reset", "reload", "reboot")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
-XID_RUNGS = {"reset_gpu": "reset", "reboot": "reboot"}
+# restart_app: the application the Xid hit must end; once it has (see answer_events), the event asks for nothing.
+XID_RUNGS = {"restart_app": "kill", "reset_gpu": "reset", "reboot": "reboot"}
+# What answered earlier evidence (answer_events), as the verdict's reasons say it.
+ANSWER_TEXT = {"gpu_reset": "a later GPU reset", "nvidia_driver_reload": "a later driver reload",
+               "reboot": "the reboot since", "process_exit": "the end of the application it hit"}
+# Slack for kernel log times printed to the second (dmesg -T, syslog) against process start times.
+_CLOCK_SLACK_S = 1.0
 STUCK_CLASSES = ("zombie", "unkillable")
 # Present on a healthy node: they hold the GPU by design, and the rungs that need them gone stop them.
 EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
@@ -75,14 +85,53 @@ def _holder_findings(finding, gpu, holders):
             finding.need("kill", "%s holds GPU %s%s (%s)" % (what, gpu["index"], memory, holder["class"]))
 
 
+def _event_what(event):
+    if event["kind"] == "fallen_off_bus":
+        return "the GPU fell off the bus"
+    return "Xid %s (%s)" % (event["xid"], event["catalog"]["name"])
+
+
+def _event_where(event):
+    where = event.get("pci_bus_id") or "an unnamed GPU"
+    if event.get("gpu_instance_id") is not None:
+        where += " GPU instance %s" % event["gpu_instance_id"]
+        if event.get("compute_instance_id") is not None:
+            where += " compute instance %s" % event["compute_instance_id"]
+    return where
+
+
 def _xid_findings(finding, events, indexes):
+    answered = []
     for event in events:
         if event.get("gpu_index") is not None and event["gpu_index"] not in indexes:
             continue
         rung = XID_RUNGS.get((event.get("catalog") or {}).get("action"))
-        if rung:
-            what = "the GPU fell off the bus" if event["kind"] == "fallen_off_bus" else "Xid %s (%s)" % (event["xid"], event["catalog"]["name"])
-            finding.need(rung, "kernel log: %s on %s" % (what, event.get("pci_bus_id") or "an unnamed GPU"))
+        if not rung:
+            continue
+        text = "kernel log: %s on %s" % (_event_what(event), _event_where(event))
+        by = event.get("answered_by")
+        if by:
+            when = " at %s" % by["time"] if by.get("time") else ""
+            line = "%s was already answered by %s%s: it no longer chooses the rung" % (
+                text, ANSWER_TEXT.get(by["action"], by["action"]), when)
+            if line not in answered:
+                answered.append(line)
+        elif rung == "kill":
+            name = ", " + event["process_name"] if event.get("process_name") else ""
+            who = " (pid %s%s)" % (event["pid"], name) if event.get("pid") else ""
+            finding.need(rung, "%s: the application it hit%s must end" % (text, who))
+        else:
+            finding.need(rung, text)
+    finding.reasons.extend({"rung": "none", "reason": line} for line in answered)
+
+
+def _reset_blocker_reasons(finding, blockers):
+    if not any(reason["rung"] == "reset" for reason in finding.reasons):
+        return
+    for blocker in blockers:
+        devices = ", ".join(blocker.get("devices") or [])
+        what = "pid %s (%s, %s) holds only %s" % (blocker["pid"], blocker.get("name"), blocker.get("class"), devices)
+        finding.reasons.append({"rung": "reset", "reason": what + ", which blocks every GPU reset until it ends or its service stops"})
 
 
 def verdict(snapshot, ghost_threshold_mib):
@@ -95,6 +144,7 @@ def verdict(snapshot, ghost_threshold_mib):
         _gpu_findings(finding, gpu, probe_report, ghost_threshold_mib)
         _holder_findings(finding, gpu, snapshot["holders"])
     _xid_findings(finding, snapshot["xid_events"], set(gpu["index"] for gpu in snapshot["gpus"]))
+    _reset_blocker_reasons(finding, snapshot.get("reset_blockers") or [])
     return {"rung": finding.rung, "reasons": finding.reasons}
 
 
@@ -106,6 +156,62 @@ def reset_evidence(gpu, xid_events, ghost_threshold_mib):
     if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reset":
         return "NVML asks GPU %s for recovery action %s" % (gpu["index"], gpu["recovery_action"])
     for event in xid_events:
-        if event.get("gpu_index") == gpu["index"] and (event.get("catalog") or {}).get("action") == "reset_gpu":
+        if event.get("gpu_index") == gpu["index"] and (event.get("catalog") or {}).get("action") == "reset_gpu" \
+                and not event.get("answered_by"):
             return "Xid %s on GPU %s asks for a reset" % (event.get("xid"), gpu["index"])
     return None
+
+
+def _device_key(bus_id):
+    """"00000000:3B:00.0" -> "00000000:3B:00" (kernel lines name the device, not the function); None if unreadable."""
+    normalized = normalize_bus_id(bus_id)
+    return normalized.rsplit(".", 1)[0] if normalized else None
+
+
+def _covers(done, event):
+    """Whether a completed reset or reload answers the GPU the event is about."""
+    if done["gpus"] is None:
+        return True
+    if event.get("gpu_index") is not None and event["gpu_index"] in done["gpus"]:
+        return True
+    key = _device_key(event.get("pci_bus_id"))
+    return key is not None and key in set(_device_key(bus) for bus in done["bus_ids"])
+
+
+def _app_still_there(event, holders, start_epochs):
+    """A live holder of the event's GPU (its pid when the line names one) that started before the event."""
+    for holder in holders:
+        if holder["class"] in EXPECTED_CLASSES or event.get("gpu_index") not in holder["gpus"]:
+            continue
+        if event.get("pid") is not None and holder["pid"] != event["pid"]:
+            continue
+        started = start_epochs.get(holder["pid"])
+        if event.get("time_epoch") is None or started is None or started <= event["time_epoch"] + _CLOCK_SLACK_S:
+            return True
+    return False
+
+
+def _iso(epoch):
+    stamp = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat(timespec="seconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def answer_events(events, completed, boot_epoch, holders, start_epochs):
+    """Set "answered_by" on every event (in place): None while it is still evidence, else what answered it.
+
+    An event older than the current boot was answered by the reboot; one older than a successful reset of its
+    GPU or a driver reload (`completed`, from the node's journal) by that action; an Xid asking that the
+    application it hit be restarted, by the end of that application. Events of unknown time stay evidence.
+    """
+    for event in events:
+        event["answered_by"] = None
+        epoch = event.get("time_epoch")
+        if epoch is not None and boot_epoch is not None and epoch < boot_epoch:
+            event["answered_by"] = {"action": "reboot", "time": _iso(boot_epoch)}
+            continue
+        later = [done for done in completed if epoch is not None and done["epoch"] > epoch and _covers(done, event)]
+        if later:
+            event["answered_by"] = {"action": later[-1]["action"], "time": later[-1]["time"]}
+        elif (event.get("catalog") or {}).get("action") == "restart_app" and not _app_still_there(event, holders, start_epochs):
+            event["answered_by"] = {"action": "process_exit", "time": None}
+    return events

@@ -21,6 +21,9 @@ description:
     log mapped to the action of NVIDIA's Xid catalog.
   - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reload), V(reboot)) expected
     to free the memory, with the evidence for it.
+  - Reads the node's journal back. Kernel log evidence older than a later successful reset of its GPU or a driver
+    reload recorded there, or older than the current boot, stays in C(xid_events) with C(answered_by) set and no
+    longer chooses the rung.
   - This module was called C(gpuops.remediation.gpu_holders) before; that name still works.
 author:
   - gpuops maintainers (@gpuops)
@@ -31,6 +34,14 @@ extends_documentation_fragment:
   - gpuops.remediation.snapshot
 requirements:
   - nvidia-ml-py on the target for O(backend=nvml); otherwise C(nvidia-smi).
+options:
+  journal_path:
+    description:
+      - The journal the remediation modules write on the node (their O(gpuops.remediation.gpu_reset#module:journal_path)),
+        read back for the resets and reloads that already answered the kernel log's evidence.
+      - Defaults to C(/var/log/gpuops/journal.jsonl) (under the simulated root on a simulated node).
+      - A missing, empty, torn or unreadable journal answers nothing; C(probes.journal) says why.
+    type: path
 notes:
   - Run it as root to see the holders of every user; a non-root run reports how many processes it could not read
     in C(probes.process_scan.unreadable_pids).
@@ -73,7 +84,18 @@ gpus:
     index: {description: "NVML index.", type: int, returned: always}
     uuid: {description: "GPU UUID.", type: str, returned: always}
     name: {description: "Product name.", type: str, returned: always}
-    pci_bus_id: {description: "PCI bus id, normalised to 8 domain digits.", type: str, returned: always, sample: "00000000:18:00.0"}
+    pci_bus_id:
+      description:
+        - PCI bus id, normalised to 8 domain digits.
+        - For a lost GPU the driver cannot name, the bus id of its "fallen off the bus" or Xid 79 kernel log line
+          (C(pci_bus_id_from) is then V(kernel_log)); null when neither gives it.
+      type: str
+      returned: always
+      sample: "00000000:18:00.0"
+    pci_bus_id_from:
+      description: V(kernel_log) when the driver could not name the bus id of this lost GPU and the kernel log did.
+      type: str
+      returned: when the bus id of a lost GPU came from the kernel log
     memory_total_mib: {description: "Total memory.", type: int, returned: when the driver answered}
     memory_used_mib: {description: "Used memory.", type: int, returned: when the driver answered}
     memory_free_mib: {description: "Free memory.", type: int, returned: when the driver answered}
@@ -139,8 +161,47 @@ xid_events:
   returned: always
   type: list
   elements: dict
+  contains:
+    kind: {description: "V(xid) or V(fallen_off_bus).", type: str, returned: always}
+    xid: {description: "The Xid code; null for a fallen off the bus message.", type: int, returned: always}
+    pci_bus_id: {description: "The bus id the line names.", type: str, returned: always}
+    gpu_index: {description: "The GPU of that bus id; null when no GPU of the node has it.", type: int, returned: always}
+    gpu_instance_id: {description: "The MIG GPU instance (C(GPU-I:)) the line names; null without MIG.", type: int, returned: always}
+    compute_instance_id: {description: "The MIG compute instance (C(GPU-CI:)) the line names.", type: int, returned: always}
+    time: {description: "The time as printed.", type: str, returned: always}
+    time_epoch: {description: "That time in seconds since the epoch; null when it cannot be known.", type: float, returned: always}
+    pid: {description: "The process the line names.", type: int, returned: always}
+    process_name: {description: "Its name.", type: str, returned: always}
+    message: {description: "The text after the code and the process.", type: str, returned: always}
+    line: {description: "The kernel log line(s).", type: str, returned: always}
+    catalog: {description: "NVIDIA's catalog entry (name, mnemonic, bucket, action, severity).", type: dict, returned: always}
+    answered_by:
+      description:
+        - Null while the event is evidence; else what already answered it, C(action) (V(gpu_reset),
+          V(nvidia_driver_reload), V(reboot) or V(process_exit), the end of the application an Xid asked to restart)
+          and C(time) (null for V(process_exit)). An answered event no longer chooses the rung.
+      type: dict
+      returned: always
+      sample: {action: gpu_reset, time: "2026-12-01T08:44:04.123456Z"}
+reset_blockers:
+  description:
+    - Processes that hold C(/dev/nvidiactl) and no GPU device (nv-fabricmanager, nv-hostengine, a monitoring agent, a
+      stray NVML client), which keep every GPU of the node from being reset. When a GPU needs a reset, the verdict's
+      reasons name them.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid: {description: "Process id.", type: int, returned: always}
+    start_time: {description: "Start time in clock ticks since boot.", type: int, returned: always}
+    name: {description: "Process name.", type: str, returned: always}
+    class: {description: "Its holder class (V(gpu_daemon), V(compute), ...).", type: str, returned: always}
+    devices: {description: "The device nodes it holds.", type: list, elements: str, returned: always}
+    systemd_unit: {description: "Its systemd unit, from its cgroup.", type: str, returned: always}
 probes:
-  description: Health of each probe (backend, ok, timed_out, error, seconds) and of the process scan.
+  description:
+    - Health of each probe (backend, ok, timed_out, error, seconds) and of the process scan.
+    - C(journal) is the read of the node's journal (path, ok, error, records).
   returned: always
   type: dict
 verdict:
@@ -159,7 +220,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC, journal_path=dict(type="path")), supports_check_mode=True)
     validate_snapshot_params(module)
     snapshot = snapshot_or_fail(module, current_layout(), SnapshotOptions.from_params(module.params))
     module.exit_json(changed=False, **snapshot)

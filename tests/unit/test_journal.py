@@ -11,8 +11,11 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal, unfinished
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
+    Journal, completed_resets, load_journal, read_journal, unfinished,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHILD_ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collections"))
@@ -120,3 +123,45 @@ def test_concurrent_writers_produce_whole_lines(tmp_path):
         mine = [r for r in records if r["run_id"] == "writer-%d" % writer]
         assert [r["number"] for r in mine] == list(range(lines_each))
         assert all(r["padding"] == str(writer) * 3000 for r in mine)
+
+
+def write_reset_and_reload(path):
+    """What gpu_reset and nvidia_driver_reload journal (their own calls), one success and one failure each."""
+    journal = Journal(path, run_id="r9")
+    ok = journal.intent("gpu_reset", gpus=[0, 1], argv=["/usr/bin/nvidia-smi", "--gpu-reset", "-i", "00000000:18:00.0,00000000:3B:00.0"])
+    journal.outcome(ok, True, rc=0, stdout="GPU 00000000:18:00.0 was successfully reset.", stderr="")
+    failed = journal.intent("gpu_reset", gpus=[2], argv=["/usr/bin/nvidia-smi", "--gpu-reset", "-i", "00000000:86:00.0"])
+    journal.outcome(failed, False, rc=255, stdout="", stderr="in use")
+    journal.outcome(journal.intent("module_load", module="nvidia_uvm", argv=["modprobe", "nvidia_uvm"]), True, rc=0, stderr="")
+    journal.outcome(journal.intent("module_load", module="nvidia", argv=["modprobe", "nvidia"]), True, rc=0, stderr="")
+    journal.intent("gpu_reset", gpus=[3], argv=["nvidia-smi", "--gpu-reset", "-i", "00000000:AF:00.0"])  # killed before its outcome
+    return journal
+
+
+def test_completed_resets_and_reloads(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    journal = write_reset_and_reload(path)
+    done = completed_resets(read_journal(path))
+    assert [(d["action"], d["gpus"], d["bus_ids"]) for d in done] == [
+        ("gpu_reset", [0, 1], ["00000000:18:00.0", "00000000:3B:00.0"]), ("nvidia_driver_reload", None, [])]
+    outcomes = [e for e in journal.entries() if e["phase"] == "outcome"]
+    assert [d["time"] for d in done] == [outcomes[0]["ts"], outcomes[3]["ts"]]
+    assert all(abs(d["epoch"] - time.time()) < 60 for d in done)
+
+
+def test_an_interrupted_run_leaves_a_journal_that_still_reads(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    write_reset_and_reload(path)
+    with open(path, "ab") as handle:
+        handle.write(b'{"ts": "2026-12-01T08:44:04.000001Z", "run_id": "r10", "id": "r10-1", "phase": "outc')
+    records, error = load_journal(path)
+    assert error is None and len(completed_resets(records)) == 2
+    with open(path, "wb") as handle:
+        handle.write(b"")
+    assert load_journal(path) == ([], None)
+    assert load_journal(str(tmp_path / "missing" / "journal.jsonl")) == ([], None)
+    records, error = load_journal(str(tmp_path))  # a directory where the file should be
+    assert records == [] and str(tmp_path) in error
+    with open(path, "wb") as handle:
+        handle.write(b'\xff\xfe garbage\n[1, 2]\n{"phase": "outcome", "ok": true, "id": "x", "ts": "not a time"}\n')
+    assert completed_resets(load_journal(path)[0]) == []

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -12,7 +13,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _kernel_
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "kernel-xid")
-EVENT_KEYS = {"kind", "xid", "pci_bus_id", "time", "pid", "process_name", "message", "line", "catalog"}
+EVENT_KEYS = {"kind", "xid", "pci_bus_id", "gpu_instance_id", "compute_instance_id", "time", "time_epoch", "pid",
+              "process_name", "message", "line", "catalog"}
 
 
 def events_of(name):
@@ -68,6 +70,10 @@ EXPECTED = {
         ("xid", 45, "00000000:%s:00.0" % bus, None, pid, "python3", "none") for bus, pid in (
             ("DC", 1818990), ("ED", 1818992), ("BA", 1818989), ("97", 1818987), ("DC", 1818990), ("BA", 1818989),
             ("ED", 1818992))],
+    "xid94-95-error-containment-mig.log": [
+        ("xid", 94, "00000000:01:00.0", None, 7194, None, "restart_app"),
+        ("xid", 94, "00000000:01:00.0", None, 7062, None, "restart_app"),
+        ("xid", 95, "00000000:01:00.0", None, 7062, None, "reset_gpu")],
     "xid48-63-94-dbe-row-remap-dmesg.log": [
         ("xid", 48, "00000000:52:00.0", "430954.509105", None, None, "reset_gpu"),
         ("xid", 63, "00000000:52:00.0", "430954.532443", None, None, "none"),
@@ -207,3 +213,73 @@ def test_short_iso_prefix():
     events = parse_kernel_log(iso)
     assert [e["time"] for e in events[:2]] == ["2026-03-29T15:38:59+0000"] * 2
     assert summary(events)[2:] == EXPECTED["xid120-62-154-45-journal-blackwell-595.58.03.log"][2:]
+
+
+def test_mig_lines_keep_the_gpu_and_compute_instance():
+    events = events_of("xid94-95-error-containment-mig.log")
+    assert [(e["gpu_instance_id"], e["compute_instance_id"]) for e in events] == [(5, None), (None, None), (None, None)]
+    assert events[0]["message"] == "Contained: CE User Channel (0x9). RST: No, D-RST: No"
+    # The line: the driver's format "PCI:%04x:%02x:%02x GPU-I:%02u GPU-CI:%02u" with a process.
+    line = ("[ 7461.120341] NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, pid=7194, name=python3, "
+            "Contained: CE User Channel (0x9). RST: No, D-RST: No")
+    (event,) = parse_kernel_log(line)
+    assert (event["xid"], event["pci_bus_id"], event["gpu_instance_id"], event["compute_instance_id"]) == (94, "00000000:01:00.0", 5, 0)
+    assert (event["pid"], event["process_name"], event["time"]) == (7194, "python3", "7461.120341")
+
+
+def test_rst_yes_asks_for_a_reset():
+    events = events_of("xid94-95-error-containment-mig.log")
+    assert events[2]["catalog"]["recovery_action"] == "reset"
+    contained = events[0]["line"].replace("RST: No, D-RST: No", "RST: No, D-RST: Yes")
+    (event,) = parse_kernel_log(contained)
+    assert (event["catalog"]["action"], event["catalog"]["recovery_action"]) == ("reset_gpu", "drain_and_reset")
+    assert "recovery_action" not in events[0]["catalog"]
+
+
+@pytest.mark.parametrize("line, pid, name, message", [
+    # ml-engineering (stas00) compute/accelerator/nvidia/debug.md: pid followed by other fields, no name=.
+    ("NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.",
+     1896, None, "Row Remapper: New row marked for remapping, reset gpu to activate."),
+    # journal line quoted in a public test: pid=0 with no name=.
+    ("2026-09-14T20:30:27-0400 Farttop kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.",
+     0, None, "GPU has fallen off the bus."),
+    # The real Xid 45 line of the fixture with the padding some drivers print after "pid=N,".
+    ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=8494,   name=python3, Ch 00000001 caused by previous Xid 149",
+     8494, "python3", "Ch 00000001 caused by previous Xid 149"),
+    ("NVRM: Xid (PCI:0000:01:00): 48, pid='<unknown>', name='<unknown>', An uncorrectable double bit error",
+     None, None, "An uncorrectable double bit error"),
+])
+def test_pid_and_name_variants(line, pid, name, message):
+    (event,) = parse_kernel_log(line)
+    assert (event["pid"], event["process_name"], event["message"]) == (pid, name, message)
+
+
+@pytest.mark.parametrize("xid", [14, 37, 38, 43, 44, 63, 66, 67, 92, 93, 106, 107, 108, 121, 137, 141, 152, 153, 157, 160, 161])
+def test_every_code_the_catalog_marks_ignore_gets_that_action(xid):
+    assert _kernel_log.catalog_for(xid)["bucket"] == "IGNORE"
+    assert _kernel_log.catalog_for(xid)["action"] == "none"
+
+
+def test_copy_engines_10_to_19_restart_the_application():
+    assert [_kernel_log.catalog_for(xid)["name"] for xid in (126, 135)] == ["CE10: Unknown Error", "CE19: Unknown Error"]
+    assert set(_kernel_log.catalog_for(xid)["action"] for xid in range(126, 136)) == {"restart_app"}
+
+
+def test_times_since_the_epoch():
+    boot = 1700000000.0
+    (uptime,) = parse_kernel_log("[  365.969681] NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=x, y", boot_time=boot)
+    assert uptime["time_epoch"] == pytest.approx(boot + 365.969681)
+    (unknown_boot,) = parse_kernel_log("[  365.969681] NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=x, y")
+    assert unknown_boot["time_epoch"] is None
+    assert _kernel_log.time_epoch("2026-03-29T15:38:59+0000", "iso") == 1774798739.0
+    assert _kernel_log.time_epoch("2024-01-15T03:00:00,500000+00:00", "iso") == 1705287600.5
+    assert _kernel_log.time_epoch("2026-09-14T20:30:27-0400", "iso") == 1789432227.0
+    ctime = _kernel_log.time_epoch("Mon Aug  5 03:54:13 2024", "ctime")
+    assert time.localtime(ctime)[:6] == (2024, 8, 5, 3, 54, 13)
+    # syslog prints no year: the latest that is not in the future.
+    now = time.mktime((2026, 1, 10, 12, 0, 0, 0, 0, -1))
+    assert time.localtime(_kernel_log.time_epoch("Jan  9 08:00:00", "syslog", now=now))[:3] == (2026, 1, 9)
+    assert time.localtime(_kernel_log.time_epoch("Dec 31 23:00:00", "syslog", now=now))[:3] == (2025, 12, 31)
+    assert _kernel_log.time_epoch("Feb 30 10:00:00", "syslog", now=now) is None
+    (dated,) = parse_kernel_log("Feb 15 17:37:45 Gipfeli kernel: [82659.755847] NVRM: Xid (PCI:0000:41:00): 13, x", boot_time=boot, now=now)
+    assert time.localtime(dated["time_epoch"])[:6] == (2025, 2, 15, 17, 37, 45)

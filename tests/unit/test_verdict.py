@@ -6,7 +6,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import parse_query_xml
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SnapshotOptions, _finish_gpu, build_holders
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import verdict
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, verdict
 
 from conftest import FIXTURES
 
@@ -26,6 +26,7 @@ def snapshot_of(xml_name, kernel_log=None, tmp_path=None):
     gpus = [_finish_gpu(gpu, holders, options, OK_PROBE) for gpu in gpus]
     events = parse_kernel_log(fixture("kernel-xid", kernel_log)) if kernel_log else []
     bus_id_to_index(events, gpus)
+    answer_events(events, [], None, holders, {})  # no journal, boot time unknown: every dated event is evidence
     snap = {"gpus": gpus, "holders": holders, "xid_events": events, "probes": {"gpu": OK_PROBE}}
     snap["verdict"] = verdict(snap, options.ghost_threshold_mib)
     return snap
