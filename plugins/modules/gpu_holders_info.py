@@ -211,7 +211,7 @@ verdict:
   sample: {rung: reset, reasons: [{rung: reset, reason: "GPU 0 (00000000:18:00.0) has 4096 MiB in use that no live process accounts for"}]}
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
@@ -220,7 +220,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC, journal_path=dict(type="path")), supports_check_mode=True)
+    module = GpuModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC, journal_path=dict(type="path")), supports_check_mode=True)
     validate_snapshot_params(module)
     snapshot = snapshot_or_fail(module, current_layout(), SnapshotOptions.from_params(module.params))
     module.exit_json(changed=False, **snapshot)

@@ -155,14 +155,11 @@ def _describe_holder(holder):
         holder["pid"], holder.get("name"), holder.get("user"), holder["class"], where, devices)
 
 
-def holds_control_only(holder):
-    """Holds /dev/nvidiactl and no GPU: a client of the whole driver, which blocks the reset of every GPU."""
-    return not holder["gpus"] and any(os.path.basename(path) == "nvidiactl" for path in holder.get("devices") or [])
-
-
-def reset_blockers(holders, indexes):
-    """The holders that keep a reset of the GPUs `indexes` from running."""
-    return [h for h in holders if set(h["gpus"]) & set(indexes) or holds_control_only(h)]
+def reset_blockers(snapshot, indexes):
+    """The holders that keep a reset of the GPUs `indexes` from running: those on one of them, and the clients of the
+    whole driver (only /dev/nvidiactl) that the snapshot lists as reset blockers, which block every GPU's reset."""
+    control_only = set(blocker["pid"] for blocker in snapshot.get("reset_blockers") or [])
+    return [h for h in snapshot["holders"] if set(h["gpus"]) & set(indexes) or h["pid"] in control_only]
 
 
 def daemon_units(services):
@@ -237,7 +234,7 @@ class GpuResetWorker:
         indexes = set(index for group in groups for index in group)
         units = daemon_units(snapshot["services"]) if self.params["stop_services"] else []
         stoppable = set(pid for s in snapshot["services"] if s["unit"] in units for pid in s["pids"])
-        blocking = [h for h in reset_blockers(snapshot["holders"], indexes)
+        blocking = [h for h in reset_blockers(snapshot, indexes)
                     if h["class"] != "gpu_daemon" or h["pid"] not in stoppable]
         return blocking, units
 
