@@ -49,10 +49,11 @@ class ActionModule(ActionBase):
             if host not in hostvars:
                 raise AnsibleActionFail("hosts: %r is not a host of the inventory" % (host,))
             variables = hostvars[host]
-            found = dict((name, _plain(variables[name])) for name in ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary")
+            found = dict((name, _plain(variables[name])) for name in ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary",
+                                                                      "gpu_remediate_guard_refusal")
                          if name in variables)
             entries.append(host_entry(host, found.get("gpu_reclaim_outcome"), found.get("gpu_inspect_snapshot"),
-                                      found.get("gpu_inspect_summary")))
+                                      found.get("gpu_inspect_summary"), found.get("gpu_remediate_guard_refusal")))
         now = datetime.datetime.now(datetime.timezone.utc)
         run_id = args["run_id"] or "%s-%s" % (args["kind"], now.strftime("%Y%m%dT%H%M%SZ"))
         report = build_report(entries, run_id, args["kind"], bool(self._task.check_mode), now.strftime("%Y-%m-%dT%H:%M:%SZ"),

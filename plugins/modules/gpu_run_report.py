@@ -13,7 +13,8 @@ description:
   - Builds the report of a run from the variables that the hosts of the play left, and writes it on the controller.
   - A host that walked the ladder left C(gpu_reclaim_outcome) (role gpuops.remediation.gpu_reclaim); a host that was
     only inspected, C(gpu_inspect_snapshot) (module M(gpuops.remediation.gpu_holders_info)) and, optionally,
-    C(gpu_inspect_summary); a host with neither is reported as V(not_reached).
+    C(gpu_inspect_summary); a host with neither is reported as V(not_reached). A host that the fleet guard refused
+    (role gpuops.remediation.gpu_remediate) left C(gpu_remediate_guard_refusal), the reason, and is reported as V(refused).
   - Writes C(<run id>.json), C(<run id>.md), C(latest.json) and C(latest.md) under O(dest); each file is replaced
     whole, so a reader never sees half a report.
   - Runs on the controller only, once, whatever host it is given; use it with C(run_once).

@@ -22,14 +22,14 @@ def _pick(item, fields):
     return dict((key, item[key]) for key in fields if key in item)
 
 
-def host_entry(host, outcome=None, snapshot=None, summary=None):
-    """One host's line of the report."""
+def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
+    """One host's line of the report; `refusal`: why the run refused the host before any action (the fleet guard)."""
     if outcome is not None:
         entry = dict(outcome)
         entry["host"] = host
         return entry
     if snapshot is not None:
-        return {
+        entry = {
             "host": host, "status": "inspected", "entry_rung": snapshot["verdict"]["rung"],
             "reasons": [reason["reason"] for reason in snapshot["verdict"].get("reasons", [])],
             "gpus": [_pick(gpu, _GPU_FIELDS) for gpu in snapshot.get("gpus", [])],
@@ -37,6 +37,11 @@ def host_entry(host, outcome=None, snapshot=None, summary=None):
                         if holder.get("class") != "gpu_daemon"],
             "summary": list(summary or []),
         }
+        if refusal:
+            entry.update(status="refused", msg=refusal)
+        return entry
+    if refusal:
+        return {"host": host, "status": "refused", "msg": refusal}
     return {"host": host, "status": "not_reached", "msg": "failed or not reached before its inspection"}
 
 
@@ -103,9 +108,11 @@ def _host_markdown(entry):
         result = "failed: %s" % step.get("msg") if step.get("failed") else ("changed" if step.get("changed") else "nothing to do")
         lines.append("- rung **%s**: %s" % (step.get("rung"), result))
         lines += ["  - %s" % line for line in step.get("plan", [])]
+    if entry.get("rungs_tried"):
+        lines.append("")  # a paragraph after a list must be apart from it, or Markdown reads it as the list's last item
     if entry.get("reasons"):
-        lines.append("Evidence:")
-        lines += ["- %s" % reason for reason in entry["reasons"]]
+        lines += ["Evidence:", ""]
+        lines += ["- %s" % _cell(reason) for reason in entry["reasons"]]
     return lines
 
 

@@ -83,3 +83,29 @@ def test_write_report_replaces_the_four_files_whole(tmp_path):
     assert stat.S_IMODE(os.stat(paths[0]).st_mode) == 0o640
     assert stat.S_IMODE(os.stat(directory).st_mode) & 0o007 == 0
     assert sorted(os.listdir(directory)) == sorted(os.path.basename(p) for p in paths)  # no temporary file left
+
+
+def test_markdown_evidence_is_a_paragraph_of_its_own_after_the_rungs_list():
+    # Markdown continues a list item with the next line unless a blank line ends the list (CommonMark "lazy
+    # continuation"): "Evidence:" right after "  - reset GPU 0" would be read as part of that item.
+    outcome = dict(OUTCOME, reasons=["GPU 0 holds 6144 MiB that no process accounts for (ghost memory)"])
+    lines = render_markdown(build_report([host_entry("node07", outcome=outcome)], "r", "reset_gpu", False, "t")).splitlines()
+    at = lines.index("Evidence:")
+    assert lines[at - 2:at + 3] == ["  - reset GPU 0", "", "Evidence:", "",
+                                    "- GPU 0 holds 6144 MiB that no process accounts for (ghost memory)"]
+
+
+def test_markdown_evidence_of_an_inspected_host_follows_the_gpu_table_apart():
+    lines = render_markdown(build_report([host_entry("node01", snapshot=SNAPSHOT)], "g", "gpu_report", False, "t")).splitlines()
+    at = lines.index("Evidence:")
+    assert lines[at - 1] == "" and lines[at + 1] == "" and lines[at + 2].startswith("- pid 4242 (trainer)")
+
+
+def test_a_host_the_fleet_guard_refused_is_reported_refused_with_the_reason():
+    why = "fleet guard: 3 of 3 hosts would need a destructive rung (a, b, c), more than the 25% allowed"
+    entries = [host_entry("a", snapshot=SNAPSHOT, refusal=why), host_entry("b", refusal=why)]
+    assert entries[0]["status"] == "refused" and entries[0]["msg"] == why and entries[0]["entry_rung"] == "kill"
+    assert entries[1] == {"host": "b", "status": "refused", "msg": why}
+    report = build_report(entries, "reset_gpu-2", "reset_gpu", False, "t", ["a", "b"])
+    assert report["fleet"]["by_status"]["refused"] == ["a", "b"]
+    assert "\n## a: refused\n\n" + why + "\n" in render_markdown(report)
