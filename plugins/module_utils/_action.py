@@ -83,6 +83,16 @@ class Remediation:
         return None
 
     @contextlib.contextmanager
+    def acting(self):
+        """Around the snapshot, the plan and the action: the node lock, except in check mode (which changes nothing
+        and waits for nobody). Planning under the lock means a run that waited sees the node as the other one left it."""
+        if self.module.check_mode:
+            yield
+        else:
+            with self.locked():
+                yield
+
+    @contextlib.contextmanager
     def locked(self):
         """Hold the node lock; a run that cannot get it in lock_timeout fails, naming who holds it."""
         lock = NodeLock(self.layout.lock_file, self.module.params["lock_timeout"])

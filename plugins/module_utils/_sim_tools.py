@@ -10,6 +10,7 @@ the real tool prints (the captures in tests/unit/fixtures are the reference), wi
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import sys
 import time
@@ -57,8 +58,20 @@ class Output:
         self.err.append(text)
 
 
+COMMAND_LOG = "commands.jsonl"
+LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
+
+
+def log_command(tool, argv, root):
+    """<root>/commands.jsonl: what the node was asked to run, and in which locale (a rehearsal shows both)."""
+    record = {"tool": tool, "argv": list(argv), "locale": dict((name, os.environ.get(name)) for name in LOCALE_VARIABLES)}
+    with open(os.path.join(root, COMMAND_LOG), "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
 def main(tool, argv, root, stdout=None, stderr=None):
     """Run one simulated tool; returns its exit code."""
+    log_command(tool, argv, root)
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     handlers = {"nvidia-smi": nvidia_smi, "modprobe": modprobe, "lsmod": lsmod, "systemctl": systemctl}

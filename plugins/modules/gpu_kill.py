@@ -177,13 +177,11 @@ class GpuKillWorker:
         return snapshot, gpu_indexes
 
     def execute(self):
-        if self.module.check_mode:
+        with self.run.acting():
             snapshot, gpu_indexes = self._end_selected()
-            after = None
-        else:
-            with self.run.locked():
-                snapshot, gpu_indexes = self._end_selected()
-            after = self._wait_driver_release(ended_pids(self.result)) if self.result["changed"] else None
+        after = None
+        if self.result["changed"] and not self.module.check_mode:
+            after = self._wait_driver_release(ended_pids(self.result))
         self._report(snapshot, after, gpu_indexes)
         self.result["journal"] = self.run.journal.entries()
         failed = failures(self.result)

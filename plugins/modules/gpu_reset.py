@@ -359,11 +359,8 @@ class GpuResetWorker:
         return outcome, after
 
     def execute(self):
-        if self.module.check_mode:
+        with self.run.acting():
             self._plan_and_act()
-        else:
-            with self.run.locked():
-                self._plan_and_act()
         self.result["journal"] = self.run.journal.entries()
         failed = [g for g in self.result["gpus"] if g["reset"] is False and g["index"] in self._to_reset]
         if failed or "error" in self.result:

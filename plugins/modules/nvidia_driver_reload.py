@@ -221,12 +221,8 @@ class DriverReloadWorker:
                 "pid %s (%s)" % (h["pid"], h["reason"]) for h in left), **self.result)
 
     def execute(self):
-        if self.module.check_mode:
+        with self.run.acting():
             self._plan_and_act()
-        else:
-            # The snapshot and the plan under the lock: a run that waited sees the node as the other one left it.
-            with self.run.locked():
-                self._plan_and_act()
         self.result["journal"] = self.run.journal.entries()
         self.module.exit_json(**self.result)
 
