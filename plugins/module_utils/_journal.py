@@ -85,14 +85,18 @@ class Journal:
         return [dict(entry) for entry in self._entries]
 
 
-def read_journal(path):
+def read_journal(path, tail_bytes=None):
     """Every whole record in the journal at path, oldest first; [] when it does not exist.
 
+    With tail_bytes, only the records of its last tail_bytes bytes (the journal grows for the life of the node).
     A line cut short by a crash (no newline, or not JSON) is skipped, wherever it is: a torn line from a
     power loss can end up in the middle once later runs append after it.
     """
     try:
         with open(path, "rb") as handle:
+            if tail_bytes is not None and os.fstat(handle.fileno()).st_size > tail_bytes:
+                handle.seek(-tail_bytes, os.SEEK_END)
+                handle.readline()  # the first line is cut by the seek
             data = handle.read()
     except (FileNotFoundError, NotADirectoryError):
         return []
@@ -115,10 +119,10 @@ def unfinished(records):
     return [record for record in records if record.get("phase") == "intent" and record.get("id") not in finished]
 
 
-def load_journal(path):
+def load_journal(path, tail_bytes=None):
     """(records, error): read_journal that never raises; error says why the journal could not be read, else None."""
     try:
-        return read_journal(path), None
+        return read_journal(path, tail_bytes), None
     except (IOError, OSError) as exc:
         return [], "cannot read the journal %s: %s" % (path, exc)
 

@@ -285,12 +285,19 @@ def probe_kernel_log(module, layout, options, boot_epoch=None):
     return parse_kernel_log(text, boot_time=boot_epoch), report
 
 
-def probe_journal(layout, options):
+# The journal's tail that can answer evidence: thousands of actions, far more than a node does between two boots.
+JOURNAL_TAIL_BYTES = 4 * 1024 * 1024
+
+
+def probe_journal(layout, options, events):
     """(completed resets and reloads, report) from the node's journal; a missing, torn or unreadable one is no error
-    for the snapshot: it only means that no earlier action answers the kernel log's evidence."""
+    for the snapshot: it only means that no earlier action answers the kernel log's evidence. Read only when there is
+    evidence to answer, and only its tail."""
     path = options.journal_path or layout.journal_file
-    records, error = load_journal(path)
-    report = {"path": path, "ok": error is None, "error": error, "records": len(records)}
+    if not events:
+        return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
+    records, error = load_journal(path, JOURNAL_TAIL_BYTES)
+    report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
     return completed_resets(records), report
 
 
@@ -377,7 +384,7 @@ def take_snapshot(module, layout, options):
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)
     events = [event for event in events if event.get("gpu_index") is None or event["gpu_index"] in selected]
-    completed, journal_report = probe_journal(layout, options)
+    completed, journal_report = probe_journal(layout, options, events)
     answer_events(events, completed, boot_epoch, holders, _start_epochs(holders))
     gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
     snapshot = {

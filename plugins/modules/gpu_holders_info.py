@@ -201,7 +201,8 @@ reset_blockers:
 probes:
   description:
     - Health of each probe (backend, ok, timed_out, error, seconds) and of the process scan.
-    - C(journal) is the read of the node's journal (path, ok, error, records).
+    - C(journal) is the read of the node's journal (path, ok, error, records; C(read) false when the kernel log had no
+      evidence for it to answer, so it was not read).
   returned: always
   type: dict
 verdict:

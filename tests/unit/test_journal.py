@@ -165,3 +165,16 @@ def test_an_interrupted_run_leaves_a_journal_that_still_reads(tmp_path):
     with open(path, "wb") as handle:
         handle.write(b'\xff\xfe garbage\n[1, 2]\n{"phase": "outcome", "ok": true, "id": "x", "ts": "not a time"}\n')
     assert completed_resets(load_journal(path)[0]) == []
+
+
+def test_the_tail_of_a_long_journal_keeps_its_last_whole_records(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    journal = Journal(path, run_id="long")
+    for number in range(2000):
+        journal.intent("signal", pid=number)
+    tail = read_journal(path, tail_bytes=4096)
+    everything = read_journal(path)
+    assert len(everything) == 2000
+    assert 0 < len(tail) < 100
+    assert tail == everything[-len(tail):]
+    assert read_journal(path, tail_bytes=10 ** 9) == everything
