@@ -257,12 +257,10 @@ def still_holding(result, holders):
     reasons = dict((entry["pid"], entry["reason"]) for entry in result["left_alone"])
     reasons.update((z["pid"], z.get("reason") or "zombie not reaped") for z in result["zombies"] if not z.get("gone"))
     reasons.update((pid, "container not stopped: %s" % c["message"]) for c in result["containers"] if not c["ok"] for pid in c["pids"])
-    return [dict(_left(h, reasons.get(h["pid"], "still running after %s" % ", ".join(result_signals(result, h["pid"])))))
+    return [_left(h, reasons.get(h["pid"]) or "still running after %s" % _signals_sent(result, h["pid"]))
             for h in holders if h["pid"] not in ended]
 
 
-def result_signals(result, pid):
-    for entry in result["signalled"]:
-        if entry["pid"] == pid:
-            return entry.get("signals") or ["no signal"]
-    return ["no signal"]
+def _signals_sent(result, pid):
+    sent = [entry.get("signals") for entry in result["signalled"] if entry["pid"] == pid]
+    return ", ".join(sent[0]) if sent and sent[0] else "no signal"

@@ -15,18 +15,19 @@ Two rules hold for every module through this one class:
 
 from __future__ import annotations
 
+import math
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import BOOLEANS
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C", "LC_NUMERIC": "C"}
 
 
-def _number_text(value):
+def _finite_number_text(value):
     try:
-        float(value)
+        return math.isfinite(float(value))
     except (TypeError, ValueError):
         return False
-    return True
 
 
 def wrong_kind(kind, value):
@@ -37,9 +38,11 @@ def wrong_kind(kind, value):
         if isinstance(value, bool):
             return "a boolean is not a number"
         if isinstance(value, str):
-            return None if _number_text(value.strip()) and value.strip() else "not a number"
+            return None if _finite_number_text(value.strip()) else "not a (finite) number"
         if not isinstance(value, (int, float)):
             return "not a number"
+        if isinstance(value, float) and not math.isfinite(value):
+            return "not a finite number"
         if kind == "int" and isinstance(value, float) and not value.is_integer():
             return "not a whole number"
         return None

@@ -14,7 +14,8 @@ SPEC = dict(SELECTION_ARGUMENT_SPEC, **KILL_ARGUMENT_SPEC)
 
 @pytest.mark.parametrize("kind, value", [
     ("int", True), ("int", False), ("int", 1.5), ("int", "ten"), ("int", [1]), ("int", ""),
-    ("float", True), ("float", "soon"), ("float", {"a": 1}), ("float", " "),
+    ("float", True), ("float", "soon"), ("float", {"a": 1}), ("float", " "), ("float", "nan"), ("float", "inf"),
+    ("float", float("nan")), ("float", float("-inf")), ("int", "1e999"),
     ("str", ["a", "b"]), ("str", {"a": 1}), ("path", ["/tmp"]),
     ("bool", "maybe"), ("bool", [True]), ("bool", 2), ("bool", "false-ish"),
     ("dict", 123), ("dict", "pid=1"),
@@ -37,7 +38,7 @@ def test_input_errors_name_the_option_and_the_value():
                                  "protect_names": ["ok", ["nested"]], "signals": ["TERM"]})
     assert errors == {
         "name_pattern": "name_pattern: ['a', 'b'] is not valid: a list is not a string",
-        "grace": "grace: 'ten' is not valid: not a number",
+        "grace": "grace: 'ten' is not valid: not a (finite) number",
         "min_memory_mib": "min_memory_mib: True is not valid: a boolean is not a number",
         "protect_names": "protect_names[1]: ['nested'] is not valid: a list is not a string",
     }
