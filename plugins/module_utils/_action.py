@@ -42,7 +42,8 @@ class Remediation:
         self._check_journal_path()
 
     def _check_journal_path(self):
-        """Fail naming journal_path when its directory cannot be made or written; check mode only looks."""
+        """Fail naming journal_path when its directory could not be made or written. Only looks: the directory is made
+        by the first line written, so a run that does nothing creates nothing."""
         path = self.journal.path
         parent = os.path.dirname(os.path.abspath(path))
         existing = parent
@@ -59,11 +60,6 @@ class Remediation:
             problem = "it is a directory"
         elif os.path.exists(path) and not os.access(path, os.W_OK):
             problem = "it is not writable"
-        if problem is None and not self.module.check_mode and existing != parent:
-            try:
-                os.makedirs(parent, 0o750, exist_ok=True)
-            except OSError as exc:
-                problem = "cannot create %s: %s" % (parent, exc.strerror or exc)
         if problem:
             given = "journal_path" if self.module.params["journal_path"] else "journal_path (default)"
             self.module.fail_json(msg="%s: %r cannot be written: %s" % (given, path, problem), changed=False)

@@ -12,9 +12,14 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import time
 import uuid
 
 DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
+# No line this module writes comes near it; a longer one is not ours (and would cost the reader).
+MAX_LINE_BYTES = 256 * 1024
+# A line dated further in the future than this was written under a wrong clock: it answers nothing.
+CLOCK_SLACK_SECONDS = 300
 DIR_MODE = 0o750
 FILE_MODE = 0o640
 
@@ -54,6 +59,7 @@ class Journal:
         self.run_id = run_id or uuid.uuid4().hex
         self._entries = []
         self._counter = 0
+        self._token = uuid.uuid4().hex[:12]
 
     def _write(self, record):
         append_line(self.path, record)
@@ -63,7 +69,8 @@ class Journal:
     def intent(self, action, **details):
         """Record that action is about to be done; returns the entry id to pass to outcome()."""
         self._counter += 1
-        entry_id = "%s-%d" % (self.run_id, self._counter)
+        # The process's own token too: run ids are chosen by people ("manual") and repeat; entry ids must not.
+        entry_id = "%s-%s-%d" % (self.run_id, self._token, self._counter)
         record = {"ts": _utc_now(), "run_id": self.run_id, "id": entry_id, "phase": "intent", "action": action}
         record.update(details)
         self._write(record)
@@ -104,13 +111,20 @@ def read_journal(path, tail_bytes=None):
     for line in data.split(b"\n"):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_BYTES:
+            continue
         try:
             record = json.loads(line.decode("utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict):
+        if _well_formed(record):
             records.append(record)
     return records
+
+
+def _well_formed(record):
+    """A line as Journal writes it: a mapping whose keys that readers index on are strings."""
+    return isinstance(record, dict) and all(isinstance(record.get(key), str) for key in ("id", "phase", "action", "ts"))
 
 
 def unfinished(records):
@@ -147,21 +161,25 @@ def _reset_bus_ids(argv):
     return []
 
 
-def completed_resets(records):
+def completed_resets(records, now=None):
     """The resets and driver reloads that ended well, oldest first: what answers earlier Xid evidence.
 
     Each: {"action": "gpu_reset" | "nvidia_driver_reload", "time": the outcome's ts, "epoch": float,
     "gpus": [indexes] (gpu_reset) or None (a reload answers every GPU), "bus_ids": [as given to nvidia-smi]}.
     A reload is a successful load of the nvidia module (it was unloaded before). Malformed lines are skipped.
     """
-    intents = dict((record.get("id"), record) for record in records if record.get("phase") == "intent")
-    done = []
+    latest = time.time() + CLOCK_SLACK_SECONDS if now is None else now + CLOCK_SLACK_SECONDS
+    intents, done = {}, []
     for record in records:
-        intent = intents.get(record.get("id"))
-        if record.get("phase") != "outcome" or record.get("ok") is not True or intent is None:
+        if record.get("phase") == "intent":
+            intents[record["id"]] = record  # the nearest earlier intent of this id
+            continue
+        intent = intents.get(record["id"])
+        if record.get("phase") != "outcome" or record.get("ok") is not True or intent is None \
+                or intent.get("action") != record.get("action"):
             continue
         epoch = _epoch(record.get("ts"))
-        if epoch is None:
+        if epoch is None or epoch > latest:
             continue
         if intent.get("action") == "gpu_reset":
             gpus = intent.get("gpus") if isinstance(intent.get("gpus"), list) else []

@@ -69,7 +69,7 @@ def _whole_number(value):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value.strip())
     return None
 
@@ -247,8 +247,11 @@ def ended_pids(result):
 
 def failures(result):
     """Actions that were attempted and failed, as sentences: a failed action is reported as failed."""
-    return ["could not stop %s container %s: %s" % (c["runtime"], c["id"], c["message"] or "no message")
-            for c in result["containers"] if not c["ok"]]
+    stops = ["could not stop %s container %s: %s" % (c["runtime"], c["id"], c["message"] or "no message")
+             for c in result["containers"] if not c["ok"]]
+    survivors = ["pid %s (%s) still runs after %s" % (s["pid"], s.get("name"), ", ".join(s.get("signals") or []))
+                 for s in result["signalled"] if not s.get("exited")]
+    return stops + survivors
 
 
 def still_holding(result, holders):

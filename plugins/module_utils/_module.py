@@ -49,7 +49,9 @@ def wrong_kind(kind, value):
     if kind == "dict":
         return None if isinstance(value, dict) else "not a mapping"
     if kind in ("str", "path"):
-        return "a %s is not a string" % type(value).__name__ if isinstance(value, (list, dict)) else None
+        if isinstance(value, (list, dict)):
+            return "a %s is not a string" % type(value).__name__
+        return "it holds a NUL byte" if isinstance(value, str) and "\x00" in value else None
     if kind == "bool":
         if isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1)):
             return None

@@ -128,7 +128,38 @@ def refusal(target, policy, self_pid=None):
         return "ancestor of this Ansible run"
     if info.get("state") == "D":
         return "unkillable: uninterruptible sleep (D)"
+    permission = _permission(pid)
+    if permission:
+        return permission
     return _protection(pid, info, policy)
+
+
+def _permission(pid):
+    """Why this run may not signal pid (another user's process, without the capability), or None; check mode and
+    the real run refuse alike."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return "not permitted: this run (uid %d) may not signal it" % os.geteuid()
+    except ProcessLookupError:
+        return "exited"
+    return None
+
+
+# Parents that supervise others (a job step, a container, a session, a service manager): ending one to get a
+# zombie reaped would end everything it supervises, so allow_parents never reaches them.
+SUPERVISOR_PARENTS = ("slurmstepd", "slurmd", "containerd-shim", "containerd", "conmon", "dockerd", "crio", "runc",
+                      "kubelet", "sshd", "systemd", "init", "tini", "dumb-init", "su", "sudo")
+
+
+def _supervisor(parent):
+    """The supervisor name the parent matches, or None."""
+    names = process_names(parent.get("name"), None)
+    for name in names:
+        for supervisor in SUPERVISOR_PARENTS:
+            if name == supervisor or name.startswith(supervisor + "-"):
+                return supervisor
+    return None
 
 
 # --- sending --------------------------------------------------------------------------------------------
@@ -372,11 +403,11 @@ def _wait_gone(pid, start_time, grace):
     return True
 
 
-def _predict_reap(parent_pid, policy):
-    caught = _signal_mask(parent_pid, "SigCgt")
+def _predict_reap(parent, policy):
+    caught = _signal_mask(parent["pid"], "SigCgt")
     if _handles(caught, signal.SIGCHLD):
         return "sigchld"
-    return "parent_terminated" if policy.allow_parents else None
+    return "parent_terminated" if policy.allow_parents and not _supervisor(parent) else None
 
 
 def _send_sigchld(parent, journal):
@@ -422,7 +453,7 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
         result["reason"] = "parent refused: %s" % why_not
         return result
     if check_mode:
-        result["reaped_by"] = _predict_reap(parent["pid"], policy)
+        result["reaped_by"] = _predict_reap(parent, policy)
         result["gone"] = result["reaped_by"] is not None
         result["parent_signalled"] = True  # SIGCHLD goes to every parent that is not refused
         return result
@@ -432,8 +463,10 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     if why_not is None and _wait_gone(zombie_pid, zombie_start_time, grace):
         result.update(reaped_by="sigchld", gone=True)
         return result
-    if not policy.allow_parents:
+    if not policy.allow_parents or _supervisor(parent):
         result["reason"] = "SIGCHLD did not reap it: %s" % (why_not or "the parent did not wait for it")
+        if policy.allow_parents:
+            result["reason"] += "; its parent %s supervises others and is never ended for a zombie" % parent["name"]
         return result
     result["parent_result"] = terminate([parent_target], policy, signals, grace, journal, False, self_pid)
     result["parent_signalled"] = result["parent_signalled"] or bool(result["parent_result"]["signalled"])

@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -178,3 +179,48 @@ def test_the_tail_of_a_long_journal_keeps_its_last_whole_records(tmp_path):
     assert 0 < len(tail) < 100
     assert tail == everything[-len(tail):]
     assert read_journal(path, tail_bytes=10 ** 9) == everything
+
+
+def _reset_lines(run_id, ok, ts="2026-12-01T08:44:04.000001Z"):
+    """The two lines a gpu_reset run writes (intent, outcome), as a real Journal writes them, dated ts."""
+    with tempfile.TemporaryDirectory() as scratch:
+        journal = Journal(os.path.join(scratch, "journal.jsonl"), run_id=run_id)
+        entry = journal.intent("gpu_reset", gpus=[0], argv=["nvidia-smi", "--gpu-reset", "-i", "00000000:18:00.0"])
+        journal.outcome(entry, ok, rc=0 if ok else 255)
+        lines = read_journal(journal.path)
+    return [dict(line, ts=ts) for line in lines]
+
+
+def test_two_runs_with_one_run_id_never_share_an_entry_id():
+    first, second = _reset_lines("manual", False), _reset_lines("manual", True)
+    assert first[0]["id"] != second[0]["id"]
+    # The failed reset of the first run is not answered by anything of the second's.
+    interleaved = [first[0], second[0], first[1], second[1]]
+    assert [r["action"] for r in completed_resets(interleaved)] == ["gpu_reset"]
+    assert len(completed_resets(first)) == 0
+
+
+def test_an_outcome_answers_only_an_intent_of_its_own_action():
+    lines = _reset_lines("r1", True)
+    lines[1] = dict(lines[1], action="signal")
+    assert completed_resets(lines) == []
+
+
+def test_a_reset_dated_in_the_future_answers_nothing():
+    assert completed_resets(_reset_lines("r1", True, ts="2999-06-01T00:00:01Z")) == []
+    assert len(completed_resets(_reset_lines("r1", True))) == 1
+
+
+def test_malformed_lines_are_skipped_not_fatal(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    good = json.dumps(_reset_lines("r1", True)[0])
+    path.write_text("\n".join([
+        '{"id": ["x"], "phase": "intent", "action": "gpu_reset", "ts": "2026-12-01T08:44:04Z"}',
+        "[" * 200000,
+        '{"id": 7, "phase": "outcome", "action": "gpu_reset", "ts": "2026-12-01T08:44:04Z", "ok": true}',
+        '"just a string"',
+        good,
+    ]) + "\n")
+    records = read_journal(str(path))
+    assert records == [json.loads(good)]
+    assert completed_resets(records) == []

@@ -472,3 +472,48 @@ def test_reap_zombie_refuses_a_leader_exited_group_and_never_touches_its_parent(
     assert read_journal(journal.path) == []
     assert parent.poll() is None and _procscan.read_process(child)["leader_exited"] is True
     os.kill(child, signal.SIGKILL)
+
+
+def test_a_zombie_whose_parent_supervises_others_never_gets_that_parent_ended(spawn):
+    # What a zombie rank of a Slurm step has for a parent: slurmstepd, which never reaps it here.
+    parent = spawn([sys.executable, "-c", textwrap.dedent("""
+        import os, time
+        with open("/proc/self/comm", "w") as handle:
+            handle.write("slurmstepd")
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+        print(child, flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    zombie = int(parent.stdout.readline())
+    wait_until(lambda: state_of(zombie) == "Z")
+    born = _procscan.start_time(zombie)
+    predicted = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5, check_mode=True)
+    assert predicted["reaped_by"] is None
+    real = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5)
+    assert real["reaped_by"] is None and real["parent_result"] is None
+    assert "its parent slurmstepd supervises others and is never ended" in real["reason"]
+    assert parent.poll() is None and state_of(zombie) == "Z"
+
+
+def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_for_real(spawn):
+    if os.geteuid() == 0:
+        # As root every process may be signalled; drop to nobody in a child to ask as an unprivileged run would.
+        code = textwrap.dedent("""
+            import os, sys
+            sys.path.insert(0, sys.argv[2])
+            from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, refusal, Policy
+            from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+            os.setgid(65534); os.setuid(65534)
+            pid = int(sys.argv[1])
+            print(refusal(Target(pid, _procscan.start_time(pid)), Policy()))
+        """)
+        sleeper = spawn(["sleep", "30"])
+        out = subprocess.run([sys.executable, "-c", code, str(sleeper.pid), CHILD_ENV["PYTHONPATH"]], env=CHILD_ENV,
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert out == "not permitted: this run (uid 65534) may not signal it"
+    else:
+        init_like = [p for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == 0 and p != "1"]
+        pid = int(init_like[0])
+        assert refusal(Target(pid, _procscan.start_time(pid)), Policy()).startswith("not permitted")
