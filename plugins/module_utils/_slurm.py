@@ -9,6 +9,8 @@ with the marker the caller gives.
 
 from __future__ import annotations
 
+import re
+
 # sinfo: %N the node name (%n would be its NodeHostname), %T the long state, %U the user who set the reason,
 # %H when, %E the whole reason (not cut at 20 characters like -R's default). %E goes last: a reason may hold "|".
 SINFO_FORMAT = "%N|%T|%U|%H|%E"
@@ -73,11 +75,22 @@ def is_drained(node_info):
     return node_info["state"] in DRAIN_STATES
 
 
-def is_ours(node_info, marker):
-    """A drain is ours while its reason still starts with our marker (a later drain by anyone replaces it)."""
-    return is_drained(node_info) and (node_info.get("reason") or "").startswith(marker)
+def reason_run_id(run_id):
+    """The run id as written into a reason: what the reason can hold and be read back from (no ':', '(' or ')')."""
+    return re.sub(r"[^A-Za-z0-9._@+-]", "_", str(run_id))
 
 
 def drain_reason(marker, run_id, purpose):
     """The reason we drain with: the marker first (that is how we know it again), then the run and what for."""
-    return "%s (run %s: %s)" % (marker, run_id, purpose)
+    return "%s (run %s: %s)" % (marker, reason_run_id(run_id), re.sub(r"[()]", "", purpose))
+
+
+def drain_run(node_info, marker):
+    """The run id of a gpuops drain (a drain whose reason is exactly what drain_reason writes), or None.
+
+    A reason that only starts with the marker ("<marker> failed, RMA - do not resume") is not ours: someone wrote it.
+    """
+    if not is_drained(node_info):
+        return None
+    match = re.match(r"^%s \(run ([A-Za-z0-9._@+-]+): [^()]*\)$" % re.escape(marker), node_info.get("reason") or "")
+    return match.group(1) if match else None

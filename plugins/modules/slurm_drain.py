@@ -14,10 +14,14 @@ description:
     O(purpose)), unless it is drained already. Then, while jobs still run on it (Slurm state C(draining)), waits up
     to O(job_timeout) seconds for them to end (O(running_jobs=wait)) or fails naming them (O(running_jobs=refuse)),
     so that no GPU is reset under a running job. Succeeds once the node is C(drained).
-  - With O(state=resumed), resumes the node only while its reason still starts with O(marker). A drain by someone
-    else (another reason, set before the run or replacing ours during it) is left alone, and RV(msg) says why.
-  - Our drain is known by its reason alone (without slurmdbd only root can drain, so the user tells nothing). A run
-    that was interrupted after its drain leaves the node drained with our reason; the next run resumes it.
+  - With O(state=resumed), resumes the node only while its reason is still the one this module writes. A drain by
+    someone else (another reason, set before the run or replacing ours during it, or one that only starts with
+    O(marker)) is left alone, and RV(msg) says why.
+  - Our drain is known by its reason alone (without slurmdbd only root can drain, so the user tells nothing), and the
+    reason names the run. The drain of another gpuops run is resumed only once that run has ended and handed it on
+    (O(state=released)), or has shown no life for O(stale_drain_after) seconds (its last line in the node journal, else the time Slurm recorded the drain): a run
+    interrupted after its drain leaves the node drained, and a later run resumes it; a run still waiting for its
+    jobs keeps its drain.
   - Reads the node with C(sinfo) (C(%N), the node name, not C(%n), its host name; the whole reason, C(%E), not the
     20 characters of C(sinfo -R)), and its jobs with C(squeue). Slurm commands need their configuration
     (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
@@ -33,9 +37,13 @@ options:
     type: str
     required: true
   state:
-    description: V(drained) takes the node out of service; V(resumed) puts it back if the drain is ours.
+    description:
+      - V(drained) takes the node out of service; V(resumed) puts it back if the drain is ours.
+      - V(released) is how a run that ends with the memory still held leaves its drain (the node stays out of service):
+        it writes that to the node journal, so that the next run may resume the drain once it has fixed the node,
+        without waiting for O(stale_drain_after). It changes nothing in Slurm.
     type: str
-    choices: [drained, resumed]
+    choices: [drained, resumed, released]
     default: drained
   marker:
     description: The start of every reason we drain with; a drain whose reason starts with it is ours.
@@ -54,6 +62,12 @@ options:
     description: Seconds to wait for the jobs to end with O(running_jobs=wait); the module fails naming them after it.
     type: float
     default: 600.0
+  stale_drain_after:
+    description:
+      - With O(state=resumed), seconds without a sign of life after which the drain of another gpuops run counts as
+        left behind (an interrupted run) and is resumed. Keep it above the longest run, O(job_timeout) included.
+    type: float
+    default: 7200.0
   poll_interval:
     description: Seconds between two reads of the node while waiting for its jobs.
     type: float
@@ -91,7 +105,7 @@ before:
   returned: always
   type: dict
 ours:
-  description: Whether the node's drain (after the module ran) is ours.
+  description: Whether the node's drain (after the module ran) is a gpuops drain (its reason is the one this module writes).
   returned: always
   type: bool
 jobs:
@@ -103,18 +117,17 @@ waited:
   description: Seconds waited for the jobs to end.
   returned: always
   type: float
-journaled_drain:
-  description:
-    - With O(state=resumed), the last drain of this node in the node journal that no resume followed (C(run_id), C(ts)),
-      or null. A run id other than this run's is a run that was interrupted after its drain.
+drain_run:
+  description: With O(state=resumed), the run id the drain's reason names, or null when the drain is not gpuops'.
   returned: with state=resumed
-  type: dict
+  type: str
 msg:
   description: What was done, or why nothing was.
   returned: always
   type: str
 """
 
+import datetime
 import time
 import uuid
 
@@ -122,7 +135,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, drain_argv, drain_reason, is_drained, is_ours, parse_sinfo, parse_squeue, resume_argv, sinfo_argv, squeue_argv,
+    SlurmNodeUnknown, drain_argv, drain_reason, drain_run, is_drained, parse_sinfo, parse_squeue, reason_run_id, resume_argv, sinfo_argv,
+    squeue_argv,
 )
 
 
@@ -165,7 +179,7 @@ class SlurmDrain:
 
     def drain(self, before):
         marker = self.params["marker"]
-        if is_ours(before, marker):
+        if drain_run(before, marker):
             self.result["msg"] = "already drained by gpuops: %s" % before["reason"]
         elif is_drained(before):
             self.result["msg"] = "already drained by someone else (%s); it stays theirs and is never resumed by us" % before["reason"]
@@ -191,7 +205,7 @@ class SlurmDrain:
         while jobs:
             waited = time.monotonic() - started
             if self.params["running_jobs"] == "refuse" or waited >= self.params["job_timeout"]:
-                self.result.update(jobs=jobs, waited=round(waited, 1), node=node)
+                self.result.update(jobs=jobs, waited=round(waited, 1), node=node, ours=drain_run(node, self.params["marker"]) is not None)
                 why = "running_jobs=refuse" if self.params["running_jobs"] == "refuse" else "still running after %.0f s (job_timeout)" % waited
                 self._fail("jobs run on Slurm node %s: %s; no GPU is reset under a running job (%s)" % (
                     self.node, ", ".join("%s (%s, %s)" % (j["job_id"], j["user"], j["name"]) for j in jobs), why))
@@ -200,45 +214,72 @@ class SlurmDrain:
         self.result["waited"] = round(time.monotonic() - started, 1)
         return self.read()
 
-    def journaled_drain(self):
-        """The last drain of this node in the journal that no resume followed: {"run_id", "ts"}, or None."""
-        last = None
-        for record in read_journal(self.journal.path):
-            if record.get("node") != self.node or record.get("phase") != "intent":
-                continue
-            if record.get("action") == "slurm_drain":
-                last = {"run_id": record.get("run_id"), "ts": record.get("ts")}
-            elif record.get("action") == "slurm_resume":
-                last = None
-        return last
+    def released_by(self, run_id):
+        """Whether run run_id ended and left its drain to the next run (state=released, in the node journal)."""
+        return any(record.get("action") == "slurm_release" and record.get("phase") == "outcome"
+                   and reason_run_id(record.get("run_id")) == run_id
+                   for record in read_journal(self.journal.path, 4 * 1024 * 1024))
+
+    def release(self, before):
+        """A run that ends with the node still drained by it hands the drain on: the next run may resume it."""
+        if drain_run(before, self.params["marker"]) != reason_run_id(self.run_id):
+            self.result["msg"] = "nothing to hand on: the node is not drained by this run"
+        elif self.module.check_mode:
+            self.result["msg"] = "would leave the node drained for the next run"
+        else:
+            entry = self.journal.intent("slurm_release", node=self.node, reason=before["reason"])
+            self.journal.outcome(entry, True, node=self.node)
+            self.result["msg"] = "left drained for the next run (%s)" % before["reason"]
+        return before
+
+    def last_seen(self, run_id, before):
+        """Seconds since run run_id last showed life: its latest line in the node journal, else the drain's time."""
+        stamps = [record["ts"] for record in read_journal(self.journal.path, 4 * 1024 * 1024)
+                  if reason_run_id(record.get("run_id")) == run_id]
+        try:
+            if stamps:
+                then = datetime.datetime.fromisoformat(max(stamps).replace("Z", "+00:00")).timestamp()
+            else:
+                then = time.mktime(time.strptime(before["reason_time"] or "", "%Y-%m-%dT%H:%M:%S"))
+        except ValueError:
+            return None, "journal"
+        return max(time.time() - then, 0.0), "journal" if stamps else "Slurm's reason time"
 
     def resume(self, before):
-        left = self.journaled_drain()
-        self.result["journaled_drain"] = left
-        if left and left["run_id"] != self.run_id and is_ours(before, self.params["marker"]):
-            self.result["msg_prefix"] = "a drain left by run %s (%s, in the journal)" % (left["run_id"], left["ts"])
-        if is_ours(before, self.params["marker"]):
-            if self.module.check_mode:
-                self.result.update(changed=True, msg="would resume: the drain is ours (%s)" % before["reason"])
-                return dict(before, state="idle", reason=None)
-            self._act("slurm_resume", resume_argv(self.module.get_bin_path("scontrol", required=True), self.node))
-            self.result["msg"] = "resumed: the drain was ours (%s)" % before["reason"]
-            return self.read()
-        if is_drained(before):
-            self.result["msg"] = "not resumed: the drain is someone else's (reason %r, by %s at %s)" % (
-                before["reason"], before["reason_user"], before["reason_time"])
-        else:
-            self.result["msg"] = "not resumed: the node is not drained (state %s)" % before["state"]
-        return before
+        run = drain_run(before, self.params["marker"])
+        self.result["drain_run"] = run
+        if run is None:
+            if is_drained(before):
+                self.result["msg"] = "not resumed: the drain is someone else's (reason %r, by %s at %s)" % (
+                    before["reason"], before["reason_user"], before["reason_time"])
+            else:
+                self.result["msg"] = "not resumed: the node is not drained (state %s)" % before["state"]
+            return before
+        why = "the drain is this run's"
+        if run != reason_run_id(self.run_id) and self.released_by(run):
+            why = "run %s ended and left its drain to the next run" % run
+        elif run != reason_run_id(self.run_id):
+            age, source = self.last_seen(run, before)
+            if age is None or age < self.params["stale_drain_after"]:
+                self.result["msg"] = ("not resumed: the drain is gpuops run %s's, which may still be running (last seen %s "
+                                      "ago in the %s; stale_drain_after=%s s)" % (
+                                          run, "%.0f s" % age if age is not None else "at an unknown time", source,
+                                          self.params["stale_drain_after"]))
+                return before
+            why = "a drain left by run %s, last seen %.0f s ago (%s)" % (run, age, source)
+        if self.module.check_mode:
+            self.result.update(changed=True, msg="would resume: %s" % why)
+            return dict(before, state="idle", reason=None)
+        self._act("slurm_resume", resume_argv(self.module.get_bin_path("scontrol", required=True), self.node))
+        self.result["msg"] = "resumed: %s" % why
+        return self.read()
 
     def execute(self):
         before = self.read()
         self.result["before"] = before
-        after = self.drain(before) if self.params["state"] == "drained" else self.resume(before)
-        prefix = self.result.pop("msg_prefix", None)
-        if prefix:
-            self.result["msg"] = "%s: %s" % (prefix, self.result["msg"])
-        self.result.update(node=after, ours=is_ours(after, self.params["marker"]))
+        actions = {"drained": self.drain, "resumed": self.resume, "released": self.release}
+        after = actions[self.params["state"]](before)
+        self.result.update(node=after, ours=drain_run(after, self.params["marker"]) is not None)
         self.result["diff"] = {"before": {"state": before["state"], "reason": before["reason"]},
                                "after": {"state": after["state"], "reason": after["reason"]}}
         self.module.exit_json(**self.result)
@@ -248,21 +289,23 @@ def main():
     module = GpuModule(
         argument_spec=dict(
             node=dict(type="str", required=True),
-            state=dict(type="str", choices=["drained", "resumed"], default="drained"),
+            state=dict(type="str", choices=["drained", "resumed", "released"], default="drained"),
             marker=dict(type="str", default="gpuops: reclaiming stuck GPU memory"),
             purpose=dict(type="str", default="destructive rung"),
             running_jobs=dict(type="str", choices=["wait", "refuse"], default="wait"),
             job_timeout=dict(type="float", default=600.0),
             poll_interval=dict(type="float", default=2.0),
+            stale_drain_after=dict(type="float", default=7200.0),
             run_id=dict(type="str"),
             journal_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
-    for option in ("job_timeout", "poll_interval"):
-        if module.params[option] < 0 or (option == "poll_interval" and module.params[option] == 0):
-            module.fail_json(msg="%s must be %s seconds, got %r" % (option, "more than 0" if option == "poll_interval" else "0 or more",
-                                                                   module.params[option]))
+    for option in ("job_timeout", "stale_drain_after"):
+        if module.params[option] < 0:
+            module.fail_json(msg="%s must be 0 or more seconds, got %r" % (option, module.params[option]))
+    if module.params["poll_interval"] <= 0:
+        module.fail_json(msg="poll_interval must be more than 0 seconds, got %r" % module.params["poll_interval"])
     for option in ("node", "marker"):
         if not (module.params[option] or "").strip():
             module.fail_json(msg="%s must not be empty, got %r" % (option, module.params[option]))

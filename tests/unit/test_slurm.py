@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, base_state, drain_reason, is_drained, is_ours, parse_sinfo, parse_squeue,
+    SlurmNodeUnknown, base_state, drain_reason, drain_run, is_drained, parse_sinfo, parse_squeue,
 )
 
 MARKER = "gpuops: reclaiming stuck GPU memory"
@@ -46,15 +46,29 @@ def test_an_unknown_node_prints_nothing():
         parse_sinfo(IDLE, "node0")
 
 
-def test_ours_is_the_marker_at_the_start_of_a_drain_reason():
-    ours = parse_sinfo("node07|drained|root(0)|2026-12-01T08:54:06|%s\n" % drain_reason(MARKER, "run-1", "reset rung"), "node07")
-    assert ours["reason"] == "gpuops: reclaiming stuck GPU memory (run run-1: reset rung)"
-    assert is_ours(ours, MARKER)
-    assert not is_ours(parse_sinfo(DRAINED_FLAGGED, "node07"), MARKER)
-    assert not is_ours(parse_sinfo(IDLE, "node07"), MARKER)
+def test_ours_is_the_reason_drain_reason_writes_and_names_the_run():
+    ours = parse_sinfo("node07|drained|root(0)|2026-12-01T08:54:06|%s\n" % drain_reason(MARKER, "run-1", "the reset rung"), "node07")
+    assert ours["reason"] == "gpuops: reclaiming stuck GPU memory (run run-1: the reset rung)"
+    assert drain_run(ours, MARKER) == "run-1"
+    assert drain_run(parse_sinfo(DRAINED_FLAGGED, "node07"), MARKER) is None
+    assert drain_run(parse_sinfo(IDLE, "node07"), MARKER) is None
     # A resumed node may keep no reason, or a stale one: only a drain can be ours.
-    assert not is_ours(dict(ours, state="idle"), MARKER)
+    assert drain_run(dict(ours, state="idle"), MARKER) is None
     assert is_drained(parse_sinfo(DRAINING, "node07"))
+
+
+def test_a_reason_that_only_starts_with_the_marker_is_someone_elses():
+    for reason in ("gpuops: reclaiming stuck GPU memory failed, RMA - do not resume",
+                   "gpuops: reclaiming stuck GPU memory (run x: reset) - and then a human note",
+                   "gpuops: reclaiming stuck GPU memory"):
+        node = {"state": "drained", "reason": reason}
+        assert drain_run(node, MARKER) is None, reason
+
+
+def test_odd_run_ids_and_purposes_still_read_back():
+    reason = drain_reason(MARKER, "awx job 42: (retry)", "the (reset) rung")
+    assert reason == "gpuops: reclaiming stuck GPU memory (run awx_job_42___retry_: the reset rung)"
+    assert drain_run({"state": "draining", "reason": reason}, MARKER) == "awx_job_42___retry_"
 
 
 def test_squeue_jobs():
