@@ -231,6 +231,22 @@ class HolderKiller:
         return {"runtime": runtime, "id": container_id, "pids": pids, "ok": ok, "message": message}
 
 
+def beyond_selection(module, holders, selected):
+    """With the gpus option set, the holders to end that hold none of the selected GPUs (a client of the whole
+    driver, a job on an NVLink peer or on another GPU of the node): a run narrowed to some GPUs ends none of them.
+    Fails, naming them, when there are any."""
+    if not module.params["gpus"]:
+        return
+    outside = [h for h in holders if not set(h.get("gpus") or []) & set(selected)]
+    if outside:
+        module.fail_json(changed=False, msg="refused: gpus=%s narrows this run to GPU %s, but ending what blocks it would also "
+                         "end %s; leave gpus empty to allow ending them" % (
+                             module.params["gpus"], ",".join(str(index) for index in sorted(selected)), ", ".join(
+                                 "pid %s (%s, on %s)" % (h["pid"], h.get("name"), "GPU " + ",".join(str(g) for g in h["gpus"])
+                                                         if h.get("gpus") else "no GPU: a client of the whole driver")
+                                 for h in outside)))
+
+
 def acted(result):
     """Whether ending changed the node: a signal sent (to a holder, or to a zombie's parent), a container stopped."""
     return bool(result["signalled"] or [z for z in result["zombies"] if z.get("reaped_by") or z.get("parent_signalled")]

@@ -43,6 +43,8 @@ options:
         parent), then take the snapshot again and reset. Refuses before any signal, naming them, when one of them could
         not be ended. Check mode predicts the kill and the reset that follows it.
       - Without it, the module refuses while they run.
+      - With O(gpus) set, the run is narrowed to those GPUs: it refuses, naming them, to end a holder that holds none of
+        them (a job on another GPU or an NVLink peer, a client of the whole driver). Leave O(gpus) empty to allow it.
     type: bool
     default: false
   force:
@@ -135,7 +137,7 @@ import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
-    KILL_ARGUMENT_SPEC, HolderKiller, ended_pids, still_holding, validate_kill_params,
+    KILL_ARGUMENT_SPEC, HolderKiller, beyond_selection, ended_pids, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
@@ -259,6 +261,7 @@ class GpuResetWorker:
             return snapshot, groups, reasons, skipped, []
         blocking, units = self.blockers(snapshot, groups)
         if blocking and self.params["kill_holders"]:
+            beyond_selection(self.module, blocking, self.run.selected_gpus(snapshot))
             killer = HolderKiller(self.module, self.run.journal)
             killed = killer.end(blocking, predict_only=True)
             self._keep_kill(killed)

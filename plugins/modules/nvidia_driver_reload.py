@@ -57,6 +57,8 @@ options:
         parent). Without it, the module refuses while they run; it also refuses, naming them, when a holder cannot
         be ended.
       - O(grace) is also how long to wait for a stopped service's processes to go.
+      - With O(gpus) set, the run is narrowed to those GPUs: it refuses, naming them, to end a holder that holds none of
+        them (a job on another GPU or an NVLink peer, a client of the whole driver). Leave O(gpus) empty to allow it.
     type: bool
     default: false
 seealso:
@@ -152,7 +154,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._deadline impor
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, HolderKiller, acted, still_holding, validate_kill_params
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
+    KILL_ARGUMENT_SPEC, HolderKiller, acted, beyond_selection, still_holding, validate_kill_params,
+)
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 
@@ -188,6 +192,7 @@ class DriverReloadWorker:
         self.params = module.params
         self.run = Remediation(module)
         self.layout = self.run.layout
+        self._snapshot = None
         self.result = {"changed": False, "plan": [], "modules_unloaded": [], "modules_loaded": [], "services_stopped": [],
                        "services_started": [], "node_state": "unchanged", "gpus": [], "journal": []}
         self.isolated = False  # a systemctl isolate of the graphics method went through
@@ -205,6 +210,7 @@ class DriverReloadWorker:
         if not self.params["kill_holders"]:
             self.module.fail_json(msg="nvidia_driver_reload refused: the devices are held by %s; end them first "
                                       "(gpuops.remediation.gpu_kill) or set kill_holders=true" % names, changed=False)
+        beyond_selection(self.module, blockers, self.run.selected_gpus(self._snapshot))
         killer = HolderKiller(self.module, self.run.journal)
         # Refuse before any signal when some holder would survive: ending the others would be for nothing.
         self._refuse_survivors(killer.end(blockers, predict_only=True), blockers, changed=False)
@@ -227,7 +233,7 @@ class DriverReloadWorker:
         self.module.exit_json(**self.result)
 
     def _plan_and_act(self):
-        snapshot = self.run.snapshot(gpus=[])
+        snapshot = self._snapshot = self.run.snapshot(gpus=[])
         method = self.params["method"]
         reason = needs_reload(snapshot, self.params["ghost_threshold_mib"])
         if self.params["force"]:
