@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, left_stopped, load_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
     SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, select_gpus, snapshot_or_fail, unknown_gpu_message, validate_snapshot_params,
 )
@@ -28,8 +30,27 @@ def action_argument_spec(**module_options):
     return spec
 
 
+class Interrupted(Exception):
+    """A signal asked the module to stop."""
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    def _raise(signum, frame):  # pylint: disable=unused-argument
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = dict((signum, signal.signal(signum, _raise)) for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 class Remediation:
     """One remediation run on this node."""
+
+    restored = None
 
     def __init__(self, module):
         self.module = module
@@ -81,12 +102,38 @@ class Remediation:
     @contextlib.contextmanager
     def acting(self):
         """Around the snapshot, the plan and the action: the node lock, except in check mode (which changes nothing
-        and waits for nobody). Planning under the lock means a run that waited sees the node as the other one left it."""
+        and waits for nobody). Planning under the lock means a run that waited sees the node as the other one left it.
+
+        Under the lock, first what an interrupted run left stopped is started again (the journal says what). A TERM,
+        HUP or INT (the play stopped, the connection cut) raises in the module, so that its `finally` blocks start again
+        what it stopped; then the module fails, saying so.
+        """
         if self.module.check_mode:
             yield
-        else:
-            with self.locked():
+            return
+        with self.locked(), _signals_raise():
+            try:
+                self._start_left_stopped()
                 yield
+            except Interrupted as exc:
+                self.module.fail_json(msg="interrupted by %s; what this run had stopped was started again (see journal)" % exc,
+                                      changed=True, journal=self.journal.entries())
+
+    def report_restored(self, result):
+        """Put into a module result what acting() started again for an interrupted run."""
+        if self.restored:
+            result["restored_units"] = self.restored["units"]
+            result["changed"] = result.get("changed") or bool(self.restored["units"])
+            if self.restored["errors"]:
+                result.setdefault("service_errors", []).extend(self.restored["errors"])
+
+    def _start_left_stopped(self):
+        records, dummy = load_journal(self.journal.path, 4 * 1024 * 1024)
+        units = left_stopped(records, run_id=self.journal.run_id)
+        if not units:
+            return
+        started, errors = GpuServices(self.module, self.layout, self.journal).start_left_stopped(units)
+        self.restored = {"units": started, "errors": errors}
 
     @contextlib.contextmanager
     def locked(self):

@@ -127,6 +127,21 @@ def _well_formed(record):
     return isinstance(record, dict) and all(isinstance(record.get(key), str) for key in ("id", "phase", "action", "ts"))
 
 
+def left_stopped(records, run_id=None):
+    """Units that a run stopped (systemctl_stop ok) and never started again afterwards, in stop order, skipping the
+    run run_id (the caller's own). Read under the node lock: the run that stopped them is no longer acting."""
+    stopped = {}
+    for record in records:
+        if record.get("phase") != "outcome" or record.get("ok") is not True or not isinstance(record.get("unit"), str) \
+                or record.get("run_id") == run_id:
+            continue
+        if record.get("action") == "systemctl_stop":
+            stopped[record["unit"]] = record
+        elif record.get("action") == "systemctl_start":
+            stopped.pop(record["unit"], None)
+    return [record["unit"] for record in sorted(stopped.values(), key=lambda record: record["ts"])]
+
+
 def unfinished(records):
     """The intents that have no outcome: actions a killed run may have left half done."""
     finished = set(record.get("id") for record in records if record.get("phase") == "outcome")

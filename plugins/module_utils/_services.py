@@ -48,10 +48,23 @@ class GpuServices:
                 running.append(unit)
         return running
 
-    def _systemctl(self, verb, unit):
-        entry = self.journal.intent("systemctl_%s" % verb, unit=unit)
+    def start_left_stopped(self, units):
+        """Start, in reverse stop order, the units an interrupted run left stopped (those not running now).
+        Returns (started, errors); never raises."""
+        started, errors = [], []
+        still_down = [unit for unit in units if unit not in self.active(units)]
+        for unit in reversed(still_down):
+            try:
+                self._systemctl("start", unit, reason="left stopped by an interrupted run")
+                started.append(unit)
+            except ServiceError as exc:
+                errors.append(str(exc))
+        return started, errors
+
+    def _systemctl(self, verb, unit, **details):
+        entry = self.journal.intent("systemctl_%s" % verb, unit=unit, **details)
         rc, out, err = self.module.run_command([self.systemctl, verb, unit])
-        self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+        self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip(), unit=unit)
         if rc != 0:
             raise ServiceError("systemctl %s %s failed (rc %d): %s" % (verb, unit, rc, (err or out).strip()))
 

@@ -125,6 +125,11 @@ still_listed:
   returned: always
   type: list
   elements: int
+restored_units:
+  description: GPU services an earlier, interrupted run had stopped and never started again, which this run started.
+  returned: when there were any
+  type: list
+  elements: str
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -179,6 +184,7 @@ class GpuKillWorker:
     def execute(self):
         with self.run.acting():
             snapshot, gpu_indexes = self._end_selected()
+        self.run.report_restored(self.result)
         after = None
         if self.result["changed"] and not self.module.check_mode:
             after = self._wait_driver_release(ended_pids(self.result))

@@ -126,6 +126,11 @@ error:
   description: Why the run stopped before it reset (a daemon that would not stop).
   returned: on such a failure
   type: str
+restored_units:
+  description: GPU services an earlier, interrupted run had stopped and never started again, which this run started.
+  returned: when there were any
+  type: list
+  elements: str
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -364,6 +369,7 @@ class GpuResetWorker:
     def execute(self):
         with self.run.acting():
             self._plan_and_act()
+        self.run.report_restored(self.result)
         self.result["journal"] = self.run.journal.entries()
         failed = [g for g in self.result["gpus"] if g["reset"] is False and g["index"] in self._to_reset]
         if failed or "error" in self.result:

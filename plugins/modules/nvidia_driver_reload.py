@@ -141,6 +141,11 @@ service_errors:
   returned: when one could not
   type: list
   elements: str
+restored_units:
+  description: GPU services an earlier, interrupted run had stopped and never started again, which this run started.
+  returned: when there were any
+  type: list
+  elements: str
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -229,6 +234,7 @@ class DriverReloadWorker:
     def execute(self):
         with self.run.acting():
             self._plan_and_act()
+        self.run.report_restored(self.result)
         self.result["journal"] = self.run.journal.entries()
         self.module.exit_json(**self.result)
 

@@ -15,7 +15,7 @@ import textwrap
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
-    Journal, completed_resets, load_journal, read_journal, unfinished,
+    Journal, completed_resets, left_stopped, load_journal, read_journal, unfinished,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -224,3 +224,16 @@ def test_malformed_lines_are_skipped_not_fatal(tmp_path):
     records = read_journal(str(path))
     assert records == [json.loads(good)]
     assert completed_resets(records) == []
+
+
+def test_units_a_dead_run_stopped_and_never_started_again(tmp_path):
+    path = str(tmp_path / "journal.jsonl")
+    dead, done, mine = Journal(path, run_id="dead"), Journal(path, run_id="done"), Journal(path, run_id="mine")
+    for journal, units, start in ((done, ["a.service"], True), (dead, ["b.service", "c.service"], False), (mine, ["d.service"], False)):
+        for unit in units:
+            journal.outcome(journal.intent("systemctl_stop", unit=unit), True, unit=unit)
+        for unit in units if start else []:
+            journal.outcome(journal.intent("systemctl_start", unit=unit), True, unit=unit)
+    failed_stop = dead.intent("systemctl_stop", unit="e.service")
+    dead.outcome(failed_stop, False, unit="e.service")
+    assert left_stopped(read_journal(path), run_id="mine") == ["b.service", "c.service"]

@@ -517,3 +517,17 @@ def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_fo
         init_like = [p for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == 0 and p != "1"]
         pid = int(init_like[0])
         assert refusal(Target(pid, _procscan.start_time(pid)), Policy()).startswith("not permitted")
+
+
+def test_a_signal_during_an_action_raises_so_that_finally_blocks_run():
+    from ansible_collections.gpuops.remediation.plugins.module_utils._action import Interrupted, _signals_raise  # pylint: disable=import-outside-toplevel
+    ran_finally = []
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        with _signals_raise():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            finally:
+                ran_finally.append(True)
+    assert ran_finally == [True]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
