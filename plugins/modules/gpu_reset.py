@@ -43,7 +43,7 @@ options:
         parent), then take the snapshot again and reset. Refuses before any signal, naming them, when one of them could
         not be ended. Check mode predicts the kill and the reset that follows it.
       - Without it, the module refuses while they run.
-      - With O(gpus) set, the run is narrowed to those GPUs: it refuses, naming them, to end a holder that holds none of
+      - With O(gpus) set, the run is narrowed to those GPUs, and it refuses, naming them, to end a holder that holds none of
         them (a job on another GPU or an NVLink peer, a client of the whole driver). Leave O(gpus) empty to allow it.
     type: bool
     default: false

@@ -57,7 +57,7 @@ options:
         parent). Without it, the module refuses while they run; it also refuses, naming them, when a holder cannot
         be ended.
       - O(grace) is also how long to wait for a stopped service's processes to go.
-      - With O(gpus) set, the run is narrowed to those GPUs: it refuses, naming them, to end a holder that holds none of
+      - With O(gpus) set, the run is narrowed to those GPUs, and it refuses, naming them, to end a holder that holds none of
         them (a job on another GPU or an NVLink peer, a client of the whole driver). Leave O(gpus) empty to allow it.
     type: bool
     default: false

@@ -19,9 +19,9 @@ description:
     O(marker)) is left alone, and RV(msg) says why.
   - Our drain is known by its reason alone (without slurmdbd only root can drain, so the user tells nothing), and the
     reason names the run. The drain of another gpuops run is resumed only once that run has ended and handed it on
-    (O(state=released)), or has shown no life for O(stale_drain_after) seconds (its last line in the node journal, else the time Slurm recorded the drain): a run
-    interrupted after its drain leaves the node drained, and a later run resumes it; a run still waiting for its
-    jobs keeps its drain.
+    (O(state=released)), or has shown no life for O(stale_drain_after) seconds (its last line in the node journal,
+    else the time Slurm recorded the drain). So a run interrupted after its drain leaves the node drained and a later
+    run resumes it, while a run still waiting for its jobs keeps its drain.
   - Reads the node with C(sinfo) (C(%N), the node name, not C(%n), its host name; the whole reason, C(%E), not the
     20 characters of C(sinfo -R)), and its jobs with C(squeue). Slurm commands need their configuration
     (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
@@ -39,7 +39,7 @@ options:
   state:
     description:
       - V(drained) takes the node out of service; V(resumed) puts it back if the drain is ours.
-      - V(released) is how a run that ends with the memory still held leaves its drain (the node stays out of service):
+      - V(released) is how a run that ends with the memory still held leaves its drain (the node stays out of service);
         it writes that to the node journal, so that the next run may resume the drain once it has fixed the node,
         without waiting for O(stale_drain_after). It changes nothing in Slurm.
     type: str
