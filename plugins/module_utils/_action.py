@@ -8,7 +8,7 @@ import contextlib
 import os
 import signal
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, left_stopped, load_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, left_stopped, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
@@ -128,7 +128,7 @@ class Remediation:
                 result.setdefault("service_errors", []).extend(self.restored["errors"])
 
     def _start_left_stopped(self):
-        records, dummy = load_journal(self.journal.path, 4 * 1024 * 1024)
+        records, dummy = recent_records(self.journal.path)
         units = left_stopped(records, run_id=self.journal.run_id)
         if not units:
             return

@@ -16,6 +16,9 @@ import time
 import uuid
 
 DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
+# What readers of the journal read: its tail (it grows for the life of the node), far more than a node does between
+# two boots or during one run.
+RECENT_BYTES = 4 * 1024 * 1024
 # No line this module writes comes near it; a longer one is not ours (and would cost the reader).
 MAX_LINE_BYTES = 256 * 1024
 # A line dated further in the future than this was written under a wrong clock: it answers nothing.
@@ -90,6 +93,11 @@ class Journal:
     def entries(self):
         """The records this run wrote, in order (copies, safe to put in a module result)."""
         return [dict(entry) for entry in self._entries]
+
+
+def recent_records(path):
+    """(records of the journal's last RECENT_BYTES, error or None); never raises."""
+    return load_journal(path, RECENT_BYTES)
 
 
 def read_journal(path, tail_bytes=None):

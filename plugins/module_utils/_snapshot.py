@@ -15,7 +15,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
     DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import completed_resets, load_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import completed_resets, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
@@ -285,10 +285,6 @@ def probe_kernel_log(module, layout, options, boot_epoch=None):
     return parse_kernel_log(text, boot_time=boot_epoch), report
 
 
-# The journal's tail that can answer evidence: thousands of actions, far more than a node does between two boots.
-JOURNAL_TAIL_BYTES = 4 * 1024 * 1024
-
-
 def probe_journal(layout, options, events):
     """(completed resets and reloads, report) from the node's journal; a missing, torn or unreadable one is no error
     for the snapshot: it only means that no earlier action answers the kernel log's evidence. Read only when there is
@@ -296,7 +292,7 @@ def probe_journal(layout, options, events):
     path = options.journal_path or layout.journal_file
     if not events:
         return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
-    records, error = load_journal(path, JOURNAL_TAIL_BYTES)
+    records, error = recent_records(path)
     report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
     return completed_resets(records), report
 

@@ -131,7 +131,7 @@ import datetime
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
@@ -214,11 +214,10 @@ class SlurmDrain:
         self.result["waited"] = round(time.monotonic() - started, 1)
         return self.read()
 
-    def released_by(self, run_id):
+    def released_by(self, run_id, records):
         """Whether run run_id ended and left its drain to the next run (state=released, in the node journal)."""
         return any(record.get("action") == "slurm_release" and record.get("phase") == "outcome"
-                   and reason_run_id(record.get("run_id")) == run_id
-                   for record in read_journal(self.journal.path, 4 * 1024 * 1024))
+                   and reason_run_id(record.get("run_id")) == run_id for record in records)
 
     def release(self, before):
         """A run that ends with the node still drained by it hands the drain on: the next run may resume it."""
@@ -232,10 +231,10 @@ class SlurmDrain:
             self.result["msg"] = "left drained for the next run (%s)" % before["reason"]
         return before
 
-    def last_seen(self, run_id, before):
+    @staticmethod
+    def last_seen(run_id, before, records):
         """Seconds since run run_id last showed life: its latest line in the node journal, else the drain's time."""
-        stamps = [record["ts"] for record in read_journal(self.journal.path, 4 * 1024 * 1024)
-                  if reason_run_id(record.get("run_id")) == run_id]
+        stamps = [record["ts"] for record in records if reason_run_id(record.get("run_id")) == run_id]
         try:
             if stamps:
                 then = datetime.datetime.fromisoformat(max(stamps).replace("Z", "+00:00")).timestamp()
@@ -256,10 +255,11 @@ class SlurmDrain:
                 self.result["msg"] = "not resumed: the node is not drained (state %s)" % before["state"]
             return before
         why = "the drain is this run's"
-        if run != reason_run_id(self.run_id) and self.released_by(run):
+        records = recent_records(self.journal.path)[0] if run != reason_run_id(self.run_id) else []
+        if run != reason_run_id(self.run_id) and self.released_by(run, records):
             why = "run %s ended and left its drain to the next run" % run
         elif run != reason_run_id(self.run_id):
-            age, source = self.last_seen(run, before)
+            age, source = self.last_seen(run, before, records)
             if age is None or age < self.params["stale_drain_after"]:
                 self.result["msg"] = ("not resumed: the drain is gpuops run %s's, which may still be running (last seen %s "
                                       "ago in the %s; stale_drain_after=%s s)" % (
