@@ -108,8 +108,17 @@ def _names_gpu(gpu, key):
 
 def _device_gpus(devices, index_by_minor):
     """GPU indexes of the /dev/nvidiaN nodes held: N is the device's minor number, not always its NVML index."""
-    minors = set(int(m.group(1)) for m in (GPU_DEVICE.search(path) for path in devices) if m)
-    return sorted(set(index_by_minor.get(minor, minor) for minor in minors))
+    return sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices)))
+
+
+def device_minors(devices):
+    """The N of every /dev/nvidiaN among the device paths held."""
+    return set(int(m.group(1)) for m in (GPU_DEVICE.search(path) for path in devices) if m)
+
+
+def holds_control_only(devices):
+    """Holds /dev/nvidiactl and no /dev/nvidiaN: a client of the whole driver, which blocks every GPU's reset."""
+    return not device_minors(devices) and any(os.path.basename(path) == "nvidiactl" for path in devices)
 
 
 def _gpus_from_device_nodes(dev_dir):
@@ -316,18 +325,13 @@ def _lost_bus_ids(gpus, events):
             gpu.update(pci_bus_id=bus, pci_bus_id_from="kernel_log")
 
 
-def _is_gpu_node(path):
-    return GPU_DEVICE.search(path) is not None
-
-
 def reset_blockers(holders):
     """Holders of /dev/nvidiactl and no GPU device (nv-fabricmanager, nv-hostengine, a monitoring agent, a stray
     NVML client): a client of the whole driver, which keeps every GPU from being reset."""
     blockers = []
     for holder in holders:
         devices = holder.get("devices") or []
-        if holder.get("gpus") or not any(os.path.basename(path) == "nvidiactl" for path in devices) \
-                or any(_is_gpu_node(path) for path in devices):
+        if holder.get("gpus") or not holds_control_only(devices):
             continue
         blockers.append({"pid": holder["pid"], "start_time": holder.get("start_time"), "name": holder.get("name"),
                          "class": holder.get("class"), "devices": devices, "systemd_unit": holder.get("systemd_unit")})

@@ -138,7 +138,6 @@ journal:
   elements: dict
 """
 
-import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
@@ -148,7 +147,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._module import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, holds_control_only, scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS, reset_evidence
 
 
@@ -321,12 +320,10 @@ class GpuResetWorker:
         holders, report = scan_processes(self.run.layout, self.params["probe_timeout"])
         if not report["ok"]:
             return "the scan of /proc to name who still holds it failed: %s" % report["error"]
-        minors = set(str(gpu.get("minor_number", gpu["index"])) for gpu in snapshot["gpus"] if gpu["index"] in group)
+        minors = set(gpu.get("minor_number", gpu["index"]) for gpu in snapshot["gpus"] if gpu["index"] in group)
         named = []
         for pid, holder in sorted(holders.items()):
-            names = [os.path.basename(path) for path in holder["devices"]]
-            gpus = [name[6:] for name in names if name.startswith("nvidia") and name[6:].isdigit()]
-            if set(gpus) & minors or (not gpus and "nvidiactl" in names):
+            if device_minors(holder["devices"]) & minors or holds_control_only(holder["devices"]):
                 named.append("pid %s (%s) holding %s" % (pid, holder["name"], ", ".join(holder["devices"])))
         return "still held, with the GPU daemons stopped, by %s" % (", ".join(named) or "no process this scan can see")
 
