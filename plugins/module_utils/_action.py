@@ -91,6 +91,13 @@ class Remediation:
             setattr(options, name, value)
         return snapshot_or_fail(self.module, self.layout, options)
 
+    def snapshot_after(self, whole_node):
+        """What a module returns as `snapshot_after`: the node after it acted, as gpu_holders_info with the same
+        options sees it. `whole_node` (a snapshot just taken with gpus=[]) serves as it is when no GPU was selected."""
+        if self.module.check_mode:
+            return None
+        return whole_node if not self.module.params["gpus"] else self.snapshot()
+
     def selected_gpus(self, snapshot):
         """Indexes of the GPUs the gpus option names, among those of a whole-node snapshot."""
         try:

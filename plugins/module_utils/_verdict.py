@@ -8,7 +8,13 @@ import datetime
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 
-RUNGS = ("none", "kill", "reset", "reload", "reboot")
+# The ladder, lightest rung first: the only definition of it. Everything else (the walk, the roles' argument specs,
+# the playbooks' checks) reads it or is checked equal to it (tests/unit/plugins/module_utils/test_ladder_definition.py).
+RUNGS = ("kill", "reset", "reload", "graphics", "reboot")
+# The verdict's rung when the evidence asks for none.
+NO_RUNG = "none"
+# GPU states (gpu_state) in which the GPU still holds memory that the ladder is there to get back.
+HELD_STATES = ("busy", "stuck", "lost", "unresponsive")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
 # restart_app: the application the Xid hit must end; once it has (see answer_events), the event asks for nothing.
 XID_RUNGS = {"restart_app": "kill", "reset_gpu": "reset", "reboot": "reboot"}
@@ -23,7 +29,54 @@ EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
 
 
 def rung_index(rung):
-    return RUNGS.index(rung)
+    """The rung's place on the ladder, 0 for the lightest; NO_RUNG is below every rung (-1)."""
+    return -1 if rung == NO_RUNG else RUNGS.index(rung)
+
+
+def memory_held(snapshot):
+    """Whether the node still holds GPU memory the ladder should get back: a GPU in a held state, or evidence that
+    only a reboot answers (a lost GPU may be missing from the GPU list altogether)."""
+    return any(gpu.get("state") in HELD_STATES for gpu in snapshot["gpus"]) or snapshot["verdict"]["rung"] == "reboot"
+
+
+def entry_floor(verdict_rung):
+    """The lowest rung the walk may take given the verdict: the verdict's rung, or the first rung when it names none."""
+    return max(0, rung_index(verdict_rung))
+
+
+def ceiling_index(max_rung, allow_reboot):
+    """The heaviest rung allowed: max_rung, except that reboot needs allow_reboot (without it, the rung below)."""
+    index = rung_index(max_rung)
+    return index - 1 if max_rung == "reboot" and not allow_reboot else index
+
+
+def entry_rung(snapshot):
+    """The rung a walk of this snapshot would start with, or NO_RUNG when no memory is held."""
+    return RUNGS[entry_floor(snapshot["verdict"]["rung"])] if memory_held(snapshot) else NO_RUNG
+
+
+def kill_targets(snapshot):
+    """The holders the kill rung ends: those holding a GPU, except GPU daemons (the reset and reload rungs stop and
+    start them) and processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot)."""
+    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] not in ("gpu_daemon", "unkillable")]
+
+
+def beyond_reset(gpu):
+    """Why no reset can bring this GPU back (only a reboot can), or None."""
+    if gpu.get("lost"):
+        return "the GPU is lost to the driver: only a reboot brings it back"
+    if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reboot":
+        return "NVML asks for a reboot"
+    return None
+
+
+def reload_evidence(snapshot, ghost_threshold_mib):
+    """Why the driver should be reloaded (the first GPU with evidence a reset or reload answers), or None."""
+    for gpu in snapshot["gpus"]:
+        reason = reset_evidence(gpu, snapshot["xid_events"], ghost_threshold_mib)
+        if reason:
+            return reason
+    return None
 
 
 def _gpu_label(gpu):
@@ -49,7 +102,7 @@ def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
 
 class _Finding:
     def __init__(self):
-        self.rung = "none"
+        self.rung = NO_RUNG
         self.reasons = []
 
     def need(self, rung, reason):
@@ -122,7 +175,7 @@ def _xid_findings(finding, events, indexes):
             finding.need(rung, "%s: the application it hit%s must end" % (text, who))
         else:
             finding.need(rung, text)
-    finding.reasons.extend({"rung": "none", "reason": line} for line in answered)
+    finding.reasons.extend({"rung": NO_RUNG, "reason": line} for line in answered)
 
 
 def _reset_blocker_reasons(finding, blockers):
@@ -135,11 +188,11 @@ def _reset_blocker_reasons(finding, blockers):
 
 
 def verdict(snapshot, ghost_threshold_mib):
-    """{"rung": one of RUNGS, "reasons": [{"rung", "reason"}]}: the entry rung and the evidence for it."""
+    """{"rung": one of RUNGS or NO_RUNG, "reasons": [{"rung", "reason"}]}: the entry rung and the evidence for it."""
     finding = _Finding()
     probe_report = snapshot["probes"]["gpu"]
     if not snapshot["gpus"] and not probe_report.get("ok"):
-        finding.reasons.append({"rung": "none", "reason": "no GPU could be read: %s" % probe_report.get("error")})
+        finding.reasons.append({"rung": NO_RUNG, "reason": "no GPU could be read: %s" % probe_report.get("error")})
     for gpu in snapshot["gpus"]:
         _gpu_findings(finding, gpu, probe_report, ghost_threshold_mib)
         _holder_findings(finding, gpu, snapshot["holders"])

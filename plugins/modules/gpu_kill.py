@@ -130,6 +130,12 @@ restored_units:
   returned: when there were any
   type: list
   elements: str
+snapshot_after:
+  description:
+    - The node after this run, as M(gpuops.remediation.gpu_holders_info) with the same options returns it (its
+      C(gpus), C(holders), C(verdict) and the rest), so that a caller walking the ladder need not inspect again.
+  returned: success, not in check mode
+  type: dict
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -187,8 +193,11 @@ class GpuKillWorker:
         self.run.report_restored(self.result)
         after = None
         if self.result["changed"] and not self.module.check_mode:
-            after = self._wait_driver_release(ended_pids(self.result))
+            self._wait_driver_release(ended_pids(self.result))
+            after = self.run.snapshot(gpus=[])
         self._report(snapshot, after, gpu_indexes)
+        if not self.module.check_mode:
+            self.result["snapshot_after"] = self.run.snapshot_after(after or snapshot)
         self.result["journal"] = self.run.journal.entries()
         failed = failures(self.result)
         if failed:

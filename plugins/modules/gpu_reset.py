@@ -131,6 +131,12 @@ restored_units:
   returned: when there were any
   type: list
   elements: str
+snapshot_after:
+  description:
+    - The node after this run, as M(gpuops.remediation.gpu_holders_info) with the same options returns it (its
+      C(gpus), C(holders), C(verdict) and the rest), so that a caller walking the ladder need not inspect again.
+  returned: not in check mode, also when the reset failed
+  type: dict
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -148,7 +154,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, holds_control_only, scan_processes
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RECOVERY_RUNGS, reset_evidence
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import beyond_reset, reset_evidence
 
 
 def _describe_holder(holder):
@@ -179,14 +185,6 @@ def daemon_units(services):
     return units
 
 
-def beyond_reset(gpu):
-    if gpu.get("lost"):
-        return "the GPU is lost to the driver: only a reboot brings it back"
-    if RECOVERY_RUNGS.get(gpu.get("recovery_action")) == "reboot":
-        return "NVML asks for a reboot"
-    return None
-
-
 def nvlink_groups(indexes, gpus, with_peers):
     """Lists of GPU indexes to reset together: each wanted GPU with its NVLink peers, transitively."""
     by_bus = dict((gpu.get("pci_bus_id"), gpu["index"]) for gpu in gpus)
@@ -213,6 +211,7 @@ class GpuResetWorker:
         self.params = module.params
         self.result = {"changed": False, "gpus": [], "services_stopped": [], "services_started": [], "journal": []}
         self._to_reset = set()
+        self._latest = None  # the newest whole-node snapshot, the base of snapshot_after
 
     def plan(self, snapshot):
         """(groups to reset, {index: reason}, {index: why not}) for the selected GPUs."""
@@ -368,6 +367,8 @@ class GpuResetWorker:
             self._plan_and_act()
         self.run.report_restored(self.result)
         self.result["journal"] = self.run.journal.entries()
+        if not self.module.check_mode:
+            self.result["snapshot_after"] = self.run.snapshot_after(self._latest)
         failed = [g for g in self.result["gpus"] if g["reset"] is False and g["index"] in self._to_reset]
         if failed or "error" in self.result:
             details = dict((key, value) for key, value in self.result.items() if key != "msg")
@@ -380,11 +381,13 @@ class GpuResetWorker:
         """Everything from the snapshot on; outside check mode under the node lock, so the plan is the node's now."""
         first = self.run.snapshot(gpus=[])
         snapshot, groups, reasons, skipped, units = self.clear(first)
+        self._latest = snapshot
         to_reset = self._to_reset = set(index for group in groups for index in group)
         before = dict((gpu["index"], gpu) for gpu in first["gpus"])
         outcome, after = {}, None
         if to_reset and not self.module.check_mode:
             outcome, after = self._act(groups, snapshot, units, dict((i, g.get("persistence_mode")) for i, g in before.items()))
+            self._latest = after
             # What this run did to the node, a failed run included: a kill, a stop, a reset, a persistence mode set.
             self.result["changed"] = bool(self.result["changed"] or self.result["services_stopped"]
                                           or self.result["persistence_restored"] or any(o.get("reset") for o in outcome.values()))

@@ -146,6 +146,12 @@ restored_units:
   returned: when there were any
   type: list
   elements: str
+snapshot_after:
+  description:
+    - The node after this run, as M(gpuops.remediation.gpu_holders_info) with the same options returns it (its
+      C(gpus), C(holders), C(verdict) and the rest), so that a caller walking the ladder need not inspect again.
+  returned: not in check mode, also when the reload failed after it began
+  type: dict
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -163,19 +169,11 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
     KILL_ARGUMENT_SPEC, HolderKiller, acted, beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reload_evidence
 
 
 class ReloadFailed(Exception):
     pass
-
-
-def needs_reload(snapshot, ghost_threshold_mib):
-    for gpu in snapshot["gpus"]:
-        reason = reset_evidence(gpu, snapshot["xid_events"], ghost_threshold_mib)
-        if reason:
-            return reason
-    return None
 
 
 def read_module_table(path):
@@ -236,12 +234,14 @@ class DriverReloadWorker:
             self._plan_and_act()
         self.run.report_restored(self.result)
         self.result["journal"] = self.run.journal.entries()
+        if not self.module.check_mode and "snapshot_after" not in self.result:
+            self.result["snapshot_after"] = self.run.snapshot_after(self._snapshot)
         self.module.exit_json(**self.result)
 
     def _plan_and_act(self):
         snapshot = self._snapshot = self.run.snapshot(gpus=[])
         method = self.params["method"]
-        reason = needs_reload(snapshot, self.params["ghost_threshold_mib"])
+        reason = reload_evidence(snapshot, self.params["ghost_threshold_mib"])
         if self.params["force"]:
             reason = "force=true"
         self.result["reason"] = reason or "nothing to do: the snapshot shows no memory a %s would free" % (
@@ -354,6 +354,7 @@ class DriverReloadWorker:
 
     def _verify(self, before):
         after = self.run.snapshot(gpus=[])
+        self.result["snapshot_after"] = self.run.snapshot_after(after)
         after_gpus = dict((g["index"], g) for g in after["gpus"])
         for gpu in before["gpus"]:
             used_after = after_gpus.get(gpu["index"], {}).get("memory_used_mib")

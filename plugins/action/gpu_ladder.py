@@ -1,0 +1,62 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_ladder: the walk up the ladder on the controller (plugin_utils/_ladder.py), running the modules on the node."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, WalkError, WalkOptions, walk_argument_spec
+
+STATE_FACT = "gpu_ladder_state"
+REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
+
+
+def _plain(value):
+    """Task arguments and facts as plain JSON data (Ansible hands out tagged containers)."""
+    if isinstance(value, Mapping):
+        return dict((str(key), _plain(item)) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(walk_argument_spec())
+        args = _plain(args)
+        snapshot = args["snapshot"]
+        missing = [key for key in REQUIRED_SNAPSHOT_KEYS if key not in snapshot]
+        if snapshot and missing:
+            raise AnsibleActionFail("snapshot: not a result of gpuops.remediation.gpu_holders_info (it has no %s)" % ", ".join(missing))
+
+        def execute(module_name, module_args):
+            return self._execute_module(module_name=module_name, module_args=module_args, task_vars=task_vars)
+
+        walk = LadderWalk(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"))
+        try:
+            if args["continue_after"]:
+                state = walk.continue_after(args["continue_after"], _plain(task_vars.get(STATE_FACT) or {}), args["controller_result"])
+            else:
+                state = walk.start(snapshot)
+        except WalkError as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        result.update(
+            changed=any(step["changed"] for step in state["tried"]),
+            pending=state["pending"], pending_rung=state["pending_rung"],
+            drain_followup=state.get("drain_followup") if state["pending"] is None else None,
+            outcome=state.get("outcome") if state["pending"] is None else None,
+            ansible_facts={STATE_FACT: state},
+        )
+        return result

@@ -1,0 +1,45 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that let playbooks ask the ladder's questions of plugins/plugin_utils/_ladder.py instead of answering them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDER_ARGUMENT_SPEC, destructive_entry, fleet_guard
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
+
+
+def _snapshot(value, filter_name):
+    if not isinstance(value, Mapping) or not all(key in value for key in ("gpus", "holders", "verdict")):
+        raise AnsibleFilterError("%s: the input must be a result of gpuops.remediation.gpu_holders_info, got %r" % (filter_name, type(value).__name__))
+    return value
+
+
+def ladder_entry_rung(snapshot):
+    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"))
+
+
+def needs_destructive_rung(snapshot, destructive_rungs=None):
+    rungs = LADDER_ARGUMENT_SPEC["destructive_rungs"]["default"] if destructive_rungs is None else destructive_rungs
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), list(rungs))
+
+
+def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
+    try:
+        count, percent = int(host_count), int(max_percent)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("fleet_guard_refusal: host_count and max_percent must be whole numbers, got %r and %r"
+                                 % (host_count, max_percent)) from None
+    return fleet_guard([str(host) for host in destructive_hosts], count, percent)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "ladder_entry_rung": ladder_entry_rung,
+            "needs_destructive_rung": needs_destructive_rung,
+            "fleet_guard_refusal": fleet_guard_refusal,
+        }

@@ -1,0 +1,166 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_ladder
+short_description: Walk the escalation ladder on a Linux GPU node, from the controller, until the stuck memory is back
+version_added: 1.0.0
+description:
+  - Runs on the controller and calls the collection's modules on the node, in the way of C(ansible.windows.win_updates),
+    one rung at a time - V(kill) (M(gpuops.remediation.gpu_kill)), V(reset) (the kill, then
+    M(gpuops.remediation.gpu_reset)), V(reload) (M(gpuops.remediation.nvidia_driver_reload)), V(graphics)
+    (M(gpuops.remediation.gpu_graphics_restart)) and V(reboot).
+  - Enters at the rung the snapshot's verdict names (never below it), takes it, reads the node again (from the
+    module's C(snapshot_after), so nothing inspects for nothing), and goes one rung up only while GPU memory is
+    still held. Stops at the first rung that worked, and never goes above O(max_rung). When the evidence needs a rung
+    above O(max_rung), refuses before any action and says which rung and what would allow it.
+  - Pauses where the controller must act between two rungs, and says so in RV(pending) - V(drain) before the first
+    of O(destructive_rungs) when O(drain) is not V(none), V(reboot) before the reboot rung. The caller drains (or
+    reboots) and calls again with O(continue_after) and that step's result in O(controller_result); the walk goes on
+    from the fact C(gpu_ladder_state). The role gpuops.remediation.gpu_reclaim does exactly that.
+  - In check mode, the first rung is planned (its modules predict what they would do) and the walk stops there, since
+    nothing changed on the node.
+  - The options of the modules it runs (the snapshot, journal and lock options, the kill options) are passed to them.
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.snapshot
+  - gpuops.remediation.snapshot.ACTION
+  - gpuops.remediation.kill
+options:
+  max_rung:
+    description: The heaviest rung allowed. V(reboot) also needs O(allow_reboot).
+    type: str
+    choices: [kill, reset, reload, graphics, reboot]
+    default: reload
+  allow_reboot:
+    description: Allow the reboot rung. Without it, a node that needs a reboot is refused, saying so.
+    type: bool
+    default: false
+  destructive_rungs:
+    description: The rungs that take the node out of service; with O(drain), the walk pauses for the drain before the first of them.
+    type: list
+    elements: str
+    choices: [kill, reset, reload, graphics, reboot]
+    default: [reset, reload, graphics, reboot]
+  drain:
+    description: The scheduler the caller drains the node from before the first destructive rung; V(none) never pauses for a drain.
+    type: str
+    choices: [none, slurm, kubernetes]
+    default: none
+  snapshot:
+    description: A snapshot of this node taken just before (a result of M(gpuops.remediation.gpu_holders_info) with the
+      same options); empty takes one.
+    type: dict
+    default: {}
+  kill_wait_timeout:
+    description: Seconds the kill rung waits for the driver to stop listing the processes it ended (O(gpuops.remediation.gpu_kill#module:wait_timeout)).
+    type: float
+    default: 30.0
+  reload_grace:
+    description: Seconds the reload and graphics rungs give the processes of a stopped service to go.
+    type: float
+    default: 10.0
+  continue_after:
+    description:
+      - Continue the walk of this play's fact C(gpu_ladder_state) after the controller step the walk paused for
+        (V(drain), V(reboot)), or after the caller undrained the node at the end (V(undrain)), with that step's result in
+        O(controller_result). Unset starts a new walk.
+    type: str
+    choices: [drain, reboot, undrain]
+  controller_result:
+    description:
+      - The result of the step named by O(continue_after). For V(drain) - C(drained) (V(slurm) or V(kubernetes) when the
+        drain is ours, empty when the node was already out of service), C(error) (why the drain failed; the rung it was
+        for then fails, and the walk ends), C(notes) (lines for the report). For V(reboot) - the result of the reboot task.
+        For V(undrain) - C(undrained) and C(notes).
+    type: dict
+    default: {}
+  variable_prefix:
+    description: The prefix of the variables the caller sets these options with, for the messages (V(gpu_reclaim_) in the role).
+    type: str
+    default: ""
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  bypass_host_loop:
+    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial, throttle and other loop considerations.
+    support: none
+  check_mode:
+    support: full
+    details:
+      - Plans the first rung with the same code that acts - its modules run in check mode and predict.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+    description: Target OS/families that can be operated against.
+notes:
+  - The walk's decisions live in the collection's C(plugins/module_utils/_verdict.py) and C(plugins/plugin_utils/_ladder.py)
+    (see docs/internals.md).
+seealso:
+  - module: gpuops.remediation.gpu_holders_info
+  - module: gpuops.remediation.gpu_kill
+  - module: gpuops.remediation.gpu_reset
+  - module: gpuops.remediation.nvidia_driver_reload
+"""
+
+EXAMPLES = r"""
+- name: Walk the ladder up to the driver reload
+  gpuops.remediation.gpu_ladder:
+    max_rung: reload
+    protect_names: [sshd]
+  register: walk
+
+- name: Show what happened
+  ansible.builtin.debug:
+    msg: "{{ walk.outcome.summary }}"
+  when: walk.pending is none
+"""
+
+RETURN = r"""
+pending:
+  description: The controller step the walk waits for (V(drain), V(reboot)), or null when the walk has ended.
+  returned: always
+  type: str
+  sample: drain
+pending_rung:
+  description: The rung the walk takes once the pending step is done.
+  returned: always
+  type: str
+  sample: reset
+drain_followup:
+  description:
+    - Once the walk has ended, what the scheduler needs - V(resume) (the memory is back; for Slurm also when the drain
+      is another run's, left behind), V(release) (our Slurm drain stays, since the memory is still held), or null.
+  returned: always
+  type: str
+outcome:
+  description:
+    - Once the walk has ended, its outcome - C(status) (V(fixed), V(clean), V(planned), V(failed), V(refused)),
+      C(msg), C(entry_rung), C(reasons), C(fixed_by), C(rungs_tried) (each with C(rung), C(changed), C(failed), C(msg),
+      C(plan)), C(held_by), C(gpus) (memory before and after and C(freed_mib) per GPU), C(memory_freed_mib),
+      C(seconds), C(drained), C(undrained), C(drain_notes), C(inspections) and C(summary) (the lines to print).
+    - Null while a step is pending.
+  returned: always
+  type: dict
+ansible_facts:
+  description: The facts set.
+  returned: always
+  type: dict
+  contains:
+    gpu_ladder_state:
+      description: The walk's state, which O(continue_after) continues from.
+      type: dict
+      returned: always
+"""

@@ -1,0 +1,454 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The walk up the ladder, on the controller: inspect, plan, act, inspect again, stop at the first rung that worked.
+
+Pure Python: `execute(module_name, module_args)` runs one of the collection's modules on the node and returns its
+result, which is all the walk knows of Ansible (the action plugin gpu_ladder passes ActionBase._execute_module).
+The walk pauses where the controller must act itself, a scheduler drain before the first destructive rung and the
+reboot, and continues from the state it returned (a plain JSON dict). Every question the walk asks is one named
+function here or in module_utils/_verdict.py; the roles only call it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
+    RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
+)
+
+INSPECT_MODULE = "gpuops.remediation.gpu_holders_info"
+RUNG_MODULES = {
+    "kill": "gpuops.remediation.gpu_kill",
+    "reset": "gpuops.remediation.gpu_reset",
+    "reload": "gpuops.remediation.nvidia_driver_reload",
+    "graphics": "gpuops.remediation.gpu_graphics_restart",
+}
+# Steps the controller takes between two calls of the walk.
+CONTROLLER_STEPS = ("drain", "reboot", "undrain")
+DRAINS = ("none", "slurm", "kubernetes")
+STATE_VERSION = 1
+# The walk's own options; the options of the modules it runs (snapshot, journal and lock, kill) pass through to them.
+LADDER_ARGUMENT_SPEC = dict(
+    max_rung=dict(type="str", choices=list(RUNGS), default="reload"),
+    allow_reboot=dict(type="bool", default=False),
+    destructive_rungs=dict(type="list", elements="str", choices=list(RUNGS), default=["reset", "reload", "graphics", "reboot"]),
+    drain=dict(type="str", choices=list(DRAINS), default="none"),
+    snapshot=dict(type="dict", default={}),
+    kill_wait_timeout=dict(type="float", default=30.0),
+    reload_grace=dict(type="float", default=10.0),
+    continue_after=dict(type="str", choices=list(CONTROLLER_STEPS)),
+    controller_result=dict(type="dict", default={}),
+    variable_prefix=dict(type="str", default=""),
+)
+
+
+def walk_argument_spec():
+    spec = dict(SNAPSHOT_ARGUMENT_SPEC)
+    spec.update(ACTION_ARGUMENT_SPEC)
+    spec.update(KILL_ARGUMENT_SPEC)
+    spec.update(LADDER_ARGUMENT_SPEC)
+    return spec
+_HOLDER_FIELDS = ("pid", "name", "user", "class", "state", "gpus", "used_mib", "ppid", "parent_name")
+
+
+class WalkError(Exception):
+    """The walk cannot go on: the first inspection failed, or a call does not continue the walk it names."""
+
+
+class WalkOptions:
+    """The walk's settings, from the gpu_ladder task's arguments (already checked against its argument spec)."""
+
+    def __init__(self, args):
+        self.max_rung = args["max_rung"]
+        self.allow_reboot = args["allow_reboot"]
+        self.destructive_rungs = tuple(args["destructive_rungs"])
+        self.drain = args["drain"]
+        self.kill_wait_timeout = args["kill_wait_timeout"]
+        self.reload_grace = args["reload_grace"]
+        self.variable_prefix = args.get("variable_prefix") or ""
+        self.snapshot_args = _present(args, SNAPSHOT_ARGUMENT_SPEC)
+        self.action_args = _present(args, ACTION_ARGUMENT_SPEC)
+        self.kill_args = _present(args, KILL_ARGUMENT_SPEC)
+
+    @property
+    def ceiling(self):
+        return ceiling_index(self.max_rung, self.allow_reboot)
+
+    def named(self, option, value):
+        """An option as the caller set it, for messages: gpu_reclaim_max_rung=reload through the role."""
+        return "%s%s=%s" % (self.variable_prefix, option, value)
+
+    def limits_text(self):
+        return "%s, %s" % (self.named("max_rung", self.max_rung), self.named("allow_reboot", self.allow_reboot))
+
+
+def _present(args, names):
+    return dict((name, args[name]) for name in names if args.get(name) is not None)
+
+
+# The decisions of the walk, one function each.
+
+def next_rung(floor, tried, ceiling):
+    """The next rung to take: above every rung tried, at or above the floor the evidence sets, at most the ceiling."""
+    start = max(floor, rung_index(tried[-1]["rung"]) + 1 if tried else 0)
+    return RUNGS[start] if start <= ceiling else None
+
+
+def needs_drain(rung, options, state):
+    """Whether the node must leave its scheduler before this rung: the first destructive rung of a walk that drains."""
+    return options.drain != "none" and rung in options.destructive_rungs and not state["drain_taken"]
+
+
+def refusal(snapshot, floor, options):
+    """Why the walk refuses before any action (the evidence needs a rung above the ceiling), or ""."""
+    if not memory_held(snapshot) or floor <= options.ceiling:
+        return ""
+    return "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s)" % (
+        RUNGS[floor], "; ".join(r["reason"] for r in snapshot["verdict"]["reasons"]), RUNGS[options.ceiling],
+        options.limits_text())
+
+
+def drain_followup(drain, drained, held, check_mode):
+    """What the scheduler needs once the walk has ended: "resume" when the memory is back (for Slurm always, so
+    that a drain an interrupted run of ours left is put back too; for Kubernetes only our own cordon), "release"
+    when our Slurm drain must stay because the memory is still held, else None. Nothing in check mode."""
+    if check_mode:
+        return None
+    if not held:
+        return "resume" if drain == "slurm" or drained == "kubernetes" else None
+    return "release" if drained == "slurm" else None
+
+
+def drain_outcome(result):
+    """(drained, error, notes) from what the drain tasks returned: `scheduler`, the `slurm` (slurm_drain) or `kubernetes`
+    (the cordon task) result, and `failure`, the result of the task that failed. A drain is ours when we took it (a
+    Slurm drain taken while the jobs still ran, too: the next run hands it on); an error fails the rung it was for."""
+    scheduler = result.get("scheduler")
+    failure = result.get("failure") or {}
+    if scheduler == "slurm":
+        slurm = failure or result.get("slurm") or {}
+        drained = "slurm" if slurm.get("ours") else ""
+        notes = ["slurm drain: %s" % slurm.get("msg")] if slurm.get("msg") else []
+    else:
+        cordon = result.get("kubernetes") or {}
+        drained = "kubernetes" if not failure and cordon and not cordon.get("skipped") else ""
+        notes = []
+    error = (failure.get("msg") or "the %s drain failed" % scheduler) if failure else ""
+    return drained, error, notes
+
+
+def undrain_outcome(followup, result):
+    """(undrained, notes) from what the tasks of the drain followup (resume, release) returned."""
+    if result.get("scheduler") == "slurm":
+        slurm = result.get("slurm") or {}
+        undrained = "slurm" if followup == "resume" and slurm.get("changed") else ""
+        return undrained, ["slurm %s: %s" % (followup, slurm.get("msg"))] if slurm.get("msg") else []
+    uncordon = result.get("kubernetes") or {}
+    return ("kubernetes" if uncordon.get("changed") else ""), []
+
+
+def destructive_entry(snapshot, destructive_rungs):
+    """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts)."""
+    return entry_rung(snapshot) in destructive_rungs
+
+
+def fleet_guard(destructive_hosts, host_count, max_percent):
+    """The refusal of the whole run when more hosts would need a destructive rung than the share allowed, or ""."""
+    allowed = max(1, int(host_count * max_percent / 100))
+    if len(destructive_hosts) <= allowed:
+        return ""
+    return ("fleet guard: %d of %d hosts would need a destructive rung (%s), more than the %s%% allowed (%d hosts, "
+            "gpu_remediate_max_destructive_percent). Nothing was done. Narrow the run with --limit, or raise the percentage."
+            % (len(destructive_hosts), host_count, ", ".join(destructive_hosts), max_percent, allowed))
+
+
+# What a rung did, as the lines of the report.
+
+def kill_plan_lines(killed, check_mode):
+    """The kill section of gpu_kill, gpu_reset or nvidia_driver_reload, one line per process or container."""
+    lines = []
+    for item in killed.get("signalled") or []:
+        lines.append("%s pid %s %s with %s" % ("would end" if check_mode else "ended", item["pid"], item.get("name"),
+                                               ", ".join(item.get("signals") or [])))
+    for zombie in killed.get("zombies") or []:
+        verb = "would reap" if check_mode else "reaped" if zombie.get("gone") else "could not reap"
+        line = "%s zombie pid %s %s" % (verb, zombie["pid"], zombie.get("name") or "")
+        if zombie.get("parent"):
+            line += " (parent pid %s %s)" % (zombie["parent"]["pid"], zombie["parent"].get("name"))
+        if zombie.get("reaped_by"):
+            line += " by %s" % zombie["reaped_by"]
+        if zombie.get("reason"):
+            line += ": %s" % zombie["reason"]
+        lines.append(line)
+    for item in killed.get("left_alone") or []:
+        lines.append("left pid %s %s: %s" % (item["pid"], item.get("name") or "", item.get("reason")))
+    for container in killed.get("containers") or []:
+        if container.get("ok"):
+            lines.append("%s %s container %s" % ("would stop" if check_mode else "stopped", container["runtime"], container["id"]))
+        else:
+            lines.append("could not stop %s container %s: %s" % (container["runtime"], container["id"], container.get("message")))
+    return lines
+
+
+def reset_plan_lines(reset, check_mode):
+    lines = ["%s GPU %s (%s): %s" % ("would reset" if check_mode else "reset", gpu["index"], gpu.get("pci_bus_id"), gpu.get("reason"))
+             for gpu in reset.get("gpus") or [] if gpu.get("reset")]
+    lines += ["%s %s" % ("would stop and start again" if check_mode else "stopped and started again", unit)
+              for unit in reset.get("services_stopped") or []]
+    return lines
+
+
+def _unique(lines):
+    seen = set()
+    return [line for line in lines if not (line in seen or seen.add(line))]
+
+
+def _step(rung, result, plan):
+    return {"rung": rung, "changed": bool(result.get("changed")), "failed": bool(result.get("failed")),
+            "msg": result.get("msg") or "", "plan": plan}
+
+
+class LadderWalk:
+    """One host's walk. start() begins it; continue_after() goes on after a controller step. Both return the state."""
+
+    def __init__(self, options, execute, check_mode, host, clock=time.time):
+        self.options = options
+        self.host = host
+        self.execute = execute
+        self.check_mode = bool(check_mode)
+        self.clock = clock
+
+    def start(self, snapshot=None):
+        if not snapshot:
+            snapshot = self.execute(INSPECT_MODULE, dict(self.options.snapshot_args))
+            if snapshot.get("failed"):
+                raise WalkError("the first inspection failed: %s" % snapshot.get("msg"))
+        floor = entry_floor(snapshot["verdict"]["rung"])
+        state = {
+            "version": STATE_VERSION, "started": self.clock(), "first": snapshot, "last": snapshot, "floor": floor,
+            "tried": [], "inspections": [_inspection(snapshot, None)], "pending": None, "pending_rung": None,
+            "refused": refusal(snapshot, floor, self.options), "error": "", "drain_taken": False, "drained": "",
+            "drain_notes": [], "undrained": "",
+        }
+        if state["refused"]:
+            return self._end(state)
+        return self._climb(state)
+
+    def continue_after(self, step, state, controller_result):
+        """Go on after the controller took `step` (drain, reboot, undrain), whose result it passes."""
+        if not state or state.get("version") != STATE_VERSION:
+            raise WalkError("continue_after=%s needs the state of a walk this play started (the fact gpu_ladder_state)" % step)
+        expected = "undrain" if state["pending"] is None and "outcome" in state else state["pending"]
+        if step != expected:
+            raise WalkError("continue_after=%s, but the walk waits for %s" % (step, expected or "nothing"))
+        state["pending"] = None
+        return getattr(self, "_after_" + step)(state, controller_result or {})
+
+    def _after_drain(self, state, drain):
+        drained, error, notes = drain_outcome(drain)
+        state.update(drain_taken=True, drained=drained, drain_notes=state["drain_notes"] + notes)
+        rung, state["pending_rung"] = state["pending_rung"], None
+        if error:
+            # No destructive rung without the drain.
+            state["tried"].append({"rung": rung, "changed": False, "failed": True, "msg": error, "plan": []})
+            return self._end(state)
+        return self._climb(state)
+
+    def _after_reboot(self, state, reboot):
+        state["pending_rung"] = None
+        state["tried"].append(_step("reboot", reboot, ["%s the node" % ("would reboot" if self.check_mode else "rebooted")]))
+        if not self.check_mode and not reboot.get("failed"):
+            self._inspect(state, "reboot")
+        return self._end(state)
+
+    def _after_undrain(self, state, undrain):
+        undrained, notes = undrain_outcome(state["drain_followup"], undrain)
+        state["undrained"] = undrained
+        state["drain_notes"] = state["drain_notes"] + notes
+        state["undrain_taken"] = True
+        return self._end(state)
+
+    def _climb(self, state):
+        while memory_held(state["last"]) and not state["error"]:
+            rung = next_rung(state["floor"], state["tried"], self.options.ceiling)
+            if rung is None:
+                break
+            if needs_drain(rung, self.options, state) or rung == "reboot":
+                state["pending"] = "drain" if needs_drain(rung, self.options, state) else "reboot"
+                state["pending_rung"] = rung
+                return state
+            self._take(state, rung)
+            if self.check_mode:
+                break  # the modules only predicted: the node did not change, so only the first rung can be planned
+        return self._end(state)
+
+    def _end(self, state):
+        held = memory_held(state["last"])
+        followup = drain_followup(self.options.drain, state["drained"], held, self.check_mode)
+        state["drain_followup"] = None if state.get("undrain_taken") else followup
+        state["outcome"] = outcome(state, self.options, self.check_mode, self.clock(), self.host)
+        return state
+
+    def _take(self, state, rung):
+        taker = getattr(self, "_take_" + rung)
+        step, after = taker(state["last"])
+        state["tried"].append(step)
+        if not self.check_mode:
+            if after and not after.get("failed") and "gpus" in after:
+                state["last"] = after
+                state["inspections"].append(_inspection(after, rung))
+                state["floor"] = max(state["floor"], entry_floor(after["verdict"]["rung"]))
+            else:
+                self._inspect(state, rung)
+
+    def _inspect(self, state, after_rung):
+        snapshot = self.execute(INSPECT_MODULE, dict(self.options.snapshot_args))
+        if snapshot.get("failed"):
+            state["error"] = "the inspection after the %s rung failed: %s" % (after_rung, snapshot.get("msg"))
+            return
+        state["last"] = snapshot
+        state["inspections"].append(_inspection(snapshot, after_rung))
+        state["floor"] = max(state["floor"], entry_floor(snapshot["verdict"]["rung"]))
+
+    def _module_args(self, *parts, **extra):
+        args = dict(self.options.snapshot_args)
+        args.update(self.options.action_args)
+        for part in parts:
+            args.update(part)
+        args.update(extra)
+        return args
+
+    def _kill(self, snapshot):
+        """gpu_kill on the kill targets of the snapshot, by pid and start time; None when there are none."""
+        targets = [dict((key, h[key]) for key in ("pid", "start_time")) for h in kill_targets(snapshot)]
+        if not targets:
+            return None
+        return self.execute(RUNG_MODULES["kill"], self._module_args(self.options.kill_args, holders=targets,
+                                                                    wait_timeout=self.options.kill_wait_timeout))
+
+    def _take_kill(self, snapshot):
+        killed = self._kill(snapshot)
+        if killed is None:
+            return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": []}, snapshot
+        return _step("kill", killed, kill_plan_lines(killed, self.check_mode)), killed.get("snapshot_after")
+
+    def _take_reset(self, snapshot):
+        # A rung includes the lighter ones: the holders of memory end first, then gpu_reset ends what still blocks it
+        # (in check mode the same holders again, as nothing ended) and resets.
+        killed = self._kill(snapshot) or {}
+        kill_lines = kill_plan_lines(killed, self.check_mode)
+        if killed.get("failed"):
+            return _step("reset", killed, kill_lines), killed.get("snapshot_after")
+        reset = self.execute(RUNG_MODULES["reset"], self._module_args(self.options.kill_args, kill_holders=True))
+        step = _step("reset", reset, _unique(kill_lines + kill_plan_lines(reset.get("killed") or {}, self.check_mode)
+                                             + reset_plan_lines(reset, self.check_mode)))
+        step["changed"] = step["changed"] or bool(killed.get("changed"))
+        return step, reset.get("snapshot_after")
+
+    def _take_reload(self, snapshot):
+        del snapshot  # the module takes its own, under the node lock
+        reload = self.execute(RUNG_MODULES["reload"], self._module_args(self.options.kill_args, kill_holders=True,
+                                                                        grace=self.options.reload_grace))
+        plan = kill_plan_lines(reload.get("killed") or {}, self.check_mode) + list(reload.get("plan") or [])
+        return _step("reload", reload, plan), reload.get("snapshot_after")
+
+    def _take_graphics(self, snapshot):
+        del snapshot
+        graphics = self.execute(RUNG_MODULES["graphics"], self._module_args(grace=self.options.reload_grace))
+        return _step("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
+
+
+def _inspection(snapshot, after_rung):
+    """What the report keeps of each snapshot of the walk."""
+    return {"after_rung": after_rung, "verdict_rung": snapshot["verdict"]["rung"],
+            "kernel_log_source": snapshot.get("probes", {}).get("kernel_log", {}).get("source"),
+            "held": memory_held(snapshot)}
+
+
+# The outcome: status, memory back per GPU, the report's lines.
+
+def gpu_outcomes(first, last, check_mode):
+    """Per GPU of the first snapshot: state and memory before and after, and the memory back."""
+    after = dict((gpu["index"], gpu) for gpu in last["gpus"])
+    gpus = []
+    for gpu in first["gpus"]:
+        before_mib = gpu.get("memory_used_mib")
+        later = after.get(gpu["index"], {})
+        used_after = (before_mib or 0) if check_mode else later.get("memory_used_mib")
+        freed = (before_mib or 0) - (used_after or 0) if used_after is not None else 0
+        gpus.append({
+            "index": gpu["index"], "name": gpu.get("name"), "pci_bus_id": gpu.get("pci_bus_id"),
+            "state_before": gpu.get("state") or "unknown",
+            "state_after": gpu.get("state") if check_mode else later.get("state") or "unknown",
+            "memory_used_mib_before": before_mib, "memory_used_mib_after": used_after,
+            "ghost_mib_before": gpu.get("unattributed_mib"), "freed_mib": freed,
+        })
+    return gpus
+
+
+def outcome_status(state, options, check_mode, freed_mib):
+    """(status, message) of the walk: refused, clean, planned, fixed or failed."""
+    tried = [step["rung"] for step in state["tried"]]
+    held = memory_held(state["last"])
+    if state["refused"] and not tried:
+        return "refused", state["refused"]
+    if state["error"]:
+        return "failed", state["error"]
+    if not tried:
+        return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
+    if check_mode:
+        return "planned", "check mode: would take the %s rung" % tried[0]
+    if not held:
+        return "fixed", "the %s rung got the memory back (%d MiB)" % (tried[-1], freed_mib)
+    return "failed", "GPU memory still held after the %s rung(s); the heaviest rung allowed is %s (%s): %s" % (
+        ", ".join(tried), RUNGS[options.ceiling], options.limits_text(),
+        "; ".join(r["reason"] for r in state["last"]["verdict"]["reasons"]))
+
+
+def held_by(snapshot):
+    return [dict((key, holder.get(key)) for key in _HOLDER_FIELDS) for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
+
+
+def summary_lines(host, status, msg, holders, gpus, tried, check_mode):
+    lines = ["%s: %s - %s" % (host, status, msg)]
+    for holder in holders:
+        where = "GPU " + ",".join(str(index) for index in holder["gpus"]) if holder["gpus"] else "no GPU (node-wide device files only)"
+        lines.append("  held by pid %s %s (%s, %s) on %s: %s MiB" % (
+            holder["pid"], holder["name"], holder["user"] or "?", holder["class"], where,
+            holder["used_mib"] if holder["used_mib"] is not None else "N/A"))
+    lines += ["  ghost memory on GPU %s: %s MiB" % (gpu["index"], gpu["ghost_mib_before"]) for gpu in gpus if gpu["ghost_mib_before"]]
+    for step in tried:
+        done = ": failed - " + step["msg"] if step["failed"] else ": changed" if step["changed"] else ": nothing to do"
+        lines.append("  rung %s%s" % (step["rung"], done))
+        lines += ["    " + line for line in step["plan"]]
+    for gpu in gpus:
+        before = gpu["memory_used_mib_before"] if gpu["memory_used_mib_before"] is not None else "?"
+        if check_mode:
+            lines.append("  GPU %s: %s MiB used, %s (check mode: nothing changed)" % (gpu["index"], before, gpu["state_before"]))
+        else:
+            after = gpu["memory_used_mib_after"] if gpu["memory_used_mib_after"] is not None else "?"
+            lines.append("  GPU %s: %s -> %s MiB used, %s MiB back (%s -> %s)" % (
+                gpu["index"], before, after, gpu["freed_mib"], gpu["state_before"], gpu["state_after"]))
+    return lines
+
+
+def outcome(state, options, check_mode, now, host):
+    """The walk's outcome as the roles publish it (gpu_reclaim_outcome) and the run report reads it."""
+    gpus = gpu_outcomes(state["first"], state["last"], check_mode)
+    freed = sum(gpu["freed_mib"] for gpu in gpus)
+    status, msg = outcome_status(state, options, check_mode, freed)
+    holders = held_by(state["first"])
+    return {
+        "host": host, "status": status, "msg": msg, "check_mode": check_mode,
+        "entry_rung": state["first"]["verdict"]["rung"],
+        "reasons": [reason["reason"] for reason in state["first"]["verdict"]["reasons"]],
+        "fixed_by": state["tried"][-1]["rung"] if status == "fixed" else None,
+        "rungs_tried": state["tried"], "held_by": holders, "gpus": gpus, "memory_freed_mib": freed,
+        "seconds": round(now - state["started"], 1), "drained": state["drained"] or None,
+        "undrained": state["undrained"] or None, "drain_notes": state["drain_notes"], "inspections": state["inspections"],
+        "summary": summary_lines(host, status, msg, holders, gpus, state["tried"], check_mode),
+    }

@@ -1,0 +1,60 @@
+"""The ladder is defined once (_verdict.RUNGS); every other place that lists its rungs is checked equal to it."""
+
+import os
+
+import yaml
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _verdict
+from ansible_collections.gpuops.remediation.plugins.modules import gpu_ladder
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDER_ARGUMENT_SPEC, RUNG_MODULES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+def load(*parts):
+    with open(os.path.join(ROOT, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def test_the_ladder_has_the_five_rungs_lightest_first():
+    assert _verdict.RUNGS == ("kill", "reset", "reload", "graphics", "reboot")
+    assert _verdict.NO_RUNG not in _verdict.RUNGS
+
+
+def test_the_walks_options_choose_among_the_rungs():
+    assert LADDER_ARGUMENT_SPEC["max_rung"]["choices"] == list(_verdict.RUNGS)
+    assert LADDER_ARGUMENT_SPEC["destructive_rungs"]["choices"] == list(_verdict.RUNGS)
+    assert set(LADDER_ARGUMENT_SPEC["destructive_rungs"]["default"]) <= set(_verdict.RUNGS)
+    # Every rung but the reboot (the controller's) has its module.
+    assert tuple(RUNG_MODULES) == _verdict.RUNGS[:-1]
+
+
+def test_the_doc_only_module_documents_the_same_options_as_the_action_plugin_checks():
+    doc = yaml.safe_load(gpu_ladder.DOCUMENTATION)["options"]
+    for name, spec in LADDER_ARGUMENT_SPEC.items():
+        assert doc[name].get("choices") == spec.get("choices"), name
+        assert doc[name].get("default") == spec.get("default"), name
+        assert doc[name]["type"] == spec["type"], name
+
+
+def test_the_role_argument_specs_and_defaults_list_the_same_rungs():
+    options = load("roles", "gpu_reclaim", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    defaults = load("roles", "gpu_reclaim", "defaults", "main.yml")
+    assert options["gpu_reclaim_max_rung"]["choices"] == list(_verdict.RUNGS)
+    assert options["gpu_reclaim_destructive_rungs"]["choices"] == list(_verdict.RUNGS)
+    assert options["gpu_reclaim_max_rung"]["default"] == LADDER_ARGUMENT_SPEC["max_rung"]["default"]
+    assert options["gpu_reclaim_destructive_rungs"]["default"] == LADDER_ARGUMENT_SPEC["destructive_rungs"]["default"]
+    for name, spec in options.items():
+        assert defaults.get(name) == spec.get("default"), name
+
+
+def test_the_role_passes_every_option_of_the_walk_it_documents():
+    tasks = load("roles", "gpu_reclaim", "tasks", "main.yml")
+    passed = next(t for t in tasks if "module_defaults" in t)["module_defaults"]["gpuops.remediation.gpu_ladder"]
+    assert set(passed) >= {"max_rung", "allow_reboot", "destructive_rungs", "drain", "kill_wait_timeout", "reload_grace"}
+    assert all(name in gpu_ladder_options() for name in passed)
+
+
+def gpu_ladder_options():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import walk_argument_spec
+    return walk_argument_spec()

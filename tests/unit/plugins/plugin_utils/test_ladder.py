@@ -1,0 +1,386 @@
+"""The walk up the ladder (plugin_utils/_ladder.py), without Ansible.
+
+The node is a small model whose snapshots are judged by the real gpu_state() and verdict(): a module call changes
+the model the way the module changes a node (gpu_kill ends the holders it is given, gpu_reset clears ghost memory,
+the reload clears every GPU), or predicts in check mode. The modules themselves are proven through Ansible by the
+integration targets; here the walk's decisions are: which module runs, with what, in what order, and when it stops.
+"""
+
+import copy
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
+    INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, drain_followup, fleet_guard, kill_plan_lines, next_rung, walk_argument_spec,
+)
+
+THRESHOLD = 256
+PROBES = {"gpu": {"ok": True, "timed_out": False, "error": None}, "kernel_log": {"source": "none"}}
+
+
+def options(**overrides):
+    args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
+    args.update(variable_prefix="gpu_reclaim_", run_id="run-1")
+    args.update(overrides)
+    return WalkOptions(args)
+
+
+class Node:
+    """GPUs with used and ghost memory, and holders; every module call is recorded."""
+
+    def __init__(self, gpus, holders=(), lost=False, survivors=(), reset_fails=False, reload_fails=False):
+        self.gpus = [dict(index=i, pci_bus_id="00000000:%02X:00.0" % (0x18 + i), **gpu) for i, gpu in enumerate(gpus)]
+        for gpu in self.gpus:
+            gpu.setdefault("lost", lost)
+        self.holders = [dict(h) for h in holders]
+        self.survivors = set(survivors)
+        self.reset_fails = reset_fails
+        self.reload_fails = reload_fails
+        self.calls = []
+        self.inspect_fails = False
+
+    def snapshot(self):
+        holders = copy.deepcopy(self.holders)
+        gpus = []
+        for gpu in self.gpus:
+            mine = sum(h["used_mib"] for h in holders if gpu["index"] in h["gpus"])
+            entry = {"index": gpu["index"], "pci_bus_id": gpu["pci_bus_id"], "lost": gpu["lost"],
+                     "memory_used_mib": mine + gpu["ghost"], "unattributed_mib": gpu["ghost"], "recovery_action": None}
+            entry["state"] = gpu_state(entry, holders, THRESHOLD, PROBES["gpu"])
+            gpus.append(entry)
+        snap = {"gpus": gpus, "holders": holders, "xid_events": [], "reset_blockers": [], "probes": copy.deepcopy(PROBES)}
+        snap["verdict"] = verdict(snap, THRESHOLD)
+        return snap
+
+    def execute(self, module, args, check_mode):
+        self.calls.append((module.rsplit(".", 1)[1], dict(args)))
+        if module == INSPECT_MODULE:
+            return {"failed": True, "msg": "probe failed"} if self.inspect_fails else self.snapshot()
+        return getattr(self, "_" + module.rsplit(".", 1)[1])(args, check_mode)
+
+    def _end(self, pids, check_mode):
+        ended = [h for h in self.holders if h["pid"] in pids and h["pid"] not in self.survivors]
+        if not check_mode:
+            self.holders = [h for h in self.holders if h not in ended]
+        return [{"pid": h["pid"], "name": h["name"], "signals": ["TERM"]} for h in ended]
+
+    def _after(self, result, check_mode):
+        if not check_mode:
+            result["snapshot_after"] = self.snapshot()
+        return result
+
+    def _gpu_kill(self, args, check_mode):
+        signalled = self._end(set(h["pid"] for h in args["holders"]), check_mode)
+        left = [{"pid": pid, "name": "survivor", "reason": "still running after KILL"} for pid in self.survivors
+                if pid in set(h["pid"] for h in args["holders"])]
+        result = {"changed": bool(signalled), "signalled": signalled, "left_alone": left, "zombies": [], "containers": []}
+        if left:
+            result.update(failed=True, msg="gpu_kill failed: pid %s survived" % left[0]["pid"])
+        return self._after(result, check_mode)
+
+    def _gpu_reset(self, args, check_mode):
+        assert args["kill_holders"] is True
+        if self.reset_fails:
+            return self._after({"failed": True, "changed": False, "msg": "gpu_reset failed: GPU 0: Not Supported", "gpus": []}, check_mode)
+        to_reset = [gpu for gpu in self.gpus if gpu["ghost"] > THRESHOLD and not gpu["lost"]]
+        signalled = self._end(set(h["pid"] for h in self.holders if set(h["gpus"]) & set(g["index"] for g in to_reset)), check_mode)
+        if not check_mode:
+            for gpu in to_reset:
+                gpu["ghost"] = 0
+        result = {"changed": bool(to_reset), "killed": {"signalled": signalled},
+                  "gpus": [{"index": g["index"], "pci_bus_id": g["pci_bus_id"], "reset": True, "reason": "ghost memory"} for g in to_reset],
+                  "services_stopped": ["nvidia-persistenced.service"] if to_reset else []}
+        return self._after(result, check_mode)
+
+    def _nvidia_driver_reload(self, args, check_mode):
+        assert args["kill_holders"] is True and args["grace"] == 10.0
+        if self.reload_fails:
+            return {"failed": True, "changed": False, "msg": "nvidia_driver_reload failed: modprobe -r nvidia: in use"}
+        if not check_mode:
+            for gpu in self.gpus:
+                gpu["ghost"] = 0
+        return self._after({"changed": True, "plan": ["modprobe -r nvidia", "modprobe nvidia"], "killed": {}}, check_mode)
+
+    def _gpu_graphics_restart(self, args, check_mode):
+        return self._after({"changed": True, "plan": ["systemctl isolate multi-user.target", "systemctl isolate graphical.target"]},
+                           check_mode)
+
+
+def walk(node, check_mode=False, **option_overrides):
+    return LadderWalk(options(**option_overrides), lambda module, args: node.execute(module, args, check_mode), check_mode,
+                      "node07", clock=iter(range(100, 10000, 2)).__next__)
+
+
+ORPHAN = {"pid": 4242, "start_time": 123456, "name": "orphan-worker", "user": "alice", "class": "compute", "state": "S",
+          "gpus": [0], "used_mib": 4096}
+DAEMON = {"pid": 77, "start_time": 99, "name": "nvidia-persistenced", "user": "root", "class": "gpu_daemon", "state": "S",
+          "gpus": [0], "used_mib": 0}
+
+
+def modules(node):
+    return [name for name, dummy in node.calls]
+
+
+def test_a_healthy_node_costs_the_snapshot_it_was_given_and_no_module():
+    node = Node([{"ghost": 0}], holders=[DAEMON])
+    state = walk(node).start(node.snapshot())
+    assert node.calls == []
+    assert state["outcome"]["status"] == "clean"
+    assert state["outcome"]["msg"] == "no GPU memory held: nothing to do"
+    assert state["pending"] is None and state["drain_followup"] is None
+    assert state["outcome"]["held_by"] == []  # daemons are no holders of the report
+
+
+def test_without_a_snapshot_the_walk_takes_one():
+    node = Node([{"ghost": 0}])
+    state = walk(node).start()
+    assert modules(node) == ["gpu_holders_info"]
+    assert node.calls[0][1]["gpus"] == [] and "run_id" not in node.calls[0][1]  # the inspection gets snapshot options only
+    assert state["outcome"]["status"] == "clean"
+
+
+def test_a_failed_first_inspection_ends_the_walk_with_its_message():
+    node = Node([{"ghost": 0}])
+    node.inspect_fails = True
+    with pytest.raises(WalkError, match="the first inspection failed: probe failed"):
+        walk(node).start()
+
+
+def test_an_orphan_holder_is_ended_by_the_kill_rung_and_nothing_inspects_again():
+    node = Node([{"ghost": 0}], holders=[ORPHAN, DAEMON])
+    state = walk(node).start(node.snapshot())
+    assert modules(node) == ["gpu_kill"]
+    args = node.calls[0][1]
+    assert args["holders"] == [{"pid": 4242, "start_time": 123456}]  # identity by pid and start time; the daemon is not a target
+    assert args["wait_timeout"] == 30.0 and args["run_id"] == "run-1" and args["signals"] == ["TERM", "KILL"]
+    outcome = state["outcome"]
+    assert outcome["status"] == "fixed" and outcome["fixed_by"] == "kill"
+    assert outcome["msg"] == "the kill rung got the memory back (4096 MiB)"
+    assert outcome["rungs_tried"] == [{"rung": "kill", "changed": True, "failed": False, "msg": "",
+                                       "plan": ["ended pid 4242 orphan-worker with TERM"]}]
+    assert outcome["gpus"][0]["memory_used_mib_before"] == 4096 and outcome["gpus"][0]["memory_used_mib_after"] == 0
+    assert [i["after_rung"] for i in outcome["inspections"]] == [None, "kill"]
+    assert "  held by pid 4242 orphan-worker (alice, compute) on GPU 0: 4096 MiB" in outcome["summary"]
+    assert "  GPU 0: 4096 -> 0 MiB used, 4096 MiB back (busy -> ok)" in outcome["summary"]
+
+
+def test_ghost_memory_enters_at_the_reset_rung_with_one_module():
+    node = Node([{"ghost": 3072}])
+    state = walk(node).start(node.snapshot())
+    assert modules(node) == ["gpu_reset"]  # no holder to end first, no inspection after: the module returned it
+    outcome = state["outcome"]
+    assert outcome["status"] == "fixed" and outcome["fixed_by"] == "reset" and outcome["memory_freed_mib"] == 3072
+    assert outcome["rungs_tried"][0]["plan"] == ["reset GPU 0 (00000000:18:00.0): ghost memory",
+                                                 "stopped and started again nvidia-persistenced.service"]
+
+
+def test_the_reset_rung_ends_the_holders_of_memory_first():
+    holder = dict(ORPHAN, gpus=[1], pid=5151)
+    node = Node([{"ghost": 3072}, {"ghost": 0}], holders=[holder])
+    state = walk(node).start(node.snapshot())
+    assert modules(node) == ["gpu_kill", "gpu_reset"]
+    assert state["outcome"]["status"] == "fixed"
+    assert state["outcome"]["rungs_tried"][0]["changed"] is True
+
+
+def test_a_rung_that_does_not_help_leads_to_the_next_one():
+    node = Node([{"ghost": 2048}], reset_fails=True)
+    state = walk(node).start(node.snapshot())
+    assert modules(node) == ["gpu_reset", "nvidia_driver_reload"]
+    tried = state["outcome"]["rungs_tried"]
+    assert [(s["rung"], s["failed"]) for s in tried] == [("reset", True), ("reload", False)]
+    assert tried[0]["msg"] == "gpu_reset failed: GPU 0: Not Supported"
+    assert state["outcome"]["status"] == "fixed" and state["outcome"]["fixed_by"] == "reload"
+
+
+def test_a_failed_rung_without_an_after_snapshot_is_followed_by_an_inspection():
+    node = Node([{"ghost": 2048}], reload_fails=True)
+    state = walk(node, max_rung="reload").start(dict(node.snapshot(), verdict={"rung": "reload", "reasons": [
+        {"rung": "reload", "reason": "asked for"}]}))
+    assert modules(node) == ["nvidia_driver_reload", "gpu_holders_info"]
+    outcome = state["outcome"]
+    assert outcome["status"] == "failed"
+    assert outcome["msg"].startswith("GPU memory still held after the reload rung(s); the heaviest rung allowed is reload "
+                                     "(gpu_reclaim_max_rung=reload, gpu_reclaim_allow_reboot=False): ")
+
+
+def test_never_above_the_ceiling():
+    node = Node([{"ghost": 2048}], reset_fails=True)
+    state = walk(node, max_rung="reset").start(node.snapshot())
+    assert modules(node) == ["gpu_reset"]
+    assert state["outcome"]["status"] == "failed"
+    assert "the heaviest rung allowed is reset (gpu_reclaim_max_rung=reset" in state["outcome"]["msg"]
+
+
+def test_evidence_above_the_ceiling_is_refused_before_any_action():
+    node = Node([{"ghost": 2048}])
+    state = walk(node, max_rung="kill").start(node.snapshot())
+    assert node.calls == []
+    outcome = state["outcome"]
+    assert outcome["status"] == "refused" and outcome["rungs_tried"] == []
+    assert outcome["msg"].startswith("the evidence needs the reset rung (GPU 0 (00000000:18:00.0) has 2048 MiB in use")
+    assert outcome["msg"].endswith("but the heaviest rung allowed is kill (gpu_reclaim_max_rung=kill, gpu_reclaim_allow_reboot=False)")
+
+
+def test_a_lost_gpu_is_refused_without_allow_reboot_even_with_max_rung_reboot():
+    node = Node([{"ghost": 0}], lost=True)
+    state = walk(node, max_rung="reboot", allow_reboot=False).start(node.snapshot())
+    assert node.calls == [] and state["outcome"]["status"] == "refused"
+    assert "needs the reboot rung" in state["outcome"]["msg"] and "heaviest rung allowed is graphics" in state["outcome"]["msg"]
+
+
+def test_the_reboot_is_the_controllers_and_the_walk_inspects_after_it():
+    node = Node([{"ghost": 0}], lost=True)
+    ladder = walk(node, max_rung="reboot", allow_reboot=True)
+    state = ladder.start(node.snapshot())
+    assert node.calls == []
+    assert state["pending"] == "reboot" and state["pending_rung"] == "reboot" and "outcome" not in state
+    node.gpus[0]["lost"] = False  # what the reboot did
+    state = ladder.continue_after("reboot", state, {"changed": True, "rebooted": True, "elapsed": 40})
+    assert modules(node) == ["gpu_holders_info"]
+    assert state["outcome"]["status"] == "fixed" and state["outcome"]["fixed_by"] == "reboot"
+    assert state["outcome"]["rungs_tried"][0]["plan"] == ["rebooted the node"]
+
+
+def test_a_failed_reboot_fails_the_walk_without_inspecting():
+    node = Node([{"ghost": 0}], lost=True)
+    ladder = walk(node, max_rung="reboot", allow_reboot=True)
+    state = ladder.continue_after("reboot", ladder.start(node.snapshot()), {"failed": True, "msg": "timed out waiting"})
+    assert node.calls == []
+    assert state["outcome"]["status"] == "failed"
+    assert state["outcome"]["rungs_tried"][0]["failed"] and state["outcome"]["rungs_tried"][0]["msg"] == "timed out waiting"
+
+
+def test_the_walk_pauses_for_the_drain_before_the_first_destructive_rung_only():
+    holder = dict(ORPHAN)
+    node = Node([{"ghost": 0}], holders=[holder], survivors=[4242])
+    ladder = walk(node, drain="slurm")
+    state = ladder.start(node.snapshot())
+    assert modules(node) == ["gpu_kill"]  # kill is not destructive by default: no drain for it
+    assert state["pending"] == "drain" and state["pending_rung"] == "reset"
+    node.survivors.clear()
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"changed": True, "ours": True,
+                                                                                  "msg": "drained with reason 'x'"}, "failure": {}})
+    assert modules(node) == ["gpu_kill", "gpu_kill", "gpu_reset"]
+    assert state["outcome"]["status"] == "fixed" and state["outcome"]["drained"] == "slurm"
+    assert state["drain_followup"] == "resume"
+    state = ladder.continue_after("undrain", state, {"scheduler": "slurm", "slurm": {"changed": True, "msg": "resumed"}})
+    assert state["outcome"]["undrained"] == "slurm" and state["drain_followup"] is None
+    assert state["outcome"]["drain_notes"] == ["slurm drain: drained with reason 'x'", "slurm resume: resumed"]
+
+
+def test_no_destructive_rung_runs_when_the_drain_failed():
+    node = Node([{"ghost": 2048}])
+    ladder = walk(node, drain="slurm")
+    state = ladder.start(node.snapshot())
+    failure = {"failed": True, "ours": True, "msg": "refused: jobs 17 (long-training) still run on gpunode1"}
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": failure, "failure": failure})
+    assert node.calls == []
+    outcome = state["outcome"]
+    assert outcome["status"] == "failed"
+    assert outcome["rungs_tried"] == [{"rung": "reset", "changed": False, "failed": True, "msg": failure["msg"], "plan": []}]
+    assert outcome["drained"] == "slurm"  # taken while the jobs still ran: ours to hand on
+    assert state["drain_followup"] == "release"
+
+
+def test_a_node_someone_else_cordoned_is_walked_without_our_cordon():
+    node = Node([{"ghost": 2048}])
+    ladder = walk(node, drain="kubernetes")
+    state = ladder.continue_after("drain", ladder.start(node.snapshot()),
+                                  {"scheduler": "kubernetes", "kubernetes": {"skipped": True}, "failure": {}})
+    assert modules(node) == ["gpu_reset"]
+    assert state["outcome"]["status"] == "fixed" and state["outcome"]["drained"] is None
+    assert state["drain_followup"] is None  # not our cordon: left as it is
+
+
+def test_check_mode_plans_the_first_rung_only_with_the_modules_predicting():
+    node = Node([{"ghost": 3072}], holders=[dict(ORPHAN, gpus=[0])])
+    before = copy.deepcopy(node.gpus)
+    state = walk(node, check_mode=True).start(node.snapshot())
+    assert modules(node) == ["gpu_kill", "gpu_reset"]
+    assert node.gpus == before and len(node.holders) == 1
+    outcome = state["outcome"]
+    assert outcome["status"] == "planned" and outcome["msg"] == "check mode: would take the reset rung"
+    assert outcome["rungs_tried"][0]["plan"] == ["would end pid 4242 orphan-worker with TERM",
+                                                 "would reset GPU 0 (00000000:18:00.0): ghost memory",
+                                                 "would stop and start again nvidia-persistenced.service"]
+    assert outcome["memory_freed_mib"] == 0 and outcome["check_mode"] is True
+    assert state["drain_followup"] is None
+    assert "  GPU 0: 7168 MiB used, stuck (check mode: nothing changed)" in outcome["summary"]
+
+
+def test_check_mode_plans_the_same_first_rung_as_the_real_run():
+    planned = walk(Node([{"ghost": 3072}]), check_mode=True).start(Node([{"ghost": 3072}]).snapshot())
+    real_node = Node([{"ghost": 3072}])
+    done = walk(real_node).start(real_node.snapshot())
+    assert [s["rung"] for s in planned["tried"]] == [s["rung"] for s in done["tried"]][:1]
+    assert [line.replace("would ", "") for line in planned["tried"][0]["plan"]] == [
+        line.replace("stopped and started", "stop and start") for line in done["tried"][0]["plan"]]
+
+
+def test_an_inspection_that_fails_after_a_rung_fails_the_walk_saying_so():
+    node = Node([{"ghost": 2048}], reload_fails=True)
+    node.inspect_fails = True
+    state = walk(node).start(dict(node.snapshot(), verdict={"rung": "reload", "reasons": []}))
+    assert state["outcome"]["status"] == "failed"
+    assert state["outcome"]["msg"] == "the inspection after the reload rung failed: probe failed"
+
+
+def test_continuing_a_walk_that_waits_for_something_else_is_refused():
+    node = Node([{"ghost": 2048}])
+    ladder = walk(node, drain="slurm")
+    state = ladder.start(node.snapshot())
+    with pytest.raises(WalkError, match="continue_after=reboot, but the walk waits for drain"):
+        ladder.continue_after("reboot", state, {})
+    with pytest.raises(WalkError, match="needs the state of a walk"):
+        ladder.continue_after("drain", {}, {})
+
+
+def test_next_rung_never_goes_below_the_floor_back_down_or_above_the_ceiling():
+    assert next_rung(0, [], 2) == "kill"
+    assert next_rung(1, [], 2) == "reset"
+    assert next_rung(0, [{"rung": "kill"}], 2) == "reset"
+    assert next_rung(3, [{"rung": "kill"}], 4) == "graphics"
+    assert next_rung(0, [{"rung": "reload"}], 2) is None
+    assert next_rung(3, [], 2) is None
+
+
+@pytest.mark.parametrize("drain, drained, held, check_mode, expected", [
+    ("slurm", "", False, False, "resume"),  # also a drain an interrupted run of ours left
+    ("slurm", "slurm", True, False, "release"),
+    ("slurm", "", True, False, None),
+    ("kubernetes", "kubernetes", False, False, "resume"),
+    ("kubernetes", "", False, False, None),  # someone else's cordon
+    ("kubernetes", "kubernetes", True, False, None),
+    ("none", "", False, False, None),
+    ("slurm", "slurm", False, True, None),
+])
+def test_drain_followup(drain, drained, held, check_mode, expected):
+    assert drain_followup(drain, drained, held, check_mode) == expected
+
+
+def test_the_fleet_guard_allows_at_least_one_host_and_names_the_rest():
+    assert fleet_guard(["a"], 10, 0) == ""
+    assert fleet_guard(["a", "b"], 10, 25) == ""
+    refusal = fleet_guard(["a", "b", "c"], 10, 25)
+    assert refusal.startswith("fleet guard: 3 of 10 hosts would need a destructive rung (a, b, c), more than the 25% allowed (2 hosts")
+    assert fleet_guard([], 0, 0) == ""
+
+
+def test_a_container_stop_that_failed_says_so_never_stopped():
+    killed = {"changed": True, "signalled": [], "left_alone": [], "zombies": [], "containers": [
+        {"runtime": "docker", "id": "0123456789ab", "pids": [4242], "ok": False, "message": "Error response from daemon: No such container"},
+        {"runtime": "podman", "id": "ba9876543210", "pids": [4343], "ok": True, "message": "stopped"}]}
+    assert kill_plan_lines(killed, False) == ["could not stop docker container 0123456789ab: Error response from daemon: No such container",
+                                              "stopped podman container ba9876543210"]
+
+
+def test_zombie_and_left_alone_lines():
+    killed = {"zombies": [{"pid": 9, "name": "defunct", "gone": True, "parent": {"pid": 8, "name": "trainer"}, "reaped_by": "SIGCHLD"},
+                          {"pid": 10, "name": None, "gone": False, "parent": None, "reason": "parent is PID 1"}],
+              "left_alone": [{"pid": 11, "name": "keeper", "reason": "protected name: keeper"}]}
+    assert kill_plan_lines(killed, False) == ["reaped zombie pid 9 defunct (parent pid 8 trainer) by SIGCHLD",
+                                              "could not reap zombie pid 10 : parent is PID 1",
+                                              "left pid 11 keeper: protected name: keeper"]
+    assert kill_plan_lines(killed, True)[0].startswith("would reap zombie pid 9")
