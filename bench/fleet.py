@@ -184,6 +184,7 @@ class Runner:
                   "hosts_ok": _hosts_that_ended_well(kind, text), "log": log_path, "tasks": _read_timing(timing_path)}
         if tree_dir and os.path.isdir(tree_dir):
             record["module_timings"] = snapshot_costs(tree_dir)
+        record.update(per_host_counts(record["tasks"]))
         return record
 
     def stop(self):
@@ -201,6 +202,15 @@ def _hosts_that_ended_well(kind, text):
     if kind == "ping":
         return len(PING_OK.findall(text))
     return sum(1 for _name, _ok, _changed, unreachable, failed in RECAP.findall(text) if unreachable == "0" and failed == "0")
+
+
+def per_host_counts(timing):
+    """The median, over the hosts of a run, of the tasks that ran on a host and of the module executions on it."""
+    per_host = list(((timing or {}).get("per_host") or {}).values())
+    if not per_host:
+        return {}
+    return {"tasks_per_host": _median([counts["tasks"] for counts in per_host]),
+            "modules_per_host": _median([counts["modules"] for counts in per_host])}
 
 
 def _read_timing(path):
@@ -349,6 +359,8 @@ def print_spans(record):
     print("\n%s, %d hosts, forks %d: %.2f s wall; where it goes (task spans, all hosts)" % (
         record["playbook"], record["hosts"], record["forks"], record["wall_s"]))
     print("  %-60s %7.2f s  (start-up: parsing, inventory, fork of the controller)" % ("before the first task", record["wall_s"] - accounted))
+    if "tasks_per_host" in record:
+        print("  per host (median): %s tasks ran, %s module executions on the host" % (record["tasks_per_host"], record["modules_per_host"]))
     for name, seconds in _spans_by_name(timing).items():
         print("  %-60s %7.2f s  %6.1f ms/host" % (name[:60], seconds, 1000.0 * seconds / record["hosts"]))
 

@@ -54,7 +54,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(str(exc)) from None
         result.update(
             changed=any(step["changed"] for step in state["tried"]),
-            pending=state["pending"], pending_rung=state["pending_rung"],
+            pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
             drain_followup=state.get("drain_followup") if state["pending"] is None else None,
             outcome=state.get("outcome") if state["pending"] is None else None,
             ansible_facts={STATE_FACT: state},

@@ -145,6 +145,12 @@ drain_followup:
       is another run's, left behind), V(release) (our Slurm drain stays, since the memory is still held), or null.
   returned: always
   type: str
+modules_run:
+  description: The modules this call ran on the node, in order.
+  returned: always
+  type: list
+  elements: str
+  sample: [gpuops.remediation.gpu_kill, gpuops.remediation.gpu_reset]
 outcome:
   description:
     - Once the walk has ended, its outcome - C(status) (V(fixed), V(clean), V(planned), V(failed), V(refused)),

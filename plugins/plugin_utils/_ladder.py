@@ -218,9 +218,14 @@ class LadderWalk:
     def __init__(self, options, execute, check_mode, host, clock=time.time):
         self.options = options
         self.host = host
-        self.execute = execute
+        self.modules_run = []  # by this call, in order
+        self._execute = execute
         self.check_mode = bool(check_mode)
         self.clock = clock
+
+    def execute(self, module_name, module_args):
+        self.modules_run.append(module_name)
+        return self._execute(module_name, module_args)
 
     def start(self, snapshot=None):
         if not snapshot:

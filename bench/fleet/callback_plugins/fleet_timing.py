@@ -3,8 +3,11 @@
 """bench/fleet.py's timer: how long each task of a play took, over all hosts, written as JSON.
 
 Enabled only by the benchmark (ANSIBLE_CALLBACKS_ENABLED=fleet_timing, ANSIBLE_CALLBACK_PLUGINS=bench/fleet/callback_plugins);
-it writes {"tasks": [{"name", "seconds", "hosts"}], "seconds"} to the file named by GPUOPS_FLEET_TIMING.
+it writes {"tasks": [{"name", "seconds", "hosts"}], "seconds", "per_host"} to the file named by GPUOPS_FLEET_TIMING.
 With the linear strategy a task starts when every host finished the one before, so the spans add up.
+per_host counts, for each host, the tasks that ran (not skipped) and the module executions on it: one per task
+whose action runs a module, none for the actions that stay on the controller, and for gpu_ladder the modules it
+ran (its result's modules_run).
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ import os
 import time
 
 from ansible.plugins.callback import CallbackBase
+
+# Actions that run nothing on the host.
+CONTROLLER_ONLY = frozenset(("set_fact", "debug", "include_tasks", "import_tasks", "include_role", "import_role", "assert", "fail",
+                             "meta", "validate_argument_spec", "set_stats", "add_host", "group_by", "gpu_run_report", "gpu_ladder"))
 
 DOCUMENTATION = r"""
 name: fleet_timing
@@ -35,6 +42,7 @@ class CallbackModule(CallbackBase):
         self.started = time.monotonic()
         self.tasks = []
         self.current = None
+        self.per_host = {}
 
     def _close_task(self):
         if self.current is not None:
@@ -50,7 +58,16 @@ class CallbackModule(CallbackBase):
         if self.current is not None:
             self.current["hosts"] += 1
 
-    v2_runner_on_ok = v2_runner_on_failed = v2_runner_on_skipped = v2_runner_on_unreachable = _count_host
+    def _count_run(self, result, *_args, **_kwargs):
+        self._count_host()
+        counts = self.per_host.setdefault(result._host.get_name(), {"tasks": 0, "modules": 0})
+        counts["tasks"] += 1
+        action = result._task.action.rsplit(".", 1)[-1]
+        modules = result._result.get("modules_run")
+        counts["modules"] += len(modules) if action == "gpu_ladder" and isinstance(modules, list) else 0 if action in CONTROLLER_ONLY else 1
+
+    v2_runner_on_ok = v2_runner_on_failed = v2_runner_on_unreachable = _count_run
+    v2_runner_on_skipped = _count_host
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._start_task(task)
@@ -63,4 +80,4 @@ class CallbackModule(CallbackBase):
         path = os.environ.get("GPUOPS_FLEET_TIMING")
         if path:
             with open(path, "w") as handle:
-                json.dump({"tasks": self.tasks, "seconds": round(time.monotonic() - self.started, 4)}, handle)
+                json.dump({"tasks": self.tasks, "seconds": round(time.monotonic() - self.started, 4), "per_host": self.per_host}, handle)

@@ -167,8 +167,10 @@ def test_an_orphan_holder_is_ended_by_the_kill_rung_and_nothing_inspects_again()
 
 def test_ghost_memory_enters_at_the_reset_rung_with_one_module():
     node = Node([{"ghost": 3072}])
-    state = walk(node).start(node.snapshot())
+    ladder = walk(node)
+    state = ladder.start(node.snapshot())
     assert modules(node) == ["gpu_reset"]  # no holder to end first, no inspection after: the module returned it
+    assert ladder.modules_run == ["gpuops.remediation.gpu_reset"]
     outcome = state["outcome"]
     assert outcome["status"] == "fixed" and outcome["fixed_by"] == "reset" and outcome["memory_freed_mib"] == 3072
     assert outcome["rungs_tried"][0]["plan"] == ["reset GPU 0 (00000000:18:00.0): ghost memory",
