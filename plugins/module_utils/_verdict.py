@@ -162,6 +162,18 @@ def reset_evidence(gpu, xid_events, ghost_threshold_mib):
     return None
 
 
+def node_reset_evidence(snapshot, ghost_threshold_mib, indexes=None):
+    """The first reason (reset_evidence) a GPU of the snapshot, or of the GPUs `indexes` when given, has memory that
+    only a reset or more gives back; or None."""
+    for gpu in snapshot["gpus"]:
+        if indexes is not None and gpu["index"] not in indexes:
+            continue
+        reason = reset_evidence(gpu, snapshot["xid_events"], ghost_threshold_mib)
+        if reason:
+            return reason
+    return None
+
+
 def _device_key(bus_id):
     """"00000000:3B:00.0" -> "00000000:3B:00" (kernel lines name the device, not the function); None if unreadable."""
     normalized = normalize_bus_id(bus_id)
