@@ -30,6 +30,13 @@ def action_argument_spec(**module_options):
     return spec
 
 
+def memory_before_after(before, after):
+    """Used memory per GPU of the snapshot `before`, and of the snapshot `after` (None: not taken, the values null)."""
+    after_gpus = dict((gpu["index"], gpu) for gpu in (after or {}).get("gpus", []))
+    return [{"index": gpu["index"], "memory_used_mib_before": gpu.get("memory_used_mib"),
+             "memory_used_mib_after": after_gpus.get(gpu["index"], {}).get("memory_used_mib")} for gpu in before["gpus"]]
+
+
 class Interrupted(Exception):
     """A signal asked the module to stop."""
 

@@ -70,15 +70,6 @@ def beyond_reset(gpu):
     return None
 
 
-def reload_evidence(snapshot, ghost_threshold_mib):
-    """Why the driver should be reloaded (the first GPU with evidence a reset or reload answers), or None."""
-    for gpu in snapshot["gpus"]:
-        reason = reset_evidence(gpu, snapshot["xid_events"], ghost_threshold_mib)
-        if reason:
-            return reason
-    return None
-
-
 def _gpu_label(gpu):
     return "GPU %s (%s)" % (gpu["index"], gpu.get("pci_bus_id") or "bus id unknown")
 
@@ -212,6 +203,18 @@ def reset_evidence(gpu, xid_events, ghost_threshold_mib):
         if event.get("gpu_index") == gpu["index"] and (event.get("catalog") or {}).get("action") == "reset_gpu" \
                 and not event.get("answered_by"):
             return "Xid %s on GPU %s asks for a reset" % (event.get("xid"), gpu["index"])
+    return None
+
+
+def node_reset_evidence(snapshot, ghost_threshold_mib, indexes=None):
+    """The first reason (reset_evidence) a GPU of the snapshot, or of the GPUs `indexes` when given, has memory that
+    only a reset or more gives back; or None."""
+    for gpu in snapshot["gpus"]:
+        if indexes is not None and gpu["index"] not in indexes:
+            continue
+        reason = reset_evidence(gpu, snapshot["xid_events"], ghost_threshold_mib)
+        if reason:
+            return reason
     return None
 
 

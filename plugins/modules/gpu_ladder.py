@@ -63,7 +63,7 @@ options:
     type: float
     default: 30.0
   reload_grace:
-    description: Seconds the reload and graphics rungs give the processes of a stopped service to go.
+    description: Seconds the reload rung gives the processes of a stopped service to go.
     type: float
     default: 10.0
   continue_after:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: nvidia_driver_reload
-short_description: Unload and reload the NVIDIA kernel modules, or restart the graphics stack, to free stuck GPU memory
+short_description: Unload and reload the NVIDIA kernel modules to free stuck GPU memory
 version_added: 1.0.0
 description:
-  - With O(method=modules), plans from a snapshot and the full module table (C(/proc/modules), read under the
+  - Plans from a snapshot and the full module table (C(/proc/modules), read under the
     O(probe_timeout) deadline), then stops the display manager and the GPU daemons that run, waits (up to
     O(grace), each scan of C(/proc) under the O(probe_timeout) deadline) until no process holds the devices,
     unloads every loaded module that uses an NVIDIA module (such as C(gdrdrv), C(nvidia_fs)), users of users
@@ -22,8 +22,8 @@ description:
   - On any failure, loads back what it unloaded and starts what it stopped, and reports the state the node is
     left in (RV(node_state)). A failed run that changed the node (stopped a service, unloaded a module, ended a
     holder) reports C(changed=true), even when everything was restored.
-  - With O(method=graphics), restarts the graphics stack instead, C(systemctl isolate multi-user.target) then back
-    to the target that was active.
+  - To restart the graphics stack instead (C(systemctl isolate multi-user.target), then back), use
+    M(gpuops.remediation.gpu_graphics_restart).
   - Takes the node lock before its snapshot, so that a run that waited for another plans from the node as that one
     left it.
   - Runs only when the snapshot says a reload is needed (ghost memory, or a recovery action or Xid asking for a
@@ -39,12 +39,6 @@ extends_documentation_fragment:
   - gpuops.remediation.snapshot.ACTION
   - gpuops.remediation.kill
 options:
-  method:
-    description:
-      - V(modules) reloads the kernel modules; V(graphics) restarts the graphics stack through systemd targets.
-    type: str
-    choices: [modules, graphics]
-    default: modules
   force:
     description:
       - Reload even when the snapshot says nothing needs it.
@@ -64,6 +58,7 @@ options:
 seealso:
   - module: gpuops.remediation.gpu_holders_info
   - module: gpuops.remediation.gpu_reset
+  - module: gpuops.remediation.gpu_graphics_restart
 """
 
 EXAMPLES = r"""
@@ -75,10 +70,6 @@ EXAMPLES = r"""
     force: true
   check_mode: true
   register: plan
-
-- name: Restart the graphics stack
-  gpuops.remediation.nvidia_driver_reload:
-    method: graphics
 """
 
 RETURN = r"""
@@ -128,7 +119,7 @@ gpus:
   type: list
   elements: dict
 error:
-  description: What failed (a modprobe, a service that would not stop, a systemctl isolate).
+  description: What failed (a modprobe, a service that would not stop).
   returned: on failure
   type: str
 recovery_problems:
@@ -159,7 +150,7 @@ journal:
   elements: dict
 """
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
+from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
@@ -169,7 +160,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
     KILL_ARGUMENT_SPEC, HolderKiller, acted, beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reload_evidence
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import node_reset_evidence
 
 
 class ReloadFailed(Exception):
@@ -198,7 +189,6 @@ class DriverReloadWorker:
         self._snapshot = None
         self.result = {"changed": False, "plan": [], "modules_unloaded": [], "modules_loaded": [], "services_stopped": [],
                        "services_started": [], "node_state": "unchanged", "gpus": [], "journal": []}
-        self.isolated = False  # a systemctl isolate of the graphics method went through
 
     def _blockers(self, snapshot, units):
         """Holders that stopping `units` will not end."""
@@ -240,18 +230,13 @@ class DriverReloadWorker:
 
     def _plan_and_act(self):
         snapshot = self._snapshot = self.run.snapshot(gpus=[])
-        method = self.params["method"]
-        reason = reload_evidence(snapshot, self.params["ghost_threshold_mib"])
+        reason = node_reset_evidence(snapshot, self.params["ghost_threshold_mib"])
         if self.params["force"]:
             reason = "force=true"
-        self.result["reason"] = reason or "nothing to do: the snapshot shows no memory a %s would free" % (
-            "graphics restart" if method == "graphics" else "driver reload")
+        self.result["reason"] = reason or "nothing to do: the snapshot shows no memory a driver reload would free"
         if reason:
             self.result["changed"] = True
-            if method == "graphics":
-                self._graphics(snapshot)
-            else:
-                self._modules(snapshot)
+            self._modules(snapshot)
 
     def _systemctl_plan(self, verb, units):
         return ["systemctl %s %s" % (verb, unit) for unit in units]
@@ -355,14 +340,10 @@ class DriverReloadWorker:
     def _verify(self, before):
         after = self.run.snapshot(gpus=[])
         self.result["snapshot_after"] = self.run.snapshot_after(after)
-        after_gpus = dict((g["index"], g) for g in after["gpus"])
-        for gpu in before["gpus"]:
-            used_after = after_gpus.get(gpu["index"], {}).get("memory_used_mib")
-            self.result["gpus"].append({"index": gpu["index"], "memory_used_mib_before": gpu.get("memory_used_mib"),
-                                        "memory_used_mib_after": used_after})
+        self.result["gpus"] = memory_before_after(before, after)
         if self.result["node_state"] != "reloaded":
             # Failed, but what it stopped, unloaded or ended changed the node, restored or not.
-            self.result["changed"] = bool(self.result["services_stopped"] or self.result["modules_unloaded"] or self.isolated
+            self.result["changed"] = bool(self.result["services_stopped"] or self.result["modules_unloaded"]
                                           or acted(self.result.get("killed") or {"signalled": [], "zombies": [], "containers": []}))
             self.result["journal"] = self.run.journal.entries()
             self.module.fail_json(msg="nvidia_driver_reload failed: %s; node state: %s (modules loaded back: %s; services started "
@@ -371,33 +352,10 @@ class DriverReloadWorker:
                                                       ", ".join(self.result["services_started"]) or "none had been stopped"),
                                   **self.result)
 
-    def _graphics(self, snapshot):
-        systemctl = self.layout.command(self.module, "systemctl", required=True)
-        rc, out, dummy = self.module.run_command([systemctl, "is-active", "graphical.target"])
-        back_to = "graphical.target" if out.strip() == "active" else "multi-user.target"
-        steps = [[systemctl, "isolate", "multi-user.target"], [systemctl, "isolate", back_to]]
-        self.result["plan"] = ["systemctl isolate multi-user.target", "systemctl isolate %s" % back_to]
-        self.result["diff"] = {"before": {"graphics_holders": [h["pid"] for h in snapshot["holders"] if h["class"] == "graphics_session"]},
-                               "after": {"graphics_holders": []}}
-        if self.module.check_mode:
-            self.result["node_state"] = "reloaded"
-            return
-        for argv in steps:
-            entry = self.run.journal.intent("systemctl_isolate", target=argv[-1])
-            rc, dummy, err = self.module.run_command(argv)
-            self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
-            if rc != 0:
-                self.result["error"] = "systemctl isolate %s failed: %s" % (argv[-1], err.strip())
-                break
-            self.isolated = True
-        self.result["node_state"] = "reloaded" if "error" not in self.result else "degraded"
-        self._verify(snapshot)
-
 
 def main():
     module = GpuModule(
         argument_spec=action_argument_spec(
-            method=dict(type="str", default="modules", choices=["modules", "graphics"]),
             force=dict(type="bool", default=False),
             kill_holders=dict(type="bool", default=False),
             **KILL_ARGUMENT_SPEC

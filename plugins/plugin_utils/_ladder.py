@@ -363,7 +363,7 @@ class LadderWalk:
 
     def _take_graphics(self, snapshot):
         del snapshot
-        graphics = self.execute(RUNG_MODULES["graphics"], self._module_args(grace=self.options.reload_grace))
+        graphics = self.execute(RUNG_MODULES["graphics"], self._module_args())
         return _step("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
 
 

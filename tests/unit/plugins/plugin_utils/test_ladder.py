@@ -103,6 +103,7 @@ class Node:
         return self._after({"changed": True, "plan": ["modprobe -r nvidia", "modprobe nvidia"], "killed": {}}, check_mode)
 
     def _gpu_graphics_restart(self, args, check_mode):
+        assert not set(args) & {"grace", "signals", "kill_holders"}  # it signals nothing itself
         return self._after({"changed": True, "plan": ["systemctl isolate multi-user.target", "systemctl isolate graphical.target"]},
                            check_mode)
 
