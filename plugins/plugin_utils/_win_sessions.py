@@ -37,8 +37,9 @@ def parse_quser(stdout, rc, stderr=""):
     localized), "idle" (as printed), "logon_time" (as printed), "current" (the '>' row: the caller's session)}.
     """
     lines = [line for line in stdout.splitlines() if line.strip()]
-    sessions = [session for session in (_session(line) for line in lines) if session is not None]
-    others = [line.strip() for line in lines if _session(line) is None]
+    parsed = [(line, _session(line)) for line in lines]
+    sessions = [session for _line, session in parsed if session is not None]
+    others = [line.strip() for line, session in parsed if session is None]
     if rc == RC_NOBODY and all(line.strip() in _NOBODY_LINES for line in lines):
         return Sessions("ok", [], (stderr.strip() or stdout.strip()) or None)
     if rc != 0:
