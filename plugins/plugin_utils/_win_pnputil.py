@@ -1,0 +1,120 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""pnputil: the display adapters `/enum-devices /class Display` lists, and restarting one of them.
+
+pnputil's labels are localized ("Instance ID:" is not what a German host prints), so a device block is read by
+the order pnputil writes its first six fields in (Instance ID, Device Description, Class Name, Class GUID,
+Manufacturer Name, Status), checked by the Class GUID's shape, and after them by the shapes of the values
+(a driver is "*.inf", a problem code "43 (0x2B) ..."). Restarting never uses `/class Display`: that restarts
+every adapter of the host, the one driving the console included.
+"""
+
+from __future__ import annotations
+
+import re
+
+DISPLAY_CLASS_GUID = "{4d36e968-e325-11ce-bfc1-08002be10318}"
+NVIDIA_VENDOR_ID = "10DE"
+RC_RESTARTED = 0
+RC_REBOOT_REQUIRED = 3010  # ERROR_SUCCESS_REBOOT_REQUIRED
+
+_POSITIONAL = ("instance_id", "description", "class_name", "class_guid", "manufacturer", "status")
+_FIELD_RE = re.compile(r"^(?P<label>[^:]+):\s+(?P<value>.*)$")
+_GUID_RE = re.compile(r"^\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}$", re.IGNORECASE)
+_INF_RE = re.compile(r"^[\w.-]+\.inf$", re.IGNORECASE)
+_PROBLEM_RE = re.compile(r"^(?P<code>\d+) \(0x[0-9A-F]+\)", re.IGNORECASE)
+_PCI_IDS_RE = re.compile(r"^PCI\\VEN_(?P<vendor>[0-9A-F]{4})&DEV_(?P<device>[0-9A-F]{4})", re.IGNORECASE)
+# An enumerator, then backslash-separated parts; no quote, control character or leading "/" (an option).
+_INSTANCE_ID_RE = re.compile(r'^[A-Za-z0-9_]+(\\[^\\"\x00-\x1f]+)+$')
+# English status words, as the captures show them.
+_STARTED = {"started": True, "disconnected": False, "stopped": False, "disabled": False, "problem": False}
+
+
+def parse_enum_devices(text):
+    """`pnputil /enum-devices [/class Display]` -> (devices, unrecognised blocks).
+
+    device: {"instance_id", "description", "class_name", "class_guid", "manufacturer", "status", "started" (bool,
+    None for a status word no capture showed), "driver_name", "extension_drivers", "problem_code", "vendor_id",
+    "device_id", "is_nvidia", "is_display"}.
+    """
+    devices, unrecognised = [], []
+    for block in _blocks(text):
+        fields = [_FIELD_RE.match(line) for line in block]
+        if not any(fields):
+            continue  # the banner, a prompt line
+        device = _device(block, fields)
+        if device is None:
+            unrecognised.append("\n".join(block))
+        else:
+            devices.append(device)
+    return devices, unrecognised
+
+
+def restart_device_argv(instance_id):
+    """argv restarting one device by its instance id (Windows 10 2004 and later)."""
+    if not isinstance(instance_id, str) or not _INSTANCE_ID_RE.fullmatch(instance_id):
+        raise ValueError("not a device instance id: %r" % (instance_id,))
+    return ["pnputil", "/restart-device", instance_id]
+
+
+def restart_outcome(rc, text):
+    """What `/restart-device` did: {"restarted": bool, "reboot_required": bool, "outcome": "restarted"|
+    "reboot_required"|"unsupported"|"failed", "message": str|None}."""
+    message = text.strip() or None
+    if "PNPUTIL [" in text:
+        # An older pnputil given a command it lacks prints its usage instead of acting.
+        return {"restarted": False, "reboot_required": False, "outcome": "unsupported",
+                "message": "pnputil printed its usage: this Windows build has no /restart-device"}
+    if rc == RC_RESTARTED:
+        return {"restarted": True, "reboot_required": False, "outcome": "restarted", "message": None}
+    if rc == RC_REBOOT_REQUIRED:
+        return {"restarted": True, "reboot_required": True, "outcome": "reboot_required", "message": message}
+    return {"restarted": False, "reboot_required": False, "outcome": "failed",
+            "message": "pnputil exited %s: %s" % (rc, message)}
+
+
+def _blocks(text):
+    block = []
+    for line in text.splitlines():
+        if line.strip():
+            block.append(line.strip())
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _device(block, fields):
+    first = next(at for at, field in enumerate(fields) if field)
+    labelled = [(field.group("value").strip() if field else None, line)
+                for field, line in zip(fields[first:], block[first:])]
+    if len(labelled) < len(_POSITIONAL) or any(value is None for value, _line in labelled[:len(_POSITIONAL)]):
+        return None
+    device = dict(zip(_POSITIONAL, (value for value, _line in labelled)))
+    if not _GUID_RE.match(device["class_guid"]):
+        return None
+    device.update(_later_fields(labelled[len(_POSITIONAL):]))
+    ids = _PCI_IDS_RE.match(device["instance_id"])
+    device.update(
+        started=_STARTED.get(device["status"].lower()),
+        vendor_id=ids.group("vendor").upper() if ids else None,
+        device_id=ids.group("device").upper() if ids else None,
+        is_display=device["class_guid"].lower() == DISPLAY_CLASS_GUID)
+    device["is_nvidia"] = device["vendor_id"] == NVIDIA_VENDOR_ID
+    return device
+
+
+def _later_fields(labelled):
+    later = {"driver_name": None, "extension_drivers": [], "problem_code": None}
+    for value, line in labelled:
+        value = line if value is None else value  # a continuation line ("oem3.inf" under Extension Driver Names)
+        problem = _PROBLEM_RE.match(value)
+        if problem and later["problem_code"] is None:
+            later["problem_code"] = int(problem.group("code"))
+        elif _INF_RE.match(value):
+            if later["driver_name"] is None:
+                later["driver_name"] = value
+            else:
+                later["extension_drivers"].append(value)
+    return later

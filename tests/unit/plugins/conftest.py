@@ -1,0 +1,37 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The captures the plugin_utils tests read: tests/unit/fixtures (sources in SOURCES.md there and in windows/)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+
+
+class Captures:
+    """Reads captures by their path under tests/unit/fixtures."""
+
+    root = FIXTURES
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def text(self, *parts):
+        with open(self.path(*parts), encoding="utf-8") as handle:
+            return handle.read()
+
+    def bytes(self, *parts):
+        with open(self.path(*parts), "rb") as handle:
+            return handle.read()
+
+    def names(self, *parts):
+        """The capture files of one folder (SOURCES.md left out)."""
+        return sorted(name for name in os.listdir(self.path(*parts)) if name != "SOURCES.md")
+
+
+@pytest.fixture
+def captures():
+    return Captures()

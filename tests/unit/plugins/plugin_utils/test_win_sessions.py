@@ -1,0 +1,77 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_win_sessions: quser on the captures in fixtures/windows/quser, with and without a header."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sessions
+
+
+def sessions(captures, name):
+    result = _win_sessions.parse_quser(captures.text("windows", "quser", name), 0)
+    assert result.status == "ok" and result.message is None
+    return result.sessions
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("header-console-current-marker-phoebe.txt", ("phoebe", "console", 1, "Active", "none", "6/14/2021 11:35 AM", True)),
+    ("header-rdp-current-marker-dot-idle.txt", ("administrator", "rdp-tcp#2", 1, "Active", ".", "3/25/2021 9:27 AM", True)),
+    ("header-console-no-marker-over-ssh.txt", ("administrator", "console", 1, "Active", "none", "3/25/2024 12:01 PM", False)),
+    ("header-disc-blank-sessionname-dotted-date-test-data.txt", ("test", None, 4, "Disc", ".", "04.07.2024 23:24", True)),
+])
+def test_one_session_under_a_header(captures, name, expected):
+    [session] = sessions(captures, name)
+    keys = ("user", "session_name", "id", "state", "idle", "logon_time", "current")
+    assert tuple(session[key] for key in keys) == expected
+
+
+@pytest.mark.parametrize("name, idle", [("rdp-sessions-ws2008r2-no-header.txt", [".", "24692+13:29", "8"]),
+                                        ("rdp-sessions-ws2019-no-header.txt", ["1", ".", "14"])])
+def test_rdp_sessions_without_a_header(captures, name, idle):
+    found = sessions(captures, name)
+    assert [(s["user"], s["session_name"], s["id"]) for s in found] == [
+        ("user1", "rdp-tcp#1", 30), ("user2", "rdp-tcp#111", 42), ("user3", "rdp-tcp#88", 55)]
+    assert [s["idle"] for s in found] == idle and not any(s["current"] for s in found)
+
+
+def test_nobody_logged_on_exits_1_with_a_line_on_stderr(captures):
+    line = captures.text("windows", "quser", "no-user-exists-stderr.txt")
+    assert _win_sessions.parse_quser("", 1, line) == ("ok", [], "No User exists for *")
+    assert _win_sessions.parse_quser(line, 1) == ("ok", [], "No User exists for *")  # streams merged
+
+
+def test_a_localized_nobody_line_on_stdout_concludes_nothing():
+    assert _win_sessions.parse_quser("Kein Benutzer für * vorhanden.\n", 1).status == "unrecognised"
+
+
+def test_a_localized_header_and_states_still_give_the_rows():
+    text = (" BENUTZERNAME          SITZUNGSNAME       ID  STATUS  LEERLAUF   ANMELDEZEIT\n"
+            ">alice                 console             1  Aktiv      Kein   14.06.2021 11:35\n"
+            " bob                                       3  Getr.         5   14.06.2021 09:02\n")
+    result = _win_sessions.parse_quser(text, 0)
+    assert result.status == "ok"
+    assert [(s["user"], s["session_name"], s["id"], s["state"]) for s in result.sessions] == [
+        ("alice", "console", 1, "Aktiv"), ("bob", None, 3, "Getr.")]
+
+
+def test_other_text_is_unrecognised():
+    assert _win_sessions.parse_quser("Error 0x000006BA enumerating sessionnames\n", 1).status == "unrecognised"
+    assert _win_sessions.parse_quser("something\nelse\n", 0).status == "unrecognised"
+
+
+def test_sessions_of_a_user_ignore_case_domain_and_the_20_character_cut(captures):
+    found = sessions(captures, "rdp-sessions-ws2008r2-no-header.txt")
+    assert [s["id"] for s in _win_sessions.sessions_of(found, "CORP\\User2")] == [42]
+    long_name = [{"user": "a-very-long-username", "id": 7}]
+    assert _win_sessions.sessions_of(long_name, "a-very-long-username-2") == long_name
+    assert _win_sessions.sessions_of(found, "user") == []
+
+
+def test_logoff_argv():
+    assert _win_sessions.logoff_argv(42) == ["logoff", "42"]
+    assert _win_sessions.quser_argv() == ["quser"]
+    for bad in (-1, True, "42", None):
+        with pytest.raises(ValueError, match="not a session id"):
+            _win_sessions.logoff_argv(bad)

@@ -1,0 +1,98 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_win_wsl: wsl.exe's lists (captures in fixtures/windows/wsl, as UTF-16LE bytes) and its stop commands."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_decode import decode_output
+
+
+def as_wsl_writes(text, bom=False):
+    """The bytes wsl.exe writes for `text`: UTF-16LE, CR LF, a BOM or not."""
+    raw = text.replace("\n", "\r\n").encode("utf-16-le")
+    return codecs.BOM_UTF16_LE + raw if bom else raw
+
+
+def no_running_sentences(captures):
+    lines = captures.text("windows", "wsl", "no-running-distributions-message-by-locale-resw.tsv").splitlines()[1:]
+    return dict(line.split("\t") for line in lines)
+
+
+@pytest.mark.parametrize("bom", [True, False])
+def test_list_verbose_with_default_marker_and_both_versions(captures, bom):
+    text = decode_output(as_wsl_writes(captures.text("windows", "wsl", "list-verbose-mixed-v1-v2.txt"), bom)).text
+    listing = _win_wsl.parse_list_verbose(text, 0)
+    assert listing.status == "ok"
+    assert [(d["name"], d["state"], d["version"], d["default"]) for d in listing.distributions] == [
+        ("Ubuntu", "Running", 2, True), ("Legacy", "Stopped", 1, False), ("Ubuntu-18.04", "Stopped", 1, False),
+        ("docker-desktop", "Running", 2, False)]
+    assert [d["name"] for d in listing.distributions if d["running"]] == ["Ubuntu", "docker-desktop"]
+
+
+def test_list_verbose_survives_misaligned_columns(captures):
+    text = decode_output(as_wsl_writes(captures.text("windows", "wsl", "list-verbose-docker-desktop-misaligned-paste.txt"))).text
+    listing = _win_wsl.parse_list_verbose(text, 0)
+    assert [(d["name"], d["running"], d["default"]) for d in listing.distributions] == [
+        ("Ubuntu", True, True), ("docker-desktop", True, False), ("docker-desktop-data", True, False)]
+
+
+def test_an_old_wsl_that_prints_its_usage_is_not_a_list(captures):
+    text = decode_output(captures.bytes("windows", "wsl", "l-old-build-usage-fr-utf16le-truncated.bin")).text
+    assert _win_wsl.parse_list_verbose(text, 1).status == "unrecognised"
+    assert _win_wsl.parse_list(text, 1).status == "unrecognised"
+    assert _win_wsl.parse_list(text, 0).status == "unrecognised"  # not names, whatever the exit status
+
+
+@pytest.mark.parametrize("rc", [-1, 0xFFFFFFFF])
+def test_nothing_running_in_every_language_wsl_ships(captures, rc):
+    sentences = no_running_sentences(captures)
+    assert len(sentences) == 13
+    for locale, sentence in sentences.items():
+        for bom in (True, False):
+            listing = _win_wsl.parse_list(decode_output(as_wsl_writes(sentence + "\n", bom)).text, rc)
+            assert listing == (_win_wsl.WslList("ok", [], sentence)), locale
+
+
+def test_a_sentence_no_locale_has_concludes_nothing():
+    listing = _win_wsl.parse_list("Il n'y a rien.\n", -1)
+    assert listing.status == "unrecognised" and "Il n'y a rien." in listing.message
+
+
+def test_the_quiet_running_list_is_names_or_nothing_with_exit_0():
+    assert _win_wsl.parse_list(decode_output(as_wsl_writes("Ubuntu\ndocker-desktop\n")).text, 0) == (
+        "ok", ["Ubuntu", "docker-desktop"], None)
+    assert _win_wsl.parse_list("", 0) == ("ok", [], None)
+
+
+def test_a_non_quiet_list_with_its_localized_header_is_not_taken_for_names():
+    assert _win_wsl.parse_list("Windows Subsystem for Linux Distributions:\nUbuntu (Default)\n", 0).status == "unrecognised"
+
+
+def test_list_argv_is_the_language_neutral_quiet_form():
+    assert _win_wsl.list_argv() == ["wsl.exe", "--list", "--quiet"]
+    assert _win_wsl.list_argv(_win_wsl.STORE_WSL_PATH, running=True) == [
+        "C:\\Program Files\\WSL\\wsl.exe", "--list", "--running", "--quiet"]
+    assert _win_wsl.list_verbose_argv() == ["wsl.exe", "--list", "--verbose"]
+
+
+def test_terminate_one_distribution_and_shutdown_all():
+    assert _win_wsl.terminate_argv("Ubuntu-18.04") == ["wsl.exe", "--terminate", "Ubuntu-18.04"]
+    assert _win_wsl.shutdown_argv(_win_wsl.STORE_WSL_PATH) == ["C:\\Program Files\\WSL\\wsl.exe", "--shutdown"]
+
+
+@pytest.mark.parametrize("name", ["--shutdown", "-u", "", "Ubuntu; wsl --shutdown", "a b", "Ubuntu\n", "x\x00",
+                                  "'; Remove-Item -Recurse C:\\ #", None, 3])
+def test_terminate_refuses_what_is_no_distribution_name(name):
+    with pytest.raises(ValueError, match="not a WSL distribution name"):
+        _win_wsl.terminate_argv(name)
+
+
+def test_stopping_is_judged_by_the_exit_status():
+    assert _win_wsl.stop_outcome(0, "") == {"done": True, "message": None}
+    failed = _win_wsl.stop_outcome(-1, "There is no distribution with the supplied name.\n")
+    assert not failed["done"] and "exited -1" in failed["message"]
