@@ -283,6 +283,13 @@ def targets(records, fitted, forks):
         "report_vs_ping": _ratio_target(records, fitted, "gpu_report", "ping", forks, "<= 1.2", lambda r: r <= 1.2),
         "naive_vs_report": _ratio_target(records, fitted, "naive", "gpu_report", forks, ">= 3", lambda r: r >= 3.0),
     }
+    # A node fixed at the reset rung (the job on GPU 1 ended, GPU 0 reset): at most 4x the report, at most 5 modules.
+    found["reset_vs_report"] = _ratio_target(records, fitted, "reset_gpu", "gpu_report", forks, "<= 4", lambda r: r <= 4.0)
+    resets = [r for r in records if r["playbook"] == "reset_gpu" and r.get("modules_per_host") is not None]
+    if resets:
+        modules = max(r["modules_per_host"] for r in resets)
+        found["reset_modules_per_host"] = {"ratio": modules, "target": "<= 5", "met": modules <= 5,
+                                           "tasks_per_host": max(r["tasks_per_host"] for r in resets)}
     if fitted.get("gpu_report", {}).get("points", 0) >= 3:
         r2 = fitted["gpu_report"]["r2"]
         found["report_linear"] = {"ratio": r2, "target": "R^2 >= 0.99", "met": r2 >= 0.99}
