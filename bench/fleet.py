@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build, _sim_state  # noqa: E402
 
 BIN = os.path.join(ROOT, ".venv", "bin")
 FLEET_DIR = os.path.join(ROOT, "bench", "fleet")
@@ -84,7 +84,7 @@ class Fleet:
     def build(self, names):
         """Create the nodes in parallel threads (create_node mostly waits for the supervisor and the holder)."""
         def create(name):
-            _sim_node.create_node(self.root(name), SCENARIO)
+            _sim_build.create_node(self.root(name), SCENARIO)
             self.built.add(name)
         with ThreadPoolExecutor(max_workers=self.builders) as pool:
             list(pool.map(create, names))
@@ -98,7 +98,7 @@ class Fleet:
         self.signal_supervisors(names, signal.SIGCONT)  # a stopped supervisor cannot reap what destroy kills
 
         def remove(name):
-            _sim_node.destroy_node(self.root(name))
+            _sim_build.destroy_node(self.root(name))
             self.built.discard(name)
         with ThreadPoolExecutor(max_workers=self.builders) as pool:
             list(pool.map(remove, names))
@@ -109,10 +109,10 @@ class Fleet:
         the holders the kill rung kills)."""
         for name in names:
             try:
-                supervisor = _sim_node.load_state(self.root(name)).get("supervisor") or {}
-            except _sim_node.SimError:
+                supervisor = _sim_state.load_state(self.root(name)).get("supervisor") or {}
+            except _sim_state.SimError:
                 continue
-            if _sim_node.process_exists(supervisor.get("pid"), supervisor.get("start_time")):
+            if _sim_state.process_exists(supervisor.get("pid"), supervisor.get("start_time")):
                 os.kill(supervisor["pid"], signum)
 
     def inventory(self, count):

@@ -15,9 +15,11 @@ import ctypes
 import time
 
 try:
+    from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
     from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as node
 except ImportError:  # loaded from <root>/lib as a plain module (NodeLayout.load_nvml)
-    import _sim_state as node  # pylint: disable=import-error
+    from _pci import normalize_bus_id  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
 
 NVML_SUCCESS = 0
 NVML_ERROR_UNINITIALIZED = 1
@@ -173,9 +175,8 @@ class SimNvmlLibrary:
             return NVML_ERROR_DRIVER_NOT_LOADED
         text = _value(bus_id)
         text = text.decode() if isinstance(text, bytes) else str(text)
-        try:
-            wanted = node.normalize_bus_id(text)
-        except node.SimError:
+        wanted = normalize_bus_id(text)
+        if wanted is None:
             return NVML_ERROR_INVALID_ARGUMENT
         for gpu in state["gpus"]:
             if gpu["pci_bus_id"] == wanted:

@@ -1,15 +1,27 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The read side of a simulated GPU node: its state file and the rules that derive what NVML reports.
+"""A simulated GPU node's state file, read and written under its lock, and what the state says.
 
-Split from _sim_node.py so that the simulated NVML, which a module loads on every snapshot of a simulated node,
-imports only this; _sim_node.py (building nodes, spawning their processes) imports it too.
+The state (<root>/state.json) is the only truth the simulated NVML and tools read and write. The simulated
+NVML imports only this file on every snapshot of a simulated node; the kernel's rules are in _sim_rules.py,
+building and destroying a node in _sim_build.py, its processes in _sim_processes.py and _sim_programs.py.
+Whether a process still exists is read with the real process identity code (_procscan, copied into the node's
+lib/ with the simulation).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+
+try:
+    from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import same_process
+except ImportError:  # running from <root>/lib as a plain module
+    from _procscan import same_process  # type: ignore[no-redef] # pylint: disable=import-error
+
+DEVICE_SIZE = 4096  # bytes of each regular file standing in for a device node
 
 
 class SimError(Exception):
@@ -18,6 +30,14 @@ class SimError(Exception):
 
 def state_path(root):
     return os.path.join(root, "state.json")
+
+
+def dev_path(root, name):
+    return os.path.join(root, "dev", name)
+
+
+def gpu_device(root, index):
+    return dev_path(root, "nvidia%d" % index)
 
 
 def load_state(root):
@@ -29,25 +49,40 @@ def load_state(root):
         raise SimError("no simulated GPU node at %s: %s" % (root, exc))
 
 
-def proc_stat(pid, proc_root="/proc"):
-    """(state letter, start_time ticks, ppid) of a process or thread, or None when it does not exist."""
+def write_json_atomic(path, data):
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        json.dump(data, handle, indent=1, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(tmp, path)
+
+
+@contextlib.contextmanager
+def node_lock(root):
+    """Exclusive flock on <root>/state.lock for one read-modify-write."""
+    fd = os.open(os.path.join(root, "state.lock"), os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as handle:
-            data = handle.read()
-    except (IOError, OSError):
-        return None
-    rest = data[data.rfind(b")") + 2:].split()
-    return rest[0].decode(), int(rest[19]), int(rest[1])
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
-def start_time_of(pid):
-    stat = proc_stat(pid)
-    return stat[1] if stat else None
+def update_state(root, fn):
+    """Lock, load, let fn change the state (in place or by returning a new one), write atomically."""
+    with node_lock(root):
+        state = load_state(root)
+        result = fn(state)
+        if result is not None:
+            state = result
+        write_json_atomic(state_path(root), state)
+        return state
 
 
 def process_exists(pid, start_time):
     """True while a process with this pid and this start time exists (a zombie still exists)."""
-    return bool(pid) and pid > 0 and start_time_of(pid) == start_time
+    return bool(pid) and pid > 0 and same_process(pid, start_time)
 
 
 def find_gpu(state, index):
@@ -86,18 +121,3 @@ def gpu_memory(state, index):
 
 def driver_loaded(state):
     return bool(state["modules"].get("nvidia", {}).get("loaded"))
-
-
-def normalize_bus_id(text):
-    """'18:00.0', '0000:18:00.0', '00000000:18:00.0' (any case) -> '00000000:18:00.0'."""
-    value = str(text).strip()
-    parts = value.split(":")
-    if len(parts) == 2:
-        parts = ["0"] + parts
-    if len(parts) != 3 or "." not in parts[2]:
-        raise SimError("pci_bus_id %r is not a PCI bus id like 00000000:18:00.0" % (text,))
-    device, _sep, function = parts[2].partition(".")
-    try:
-        return "%08X:%02X:%02X.%X" % (int(parts[0], 16), int(parts[1], 16), int(device, 16), int(function, 16))
-    except ValueError:
-        raise SimError("pci_bus_id %r is not a PCI bus id like 00000000:18:00.0" % (text,))

@@ -3,7 +3,8 @@
 """The simulated node's commands: nvidia-smi, modprobe, lsmod, systemctl.
 
 gpu_sim copies this file into <root>/lib and writes <root>/bin/<tool> scripts that call
-main(tool, argv, root). Each tool reads and changes <root>/state.json through _sim_node and prints what
+main(tool, argv, root). Each tool reads and changes <root>/state.json (_sim_state), keeps the kernel's rules
+(_sim_rules), starts and stops services (_sim_processes), and prints what
 the real tool prints (the captures in tests/unit/fixtures are the reference), with the real exit codes.
 """
 
@@ -16,11 +17,15 @@ import sys
 import time
 
 try:
-    from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as node
-    from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as state_rules
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _pci as pci
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_processes as processes
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_rules as rules
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as node
 except ImportError:  # running from <root>/lib as plain modules
-    import _sim_node as node  # pylint: disable=import-error
-    import _sim_state as state_rules  # pylint: disable=import-error
+    import _pci as pci  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_processes as processes  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_rules as rules  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
 
 NVSMI_DRIVER_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                        "Make sure that the latest NVIDIA driver is installed and running.\n")
@@ -151,17 +156,14 @@ def _select_gpus(state, ids):
 
 
 def _same_bus(text, bus):
-    try:
-        return node.normalize_bus_id(text) == bus
-    except node.SimError:
-        return False
+    return pci.normalize_bus_id(text) == bus
 
 
 def nvidia_smi(argv, root, out):
     state = node.load_state(root)
     if state.get("nvml_hang"):
         _hang_forever()
-    if not state_rules.driver_loaded(state):
+    if not node.driver_loaded(state):
         out.say(NVSMI_DRIVER_FAILED)
         return RC_DRIVER_NOT_LOADED
     opts = _parse_smi_args(argv)
@@ -277,8 +279,8 @@ def _split_fields(text):
 
 def _render_query_gpu(state, gpus, opts, out):
     fields = _split_fields(opts.get("fields"))
-    rows = [_gpu_fields(state, gpu, state_rules.gpu_memory(state, gpu["index"])) for gpu in gpus]
-    known = _gpu_fields(state, state["gpus"][0], state_rules.gpu_memory(state, 0)) if state["gpus"] else {}
+    rows = [_gpu_fields(state, gpu, node.gpu_memory(state, gpu["index"])) for gpu in gpus]
+    known = _gpu_fields(state, state["gpus"][0], node.gpu_memory(state, 0)) if state["gpus"] else {}
     for field in fields:
         if field not in known:
             out.say('Field "%s" is not a valid field to query.\n\n' % field)
@@ -287,7 +289,7 @@ def _render_query_gpu(state, gpus, opts, out):
 
 
 def _app_fields(state, gpu, holder):
-    fields = _gpu_fields(state, gpu, state_rules.gpu_memory(state, gpu["index"]))
+    fields = _gpu_fields(state, gpu, node.gpu_memory(state, gpu["index"]))
     memory = str(holder["gpus"][str(gpu["index"])])
     fields.update({"pid": (str(holder["pid"]), None), "process_name": (holder["name"], None), "name": (holder["name"], None),
                    "used_gpu_memory": (memory, "MiB"), "used_memory": (memory, "MiB")})
@@ -316,7 +318,7 @@ def _render_table(state, gpus, opts, out):
             % (state["driver_version"], state["driver_version"], state["cuda_version"]))
     out.say(rule)
     for gpu in gpus:
-        mem = state_rules.gpu_memory(state, gpu["index"])
+        mem = node.gpu_memory(state, gpu["index"])
         out.say("| %3d  %-30s %-3s | %s | %21s |\n" % (
             gpu["index"], gpu["name"][:30], "On" if gpu["persistence_mode"] else "Off", gpu["pci_bus_id"],
             "%dMiB / %dMiB" % (mem["used_mib"] + mem["reserved_mib"], mem["total_mib"])))
@@ -356,7 +358,7 @@ def _block(indent, name, children):
 
 
 def _xml_gpu(state, gpu):
-    mem = state_rules.gpu_memory(state, gpu["index"])
+    mem = node.gpu_memory(state, gpu["index"])
     bus = gpu["pci_bus_id"]
     mig = gpu.get("mig_mode")
     lines = ["\t<gpu id=%s>" % quoteattr(bus)]
@@ -403,7 +405,7 @@ def _reset_problem(state, root, gpu, chosen, users):
         if missing:
             return "NVLink peers must be reset together (not selected: %s)" % ", ".join(
                 node.find_gpu(state, peer)["pci_bus_id"] for peer in missing)
-    if node.reset_blockers(state, root, gpu["index"], users):
+    if rules.reset_blockers(state, root, gpu["index"], users):
         return "In use by another client"
     return None
 
@@ -422,12 +424,12 @@ def _gpu_reset(root, indexes, out):
         if primary:
             result["primary"] = primary[0]
             return
-        users = node.device_users(root)
+        users = rules.device_users(root)
         problems = [(gpu, _reset_problem(state, root, gpu, indexes, users)) for gpu in gpus]
         result["problems"] = [(gpu, why) for gpu, why in problems if why]
         if not result["problems"]:
             for gpu in gpus:
-                node.clear_gpu_after_reset(gpu)
+                rules.clear_gpu_after_reset(gpu)
             result["done"] = gpus
 
     node.update_state(root, attempt)
@@ -501,7 +503,7 @@ def _not_found(name, out):
 
 
 def _insert_module(name, params, root, flags, out):
-    if name not in node.KNOWN_MODULES:
+    if name not in rules.KNOWN_MODULES:
         return _not_found(name, out)
     verbose = "-v" in flags or "--verbose" in flags
     result = {}
@@ -526,7 +528,7 @@ def _insert_module(name, params, root, flags, out):
             if verbose:
                 out.say("insmod /lib/modules/%s/kernel/drivers/video/%s.ko %s\n" % (
                     os.uname()[2], module.replace("_", "-"), " ".join(params) if module == name else ""))
-            node.write_sys_module(root, module, info)
+        rules.write_module_views(root, state)
 
     node.update_state(root, load)
     if "error" in result:
@@ -546,7 +548,7 @@ def _param_value(value):
 
 
 def _load_order(name, order):
-    for dep in node.MODULE_DEPENDS[name]:
+    for dep in rules.MODULE_DEPENDS[name]:
         _load_order(dep, order)
     if name not in order:
         order.append(name)
@@ -556,12 +558,12 @@ def _remove_modules(names, root, flags, out):
     """modprobe -r a b c: each in turn (kmod goes on after a failure), then its unused dependencies."""
     verbose = "-v" in flags or "--verbose" in flags
     first_time = "--first-time" in flags
-    counts = node.module_users(root)
+    counts = rules.module_users(root)
     rc = {"value": 0}
 
     def remove(state):
         for name in names:
-            if name not in node.KNOWN_MODULES:
+            if name not in rules.KNOWN_MODULES:
                 _not_found(name, out)
                 rc["value"] = 1
                 continue
@@ -570,11 +572,12 @@ def _remove_modules(names, root, flags, out):
                     out.warn("modprobe: FATAL: Module %s is not in kernel.\n" % name)
                     rc["value"] = 1
                 continue
-            if node.module_refcount(state, name, counts) > 0:
+            if rules.module_refcount(state, name, counts) > 0:
                 out.warn("modprobe: FATAL: Module %s is in use.\n" % name)
                 rc["value"] = 1
                 continue
             _unload(state, root, name, counts, verbose, out)
+        rules.write_module_views(root, state)
 
     node.update_state(root, remove)
     return rc["value"]
@@ -585,25 +588,24 @@ def _unload(state, root, name, counts, verbose, out):
     if verbose:
         out.say("rmmod %s\n" % name)
     info["loaded"] = False
-    node.write_sys_module(root, name, info)
     if name == "nvidia":
         # The driver is gone: with it every GPU's leaked memory and pending recovery.
         for gpu in state["gpus"]:
-            node.clear_gpu_after_reset(gpu)
+            rules.clear_gpu_after_reset(gpu)
         state["driver_unloads"] = state.get("driver_unloads", 0) + 1
-    for dep in node.MODULE_DEPENDS[name]:
-        if state["modules"][dep]["loaded"] and node.module_refcount(state, dep, counts) == 0:
+    for dep in rules.MODULE_DEPENDS[name]:
+        if state["modules"][dep]["loaded"] and rules.module_refcount(state, dep, counts) == 0:
             _unload(state, root, dep, counts, verbose, out)
 
 
 def lsmod(argv, root, out):
     state = node.load_state(root)
-    counts = node.module_users(root)
+    counts = rules.module_users(root)
     out.say("Module                  Size  Used by\n")
     loaded = [(name, info) for name, info in state["modules"].items() if info.get("loaded")]
     for name, _info in sorted(loaded, key=lambda item: -item[1].get("load_seq", 0)):
-        line = "%-19s %8d  %d" % (name, node.MODULE_SIZES.get(name, 16384), node.module_refcount(state, name, counts))
-        users = node.module_dependents(state, name)
+        line = "%-19s %8d  %d" % (name, rules.MODULE_SIZES.get(name, 16384), rules.module_refcount(state, name, counts))
+        users = rules.module_dependents(state, name)
         out.say(line + (" " + ",".join(users) if users else "") + "\n")
     return 0
 
@@ -717,9 +719,9 @@ def _on_units(action, *steps):
     return verb
 
 
-_start = _on_units("start", node.start_service)
-_stop = _on_units("stop", node.stop_service)
-_restart = _on_units("restart", node.stop_service, node.start_service)
+_start = _on_units("start", processes.start_service)
+_stop = _on_units("stop", processes.stop_service)
+_restart = _on_units("restart", processes.stop_service, processes.start_service)
 
 
 def _unit_properties(state, unit):
@@ -732,7 +734,7 @@ def _unit_properties(state, unit):
     return {"Id": service["unit"], "LoadState": "loaded", "ActiveState": "active" if active else "inactive",
             "SubState": "running" if active else "dead", "MainPID": str(service["pid"] if active else 0),
             "UnitFileState": "enabled" if service["enabled"] else "disabled",
-            "Description": node.SERVICES[key]["description"]}
+            "Description": processes.SERVICES[key]["description"]}
 
 
 def _show(root, units, opts, out):
@@ -754,9 +756,9 @@ def _isolate(root, units, opts, out):
         out.warn("Failed to isolate %s: Unit %s not found.\n" % (target, target))
         return 5
     if target == "multi-user.target":
-        node.stop_service(root, "display-manager")
+        processes.stop_service(root, "display-manager")
     else:
-        node.start_service(root, "display-manager")
+        processes.start_service(root, "display-manager")
 
     def record(state):
         state["active_target"] = target

@@ -312,13 +312,18 @@ import json
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import SIM_ROOT_ENV
+from ansible_collections.gpuops.remediation.plugins.module_utils._sim_processes import SERVICES
+from ansible_collections.gpuops.remediation.plugins.module_utils._sim_rules import DEFAULT_MODULES, KNOWN_MODULES
+from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state import SimError, load_state, process_exists, state_path
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_nvml import SimNvmlLibrary as _sim_nvml_library  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.gpuops.remediation.plugins.module_utils._sim_programs import main as _sim_programs_main  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_tools import main as _sim_tools_main  # noqa: F401 pylint: disable=unused-import
 
-# _sim_tools and _sim_nvml are imported so that AnsiballZ ships them: gpu_sim copies their source into <root>/lib,
-# where the simulated tools and NodeLayout.load_nvml load them.
+# _sim_tools, _sim_nvml and _sim_programs are imported so that AnsiballZ ships them: gpu_sim copies their source
+# into <root>/lib (_sim_build.LIB_FILES), where the simulated tools, NodeLayout.load_nvml and the node's processes
+# load them.
 
 GPU_SPEC = dict(
     name=dict(type="str", default=sim.DEFAULT_GPU_NAME),
@@ -351,16 +356,16 @@ XID_SPEC = dict(
     process_name=dict(type="str"),
     text=dict(type="str"),
 )
-MODULE_CHOICES = list(sim.KNOWN_MODULES)
+MODULE_CHOICES = list(KNOWN_MODULES)
 ARGUMENT_SPEC = dict(
     state=dict(type="str", choices=["present", "absent"], default="present"),
     root=dict(type="path", required=True),
     gpus=dict(type="list", elements="dict", options=GPU_SPEC),
     holders=dict(type="list", elements="dict", options=HOLDER_SPEC, default=[]),
-    services=dict(type="list", elements="str", choices=sorted(sim.SERVICES), default=[]),
+    services=dict(type="list", elements="str", choices=sorted(SERVICES), default=[]),
     kernel_log=dict(type="list", elements="str", default=[]),
     xid=dict(type="list", elements="dict", options=XID_SPEC, default=[]),
-    modules=dict(type="list", elements="str", choices=MODULE_CHOICES, default=list(sim.DEFAULT_MODULES)),
+    modules=dict(type="list", elements="str", choices=MODULE_CHOICES, default=list(DEFAULT_MODULES)),
     pinned_modules=dict(type="list", elements="str", choices=MODULE_CHOICES, default=[]),
     nvml_hang=dict(type="bool", default=False),
     reset_requires_nvlink_peers=dict(type="bool", default=False),
@@ -412,7 +417,7 @@ def services_result(state):
     result = {}
     for name, service in state.get("services", {}).items():
         result[name] = {"unit": service["unit"], "pid": service["pid"], "start_time": service["start_time"],
-                        "active": bool(service["active"] and sim.process_exists(service["pid"], service["start_time"])),
+                        "active": bool(service["active"] and process_exists(service["pid"], service["start_time"])),
                         "children": service.get("children", [])}
     return result
 
@@ -421,10 +426,10 @@ def existing_state(module, root):
     """The node's state at root, None when root is missing or empty; fails on a directory that is no node."""
     if not os.path.exists(root):
         return None
-    if os.path.exists(sim.state_path(root)):
+    if os.path.exists(state_path(root)):
         try:
-            return sim.load_state(root)
-        except (sim.SimError, ValueError) as exc:
+            return load_state(root)
+        except (SimError, ValueError) as exc:
             module.fail_json(msg="root %s holds a broken simulated node: %s" % (root, exc))
     if os.path.isdir(root) and not os.listdir(root):
         return None
@@ -436,7 +441,7 @@ def build(module, root, spec, digest):
     node_spec = dict(spec, spec_hash=digest)
     try:
         return sim.create_node(root, node_spec)
-    except sim.SimError as exc:
+    except SimError as exc:
         module.fail_json(msg=str(exc), root=root)
     return None
 
@@ -458,7 +463,7 @@ def main():
     check_input(module, spec)
     try:
         sim.validate_spec(root, spec)
-    except sim.SimError as exc:
+    except SimError as exc:
         module.fail_json(msg=str(exc), root=root)
     digest = scenario_hash(spec)
     if current is not None and current.get("spec_hash") == digest:

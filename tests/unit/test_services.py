@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state import load_state
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
@@ -41,10 +42,10 @@ def test_every_daemon_once_in_stop_order_and_started_again_in_reverse(node_root,
     assert units == ["nvidia-dcgm.service", "nvidia-fabricmanager.service", "nvidia-persistenced.service"]
     services.stop(units)
     assert services.active() == []
-    assert all(not info["active"] for info in sim.load_state(node_root)["services"].values())
+    assert all(not info["active"] for info in load_state(node_root)["services"].values())
     started, errors = services.restore()
     assert (started, errors) == (list(reversed(units)), [])
-    after = sim.load_state(node_root)["services"]
+    after = load_state(node_root)["services"]
     for name in ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"):
         assert after[name]["active"] and after[name]["pid"] != before["services"][name]["pid"]
     assert [e["action"] for e in journal.entries() if e["phase"] == "intent"] == (

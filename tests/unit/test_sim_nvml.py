@@ -12,7 +12,10 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_rules as sim_rules
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as sim_state
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
 
 MIB = 1024 * 1024
@@ -90,7 +93,7 @@ def test_memory_follows_a_live_holder_and_is_freed_when_it_is_killed(node_root):
     assert [(p.pid, p.usedGpuMemory) for p in procs] == [(trainer["pid"], 2048 * MIB)]
 
     os.kill(trainer["pid"], signal.SIGKILL)
-    assert wait_until(lambda: not sim.process_exists(trainer["pid"], trainer["start_time"]))
+    assert wait_until(lambda: not sim_state.process_exists(trainer["pid"], trainer["start_time"]))
     assert pynvml.nvmlDeviceGetComputeRunningProcesses(handle) == []
     after = pynvml.nvmlDeviceGetMemoryInfo(handle, version=pynvml.nvmlMemory_v2)
     assert after.used == 1000 * MIB  # the ghost memory stays
@@ -104,15 +107,16 @@ def test_every_holder_kind_is_listed_while_its_process_exists(node_root):
     listed = dict((p.pid, p.usedGpuMemory // MIB) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(0)))
     expected = dict((holder_named(state, "job-" + kind)["pid"], 100 + n) for n, kind in enumerate(kinds))
     assert listed == expected
-    states = dict((kind, sim.proc_stat(holder_named(state, "job-" + kind)["pid"])[0]) for kind in kinds)
-    assert states["zombie"] == "Z"  # an exited child its parent never reaps
-    assert states["leader_exited"] == "Z"  # the leader is gone, a thread holds the files
-    assert states["fd"] in ("S", "R")
+    processes = dict((kind, procscan.read_process(holder_named(state, "job-" + kind)["pid"])) for kind in kinds)
+    assert processes["zombie"]["state"] == "Z"  # an exited child its parent never reaps
+    assert not processes["zombie"]["leader_exited"]
+    assert processes["leader_exited"]["leader_exited"]  # the leader is gone, a thread holds the files
+    assert processes["fd"]["state"] in ("S", "R") and not processes["fd"]["leader_exited"]
     zombie = holder_named(state, "job-zombie")
-    assert sim.proc_stat(zombie["pid"])[2] == zombie["parent_pid"]
+    assert processes["zombie"]["ppid"] == zombie["parent_pid"]
     # The kernel's view: who has which device file, and how.
-    users = sim.device_users(str(node_root))
-    gpu0 = os.path.realpath(sim.gpu_device(str(node_root), 0))
+    users = sim_rules.device_users(str(node_root))
+    gpu0 = os.path.realpath(sim_state.gpu_device(str(node_root), 0))
     for kind in ("fd", "mmap", "inherited", "ignores_term", "leader_exited"):
         assert gpu0 in users[holder_named(state, "job-" + kind)["pid"]], kind
     assert zombie["pid"] not in users and zombie["parent_pid"] not in users
@@ -128,9 +132,9 @@ def test_a_zombie_is_freed_when_its_parent_dies(node_root):
     zombie = holder_named(state, "zombie-worker")
     os.kill(zombie["pid"], signal.SIGKILL)  # a zombie cannot be killed
     time.sleep(0.2)
-    assert sim.process_exists(zombie["pid"], zombie["start_time"])
+    assert sim_state.process_exists(zombie["pid"], zombie["start_time"])
     os.kill(zombie["parent_pid"], signal.SIGKILL)  # the supervisor inherits and reaps it
-    assert wait_until(lambda: not sim.process_exists(zombie["pid"], zombie["start_time"]))
+    assert wait_until(lambda: not sim_state.process_exists(zombie["pid"], zombie["start_time"]))
     pynvml = nvml_for(node_root)
     assert pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(0)) == []
 

@@ -14,7 +14,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_node as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils._sim_processes import SERVICES
 from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as sim_state
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -43,9 +45,9 @@ def holder_named(state, name):
 
 def wait_gone(pid, start_time, timeout=5.0):
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and sim.process_exists(pid, start_time):
+    while time.monotonic() < deadline and sim_state.process_exists(pid, start_time):
         time.sleep(0.02)
-    return not sim.process_exists(pid, start_time)
+    return not sim_state.process_exists(pid, start_time)
 
 
 def element_paths(tree):
@@ -156,12 +158,12 @@ def test_gpu_reset_fails_with_the_real_text_while_held_then_succeeds(node_root):
     trainer = holder_named(state, "trainer")
     os.kill(trainer["pid"], signal.SIGKILL)
     assert wait_gone(trainer["pid"], trainer["start_time"])
-    assert sim_state.gpu_memory(sim.load_state(node_root), 0)["used_mib"] == 4096  # the ghost stays after the kill
+    assert sim_state.gpu_memory(sim_state.load_state(node_root), 0)["used_mib"] == 4096  # the ghost stays after the kill
     done = run(node_root, "nvidia-smi", "--gpu-reset", "-i", state["gpus"][0]["uuid"])
     assert done.returncode == 0
     assert done.stdout.splitlines()[-1] == fixture_text("nvidia-smi-gpu-reset", "success-single-gpu.txt").splitlines()[-1]
     assert re.match(r"^GPU [0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.\d was successfully reset\.$", done.stdout.splitlines()[0])
-    after = sim.load_state(node_root)
+    after = sim_state.load_state(node_root)
     assert sim_state.gpu_memory(after, 0)["used_mib"] == 0 and after["gpus"][0]["recovery_action"] == "none"
 
 
@@ -259,7 +261,7 @@ def test_modprobe_refuses_while_held_then_reloads_and_clears_ghost_memory(node_r
     assert sorted(modules) == ["nvidia", "nvidia_drm", "nvidia_modeset"]
     with open(os.path.join(node_root, "sys", "module", "nvidia_drm", "parameters", "modeset")) as handle:
         assert handle.read() == "Y\n"
-    assert sim_state.gpu_memory(sim.load_state(node_root), 0)["used_mib"] == 0
+    assert sim_state.gpu_memory(sim_state.load_state(node_root), 0)["used_mib"] == 0
     missing = run(node_root, "modprobe", "nvidia_nonesuch")
     assert missing.returncode == 1 and missing.stderr.startswith("modprobe: FATAL: Module nvidia_nonesuch not found in directory")
 
@@ -307,7 +309,7 @@ def test_systemctl_runs_real_service_processes(node_root):
     new_pid = int(run(node_root, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-persistenced").stdout)
     assert new_pid not in (0, persistenced["pid"]) and os.path.exists("/proc/%d" % new_pid)
 
-    display = sim.load_state(node_root)["services"]["display-manager"]
+    display = sim_state.load_state(node_root)["services"]["display-manager"]
     xorg = display["children"][0]
     assert xorg["name"] == "Xorg"
     assert run(node_root, "systemctl", "isolate", "multi-user.target").returncode == 0
@@ -350,12 +352,13 @@ def test_driver_not_loaded_and_hung_nvidia_smi(tmp_path):
 
 def test_destroy_kills_every_process_and_removes_the_root(node_root):
     state = sim.create_node(node_root, {"holders": [{"kind": kind, "gpus": [0]} for kind in sim.HOLDER_KINDS],
-                                        "services": sorted(sim.SERVICES)})
+                                        "services": sorted(SERVICES)})
     processes = [(p["pid"], p["start_time"]) for p in state["processes"]]
-    assert len(processes) >= len(sim.HOLDER_KINDS) + len(sim.SERVICES) + 2
+    assert len(processes) >= len(sim.HOLDER_KINDS) + len(SERVICES) + 2
     assert sim.destroy_node(node_root) is True
     assert not os.path.exists(node_root)
-    leftovers = [(pid, sim.proc_stat(pid)) for pid, start in processes
-                 if sim.process_exists(pid, start) and sim.proc_stat(pid)[0] != "Z"]
+    leftovers = [(pid, record) for pid, record in ((pid, procscan.read_process(pid)) for pid, start in processes
+                                                   if sim_state.process_exists(pid, start))
+                 if record and record["state"] != "Z"]
     assert leftovers == []
     assert sim.destroy_node(node_root) is False
