@@ -44,7 +44,7 @@ class OneNode(fleet.Fleet):
 
     def build(self, names):
         for name in names:
-            fleet._sim_node.create_node(self.root(name), self.spec)
+            fleet._sim_build.create_node(self.root(name), self.spec)
             self.built.add(name)
 
 
