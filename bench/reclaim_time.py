@@ -49,7 +49,7 @@ class OneNode(fleet.Fleet):
 
 
 def _walk_seconds(timing):
-    return round(sum(task["seconds"] for task in (timing or {}).get("tasks", []) if task["name"].startswith(WALK_TASK)), 3)
+    return round(sum(task["seconds"] for task in (timing or {}).get("tasks", []) if WALK_TASK in task["name"]), 3)
 
 
 def _outcome(workdir):

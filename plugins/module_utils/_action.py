@@ -8,7 +8,7 @@ import contextlib
 import os
 import signal
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, left_stopped, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, left_isolated, left_stopped, recent_records, unfinished
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
@@ -134,20 +134,32 @@ class Remediation:
                                       changed=True, journal=self.journal.entries())
 
     def report_restored(self, result):
-        """Put into a module result what acting() started again for an interrupted run."""
+        """Put into a module result what acting() found of an interrupted run, and what it started again."""
         if self.restored:
+            result["interrupted_actions"] = self.restored["interrupted"]
             result["restored_units"] = self.restored["units"]
-            result["changed"] = result.get("changed") or bool(self.restored["units"])
+            if self.restored["target"]:
+                result["restored_target"] = self.restored["target"]
+            result["changed"] = result.get("changed") or bool(self.restored["units"] or self.restored["target"])
             if self.restored["errors"]:
                 result.setdefault("service_errors", []).extend(self.restored["errors"])
 
     def _start_left_stopped(self):
+        """Under the lock no other run acts: an intent without its outcome is a run that died mid-action."""
         records, dummy = recent_records(self.journal.path)
+        dead = [record for record in unfinished(records) if record.get("run_id") != self.journal.run_id]
         units = left_stopped(records, run_id=self.journal.run_id)
-        if not units:
+        target = left_isolated(records, run_id=self.journal.run_id)
+        if not (dead or units or target):
             return
-        started, errors = GpuServices(self.module, self.layout, self.journal).start_left_stopped(units)
-        self.restored = {"units": started, "errors": errors}
+        interrupted = [dict((key, record[key]) for key in ("ts", "run_id", "action", "unit", "target", "gpu") if key in record)
+                       for record in dead]
+        for record in dead:
+            self.journal.close_interrupted(record)
+        services = GpuServices(self.module, self.layout, self.journal)
+        started, errors = services.start_left_stopped(units) if units else ([], [])
+        isolated, isolate_errors = services.isolate_back(target) if target else (None, [])
+        self.restored = {"interrupted": interrupted, "units": started, "target": isolated, "errors": errors + isolate_errors}
 
     @contextlib.contextmanager
     def locked(self):

@@ -90,6 +90,12 @@ class Journal:
         record.update(details)
         return self._write(record)
 
+    def close_interrupted(self, record):
+        """Write the outcome that an interrupted run never wrote for its intent `record` (not ok, marked interrupted),
+        so that the next run does not report it again."""
+        return self._write({"ts": _utc_now(), "run_id": self.run_id, "id": record["id"], "phase": "outcome",
+                            "action": record.get("action"), "ok": False, "interrupted": True, "of_run": record.get("run_id")})
+
     def entries(self):
         """The records this run wrote, in order (copies, safe to put in a module result)."""
         return [dict(entry) for entry in self._entries]
@@ -148,6 +154,23 @@ def left_stopped(records, run_id=None):
         elif record.get("action") == "systemctl_start":
             stopped.pop(record["unit"], None)
     return [record["unit"] for record in sorted(stopped.values(), key=lambda record: record["ts"])]
+
+
+def left_isolated(records, run_id=None):
+    """graphical.target when a run (not run_id, the caller's own) isolated multi-user.target to restart the graphics
+    stack and nothing got the node back to graphical.target since (that run was killed in between), else None."""
+    targets = dict((record["id"], record.get("target")) for record in records
+                   if record.get("action") == "systemctl_isolate" and record["phase"] == "intent")
+    down = False
+    for record in records:
+        if record.get("action") != "systemctl_isolate":
+            continue
+        target = targets.get(record["id"])
+        if record["phase"] == "intent" and target == "multi-user.target" and record.get("run_id") != run_id:
+            down = True
+        elif record["phase"] == "outcome" and record.get("ok") is True and target == "graphical.target":
+            down = False
+    return "graphical.target" if down else None
 
 
 def unfinished(records):

@@ -61,6 +61,19 @@ class GpuServices:
                 errors.append(str(exc))
         return started, errors
 
+    def isolate_back(self, target):
+        """Isolate `target` again (an interrupted graphics restart left the node below it) unless it is active now.
+        Returns (target when it was isolated, else None; errors); never raises."""
+        rc, out, dummy = self.module.run_command([self.systemctl, "is-active", target])
+        if out.strip() == "active":
+            return None, []
+        entry = self.journal.intent("systemctl_isolate", target=target, reason="left below it by an interrupted run")
+        rc, out, err = self.module.run_command([self.systemctl, "isolate", target])
+        self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+        if rc != 0:
+            return None, ["systemctl isolate %s failed (rc %d): %s" % (target, rc, (err or out).strip())]
+        return target, []
+
     def _systemctl(self, verb, unit, **details):
         entry = self.journal.intent("systemctl_%s" % verb, unit=unit, **details)
         rc, out, err = self.module.run_command([self.systemctl, verb, unit])

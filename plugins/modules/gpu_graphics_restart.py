@@ -110,6 +110,19 @@ error:
   description: What failed (a systemctl isolate, a graphics process that outlived the restart).
   returned: on failure
   type: str
+interrupted_actions:
+  description:
+    - Actions an earlier run announced in the journal and never finished (it was killed or its connection cut), each
+      with C(ts), C(run_id), C(action) and, where the intent named them, C(unit), C(target), C(gpu). Reported once - this
+      run writes their missing outcome, marked C(interrupted).
+  returned: when there were any
+  type: list
+  elements: dict
+restored_target:
+  description: The systemd target an interrupted graphics restart left the node below, which this run isolated again.
+  returned: when it did
+  type: str
+  sample: graphical.target
 restored_units:
   description: GPU services an earlier, interrupted run had stopped and never started again, which this run started.
   returned: when there were any
