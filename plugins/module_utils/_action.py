@@ -86,7 +86,10 @@ class Remediation:
             self.module.fail_json(msg="%s: %r cannot be written: %s" % (given, path, problem), changed=False)
 
     def snapshot(self, **overrides):
+        """The snapshot an action plans from or reports after: every memory map is read, since a destructive rung is
+        about to run (or has just run) and a holder missed there is one left holding the GPU."""
         options = SnapshotOptions.from_params(self.module.params)
+        options.scan_memory_maps = "acting"
         for name, value in overrides.items():
             setattr(options, name, value)
         return snapshot_or_fail(self.module, self.layout, options)

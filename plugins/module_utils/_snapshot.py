@@ -10,7 +10,6 @@ import time
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
     DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
 )
@@ -20,7 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log imp
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (
-    attribution, boot_time, read_process, scan_holders_report, start_time_epoch,
+    attribution, boot_time, read_process, scan_processes, start_time_epoch,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
@@ -33,7 +32,7 @@ class SnapshotOptions:
     """The knobs of a snapshot, as gpu_holders_info and the remediation modules accept them."""
 
     def __init__(self, gpus=None, backend="auto", probe_timeout=10.0, kernel_log_source="auto", kernel_log_path=None,
-                 kernel_log_window=None, ghost_threshold_mib=256, journal_path=None):
+                 kernel_log_window=None, ghost_threshold_mib=256, journal_path=None, scan_memory_maps="auto"):
         self.gpus = list(gpus or [])
         self.backend = backend
         self.probe_timeout = probe_timeout
@@ -43,11 +42,13 @@ class SnapshotOptions:
         self.ghost_threshold_mib = ghost_threshold_mib
         # The node's journal, read back for the resets and reloads that answered earlier evidence (None: the layout's).
         self.journal_path = journal_path
+        # auto, always, never (gpu_holders_info's option), or acting: a remediation module, about to act.
+        self.scan_memory_maps = scan_memory_maps
 
     @classmethod
     def from_params(cls, params):
         names = ("gpus", "backend", "probe_timeout", "kernel_log_source", "kernel_log_path", "kernel_log_window", "ghost_threshold_mib",
-                 "journal_path")
+                 "journal_path", "scan_memory_maps")
         return cls(**dict((name, params[name]) for name in names if name in params))
 
 
@@ -60,6 +61,11 @@ SNAPSHOT_ARGUMENT_SPEC = dict(
     kernel_log_path=dict(type="path"),
     kernel_log_window=dict(type="int"),
     ghost_threshold_mib=dict(type="int", default=256),
+)
+
+# gpu_holders_info's choice of scan tier (the acting modules always read every memory map).
+MEMORY_MAPS_ARGUMENT_SPEC = dict(
+    scan_memory_maps=dict(type="str", default="auto", choices=["auto", "always", "never"]),
 )
 
 
@@ -194,12 +200,49 @@ def _total(memory):
     return sum(memory.values())
 
 
-def _finish_gpu(gpu, holders, options, probe_report):
+def _attributed_mib(gpu):
+    return sum(p["used_mib"] for p in gpu.get("processes", []) if p.get("used_mib") is not None)
+
+
+def _unattributed_mib(gpu):
+    """Memory in use on the GPU that no process the driver lists accounts for; None when that is unknown (no
+    figure for the GPU, or one of its processes without a figure)."""
     procs = gpu.get("processes", [])
-    known = [p["used_mib"] for p in procs if p.get("used_mib") is not None]
-    gpu["attributed_mib"] = sum(known)
     used = gpu.get("memory_used_mib")
-    gpu["unattributed_mib"] = None if used is None or len(known) < len(procs) else max(used - sum(known), 0)
+    if used is None or any(p.get("used_mib") is None for p in procs):
+        return None
+    return max(used - _attributed_mib(gpu), 0)
+
+
+def memory_maps_tier(mode, gpus, gpu_report, ghost_threshold_mib):
+    """(read every process's memory maps: bool, why). A process that holds a GPU only through a mapping is found only
+    in its maps, which cost nine tenths of a scan: they are read when they can change the answer, memory in use that
+    the processes the driver lists do not account for, or when a destructive rung is about to run."""
+    if mode == "acting":
+        return True, "a remediation module is about to act: every holder must be found"
+    if mode == "always":
+        return True, "asked for (scan_memory_maps=always)"
+    if mode == "never":
+        return False, "not asked for (scan_memory_maps=never)"
+    if not gpu_report["ok"]:
+        return True, "the driver did not answer: nothing rules out a holder that only maps a device"
+    for gpu in gpus:
+        ghost = _unattributed_mib(gpu)
+        if ghost is None:
+            return True, "GPU %s: the driver does not say how much memory each of its processes uses" % gpu["index"]
+        if ghost > ghost_threshold_mib:
+            return True, "GPU %s has %d MiB in use that no process the driver lists accounts for" % (gpu["index"], ghost)
+    return False, ("the processes the driver lists account for the memory in use on every GPU (within ghost_threshold_mib); "
+                   "only their maps were read")
+
+
+def _listed_pids(gpus):
+    return sorted(set(proc["pid"] for gpu in gpus for proc in gpu.get("processes", [])))
+
+
+def _finish_gpu(gpu, holders, options, probe_report):
+    gpu["attributed_mib"] = _attributed_mib(gpu)
+    gpu["unattributed_mib"] = _unattributed_mib(gpu)
     gpu["holders"] = [h["pid"] for h in holders if gpu["index"] in h["gpus"]]
     gpu["state"] = gpu_state(gpu, holders, options.ghost_threshold_mib, probe_report)
     gpu.setdefault("lost", False)
@@ -349,24 +392,6 @@ def _start_epochs(holders):
     return epochs
 
 
-def scan_processes(layout, timeout):
-    """({pid: holder}, report): the /proc scan, in a child with a deadline, since reading the maps of a process
-    stuck in D state with its memory lock held blocks the reader too."""
-    started = time.monotonic()
-    report = {"ok": False, "timed_out": False, "error": None, "unreadable_pids": None}
-    holders = {}
-    try:
-        result = run_with_deadline(lambda: scan_holders_report(layout.dev_dir, sys_dir=layout.sys_dir), timeout)
-        holders = dict((int(pid), holder) for pid, holder in result["holders"].items())
-        report.update(ok=True, unreadable_pids=result["unreadable_pids"])
-    except ProbeTimeout as exc:
-        report.update(timed_out=True, error="process scan gave %s" % exc)
-    except ProbeFailed as exc:
-        report["error"] = str(exc)
-    report["seconds"] = round(time.monotonic() - started, 3)
-    return holders, report
-
-
 def take_snapshot(module, layout, options):
     """Everything gpu_holders_info reports; the remediation modules plan from the same dict."""
     started = time.monotonic()
@@ -377,7 +402,12 @@ def take_snapshot(module, layout, options):
     _lost_bus_ids(gpus, events)
     selected = select_gpus(gpus, options.gpus)
 
-    scan, scan_report = scan_processes(layout, options.probe_timeout)
+    gpus_in_view = [gpu for gpu in gpus if gpu["index"] in selected]
+    every_map, why = memory_maps_tier(options.scan_memory_maps, gpus_in_view, gpu_report, options.ghost_threshold_mib)
+    # The maps of the processes the driver lists are read in any case: a handful, and they say how each holds its GPU.
+    listed = _listed_pids(gpus)
+    scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed)
+    scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     holders = build_holders(scan, gpus)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
 

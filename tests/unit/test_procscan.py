@@ -300,8 +300,12 @@ def test_every_device_kind_and_nothing_else(children, dev_dir, tmp_path):
         started[name] = int(line)
     _proc, line = children.start(HOLD_OPEN, str(elsewhere / "nvidia0"))
     outsider = int(line)
+    # dri/card1 is an NVIDIA card's node: sysfs says so.
+    vendor = tmp_path / "sys" / "class" / "drm" / "card1" / "device" / "vendor"
+    vendor.parent.mkdir(parents=True)
+    vendor.write_text("0x10de\n")
 
-    holders = procscan.scan_holders(dev_dir)
+    holders = procscan.scan_holders(dev_dir, sys_dir=str(tmp_path / "sys"))
 
     for name in DEVICE_FILES:
         assert holders[started[name]]["devices"] == [os.path.realpath(os.path.join(dev_dir, name))]
