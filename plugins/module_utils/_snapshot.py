@@ -11,21 +11,20 @@ import time
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
-    DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
+    DISPLAY_PROCESSES, GPU_DAEMONS, PROCESS_STATES, first_name_match, process_names,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import completed_resets, recent_records
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
-from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import probe_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (
     attribution, boot_time, read_process, scan_processes, start_time_epoch,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
-NVIDIA_MODULE_PREFIX = "nvidia"
 
 
 class SnapshotOptions:
@@ -250,103 +249,11 @@ def _finish_gpu(gpu, holders, options, probe_report):
     return gpu
 
 
-def probe_services(module, layout, holders):
-    """GPU daemons and the display manager: whether each unit runs, and its pids.
-
-    A running GPU daemon holds /dev/nvidiactl, and a display server that drives an NVIDIA GPU holds its device:
-    with neither among the holders, no GPU service runs and systemctl is not asked.
-    """
-    if not [h for h in holders if h["class"] in ("gpu_daemon", "graphics_session")]:
-        return []
-    states = unit_states(module, layout.command(module, "systemctl"), GPU_SERVICE_UNITS)
-    daemon_pids = {}
-    for holder in holders:
-        unit = GPU_DAEMONS.get(first_name_match(process_names(holder.get("name"), holder.get("cmdline")), GPU_DAEMONS))
-        if unit:
-            daemon_pids.setdefault(unit, []).append(holder["pid"])
-    services = []
-    for unit in GPU_SERVICE_UNITS:
-        state = states.get(unit, {})
-        # Without systemctl, a running daemon is all the evidence there is.
-        active = state.get("active", False) or (not states and unit in daemon_pids)
-        pids = sorted(set(daemon_pids.get(unit, []) + ([state["main_pid"]] if state.get("main_pid") else [])))
-        if active or pids:
-            services.append({"unit": unit, "id": state.get("id", unit), "active": active, "pids": pids})
-    return services
-
-
-def _nvidia_modules(module, layout):
-    """The loaded nvidia* modules from /proc/modules (what lsmod reads), or from lsmod where that file is missing."""
-    try:
-        with open(layout.modules_file) as handle:
-            modules = parse_proc_modules(handle.read())
-    except (IOError, OSError):
-        lsmod = layout.command(module, "lsmod")
-        rc, out, dummy = module.run_command([lsmod]) if lsmod else (1, "", "")
-        modules = parse_lsmod(out) if rc == 0 else {}
-    return dict((name, dict((key, info[key]) for key in ("size", "refcount", "used_by")))
-                for name, info in modules.items() if name.startswith(NVIDIA_MODULE_PREFIX))
-
-
-def probe_driver(module, layout, driver_version, cuda_version):
-    driver = {"version": driver_version, "cuda_version": cuda_version, "modules": {}, "nvidia_drm_modeset": None}
-    driver["modules"] = _nvidia_modules(module, layout)
-    try:
-        with open(os.path.join(layout.sys_dir, "module", "nvidia_drm", "parameters", "modeset")) as handle:
-            driver["nvidia_drm_modeset"] = handle.read().strip() or None
-    except (IOError, OSError):
-        pass
-    return driver
-
-
 def _boot_epoch():
     try:
         return boot_time()
     except (IOError, OSError, ValueError):
         return None
-
-
-def probe_kernel_log(module, layout, options, boot_epoch=None):
-    report = {"source": options.kernel_log_source, "ok": True, "error": None}
-    source = options.kernel_log_source
-    if source == "none":
-        return [], report
-    if source == "auto":
-        if options.kernel_log_path or layout.kernel_log_file:
-            source = "file"
-        else:
-            source = "journal" if module.get_bin_path("journalctl") else "dmesg"
-    report["source"] = source
-    if source == "file":
-        path = options.kernel_log_path or layout.kernel_log_file
-        try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
-        except (IOError, OSError) as exc:
-            report.update(ok=False, error="cannot read %s: %s" % (path, exc))
-            return [], report
-    else:
-        tool = module.get_bin_path("journalctl" if source == "journal" else "dmesg")
-        if not tool:
-            report.update(ok=False, error="%s is not installed" % ("journalctl" if source == "journal" else "dmesg"))
-            return [], report
-        rc, text, err = module.run_command(kernel_log_argv(source, options.kernel_log_window, **{("journalctl" if source == "journal" else "dmesg"): tool}))
-        if rc != 0:
-            report.update(ok=False, error=(err or text).strip() or "exit %d" % rc)
-            return [], report
-    return parse_kernel_log(text, boot_time=boot_epoch), report
-
-
-def probe_journal(layout, options, events):
-    """(completed resets and reloads, report) from the node's journal; a missing, torn or unreadable one is no error
-    for the snapshot: it only means that no earlier action answers the kernel log's evidence. Read only when there is
-    evidence to answer, and only its tail."""
-    path = options.journal_path or layout.journal_file
-    if not events:
-        return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
-    records, error = recent_records(path)
-    report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
-    return completed_resets(records), report
 
 
 def _lost_bus_ids(gpus, events):
