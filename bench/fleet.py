@@ -46,6 +46,8 @@ FLEET_DIR = os.path.join(ROOT, "bench", "fleet")
 # Two GPUs: ghost memory on GPU 0 (reset rung), a job on GPU 1 (kill rung): 2 processes per node with the supervisor.
 SCENARIO = {"gpus": [{"ghost_mib": 2048}, {}],
             "holders": [{"kind": "fd", "gpus": [1], "memory_mib": 4096, "name": "trainer"}]}
+# --healthy: the same job, no ghost memory: the snapshot's scan skips the memory maps (its tier for a healthy node).
+HEALTHY_SCENARIO = {"gpus": [{}, {}], "holders": SCENARIO["holders"]}
 PLAYBOOKS = {
     "ping_playbook": os.path.join(FLEET_DIR, "ping.yml"),
     "holders_info": os.path.join(FLEET_DIR, "holders_info.yml"),
@@ -72,8 +74,9 @@ def _raise_interrupted(signum, _frame):
 class Fleet:
     """Simulated nodes node001..nodeNNN under one temporary directory."""
 
-    def __init__(self, workdir, count, builders):
+    def __init__(self, workdir, count, builders, scenario):
         self.workdir = workdir
+        self.scenario = scenario
         self.names = ["node%03d" % number for number in range(1, count + 1)]
         self.builders = builders
         self.built = set()
@@ -84,7 +87,7 @@ class Fleet:
     def build(self, names):
         """Create the nodes in parallel threads (create_node mostly waits for the supervisor and the holder)."""
         def create(name):
-            _sim_build.create_node(self.root(name), SCENARIO)
+            _sim_build.create_node(self.root(name), self.scenario)
             self.built.add(name)
         with ThreadPoolExecutor(max_workers=self.builders) as pool:
             list(pool.map(create, names))
@@ -422,12 +425,14 @@ def parse_args(argv):
     parser.add_argument("--only", default=",".join(KINDS), help="what to measure, of %s" % ", ".join(KINDS))
     parser.add_argument("--quick", action="store_true", help="at most 40 hosts, no forks sweep (about two minutes)")
     parser.add_argument("--builders", type=int, default=8, help="threads that create the nodes (default 8)")
+    parser.add_argument("--healthy", action="store_true",
+                        help="nodes without ghost memory (a job on GPU 1 only); reset_gpu is then not measured")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each read-only measurement this many times and keep the fastest (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the logs and reports (the nodes are always removed)")
     args = parser.parse_args(argv)
-    args.only = [kind for kind in args.only.split(",") if kind]
+    args.only = [kind for kind in args.only.split(",") if kind and not (args.healthy and kind == "reset_gpu")]
     plan = dict(QUICK_PLAN if args.quick else DEFAULT_PLAN)
     if args.hosts:
         plan.update((kind, _counts(args.hosts)) for kind in READ_ONLY)
@@ -494,14 +499,15 @@ def main(argv=None):
     workdir = tempfile.mkdtemp(prefix="gpuops-fleet-")
     for sub in ("nodes", "logs", "reports", "ansible-local"):
         os.makedirs(os.path.join(workdir, sub))
-    fleet = Fleet(workdir, max(n for counts in args.plan.values() for n in counts), args.builders)
+    fleet = Fleet(workdir, max(n for counts in args.plan.values() for n in counts), args.builders,
+                  HEALTHY_SCENARIO if args.healthy else SCENARIO)
     runner = Runner(workdir, fleet)
     status = 0
     try:
         started = time.perf_counter()
         fleet.build(fleet.names)
         print("built %d simulated nodes in %.1f s (create_node in %d threads; %s)" % (
-            len(fleet.names), time.perf_counter() - started, args.builders, json.dumps(SCENARIO, sort_keys=True)))
+            len(fleet.names), time.perf_counter() - started, args.builders, json.dumps(fleet.scenario, sort_keys=True)))
         print("CPU busy while nothing is measured: %.0f%% with the supervisors running, " % (100 * busy_cpu_share()), end="")
         fleet.signal_supervisors(fleet.names, signal.SIGSTOP)
         print("%.0f%% with them stopped (read-only runs stop them; the rest is other work on this machine)" % (100 * busy_cpu_share()))
@@ -542,7 +548,7 @@ def _summarise(args, records, missing):
         if record["playbook"] in ("gpu_report", "reset_gpu", "holders_info"):
             record["task_spans"] = _spans_by_name(timing)
     print(json.dumps({"bench": "fleet", "forks": args.forks, "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0],
-                      "scenario": SCENARIO, "runs": records, "fits": fitted, "targets": found, "not_measured": missing},
+                      "scenario": HEALTHY_SCENARIO if args.healthy else SCENARIO, "runs": records, "fits": fitted, "targets": found, "not_measured": missing},
                      sort_keys=True))
     if any(r["hosts_ok"] != r["hosts"] or r["rc"] != 0 for r in records):
         return 1

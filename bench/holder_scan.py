@@ -6,7 +6,8 @@ Builds a temporary dev dir (nvidia0..nvidia7, nvidiactl, nvidia-uvm as regular f
 any file), fills the process table to at least --processes entries with cheap forked sleepers (some hold a
 device file open, some mapped with the fd closed, one holds it only through a thread whose leader
 exited), then times:
-  scan   scan_holders() in this process (its default workers), and with workers=1 (no fork)
+  scan   scan_holders() in this process (its default workers), and with workers=1 (no fork); the fds-only
+         tier (memory_maps=False: what a healthy node's snapshot reads) with workers=1
   lsof   the whole `lsof <files>` process
   fuser  the whole `fuser -v <files>` process
 each warmed up once, then best of --repeat rounds that run all four in turn (load from elsewhere on the
@@ -35,8 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout  # noqa: E402
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (  # noqa: E402
-    _worker_count, scan_holders)
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes  # noqa: E402
+    _worker_count, scan_holders, scan_processes)
 
 DEVICE_NAMES = ["nvidia%d" % i for i in range(8)] + ["nvidiactl", "nvidia-uvm"]
 INSTALL_HINT = "apt-get install -y lsof psmisc"
@@ -204,6 +204,8 @@ def measure(args, dev_dir, roles):
     best = best_of_interleaved(args.repeat, {
         "scan": lambda: scan_holders(dev_dir),
         "scan_one_worker": lambda: scan_holders(dev_dir, workers=1),
+        # The tier a healthy node's snapshot runs: every fd, no memory map.
+        "fds_one_worker": lambda: scan_holders(dev_dir, workers=1, memory_maps=False),
         # What gpu_holders_info runs: the scan in a forked child with a deadline, its result sent back as JSON.
         "scan_as_module": lambda: scan_processes(layout, 60)[0],
         "lsof": lambda: run_tool(["lsof"] + files),
@@ -211,28 +213,34 @@ def measure(args, dev_dir, roles):
     })
     scan_s, ours = best["scan"]
     scan_one_s, ours_one = best["scan_one_worker"]
+    fds_s, ours_fds = best["fds_one_worker"]
     module_s, ours_module = best["scan_as_module"]
     lsof_s, lsof_out = best["lsof"]
     fuser_s, fuser_out = best["fuser"]
     ours_pids = set(ours)
     seen = {"lsof": parse_lsof_pids(lsof_out), "fuser": parse_fuser_pids(fuser_out)}
     expected = set(roles["open"]) | set(roles["mmap"]) | set(roles["leader_exited"])
+    fd_holders = set(roles["open"]) | set(roles["leader_exited"])
     return {
         "processes": process_count(),
         "holders": {"ours": len(ours_pids), "lsof": len(seen["lsof"]), "fuser": len(seen["fuser"]),
                     "planted": len(expected)},
         "workers": _worker_count(process_count()),
         "seconds": {"scan": round(scan_s, 4), "scan_one_worker": round(scan_one_s, 4), "scan_as_module": round(module_s, 4),
+                    "fds_one_worker": round(fds_s, 4),
                     "lsof": round(lsof_s, 4),
                     "fuser": round(fuser_s, 4)},
         "speedup": {"vs_lsof": round(lsof_s / scan_s, 2), "vs_fuser": round(fuser_s / scan_s, 2),
                     "one_worker_vs_lsof": round(lsof_s / scan_one_s, 2),
                     "one_worker_vs_fuser": round(fuser_s / scan_one_s, 2),
+                    "fds_one_worker_vs_lsof": round(lsof_s / fds_s, 2), "fds_one_worker_vs_fuser": round(fuser_s / fds_s, 2),
                     "as_module_vs_lsof": round(lsof_s / module_s, 2), "as_module_vs_fuser": round(fuser_s / module_s, 2)},
         "one_worker_same_holders": sorted(ours_one) == sorted(ours) == sorted(ours_module),
         "we_miss": {tool: sorted(pids - ours_pids) for tool, pids in seen.items()},
         "they_miss": {tool: sorted(ours_pids - pids) for tool, pids in seen.items()},
         "planted_missed_by_us": sorted(expected - ours_pids),
+        # The fds-only tier finds every fd holder (the leader-exited one too) and none of the mmap-only ones.
+        "fds_tier_finds_fd_holders": set(ours_fds) == fd_holders,
         "leader_exited_via": ours.get(roles["leader_exited"][0], {}).get("via"),
     }
 
@@ -244,6 +252,8 @@ def report(result, args):
     speedup = result["speedup"]
     print("  one worker  %.4f s  (%.2fx lsof, %.2fx fuser)"
           % (seconds["scan_one_worker"], speedup["one_worker_vs_lsof"], speedup["one_worker_vs_fuser"]))
+    print("  fds only    %.4f s  (%.2fx lsof, %.2fx fuser; one worker, the tier of a healthy node: no memory map read)"
+          % (seconds["fds_one_worker"], speedup["fds_one_worker_vs_lsof"], speedup["fds_one_worker_vs_fuser"]))
     print("  as module   %.4f s  (%.2fx lsof, %.2fx fuser; in a deadline child, as gpu_holders_info runs it)"
           % (seconds["scan_as_module"], speedup["as_module_vs_lsof"], speedup["as_module_vs_fuser"]))
     print("lsof          %.4f s  -> scan is %.2fx faster (target >= 2.5x)" % (seconds["lsof"], result["speedup"]["vs_lsof"]))
@@ -283,7 +293,8 @@ def main(argv=None):
             table.stop()
         shutil.rmtree(root, ignore_errors=True)
     report(result, args)
-    missed = any(result["we_miss"].values()) or result["planted_missed_by_us"] or not result["one_worker_same_holders"]
+    missed = (any(result["we_miss"].values()) or result["planted_missed_by_us"] or not result["one_worker_same_holders"]
+              or not result["fds_tier_finds_fd_holders"])
     return 1 if missed else 0
 
 

@@ -58,6 +58,27 @@ options:
     default: 256
 """
 
+    # gpu_holders_info's choice of scan tier (module_utils._snapshot.MEMORY_MAPS_ARGUMENT_SPEC).
+    MEMORY_MAPS = r"""
+options:
+  scan_memory_maps:
+    description:
+      - Whether the scan of C(/proc) reads the memory maps (C(/proc/<pid>/maps)) of every process, which finds a
+        process that holds a GPU only through a mapping of a device node, its file descriptor closed. The file
+        descriptors of every process are always read, and the maps of the processes the driver lists.
+      - Reading every process's maps is most of the cost of a scan on a busy node.
+      - V(auto) reads them when they can change the answer, when a GPU has more memory in use than the processes the
+        driver lists account for (beyond O(ghost_threshold_mib)), when the driver does not say how much each process
+        uses, or when it does not answer; otherwise a healthy node costs the fd scan alone.
+      - V(always) reads them on every run. V(never) reads only the fds (and the listed processes' maps).
+      - The modules that act (M(gpuops.remediation.gpu_kill), M(gpuops.remediation.gpu_reset),
+        M(gpuops.remediation.nvidia_driver_reload)) always read every process's maps.
+      - C(probes.process_scan.memory_maps) in the result says which tier ran, and why.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+"""
+
     # The options of the modules that act (module_utils._action.ACTION_ARGUMENT_SPEC).
     ACTION = r"""
 options:

@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, left_isolated, left_stopped, recent_records, unfinished
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
@@ -93,7 +94,10 @@ class Remediation:
             self.module.fail_json(msg="%s: %r cannot be written: %s" % (given, path, problem), changed=False)
 
     def snapshot(self, **overrides):
+        """The snapshot an action plans from or reports after: every memory map is read, since a destructive rung is
+        about to run (or has just run) and a holder missed there is one left holding the GPU."""
         options = SnapshotOptions.from_params(self.module.params)
+        options.scan_memory_maps = "acting"
         for name, value in overrides.items():
             setattr(options, name, value)
         return snapshot_or_fail(self.module, self.layout, options)
@@ -104,6 +108,13 @@ class Remediation:
         if self.module.check_mode:
             return None
         return whole_node if not self.module.params["gpus"] else self.snapshot()
+
+    def driver_view(self):
+        """{"gpus": [...]}: the driver's GPUs and the processes it lists, alone (NVML or nvidia-smi under the probe deadline,
+        no /proc scan, no kernel log): what a wait for processes to leave polls. No GPU when the driver did not answer."""
+        params = self.module.params
+        result, dummy = probe_gpus(self.module, self.layout, params["backend"], params["probe_timeout"])
+        return {"gpus": (result or {}).get("gpus") or []}
 
     def selected_gpus(self, snapshot):
         """Indexes of the GPUs the gpus option names, among those of a whole-node snapshot."""

@@ -3,7 +3,8 @@
 """Pure parser for NVIDIA driver (NVRM) lines in the kernel log, with NVIDIA's Xid catalog.
 
 Reads the text of `dmesg`, `dmesg -T`/`--ctime`, `journalctl -k` (short, short-iso), syslog files and bare
-`kernel: NVRM: ...` excerpts. Events follow docs/internals.md; `kernel_log_argv` builds the commands.
+`kernel: NVRM: ...` excerpts. Events follow docs/internals.md; `kernel_log_argv` builds the commands, and
+probe_kernel_log (the snapshot's probe) runs them or reads the file.
 """
 
 from __future__ import annotations
@@ -417,3 +418,34 @@ def kernel_log_argv(source, since_minutes=None, journalctl="journalctl", dmesg="
     if source == "dmesg":
         return [dmesg, "-T"]
     raise ValueError("unknown kernel log source %r (expected 'journal' or 'dmesg')" % (source,))
+
+
+def probe_kernel_log(module, layout, options, boot_epoch=None):
+    report = {"source": options.kernel_log_source, "ok": True, "error": None}
+    source = options.kernel_log_source
+    if source == "none":
+        return [], report
+    if source == "auto":
+        if options.kernel_log_path or layout.kernel_log_file:
+            source = "file"
+        else:
+            source = "journal" if module.get_bin_path("journalctl") else "dmesg"
+    report["source"] = source
+    if source == "file":
+        path = options.kernel_log_path or layout.kernel_log_file
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except (IOError, OSError) as exc:
+            report.update(ok=False, error="cannot read %s: %s" % (path, exc))
+            return [], report
+    else:
+        tool = module.get_bin_path("journalctl" if source == "journal" else "dmesg")
+        if not tool:
+            report.update(ok=False, error="%s is not installed" % ("journalctl" if source == "journal" else "dmesg"))
+            return [], report
+        rc, text, err = module.run_command(kernel_log_argv(source, options.kernel_log_window, **{("journalctl" if source == "journal" else "dmesg"): tool}))
+        if rc != 0:
+            report.update(ok=False, error=(err or text).strip() or "exit %d" % rc)
+            return [], report
+    return parse_kernel_log(text, boot_time=boot_epoch), report

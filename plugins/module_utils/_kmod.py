@@ -1,10 +1,11 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure parsers for kernel module state (lsmod, /proc/modules) and modprobe/rmmod errors, plus the
-order in which the NVIDIA modules have to be unloaded."""
+order in which the NVIDIA modules have to be unloaded; and the snapshot's driver probe (probe_driver), which reads them."""
 
 from __future__ import annotations
 
+import os
 import re
 
 NVIDIA_MODULE_UNLOAD_ORDER = ("nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia")
@@ -145,3 +146,30 @@ def unload_plan(loaded):
     for name in ours:
         _users_first(name, loaded, set(NVIDIA_MODULE_UNLOAD_ORDER), others, visiting)
     return others + ours
+
+
+NVIDIA_MODULE_PREFIX = "nvidia"
+
+
+def _nvidia_modules(module, layout):
+    """The loaded nvidia* modules from /proc/modules (what lsmod reads), or from lsmod where that file is missing."""
+    try:
+        with open(layout.modules_file) as handle:
+            modules = parse_proc_modules(handle.read())
+    except (IOError, OSError):
+        lsmod = layout.command(module, "lsmod")
+        rc, out, dummy = module.run_command([lsmod]) if lsmod else (1, "", "")
+        modules = parse_lsmod(out) if rc == 0 else {}
+    return dict((name, dict((key, info[key]) for key in ("size", "refcount", "used_by")))
+                for name, info in modules.items() if name.startswith(NVIDIA_MODULE_PREFIX))
+
+
+def probe_driver(module, layout, driver_version, cuda_version):
+    driver = {"version": driver_version, "cuda_version": cuda_version, "modules": {}, "nvidia_drm_modeset": None}
+    driver["modules"] = _nvidia_modules(module, layout)
+    try:
+        with open(os.path.join(layout.sys_dir, "module", "nvidia_drm", "parameters", "modeset")) as handle:
+            driver["nvidia_drm_modeset"] = handle.read().strip() or None
+    except (IOError, OSError):
+        pass
+    return driver

@@ -34,6 +34,9 @@ class NodeLayout:
         self.journal_file = os.path.join(root, "var", "log", "gpuops", "journal.jsonl")
         self.lock_file = os.path.join(root, "run", "gpuops.lock")
         self._bin_dir = os.path.join(sim_root, "bin") if sim_root else None
+        # Which /dev/dri nodes are an NVIDIA card's: a real node's sysfs names each card's PCI vendor (None: the scan
+        # reads it there); a simulated node has no sysfs of its own, and only NVIDIA cards.
+        self.dri_node_rule = _every_dri_node if sim_root else None
 
     @property
     def simulated(self):
@@ -63,6 +66,10 @@ class NodeLayout:
             pynvml.nvmlLib = _node_library(self.sim_root, "_sim_nvml").SimNvmlLibrary(self.sim_root)
             pynvml._nvmlGetFunctionPointer_cache = {}  # pylint: disable=protected-access
         return pynvml
+
+
+def _every_dri_node(_node):
+    return True
 
 
 def _node_library(sim_root, name):

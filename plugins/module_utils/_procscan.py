@@ -10,9 +10,12 @@ other threads live on, /proc/<pid>/fd and /proc/<pid>/maps are empty: the live t
 The scan runs over every process on the node, so it is written for speed: one os.listdir and one
 os.readlink per fd, the maps file read as bytes with os.read and searched for the dev dir prefix before any
 line is looked at, no objects built for processes that hold nothing, and full records (stat, cmdline, uid)
-only for the holders. Most of the time is the kernel formatting maps files; on a large process table the
-scan shares it among a few forked workers, one per core (threads would serialise on the GIL at every
-system call).
+only for the holders. It has two tiers: the fds of every process always, the memory maps of every process
+only when asked (memory_maps=True), else only those of the pids named in map_pids. Nine tenths of a full
+scan is the kernel formatting maps files, a page per read (about 1.5 us a line, measured): no buffer size or
+Python change makes that cheaper, so the tier that skips them is what makes a healthy node cheap. On a large
+process table the scan shares the work among a few forked workers, one per core (threads would serialise on
+the GIL at every system call).
 
 A process stuck with its mmap lock held (D state inside the driver) makes a read of its maps block, as it
 does for lsof and fuser: callers that must not hang run the scan under a deadline.
@@ -26,6 +29,7 @@ import os
 import pwd
 import re
 import threading
+import time
 
 PF_KTHREAD = 0x00200000
 NVIDIA_PCI_VENDOR = "0x10de"
@@ -44,18 +48,38 @@ _PROCESSES_PER_WORKER = 500
 # Device nodes
 
 
-class _DeviceMatcher:
-    """Decides whether a path (an fd link target or a mapped file) is a GPU device node under dev_dir."""
+class SysfsDriNodes:
+    """Whether a /dev/dri node (card0, renderD128) belongs to an NVIDIA card, by the PCI vendor sysfs names."""
 
-    def __init__(self, dev_dir, sys_dir):
+    def __init__(self, sys_dir="/sys"):
+        self.sys_dir = sys_dir
+        self._cache = {}
+
+    def __call__(self, node):
+        if node not in self._cache:
+            vendor_file = os.path.join(self.sys_dir, "class", "drm", node, "device", "vendor")
+            try:
+                with open(vendor_file) as handle:
+                    vendor = handle.read().strip().lower()
+            except (OSError, UnicodeDecodeError):
+                vendor = None
+            self._cache[node] = vendor == NVIDIA_PCI_VENDOR
+        return self._cache[node]
+
+
+class _DeviceMatcher:
+    """Decides whether a path (an fd link target or a mapped file) is a GPU device node under dev_dir.
+
+    nvidia_dri: a function of a dri node's name, true for the nodes of NVIDIA cards (None: what sysfs under sys_dir
+    says, as on a real node; NodeLayout.dri_node_rule gives the rule of the node in hand).
+    """
+
+    def __init__(self, dev_dir, sys_dir="/sys", nvidia_dri=None):
         # fd links and maps show resolved paths: match against the resolved dev dir.
         real_dev_dir = os.path.realpath(dev_dir)
         self.prefix = real_dev_dir.rstrip("/") + "/"
         self.prefix_bytes = os.fsencode(self.prefix)
-        self.sys_dir = sys_dir
-        # A simulated node has no sysfs of its own: every dri node under its dev dir is the GPU's.
-        self.every_dri_node = real_dev_dir != "/dev"
-        self._dri_vendor_cache = {}
+        self._is_nvidia_dri = nvidia_dri or SysfsDriNodes(sys_dir)
 
     def device(self, path):
         """The device path when `path` names a GPU device node, else None."""
@@ -72,19 +96,6 @@ class _DeviceMatcher:
         if relative.startswith("dri/") and self._is_nvidia_dri(relative[4:]):
             return path
         return None
-
-    def _is_nvidia_dri(self, node):
-        if self.every_dri_node:
-            return True
-        if node not in self._dri_vendor_cache:
-            vendor_file = os.path.join(self.sys_dir, "class", "drm", node, "device", "vendor")
-            try:
-                with open(vendor_file) as handle:
-                    vendor = handle.read().strip().lower()
-            except (OSError, UnicodeDecodeError):
-                vendor = None
-            self._dri_vendor_cache[node] = vendor == NVIDIA_PCI_VENDOR
-        return self._dri_vendor_cache[node]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -159,14 +170,14 @@ def _add(found, via, devices):
 
 def _leader_is_zombie(proc_dir):
     try:
-        data = _read_all(proc_dir + "/stat")
-        return data[data.rindex(b")") + 2:data.rindex(b")") + 3] == b"Z"
-    except (OSError, ValueError):
+        return _parse_stat(_read_all(proc_dir + "/stat"))["state"] == "Z"
+    except (OSError, ValueError, IndexError):
         return False
 
 
-def _scan_threads(proc_dir, matcher, found):
-    """Reads the fds and maps of the live threads of a process whose leader exited or hides its fds.
+def _scan_threads(proc_dir, matcher, found, read_maps):
+    """Reads the fds (and, with read_maps, the maps) of the live threads of a process whose leader exited or
+    hides its fds.
 
     Returns (found, fds_read, maps_read): whether some thread's fd table, and the shared memory map, could
     be read.
@@ -185,7 +196,7 @@ def _scan_threads(proc_dir, matcher, found):
             continue
         fds_read = True
         found = _add(found, "task_fd", devices)
-        if not maps_read:
+        if read_maps and not maps_read:
             # Threads share one memory map: the first live thread shows it (an exited leader shows nothing).
             try:
                 size, mapped = _maps_devices(task_dir + "/maps", matcher)
@@ -196,8 +207,9 @@ def _scan_threads(proc_dir, matcher, found):
     return found, fds_read, maps_read
 
 
-def _scan_process(proc_dir, matcher):
-    """(findings or None, denied: bool) of one process; (None, False) when it vanished."""
+def _scan_process(proc_dir, matcher, read_maps):
+    """(findings or None, denied: bool) of one process; (None, False) when it vanished. Its maps are read only
+    with read_maps."""
     found = None
     fd_denied = maps_denied = False
     fd_count = maps_size = 0
@@ -208,27 +220,30 @@ def _scan_process(proc_dir, matcher):
         if error.errno not in _DENIED:
             return None, False  # gone (ENOENT, ESRCH) or not a process directory
         fd_denied = True
-    try:
-        maps_size, mapped = _maps_devices(proc_dir + "/maps", matcher)
-        found = _add(found, "mmap", mapped)
-    except OSError as error:
-        if error.errno not in _DENIED:
-            return None, False
-        maps_denied = True
+    if read_maps:
+        try:
+            maps_size, mapped = _maps_devices(proc_dir + "/maps", matcher)
+            found = _add(found, "mmap", mapped)
+        except OSError as error:
+            if error.errno not in _DENIED:
+                return None, False
+            maps_denied = True
     # Empty fds and maps: a kernel thread, a zombie, or a leader that exited while its threads live on.
     if fd_denied or (fd_count == 0 and maps_size == 0 and _leader_is_zombie(proc_dir)):
-        found, fds_read, maps_read = _scan_threads(proc_dir, matcher, found)
+        found, fds_read, maps_read = _scan_threads(proc_dir, matcher, found, read_maps)
         fd_denied = fd_denied and not fds_read
         maps_denied = maps_denied and not maps_read
     return found, fd_denied or maps_denied
 
 
-def _scan_names(names, proc_root, matcher):
-    """([(pid, findings)], unreadable count) for the processes named in names."""
+def _scan_names(names, proc_root, matcher, maps):
+    """([(pid, findings)], unreadable count) for the processes named in names; maps: True (read every process's
+    memory maps) or the set of names whose maps are read."""
     holders = []
     unreadable = 0
+    every_map = maps is True
     for name in names:
-        found, denied = _scan_process(proc_root + "/" + name, matcher)
+        found, denied = _scan_process(proc_root + "/" + name, matcher, every_map or name in maps)
         if denied:
             unreadable += 1
         if found is not None:
@@ -236,7 +251,7 @@ def _scan_names(names, proc_root, matcher):
     return holders, unreadable
 
 
-def _fork_worker(names, proc_root, matcher):
+def _fork_worker(names, proc_root, matcher, maps):
     """(pid, pipe) of a child process that scans names and writes its result as JSON; None if fork fails."""
     read_fd, write_fd = os.pipe()
     try:
@@ -251,7 +266,7 @@ def _fork_worker(names, proc_root, matcher):
         status = 1
         try:
             os.close(read_fd)
-            payload = memoryview(json.dumps(_scan_names(names, proc_root, matcher)).encode())
+            payload = memoryview(json.dumps(_scan_names(names, proc_root, matcher, maps)).encode())
             while payload:
                 payload = payload[os.write(write_fd, payload):]
             status = 0
@@ -297,9 +312,9 @@ def _worker_count(process_count):
     return max(1, min(_MAX_WORKERS, cores, process_count // _PROCESSES_PER_WORKER))
 
 
-def _scan(dev_dir, proc_root, sys_dir, workers):
+def _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri):
     """({pid: findings}, unreadable count)."""
-    matcher = _DeviceMatcher(dev_dir, sys_dir)
+    matcher = _DeviceMatcher(dev_dir, sys_dir, nvidia_dri)
     try:
         names = [name for name in os.listdir(proc_root) if name.isdigit()]
     except OSError:
@@ -307,12 +322,12 @@ def _scan(dev_dir, proc_root, sys_dir, workers):
     if workers is None:
         workers = _worker_count(len(names))
     shares = [names[index::workers] for index in range(workers)]
-    forked = [(_fork_worker(share, proc_root, matcher), share) for share in shares[1:]]
-    holders, unreadable = _scan_names(shares[0], proc_root, matcher)
+    forked = [(_fork_worker(share, proc_root, matcher, maps), share) for share in shares[1:]]
+    holders, unreadable = _scan_names(shares[0], proc_root, matcher, maps)
     for worker, share in forked:
         result = _collect_worker(worker) if worker is not None else None
         if result is None:
-            result = _scan_names(share, proc_root, matcher)  # the worker failed: do its share here
+            result = _scan_names(share, proc_root, matcher, maps)  # the worker failed: do its share here
         holders.extend(result[0])
         unreadable += result[1]
     return dict(holders), unreadable
@@ -327,14 +342,18 @@ def _holder(pid, found, proc_root):
     return record
 
 
-def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None):
+def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None, memory_maps=True, map_pids=(),
+                        nvidia_dri=None):
     """{"holders": {pid: holder}, "unreadable_pids": int}.
 
     unreadable_pids counts the processes whose fds or maps this user may not read (a non-root run cannot
     see other users' processes): holders among them are missing from "holders". workers: how many
     processes share the scan (None: one per core, at most 8, one per 500 processes; 1: no fork).
+    memory_maps: read every process's memory maps (True), or only those of map_pids (False): a process that
+    holds a device only through a mapping is found only where its maps are read. nvidia_dri: see _DeviceMatcher.
     """
-    findings, unreadable = _scan(dev_dir, proc_root, sys_dir, workers)
+    maps = True if memory_maps else set(str(pid) for pid in map_pids)
+    findings, unreadable = _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri)
     holders = {}
     for pid, found in findings.items():
         holder = _holder(pid, found, proc_root)
@@ -343,13 +362,39 @@ def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None
     return {"holders": holders, "unreadable_pids": unreadable}
 
 
-def scan_holders(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None):
+def scan_holders(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None, memory_maps=True):
     """{pid: holder} of the processes that have a GPU device node under dev_dir open or mapped.
 
     holder: {"pid", "start_time", "ppid", "name", "cmdline", "state", "uid", "user", "via": ["fd", "mmap",
     "task_fd"] (those seen), "devices": [sorted paths]}.
     """
-    return scan_holders_report(dev_dir, proc_root, sys_dir, workers)["holders"]
+    return scan_holders_report(dev_dir, proc_root, sys_dir, workers, memory_maps)["holders"]
+
+
+def scan_processes(layout, timeout, memory_maps=True, map_pids=()):
+    """({pid: holder}, report): the scan of the layout's device nodes, in a child with a deadline, since reading
+    the maps of a process stuck in D state with its memory lock held blocks the reader too.
+
+    report: {"ok", "timed_out", "error", "unreadable_pids", "seconds"}.
+    """
+    # Imported here: the rest of this file is the standard library alone, so that it runs anywhere on its own.
+    from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+
+    started = time.monotonic()
+    report = {"ok": False, "timed_out": False, "error": None, "unreadable_pids": None}
+    holders = {}
+    try:
+        result = run_with_deadline(lambda: scan_holders_report(
+            layout.dev_dir, sys_dir=layout.sys_dir, memory_maps=memory_maps, map_pids=map_pids,
+            nvidia_dri=layout.dri_node_rule), timeout)
+        holders = dict((int(pid), holder) for pid, holder in result["holders"].items())
+        report.update(ok=True, unreadable_pids=result["unreadable_pids"])
+    except ProbeTimeout as exc:
+        report.update(timed_out=True, error="process scan gave %s" % exc)
+    except ProbeFailed as exc:
+        report["error"] = str(exc)
+    report["seconds"] = round(time.monotonic() - started, 3)
+    return holders, report
 
 
 # ---------------------------------------------------------------------------------------------------------

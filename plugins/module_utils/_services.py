@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_SERVICE_UNITS
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_DAEMONS, GPU_SERVICE_UNITS, first_name_match, process_names
 
 
 class ServiceError(Exception):
@@ -98,3 +98,28 @@ class GpuServices:
             except ServiceError as exc:
                 errors.append(str(exc))
         return started, errors
+
+
+def probe_services(module, layout, holders):
+    """GPU daemons and the display manager: whether each unit runs, and its pids.
+
+    A running GPU daemon holds /dev/nvidiactl, and a display server that drives an NVIDIA GPU holds its device:
+    with neither among the holders, no GPU service runs and systemctl is not asked.
+    """
+    if not [h for h in holders if h["class"] in ("gpu_daemon", "graphics_session")]:
+        return []
+    states = unit_states(module, layout.command(module, "systemctl"), GPU_SERVICE_UNITS)
+    daemon_pids = {}
+    for holder in holders:
+        unit = GPU_DAEMONS.get(first_name_match(process_names(holder.get("name"), holder.get("cmdline")), GPU_DAEMONS))
+        if unit:
+            daemon_pids.setdefault(unit, []).append(holder["pid"])
+    services = []
+    for unit in GPU_SERVICE_UNITS:
+        state = states.get(unit, {})
+        # Without systemctl, a running daemon is all the evidence there is.
+        active = state.get("active", False) or (not states and unit in daemon_pids)
+        pids = sorted(set(daemon_pids.get(unit, []) + ([state["main_pid"]] if state.get("main_pid") else [])))
+        if active or pids:
+            services.append({"unit": unit, "id": state.get("id", unit), "active": active, "pids": pids})
+    return services

@@ -10,30 +10,28 @@ import time
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
-    DISPLAY_PROCESSES, GPU_DAEMONS, GPU_SERVICE_UNITS, PROCESS_STATES, first_name_match, process_names,
+    DISPLAY_PROCESSES, GPU_DAEMONS, PROCESS_STATES, first_name_match, process_names,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import completed_resets, recent_records
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, kernel_log_argv, parse_kernel_log
-from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod, parse_proc_modules
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import probe_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (
-    attribution, boot_time, read_process, scan_holders_report, start_time_epoch,
+    attribution, boot_time, read_process, scan_processes, start_time_epoch,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
-NVIDIA_MODULE_PREFIX = "nvidia"
 
 
 class SnapshotOptions:
     """The knobs of a snapshot, as gpu_holders_info and the remediation modules accept them."""
 
     def __init__(self, gpus=None, backend="auto", probe_timeout=10.0, kernel_log_source="auto", kernel_log_path=None,
-                 kernel_log_window=None, ghost_threshold_mib=256, journal_path=None):
+                 kernel_log_window=None, ghost_threshold_mib=256, journal_path=None, scan_memory_maps="auto"):
         self.gpus = list(gpus or [])
         self.backend = backend
         self.probe_timeout = probe_timeout
@@ -43,11 +41,13 @@ class SnapshotOptions:
         self.ghost_threshold_mib = ghost_threshold_mib
         # The node's journal, read back for the resets and reloads that answered earlier evidence (None: the layout's).
         self.journal_path = journal_path
+        # auto, always, never (gpu_holders_info's option), or acting: a remediation module, about to act.
+        self.scan_memory_maps = scan_memory_maps
 
     @classmethod
     def from_params(cls, params):
         names = ("gpus", "backend", "probe_timeout", "kernel_log_source", "kernel_log_path", "kernel_log_window", "ghost_threshold_mib",
-                 "journal_path")
+                 "journal_path", "scan_memory_maps")
         return cls(**dict((name, params[name]) for name in names if name in params))
 
 
@@ -60,6 +60,11 @@ SNAPSHOT_ARGUMENT_SPEC = dict(
     kernel_log_path=dict(type="path"),
     kernel_log_window=dict(type="int"),
     ghost_threshold_mib=dict(type="int", default=256),
+)
+
+# gpu_holders_info's choice of scan tier (the acting modules always read every memory map).
+MEMORY_MAPS_ARGUMENT_SPEC = dict(
+    scan_memory_maps=dict(type="str", default="auto", choices=["auto", "always", "never"]),
 )
 
 
@@ -194,12 +199,49 @@ def _total(memory):
     return sum(memory.values())
 
 
-def _finish_gpu(gpu, holders, options, probe_report):
+def _attributed_mib(gpu):
+    return sum(p["used_mib"] for p in gpu.get("processes", []) if p.get("used_mib") is not None)
+
+
+def _unattributed_mib(gpu):
+    """Memory in use on the GPU that no process the driver lists accounts for; None when that is unknown (no
+    figure for the GPU, or one of its processes without a figure)."""
     procs = gpu.get("processes", [])
-    known = [p["used_mib"] for p in procs if p.get("used_mib") is not None]
-    gpu["attributed_mib"] = sum(known)
     used = gpu.get("memory_used_mib")
-    gpu["unattributed_mib"] = None if used is None or len(known) < len(procs) else max(used - sum(known), 0)
+    if used is None or any(p.get("used_mib") is None for p in procs):
+        return None
+    return max(used - _attributed_mib(gpu), 0)
+
+
+def memory_maps_tier(mode, gpus, gpu_report, ghost_threshold_mib):
+    """(read every process's memory maps: bool, why). A process that holds a GPU only through a mapping is found only
+    in its maps, which cost nine tenths of a scan: they are read when they can change the answer, memory in use that
+    the processes the driver lists do not account for, or when a destructive rung is about to run."""
+    if mode == "acting":
+        return True, "a remediation module is about to act: every holder must be found"
+    if mode == "always":
+        return True, "asked for (scan_memory_maps=always)"
+    if mode == "never":
+        return False, "not asked for (scan_memory_maps=never)"
+    if not gpu_report["ok"]:
+        return True, "the driver did not answer: nothing rules out a holder that only maps a device"
+    for gpu in gpus:
+        ghost = _unattributed_mib(gpu)
+        if ghost is None:
+            return True, "GPU %s: the driver does not say how much memory each of its processes uses" % gpu["index"]
+        if ghost > ghost_threshold_mib:
+            return True, "GPU %s has %d MiB in use that no process the driver lists accounts for" % (gpu["index"], ghost)
+    return False, ("the processes the driver lists account for the memory in use on every GPU (within ghost_threshold_mib); "
+                   "only their maps were read")
+
+
+def _listed_pids(gpus):
+    return sorted(set(proc["pid"] for gpu in gpus for proc in gpu.get("processes", [])))
+
+
+def _finish_gpu(gpu, holders, options, probe_report):
+    gpu["attributed_mib"] = _attributed_mib(gpu)
+    gpu["unattributed_mib"] = _unattributed_mib(gpu)
     gpu["holders"] = [h["pid"] for h in holders if gpu["index"] in h["gpus"]]
     gpu["state"] = gpu_state(gpu, holders, options.ghost_threshold_mib, probe_report)
     gpu.setdefault("lost", False)
@@ -207,103 +249,11 @@ def _finish_gpu(gpu, holders, options, probe_report):
     return gpu
 
 
-def probe_services(module, layout, holders):
-    """GPU daemons and the display manager: whether each unit runs, and its pids.
-
-    A running GPU daemon holds /dev/nvidiactl, and a display server that drives an NVIDIA GPU holds its device:
-    with neither among the holders, no GPU service runs and systemctl is not asked.
-    """
-    if not [h for h in holders if h["class"] in ("gpu_daemon", "graphics_session")]:
-        return []
-    states = unit_states(module, layout.command(module, "systemctl"), GPU_SERVICE_UNITS)
-    daemon_pids = {}
-    for holder in holders:
-        unit = GPU_DAEMONS.get(first_name_match(process_names(holder.get("name"), holder.get("cmdline")), GPU_DAEMONS))
-        if unit:
-            daemon_pids.setdefault(unit, []).append(holder["pid"])
-    services = []
-    for unit in GPU_SERVICE_UNITS:
-        state = states.get(unit, {})
-        # Without systemctl, a running daemon is all the evidence there is.
-        active = state.get("active", False) or (not states and unit in daemon_pids)
-        pids = sorted(set(daemon_pids.get(unit, []) + ([state["main_pid"]] if state.get("main_pid") else [])))
-        if active or pids:
-            services.append({"unit": unit, "id": state.get("id", unit), "active": active, "pids": pids})
-    return services
-
-
-def _nvidia_modules(module, layout):
-    """The loaded nvidia* modules from /proc/modules (what lsmod reads), or from lsmod where that file is missing."""
-    try:
-        with open(layout.modules_file) as handle:
-            modules = parse_proc_modules(handle.read())
-    except (IOError, OSError):
-        lsmod = layout.command(module, "lsmod")
-        rc, out, dummy = module.run_command([lsmod]) if lsmod else (1, "", "")
-        modules = parse_lsmod(out) if rc == 0 else {}
-    return dict((name, dict((key, info[key]) for key in ("size", "refcount", "used_by")))
-                for name, info in modules.items() if name.startswith(NVIDIA_MODULE_PREFIX))
-
-
-def probe_driver(module, layout, driver_version, cuda_version):
-    driver = {"version": driver_version, "cuda_version": cuda_version, "modules": {}, "nvidia_drm_modeset": None}
-    driver["modules"] = _nvidia_modules(module, layout)
-    try:
-        with open(os.path.join(layout.sys_dir, "module", "nvidia_drm", "parameters", "modeset")) as handle:
-            driver["nvidia_drm_modeset"] = handle.read().strip() or None
-    except (IOError, OSError):
-        pass
-    return driver
-
-
 def _boot_epoch():
     try:
         return boot_time()
     except (IOError, OSError, ValueError):
         return None
-
-
-def probe_kernel_log(module, layout, options, boot_epoch=None):
-    report = {"source": options.kernel_log_source, "ok": True, "error": None}
-    source = options.kernel_log_source
-    if source == "none":
-        return [], report
-    if source == "auto":
-        if options.kernel_log_path or layout.kernel_log_file:
-            source = "file"
-        else:
-            source = "journal" if module.get_bin_path("journalctl") else "dmesg"
-    report["source"] = source
-    if source == "file":
-        path = options.kernel_log_path or layout.kernel_log_file
-        try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
-        except (IOError, OSError) as exc:
-            report.update(ok=False, error="cannot read %s: %s" % (path, exc))
-            return [], report
-    else:
-        tool = module.get_bin_path("journalctl" if source == "journal" else "dmesg")
-        if not tool:
-            report.update(ok=False, error="%s is not installed" % ("journalctl" if source == "journal" else "dmesg"))
-            return [], report
-        rc, text, err = module.run_command(kernel_log_argv(source, options.kernel_log_window, **{("journalctl" if source == "journal" else "dmesg"): tool}))
-        if rc != 0:
-            report.update(ok=False, error=(err or text).strip() or "exit %d" % rc)
-            return [], report
-    return parse_kernel_log(text, boot_time=boot_epoch), report
-
-
-def probe_journal(layout, options, events):
-    """(completed resets and reloads, report) from the node's journal; a missing, torn or unreadable one is no error
-    for the snapshot: it only means that no earlier action answers the kernel log's evidence. Read only when there is
-    evidence to answer, and only its tail."""
-    path = options.journal_path or layout.journal_file
-    if not events:
-        return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
-    records, error = recent_records(path)
-    report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
-    return completed_resets(records), report
 
 
 def _lost_bus_ids(gpus, events):
@@ -349,24 +299,6 @@ def _start_epochs(holders):
     return epochs
 
 
-def scan_processes(layout, timeout):
-    """({pid: holder}, report): the /proc scan, in a child with a deadline, since reading the maps of a process
-    stuck in D state with its memory lock held blocks the reader too."""
-    started = time.monotonic()
-    report = {"ok": False, "timed_out": False, "error": None, "unreadable_pids": None}
-    holders = {}
-    try:
-        result = run_with_deadline(lambda: scan_holders_report(layout.dev_dir, sys_dir=layout.sys_dir), timeout)
-        holders = dict((int(pid), holder) for pid, holder in result["holders"].items())
-        report.update(ok=True, unreadable_pids=result["unreadable_pids"])
-    except ProbeTimeout as exc:
-        report.update(timed_out=True, error="process scan gave %s" % exc)
-    except ProbeFailed as exc:
-        report["error"] = str(exc)
-    report["seconds"] = round(time.monotonic() - started, 3)
-    return holders, report
-
-
 def take_snapshot(module, layout, options):
     """Everything gpu_holders_info reports; the remediation modules plan from the same dict."""
     started = time.monotonic()
@@ -377,7 +309,12 @@ def take_snapshot(module, layout, options):
     _lost_bus_ids(gpus, events)
     selected = select_gpus(gpus, options.gpus)
 
-    scan, scan_report = scan_processes(layout, options.probe_timeout)
+    gpus_in_view = [gpu for gpu in gpus if gpu["index"] in selected]
+    every_map, why = memory_maps_tier(options.scan_memory_maps, gpus_in_view, gpu_report, options.ghost_threshold_mib)
+    # The maps of the processes the driver lists are read in any case: a handful, and they say how each holds its GPU.
+    listed = _listed_pids(gpus)
+    scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed)
+    scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     holders = build_holders(scan, gpus)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
 

@@ -32,6 +32,7 @@ extends_documentation_fragment:
   - gpuops.remediation.attributes.INFO_MODULE
   - gpuops.remediation.attributes.LINUX_GPU
   - gpuops.remediation.snapshot
+  - gpuops.remediation.snapshot.MEMORY_MAPS
 requirements:
   - nvidia-ml-py on the target for O(backend=nvml); otherwise C(nvidia-smi).
 options:
@@ -201,6 +202,9 @@ reset_blockers:
 probes:
   description:
     - Health of each probe (backend, ok, timed_out, error, seconds) and of the process scan.
+    - C(process_scan.memory_maps) says which tier the scan used. C(scanned) true means every process's memory maps
+      were read, with C(reason) saying why; false means only the fds of every process were read (and the maps of the
+      C(listed_pids) processes the driver lists), with C(reason) saying why that was enough. See O(scan_memory_maps).
     - C(journal) is the read of the node's journal (path, ok, error, records; C(read) false when the kernel log had no
       evidence for it to answer, so it was not read).
   returned: always
@@ -216,12 +220,13 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._module import 
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
+    MEMORY_MAPS_ARGUMENT_SPEC, SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
 )
 
 
 def main():
-    module = GpuModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC, journal_path=dict(type="path")), supports_check_mode=True)
+    module = GpuModule(argument_spec=dict(SNAPSHOT_ARGUMENT_SPEC, journal_path=dict(type="path"), **MEMORY_MAPS_ARGUMENT_SPEC),
+                       supports_check_mode=True)
     validate_snapshot_params(module)
     snapshot = snapshot_or_fail(module, current_layout(), SnapshotOptions.from_params(module.params))
     module.exit_json(changed=False, **snapshot)

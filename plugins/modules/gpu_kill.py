@@ -178,10 +178,10 @@ class GpuKillWorker:
                        "still_listed": [], "journal": []}
 
     def _wait_driver_release(self, pids):
-        """Snapshots until the driver lists none of `pids`, bounded by wait_timeout."""
+        """Polls the driver's process list (not a whole snapshot) until it lists none of `pids`, bounded by wait_timeout."""
         deadline = time.monotonic() + self.params["wait_timeout"]
         while True:
-            after = self.run.snapshot(gpus=[], kernel_log_source="none")
+            after = self.run.driver_view()
             listed = set(p["pid"] for g in after["gpus"] for p in g.get("processes", [])) & pids
             if not listed or time.monotonic() >= deadline:
                 self.result["still_listed"] = sorted(listed)

@@ -166,7 +166,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._module import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, holds_control_only, scan_processes
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_processes
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, holds_control_only
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import beyond_reset, reset_evidence
 
 

@@ -167,7 +167,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._action import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import scan_processes
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
     KILL_ARGUMENT_SPEC, HolderKiller, acted, beyond_selection, still_holding, validate_kill_params,
