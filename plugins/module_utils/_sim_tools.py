@@ -4,7 +4,7 @@
 
 gpu_sim copies this file into <root>/lib and writes <root>/bin/<tool> scripts that call
 main(tool, argv, root). Each tool reads and changes <root>/state.json through _sim_node and prints what
-the real tool prints (the captures in tests/unit/fixtures are the reference), with the real exit codes.
+the real tool prints (the captures in tests/unit/plugins/module_utils/fixtures are the reference), with the real exit codes.
 """
 
 from __future__ import annotations

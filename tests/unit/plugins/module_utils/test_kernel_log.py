@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_kernel_log against real kernel log excerpts (tests/unit/fixtures/kernel-xid, sources in SOURCES.md)."""
+"""_kernel_log against real kernel log excerpts (fixtures/kernel-xid, sources in SOURCES.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_kmod against real lsmod / modprobe / rmmod output (tests/unit/fixtures/{lsmod,modprobe})."""
+"""_kmod against real lsmod / modprobe / rmmod output (fixtures/{lsmod,modprobe})."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_nvsmi against real nvidia-smi captures (tests/unit/fixtures/nvidia-smi-*, sources in SOURCES.md)."""
+"""_nvsmi against real nvidia-smi captures (fixtures/nvidia-smi-*, sources in SOURCES.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_reset_output against real `nvidia-smi --gpu-reset` output (tests/unit/fixtures/nvidia-smi-gpu-reset)."""
+"""_reset_output against real `nvidia-smi --gpu-reset` output (fixtures/nvidia-smi-gpu-reset)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The simulated nvidia-smi, modprobe, lsmod and systemctl, run as the executables gpu_sim writes,
-compared with the real captures in tests/unit/fixtures."""
+compared with the real captures in fixtures."""
 
 from __future__ import annotations
 
