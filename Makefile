@@ -13,8 +13,12 @@ VENDORED := .collections/ansible_collections/kubernetes/core/MANIFEST.json
 BUILD_ROOT := $(or $(TMPDIR),/tmp)/gpuops-remediation-$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-8)/ansible_collections
 BUILD_COLL := $(BUILD_ROOT)/gpuops/remediation
 PYTEST := $(BIN)/python -m pytest -p no:cacheprovider
+# ansible-test in the physical copy, on the venv's Python, its pip bootstrapped offline (tools/offline_get_pip.py).
+ANSIBLE_TEST = $(BIN)/python tools/offline_get_pip.py --install-cache && cd $(BUILD_COLL) && $(BIN)/ansible-test
+TEST_PYTHON = $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+ANSIBLE_TEST_ARGS = --venv --python $(TEST_PYTHON) --color no
 
-.PHONY: help venv collection demo test units integration molecule sanity lint docs build importer bench device-check clean
+.PHONY: help venv collection demo test units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer bench device-check clean
 
 help:
 	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
@@ -41,14 +45,23 @@ $(VENDORED): tools/vendor_collections.py | venv
 demo: collection
 	$(BIN)/ansible-playbook playbooks/demo.yml
 
-test: units integration molecule sanity lint docs build importer
+test: units units-ansible-test integration molecule sanity lint docs build importer
 	@echo "make test: all passed"
 
 units: collection
 	$(PYTEST) -q tests/unit
 
+# The same unit tests as ansible-test units runs them (its venv, tests/unit/requirements.txt, its pytest plugins).
+units-ansible-test: $(BUILD_COLL)
+	$(ANSIBLE_TEST) units $(ANSIBLE_TEST_ARGS) --num-workers 1
+
 integration: collection
 	$(BIN)/python tests/integration/run.py
+
+# The targets that ansible-test integration --local runs as they are (docs/testing.md says why not the others).
+INTEGRATION_TARGETS ?= gpu_sim gpu_holders_info gpu_kill nvidia_driver_reload
+integration-ansible-test: $(BUILD_COLL)
+	$(ANSIBLE_TEST) integration --local --python $(TEST_PYTHON) --color no $(INTEGRATION_TARGETS)
 
 molecule: collection
 	@if ls extensions/molecule/*/molecule.yml >/dev/null 2>&1; then \
@@ -62,8 +75,7 @@ $(BUILD_COLL): FORCE venv
 FORCE:
 
 sanity: $(BUILD_COLL)
-	@$(BIN)/python tools/offline_get_pip.py --install-cache
-	cd $(BUILD_COLL) && $(BIN)/ansible-test sanity --venv --python $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') --color no $(SANITY_ARGS)
+	$(ANSIBLE_TEST) sanity $(ANSIBLE_TEST_ARGS) $(SANITY_ARGS)
 
 lint: collection
 	$(BIN)/ansible-lint --profile production

@@ -4,8 +4,8 @@
 
 gpu_sim copies this file into <root>/lib and writes <root>/bin/<tool> scripts that call
 main(tool, argv, root). Each tool reads and changes <root>/state.json (_sim_state), keeps the kernel's rules
-(_sim_rules), starts and stops services (_sim_processes), and prints what
-the real tool prints (the captures in tests/unit/fixtures are the reference), with the real exit codes.
+(_sim_rules), starts and stops services (_sim_processes), and prints what the real tool prints (the captures in
+tests/unit/plugins/fixtures are the reference), with the real exit codes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,45 @@
-"""Make ansible_collections.gpuops.remediation importable from the checkout (make collection links it)."""
+"""Where the collection is imported from, for the tests and for the Python children they start.
+
+ansible-test units runs the tests inside a physical ansible_collections/gpuops/remediation tree and puts the
+root above it on sys.path itself. From a checkout elsewhere (make units) the root is .collections, where
+make collection links the checkout as ansible_collections/gpuops/remediation.
+"""
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, ".collections")
-if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "gpuops", "remediation")):
-    raise RuntimeError("run 'make collection' first: %s is missing" % COLLECTIONS)
-sys.path.insert(0, COLLECTIONS)
+import pytest
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _collections_root():
+    namespace_dir = os.path.dirname(COLLECTION)
+    if os.path.basename(os.path.dirname(namespace_dir)) == "ansible_collections":
+        return os.path.dirname(os.path.dirname(namespace_dir))
+    linked = os.path.join(COLLECTION, ".collections")
+    if not os.path.isdir(os.path.join(linked, "ansible_collections", "gpuops", "remediation")):
+        raise RuntimeError("run 'make collection' first: %s is missing" % linked)
+    if linked not in sys.path:
+        sys.path.insert(0, linked)
+    return linked
+
+
+COLLECTIONS_ROOT = _collections_root()
+
+
+@pytest.fixture
+def collection_root():
+    """The collection's own directory: the checkout, or ansible-test's copy of it."""
+    return COLLECTION
+
+
+@pytest.fixture
+def collections_root():
+    """The directory that holds ansible_collections/gpuops/remediation."""
+    return COLLECTIONS_ROOT
+
+
+@pytest.fixture
+def child_env():
+    """The environment of a Python child that imports the collection the way these tests do."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [COLLECTIONS_ROOT, os.environ.get("PYTHONPATH")])))

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The captures the plugin_utils tests read: tests/unit/fixtures (sources in SOURCES.md there and in windows/)."""
+"""The captures the plugin_utils tests read: tests/unit/plugins/fixtures (sources in SOURCES.md there and in windows/)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 
 class Captures:
-    """Reads captures by their path under tests/unit/fixtures."""
+    """Reads captures by their path under tests/unit/plugins/fixtures."""
 
     root = FIXTURES
 

@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, reset_evidence, verdict
 
-from conftest import FIXTURES
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 OK_PROBE = {"backend": "nvidia_smi", "ok": True, "timed_out": False, "error": None}
 MIG_XML = "v12-a100-sxm4-mig-535.54.03.xml"  # one A100 in MIG mode at 00000000:01:00.0

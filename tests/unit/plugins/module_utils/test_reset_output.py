@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_reset_output against real `nvidia-smi --gpu-reset` output (tests/unit/fixtures/nvidia-smi-gpu-reset)."""
+"""_reset_output against real `nvidia-smi --gpu-reset` output (fixtures/nvidia-smi-gpu-reset)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "nvidia-smi-gpu-reset")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "nvidia-smi-gpu-reset")
 
 
 def read(name):

@@ -17,9 +17,6 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock, read_holder
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHILD_ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collections"))
-
 HOLDER = """
     import sys, time
     from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
@@ -30,9 +27,9 @@ HOLDER = """
 
 
 @pytest.fixture
-def holder(tmp_path):
+def holder(tmp_path, child_env):
     path = str(tmp_path / "run" / "node.lock")
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLDER), path], env=CHILD_ENV,
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLDER), path], env=child_env,
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked"
     yield proc, path

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_kmod against real lsmod / modprobe / rmmod output (tests/unit/fixtures/{lsmod,modprobe})."""
+"""_kmod against real lsmod / modprobe / rmmod output (fixtures/{lsmod,modprobe})."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _kmod
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 
 def read(*parts):

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_nvsmi against real nvidia-smi captures (tests/unit/fixtures/nvidia-smi-*, sources in SOURCES.md)."""
+"""_nvsmi against real nvidia-smi captures (fixtures/nvidia-smi-*, sources in SOURCES.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _nvsmi
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 QX = os.path.join(FIXTURES, "nvidia-smi-qx")
 BUS_ID = re.compile(r"^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$")
 GPU_KEYS = {"index", "minor_number", "uuid", "name", "pci_bus_id", "memory_total_mib", "memory_used_mib",

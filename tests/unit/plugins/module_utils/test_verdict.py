@@ -8,7 +8,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import p
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SnapshotOptions, _finish_gpu, build_holders
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, verdict
 
-from conftest import FIXTURES
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 OK_PROBE = {"backend": "nvidia_smi", "ok": True, "timed_out": False, "error": None}
 

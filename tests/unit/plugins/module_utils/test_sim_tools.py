@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The simulated nvidia-smi, modprobe, lsmod and systemctl, run as the executables gpu_sim writes,
-compared with the real captures in tests/unit/fixtures."""
+compared with the real captures in fixtures."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_bui
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_processes import SERVICES
 from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as sim_state
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 
 def fixture_text(*parts):

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_kernel_log against real kernel log excerpts (tests/unit/fixtures/kernel-xid, sources in SOURCES.md)."""
+"""_kernel_log against real kernel log excerpts (fixtures/kernel-xid, sources in SOURCES.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils import _kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "kernel-xid")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "kernel-xid")
 EVENT_KEYS = {"kind", "xid", "pci_bus_id", "gpu_instance_id", "compute_instance_id", "time", "time_epoch", "pid",
               "process_name", "message", "line", "catalog"}
 

@@ -20,7 +20,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
 
-from conftest import FIXTURES, ROOT
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 DEVICE_FILES = ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "dri/card1"]
 
@@ -641,23 +641,24 @@ def test_cgroup_of_a_real_process_on_this_machine():
 # The benchmark's readers of lsof and fuser output: they decide what the benchmark says the tools saw.
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("holder_scan", os.path.join(ROOT, "bench", "holder_scan.py"))
+@pytest.fixture
+def holder_scan_bench(collection_root):
+    spec = importlib.util.spec_from_file_location("holder_scan", os.path.join(collection_root, "bench", "holder_scan.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_bench_reads_lsof_output():
+def test_bench_reads_lsof_output(holder_scan_bench):
     with open(os.path.join(FIXTURES, "lsof", "nvidia0-xorg-compiz-partial.txt")) as handle:
-        assert load_bench().parse_lsof_pids(handle.read()) == {864, 2193}
+        assert holder_scan_bench.parse_lsof_pids(handle.read()) == {864, 2193}
 
 
-def test_bench_reads_what_fuser_prints_on_stdout(children, dev_dir):
+def test_bench_reads_what_fuser_prints_on_stdout(children, dev_dir, holder_scan_bench):
     if shutil.which("fuser") is None:
         pytest.skip("fuser is not installed (apt-get install -y psmisc)")
     device = os.path.join(dev_dir, "nvidia0")
     pid = int(children.start(HOLD_OPEN, device)[1])
     completed = subprocess.run(["fuser", "-v", device], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, check=False)
-    assert load_bench().parse_fuser_pids(completed.stdout) == {pid}
+    assert holder_scan_bench.parse_fuser_pids(completed.stdout) == {pid}

@@ -21,9 +21,6 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _termina
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import (
     Policy, Target, reap_zombie, refusal, send_checked, terminate)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHILD_ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collections"))
-
 
 def stat_fields(pid):
     """Fields 3.. of /proc/<pid>/stat (state first), or None when the pid is gone."""
@@ -53,12 +50,12 @@ def wait_until(predicate, timeout=5.0):
 
 
 @pytest.fixture
-def spawn():
+def spawn(child_env):
     """Start real processes; whatever is left at the end of the test is killed and reaped."""
     started = []
 
     def _spawn(argv, **kwargs):
-        proc = subprocess.Popen(argv, env=CHILD_ENV, **kwargs)
+        proc = subprocess.Popen(argv, env=child_env, **kwargs)
         started.append(proc)
         return proc
 
@@ -497,7 +494,7 @@ def test_a_zombie_whose_parent_supervises_others_never_gets_that_parent_ended(sp
     assert parent.poll() is None and state_of(zombie) == "Z"
 
 
-def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_for_real(spawn):
+def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_for_real(spawn, child_env, collections_root):
     if os.geteuid() == 0:
         # As root every process may be signalled; drop to nobody in a child to ask as an unprivileged run would.
         code = textwrap.dedent("""
@@ -510,7 +507,7 @@ def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_fo
             print(refusal(Target(pid, _procscan.start_time(pid)), Policy()))
         """)
         sleeper = spawn(["sleep", "30"])
-        out = subprocess.run([sys.executable, "-c", code, str(sleeper.pid), CHILD_ENV["PYTHONPATH"]], env=CHILD_ENV,
+        out = subprocess.run([sys.executable, "-c", code, str(sleeper.pid), collections_root], env=child_env,
                              capture_output=True, text=True, check=True).stdout.strip()
         assert out == "not permitted: this run (uid 65534) may not signal it"
     else:

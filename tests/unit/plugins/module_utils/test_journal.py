@@ -14,17 +14,19 @@ import tempfile
 import textwrap
 import time
 
+import pytest
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
     Journal, completed_resets, left_stopped, load_journal, read_journal, unfinished,
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHILD_ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collections"))
 
-
-def run_child(code, *args, **kwargs):
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)] + [str(arg) for arg in args],
-                            env=CHILD_ENV, **kwargs)
+@pytest.fixture
+def run_child(child_env):
+    def _run_child(code, *args, **kwargs):
+        return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)] + [str(arg) for arg in args],
+                                env=child_env, **kwargs)
+    return _run_child
 
 
 def test_intent_and_outcome_lines(tmp_path):
@@ -60,7 +62,7 @@ def test_runs_append_and_ids_differ(tmp_path):
     assert len(first.entries()) == 1 and len(second.entries()) == 1
 
 
-def test_sigkill_between_intent_and_outcome_leaves_the_intent(tmp_path):
+def test_sigkill_between_intent_and_outcome_leaves_the_intent(tmp_path, run_child):
     path = str(tmp_path / "journal.jsonl")
     child = run_child("""
         import sys, time
@@ -98,7 +100,7 @@ def test_missing_journal_reads_empty(tmp_path):
     assert read_journal(str(tmp_path / "none.jsonl")) == []
 
 
-def test_concurrent_writers_produce_whole_lines(tmp_path):
+def test_concurrent_writers_produce_whole_lines(tmp_path, run_child):
     path = str(tmp_path / "journal.jsonl")
     go = str(tmp_path / "go")
     writers, lines_each = 6, 150
