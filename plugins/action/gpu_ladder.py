@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, WalkError, WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, WalkError, WalkOptions, check_options, walk_argument_spec
 
-STATE_FACT = "gpu_ladder_state"
 REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
 
 
@@ -45,18 +44,20 @@ class ActionModule(ActionBase):
             return self._execute_module(module_name=module_name, module_args=module_args, task_vars=task_vars)
 
         walk = LadderWalk(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"))
+        steps_before = len(args["state"].get("tried") or []) if args["continue_after"] else 0  # changed: this call's own
         try:
+            check_options(args)
             if args["continue_after"]:
-                state = walk.continue_after(args["continue_after"], _plain(task_vars.get(STATE_FACT) or {}), args["controller_result"])
+                state = walk.continue_after(args["continue_after"], args["state"], args["controller_result"])
             else:
                 state = walk.start(snapshot)
         except WalkError as exc:
             raise AnsibleActionFail(str(exc)) from None
         result.update(
-            changed=any(step["changed"] for step in state["tried"]),
+            changed=any(step["changed"] for step in state["tried"][steps_before:]),
             pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
             drain_followup=state.get("drain_followup") if state["pending"] is None else None,
             outcome=state.get("outcome") if state["pending"] is None else None,
-            ansible_facts={STATE_FACT: state},
+            state=state,
         )
         return result

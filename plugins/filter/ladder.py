@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.validation import check_type_list
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDER_ARGUMENT_SPEC, destructive_entry, fleet_guard
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
@@ -23,16 +24,27 @@ def ladder_entry_rung(snapshot):
 
 
 def needs_destructive_rung(snapshot, destructive_rungs=None):
+    """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string)."""
     rungs = LADDER_ARGUMENT_SPEC["destructive_rungs"]["default"] if destructive_rungs is None else destructive_rungs
-    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), list(rungs))
+    try:
+        rungs = check_type_list(rungs)
+    except TypeError:
+        raise AnsibleFilterError("needs_destructive_rung: gpu_reclaim_destructive_rungs must be a list of rungs, got %r" % (rungs,)) from None
+    unknown = [rung for rung in rungs if rung not in LADDER_ARGUMENT_SPEC["destructive_rungs"]["choices"]]
+    if unknown:
+        raise AnsibleFilterError("needs_destructive_rung: gpu_reclaim_destructive_rungs names no rung %s (the rungs: %s)"
+                                 % (", ".join(map(repr, unknown)), ", ".join(LADDER_ARGUMENT_SPEC["destructive_rungs"]["choices"])))
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs)
 
 
 def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
     try:
         count, percent = int(host_count), int(max_percent)
     except (TypeError, ValueError):
-        raise AnsibleFilterError("fleet_guard_refusal: host_count and max_percent must be whole numbers, got %r and %r"
-                                 % (host_count, max_percent)) from None
+        raise AnsibleFilterError("fleet_guard_refusal: the host count and the percentage (gpu_remediate_max_destructive_percent) "
+                                 "must be whole numbers, got %r and %r" % (host_count, max_percent)) from None
+    if not 0 <= percent <= 100:
+        raise AnsibleFilterError("fleet_guard_refusal: gpu_remediate_max_destructive_percent must be 0..100, got %r" % (max_percent,))
     return fleet_guard([str(host) for host in destructive_hosts], count, percent)
 
 

@@ -325,6 +325,10 @@ def take_snapshot(module, layout, options):
     answer_events(events, completed, boot_epoch, holders, _start_epochs(holders))
     gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
     snapshot = {
+        # What the snapshot is of and when: a caller that keeps it (the ladder walk) can tell it is still the one to use.
+        "scope": {"gpus": list(options.gpus), "ghost_threshold_mib": options.ghost_threshold_mib,
+                  "kernel_log_source": options.kernel_log_source, "kernel_log_path": options.kernel_log_path,
+                  "kernel_log_window": options.kernel_log_window, "taken_epoch": round(time.time(), 3)},
         "simulated": layout.simulated,
         "backend": gpu_report["backend"],
         "gpus": gpus,

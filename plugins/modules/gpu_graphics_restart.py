@@ -208,7 +208,7 @@ class GraphicsRestartWorker:
         self.result["reason"] = reason or why_not
         if not reason:
             if not self.module.check_mode:
-                self.result["snapshot_after"] = snapshot
+                self.result["snapshot_after"] = self.run.snapshot_after(snapshot)
             return
         self.result["changed"] = True
         self.result["plan"] = ["systemctl isolate %s" % MULTI_USER, "systemctl isolate %s" % GRAPHICAL]
@@ -252,7 +252,7 @@ class GraphicsRestartWorker:
 
     def _verify(self, before, holders):
         after = self.run.snapshot(gpus=[])
-        self.result["snapshot_after"] = after
+        self.result["snapshot_after"] = self.run.snapshot_after(after)
         self.result["gpus"] = memory_before_after(before, after)
         left = self.result["survivors"] = survivors(holders, after)
         if left and "error" not in self.result:

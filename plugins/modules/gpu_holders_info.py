@@ -67,6 +67,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+scope:
+  description:
+    - What the snapshot is of - the options its verdict depends on (C(gpus), C(ghost_threshold_mib), C(kernel_log_source),
+      C(kernel_log_path), C(kernel_log_window)) and C(taken_epoch), when it was taken (seconds since the epoch).
+  returned: always
+  type: dict
+  sample: {gpus: [], ghost_threshold_mib: 256, kernel_log_source: auto, kernel_log_path: null, kernel_log_window: null, taken_epoch: 1764580000.123}
 simulated:
   description: Whether the snapshot was taken of a simulated node (C(GPUOPS_SIM_ROOT) set on the target).
   returned: always

@@ -20,11 +20,12 @@ description:
     above O(max_rung), refuses before any action and says which rung and what would allow it.
   - Pauses where the controller must act between two rungs, and says so in RV(pending) - V(drain) before the first
     of O(destructive_rungs) when O(drain) is not V(none), V(reboot) before the reboot rung. The caller drains (or
-    reboots) and calls again with O(continue_after) and that step's result in O(controller_result); the walk goes on
-    from the fact C(gpu_ladder_state). The role gpuops.remediation.gpu_reclaim does exactly that.
+    reboots) and calls again with O(continue_after), the RV(state) the last call returned in O(state), and that step's
+    result in O(controller_result). The role gpuops.remediation.gpu_reclaim does exactly that.
   - In check mode, the first rung is planned (its modules predict what they would do) and the walk stops there, since
     nothing changed on the node.
-  - The options of the modules it runs (the snapshot, journal and lock options, the kill options) are passed to them.
+  - The options of the modules it runs (the snapshot, journal and lock options, the kill options) are passed to them,
+    and checked first with the modules' own checks, so that bad input fails the walk before any rung or drain.
 author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
@@ -54,10 +55,16 @@ options:
     choices: [none, slurm, kubernetes]
     default: none
   snapshot:
-    description: A snapshot of this node taken just before (a result of M(gpuops.remediation.gpu_holders_info) with the
-      same options); empty takes one.
+    description:
+      - A snapshot of this node taken just before (a result of M(gpuops.remediation.gpu_holders_info)); empty takes one.
+      - It is used only when it was taken for the same O(gpus) and at most O(snapshot_max_age) seconds ago (its
+        C(scope)); otherwise the walk takes a new one.
     type: dict
     default: {}
+  snapshot_max_age:
+    description: Seconds after which a given O(snapshot) is too old to start the walk from.
+    type: float
+    default: 300.0
   kill_wait_timeout:
     description: Seconds the kill rung waits for the driver to stop listing the processes it ended (O(gpuops.remediation.gpu_kill#module:wait_timeout)).
     type: float
@@ -68,17 +75,25 @@ options:
     default: 10.0
   continue_after:
     description:
-      - Continue the walk of this play's fact C(gpu_ladder_state) after the controller step the walk paused for
-        (V(drain), V(reboot)), or after the caller undrained the node at the end (V(undrain)), with that step's result in
-        O(controller_result). Unset starts a new walk.
+      - Continue the walk in O(state) after the controller step it paused for (V(drain), V(reboot)), or after the
+        caller acted on RV(drain_followup) at the end (V(undrain)), with that step's result in O(controller_result).
+        Unset starts a new walk.
+      - O(max_rung), O(allow_reboot), O(destructive_rungs), O(drain) and O(gpus) must stay as the walk started.
     type: str
     choices: [drain, reboot, undrain]
+  state:
+    description: With O(continue_after), the RV(state) the previous call of this walk returned.
+    type: dict
+    default: {}
   controller_result:
     description:
-      - The result of the step named by O(continue_after). For V(drain) - C(drained) (V(slurm) or V(kubernetes) when the
-        drain is ours, empty when the node was already out of service), C(error) (why the drain failed; the rung it was
-        for then fails, and the walk ends), C(notes) (lines for the report). For V(reboot) - the result of the reboot task.
-        For V(undrain) - C(undrained) and C(notes).
+      - The result of the step named by O(continue_after).
+      - For V(drain) and V(undrain) - C(scheduler) (equal to O(drain)); C(slurm), the result of
+        M(gpuops.remediation.slurm_drain) (C(ours) tells whether the drain is ours; C(msg) goes into the report);
+        C(kubernetes), the result of the cordon (uncordon) task of C(kubernetes.core.k8s_drain), skipped when the node
+        was already cordoned; and C(failure), the result of the task that failed, if one did. A failure fails the rung
+        the drain was for, and the walk ends - no destructive rung runs on a node that could not be drained.
+      - For V(reboot) - the result of the reboot task (C(failed), C(msg)).
     type: dict
     default: {}
   variable_prefix:
@@ -113,6 +128,7 @@ seealso:
   - module: gpuops.remediation.gpu_kill
   - module: gpuops.remediation.gpu_reset
   - module: gpuops.remediation.nvidia_driver_reload
+  - module: gpuops.remediation.gpu_graphics_restart
 """
 
 EXAMPLES = r"""
@@ -160,13 +176,8 @@ outcome:
     - Null while a step is pending.
   returned: always
   type: dict
-ansible_facts:
-  description: The facts set.
+state:
+  description: The walk's state (plain JSON) - what a later call with O(continue_after) passes back in O(state).
   returned: always
   type: dict
-  contains:
-    gpu_ladder_state:
-      description: The walk's state, which O(continue_after) continues from.
-      type: dict
-      returned: always
 """

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, validate_kill_params
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC, validate_snapshot_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
     RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
 )
@@ -38,9 +38,11 @@ LADDER_ARGUMENT_SPEC = dict(
     destructive_rungs=dict(type="list", elements="str", choices=list(RUNGS), default=["reset", "reload", "graphics", "reboot"]),
     drain=dict(type="str", choices=list(DRAINS), default="none"),
     snapshot=dict(type="dict", default={}),
+    snapshot_max_age=dict(type="float", default=300.0),
     kill_wait_timeout=dict(type="float", default=30.0),
     reload_grace=dict(type="float", default=10.0),
     continue_after=dict(type="str", choices=list(CONTROLLER_STEPS)),
+    state=dict(type="dict", default={}),
     controller_result=dict(type="dict", default={}),
     variable_prefix=dict(type="str", default=""),
 )
@@ -70,6 +72,8 @@ class WalkOptions:
         self.kill_wait_timeout = args["kill_wait_timeout"]
         self.reload_grace = args["reload_grace"]
         self.variable_prefix = args.get("variable_prefix") or ""
+        self.snapshot_max_age = args.get("snapshot_max_age", 300.0)
+        self.kept = dict((name, args.get(name)) for name in KEPT_OPTIONS)
         self.snapshot_args = _present(args, SNAPSHOT_ARGUMENT_SPEC)
         self.action_args = _present(args, ACTION_ARGUMENT_SPEC)
         self.kill_args = _present(args, KILL_ARGUMENT_SPEC)
@@ -90,6 +94,33 @@ def _present(args, names):
     return dict((name, args[name]) for name in names if args.get(name) is not None)
 
 
+# The options a snapshot's verdict depends on (its "scope"): a given snapshot starts the walk only when they match.
+SCOPE_OPTIONS = ("gpus", "ghost_threshold_mib", "kernel_log_source", "kernel_log_path", "kernel_log_window")
+# What a walk keeps from its start: a call that continues it must not change them.
+KEPT_OPTIONS = ("max_rung", "allow_reboot", "destructive_rungs", "drain", "gpus")
+
+
+class _OptionCheck:
+    """What the modules' option validators need of a module: the walk checks its options with the modules' own code,
+    on the controller, before the first rung, so that bad input never climbs the ladder or drains the node."""
+
+    def __init__(self, params):
+        self.params = params
+
+    def fail_json(self, msg, **kwargs):
+        raise WalkError(msg)
+
+
+def check_options(args):
+    """Fail, naming the option and the value, when a module of the walk would refuse it."""
+    check = _OptionCheck(args)
+    validate_snapshot_params(check)
+    validate_kill_params(check)
+    for name in ("kill_wait_timeout", "reload_grace", "lock_timeout", "snapshot_max_age"):
+        if args.get(name) is not None and args[name] < 0:
+            raise WalkError("%s must be 0 or more seconds, got %r" % (name, args[name]))
+
+
 # The decisions of the walk, one function each.
 
 def next_rung(floor, tried, ceiling):
@@ -107,9 +138,12 @@ def refusal(snapshot, floor, options):
     """Why the walk refuses before any action (the evidence needs a rung above the ceiling), or ""."""
     if not memory_held(snapshot) or floor <= options.ceiling:
         return ""
-    return "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s)" % (
+    allow = options.named("max_rung", RUNGS[floor])
+    if RUNGS[floor] == "reboot" and not options.allow_reboot:
+        allow += " and %s" % options.named("allow_reboot", "true")
+    return "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s); %s would allow it" % (
         RUNGS[floor], "; ".join(r["reason"] for r in snapshot["verdict"]["reasons"]), RUNGS[options.ceiling],
-        options.limits_text())
+        options.limits_text(), allow)
 
 
 def drain_followup(drain, drained, held, check_mode):
@@ -123,7 +157,7 @@ def drain_followup(drain, drained, held, check_mode):
     return "release" if drained == "slurm" else None
 
 
-def drain_outcome(result):
+def drain_outcome(result, check_mode=False):
     """(drained, error, notes) from what the drain tasks returned: `scheduler`, the `slurm` (slurm_drain) or `kubernetes`
     (the cordon task) result, and `failure`, the result of the task that failed. A drain is ours when we took it (a
     Slurm drain taken while the jobs still ran, too: the next run hands it on); an error fails the rung it was for."""
@@ -138,7 +172,7 @@ def drain_outcome(result):
         drained = "kubernetes" if not failure and cordon and not cordon.get("skipped") else ""
         notes = []
     error = (failure.get("msg") or "the %s drain failed" % scheduler) if failure else ""
-    return drained, error, notes
+    return ("" if check_mode else drained), error, notes
 
 
 def undrain_outcome(followup, result):
@@ -227,8 +261,19 @@ class LadderWalk:
         self.modules_run.append(module_name)
         return self._execute(module_name, module_args)
 
-    def start(self, snapshot=None):
+    def usable(self, snapshot):
+        """Whether a snapshot the caller gave can start the walk: taken with the same options its verdict depends on,
+        not older than snapshot_max_age (a later batch of a serial run must not walk on what the first play saw)."""
         if not snapshot:
+            return False
+        scope = snapshot.get("scope") or {}
+        if any(scope.get(name) != self.options.snapshot_args.get(name) for name in SCOPE_OPTIONS):
+            return False
+        taken = scope.get("taken_epoch")
+        return taken is not None and 0 <= self.clock() - taken <= self.options.snapshot_max_age
+
+    def start(self, snapshot=None):
+        if not self.usable(snapshot):
             snapshot = self.execute(INSPECT_MODULE, dict(self.options.snapshot_args))
             if snapshot.get("failed"):
                 raise WalkError("the first inspection failed: %s" % snapshot.get("msg"))
@@ -237,7 +282,7 @@ class LadderWalk:
             "version": STATE_VERSION, "started": self.clock(), "first": snapshot, "last": snapshot, "floor": floor,
             "tried": [], "inspections": [_inspection(snapshot, None)], "pending": None, "pending_rung": None,
             "refused": refusal(snapshot, floor, self.options), "error": "", "drain_taken": False, "drained": "",
-            "drain_notes": [], "undrained": "",
+            "drain_notes": [], "undrained": "", "undrain_taken": False, "options": self.options.kept,
         }
         if state["refused"]:
             return self._end(state)
@@ -246,15 +291,22 @@ class LadderWalk:
     def continue_after(self, step, state, controller_result):
         """Go on after the controller took `step` (drain, reboot, undrain), whose result it passes."""
         if not state or state.get("version") != STATE_VERSION:
-            raise WalkError("continue_after=%s needs the state of a walk this play started (the fact gpu_ladder_state)" % step)
-        expected = "undrain" if state["pending"] is None and "outcome" in state else state["pending"]
+            raise WalkError("continue_after=%s needs state, the state an earlier call of this walk returned" % step)
+        expected = "undrain" if state["pending"] is None and state.get("drain_followup") else state["pending"]
         if step != expected:
             raise WalkError("continue_after=%s, but the walk waits for %s" % (step, expected or "nothing"))
+        changed = [name for name in KEPT_OPTIONS if state["options"].get(name) != self.options.kept[name]]
+        if changed:
+            raise WalkError("continue_after=%s: %s must stay as the walk started with them (%s)" % (
+                step, ", ".join(changed), ", ".join("%s=%r" % (name, state["options"][name]) for name in changed)))
+        if step in ("drain", "undrain") and controller_result.get("scheduler") != self.options.drain:
+            raise WalkError("controller_result: the result of the %s tasks of scheduler %r (drain=%s), got scheduler=%r" % (
+                step, self.options.drain, self.options.drain, controller_result.get("scheduler")))
         state["pending"] = None
-        return getattr(self, "_after_" + step)(state, controller_result or {})
+        return getattr(self, "_after_" + step)(state, controller_result)
 
     def _after_drain(self, state, drain):
-        drained, error, notes = drain_outcome(drain)
+        drained, error, notes = drain_outcome(drain, self.check_mode)
         state.update(drain_taken=True, drained=drained, drain_notes=state["drain_notes"] + notes)
         rung, state["pending_rung"] = state["pending_rung"], None
         if error:
@@ -265,7 +317,8 @@ class LadderWalk:
 
     def _after_reboot(self, state, reboot):
         state["pending_rung"] = None
-        state["tried"].append(_step("reboot", reboot, ["%s the node" % ("would reboot" if self.check_mode else "rebooted")]))
+        plan = [] if reboot.get("failed") else ["%s the node" % ("would reboot" if self.check_mode else "rebooted")]
+        state["tried"].append(_step("reboot", reboot, plan))
         if not self.check_mode and not reboot.get("failed"):
             self._inspect(state, "reboot")
         return self._end(state)
@@ -406,7 +459,12 @@ def outcome_status(state, options, check_mode, freed_mib):
     if not tried:
         return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
     if check_mode:
+        first = state["tried"][0]
+        if first["failed"]:
+            return "planned", "check mode: would take the %s rung, which would fail: %s" % (tried[0], first["msg"])
         return "planned", "check mode: would take the %s rung" % tried[0]
+    if not held and not any(step["changed"] for step in state["tried"]):
+        return "clean", "the memory was given back before any rung changed anything (%d MiB)" % freed_mib
     if not held:
         return "fixed", "the %s rung got the memory back (%d MiB)" % (tried[-1], freed_mib)
     return "failed", "GPU memory still held after the %s rung(s); the heaviest rung allowed is %s (%s): %s" % (

@@ -12,18 +12,25 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, drain_followup, fleet_guard, kill_plan_lines, next_rung, walk_argument_spec,
+    INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, check_options, drain_followup, fleet_guard, kill_plan_lines, next_rung,
+    walk_argument_spec,
 )
 
 THRESHOLD = 256
+# The scope of a snapshot taken with the walk's default options.
+SCOPE = {"gpus": [], "ghost_threshold_mib": THRESHOLD, "kernel_log_source": "auto", "kernel_log_path": None, "kernel_log_window": None}
 PROBES = {"gpu": {"ok": True, "timed_out": False, "error": None}, "kernel_log": {"source": "none"}}
 
 
-def options(**overrides):
+def arguments(**overrides):
     args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
     args.update(variable_prefix="gpu_reclaim_", run_id="run-1")
     args.update(overrides)
-    return WalkOptions(args)
+    return args
+
+
+def options(**overrides):
+    return WalkOptions(arguments(**overrides))
 
 
 class Node:
@@ -39,6 +46,7 @@ class Node:
         self.reload_fails = reload_fails
         self.calls = []
         self.inspect_fails = False
+        self.taken_epoch = 100  # the walk's clock starts there
 
     def snapshot(self):
         holders = copy.deepcopy(self.holders)
@@ -49,7 +57,8 @@ class Node:
                      "memory_used_mib": mine + gpu["ghost"], "unattributed_mib": gpu["ghost"], "recovery_action": None}
             entry["state"] = gpu_state(entry, holders, THRESHOLD, PROBES["gpu"])
             gpus.append(entry)
-        snap = {"gpus": gpus, "holders": holders, "xid_events": [], "reset_blockers": [], "probes": copy.deepcopy(PROBES)}
+        snap = {"gpus": gpus, "holders": holders, "xid_events": [], "reset_blockers": [], "probes": copy.deepcopy(PROBES),
+                "scope": dict(SCOPE, taken_epoch=self.taken_epoch)}
         snap["verdict"] = verdict(snap, THRESHOLD)
         return snap
 
@@ -223,7 +232,8 @@ def test_evidence_above_the_ceiling_is_refused_before_any_action():
     outcome = state["outcome"]
     assert outcome["status"] == "refused" and outcome["rungs_tried"] == []
     assert outcome["msg"].startswith("the evidence needs the reset rung (GPU 0 (00000000:18:00.0) has 2048 MiB in use")
-    assert outcome["msg"].endswith("but the heaviest rung allowed is kill (gpu_reclaim_max_rung=kill, gpu_reclaim_allow_reboot=False)")
+    assert outcome["msg"].endswith("but the heaviest rung allowed is kill (gpu_reclaim_max_rung=kill, gpu_reclaim_allow_reboot=False); "
+                                   "gpu_reclaim_max_rung=reset would allow it")
 
 
 def test_a_lost_gpu_is_refused_without_allow_reboot_even_with_max_rung_reboot():
@@ -231,6 +241,7 @@ def test_a_lost_gpu_is_refused_without_allow_reboot_even_with_max_rung_reboot():
     state = walk(node, max_rung="reboot", allow_reboot=False).start(node.snapshot())
     assert node.calls == [] and state["outcome"]["status"] == "refused"
     assert "needs the reboot rung" in state["outcome"]["msg"] and "heaviest rung allowed is graphics" in state["outcome"]["msg"]
+    assert state["outcome"]["msg"].endswith("gpu_reclaim_max_rung=reboot and gpu_reclaim_allow_reboot=true would allow it")
 
 
 def test_the_reboot_is_the_controllers_and_the_walk_inspects_after_it():
@@ -253,6 +264,7 @@ def test_a_failed_reboot_fails_the_walk_without_inspecting():
     assert node.calls == []
     assert state["outcome"]["status"] == "failed"
     assert state["outcome"]["rungs_tried"][0]["failed"] and state["outcome"]["rungs_tried"][0]["msg"] == "timed out waiting"
+    assert state["outcome"]["rungs_tried"][0]["plan"] == []  # never "rebooted the node" for a reboot that failed
 
 
 def test_the_walk_pauses_for_the_drain_before_the_first_destructive_rung_only():
@@ -265,12 +277,15 @@ def test_the_walk_pauses_for_the_drain_before_the_first_destructive_rung_only():
     node.survivors.clear()
     state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"changed": True, "ours": True,
                                                                                   "msg": "drained with reason 'x'"}, "failure": {}})
+    assert state["pending"] is None
     assert modules(node) == ["gpu_kill", "gpu_kill", "gpu_reset"]
     assert state["outcome"]["status"] == "fixed" and state["outcome"]["drained"] == "slurm"
     assert state["drain_followup"] == "resume"
     state = ladder.continue_after("undrain", state, {"scheduler": "slurm", "slurm": {"changed": True, "msg": "resumed"}})
     assert state["outcome"]["undrained"] == "slurm" and state["drain_followup"] is None
     assert state["outcome"]["drain_notes"] == ["slurm drain: drained with reason 'x'", "slurm resume: resumed"]
+    with pytest.raises(WalkError, match="continue_after=undrain, but the walk waits for nothing"):
+        ladder.continue_after("undrain", state, {"scheduler": "slurm", "slurm": {}})
 
 
 def test_no_destructive_rung_runs_when_the_drain_failed():
@@ -336,7 +351,7 @@ def test_continuing_a_walk_that_waits_for_something_else_is_refused():
     state = ladder.start(node.snapshot())
     with pytest.raises(WalkError, match="continue_after=reboot, but the walk waits for drain"):
         ladder.continue_after("reboot", state, {})
-    with pytest.raises(WalkError, match="needs the state of a walk"):
+    with pytest.raises(WalkError, match="continue_after=drain needs state, the state an earlier call of this walk returned"):
         ladder.continue_after("drain", {}, {})
 
 
@@ -387,3 +402,82 @@ def test_zombie_and_left_alone_lines():
                                               "could not reap zombie pid 10 : parent is PID 1",
                                               "left pid 11 keeper: protected name: keeper"]
     assert kill_plan_lines(killed, True)[0].startswith("would reap zombie pid 9")
+
+
+def test_a_given_snapshot_too_old_or_of_other_options_is_taken_again():
+    node = Node([{"ghost": 0}])
+    stale = node.snapshot()
+    stale["scope"]["taken_epoch"] = 100 - 301
+    walk(node).start(stale)
+    assert modules(node) == ["gpu_holders_info"]
+    node.calls = []
+    narrowed = node.snapshot()
+    narrowed["scope"]["gpus"] = ["0"]
+    walk(node).start(narrowed)
+    assert modules(node) == ["gpu_holders_info"]
+    node.calls = []
+    walk(node, ghost_threshold_mib=1024).start(node.snapshot())
+    assert modules(node) == ["gpu_holders_info"]
+    assert node.calls[0][1]["ghost_threshold_mib"] == 1024
+
+
+def test_a_snapshot_without_a_scope_is_not_trusted():
+    node = Node([{"ghost": 0}])
+    snap = node.snapshot()
+    del snap["scope"]
+    walk(node).start(snap)
+    assert modules(node) == ["gpu_holders_info"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"signals": ["FOO"]}, "signals: 'FOO' is not a signal name"),
+    ({"signals": []}, "signals must name at least one signal"),
+    ({"grace": 0.0}, "grace must be more than 0 seconds"),
+    ({"probe_timeout": 0.0}, "probe_timeout must be greater than 0"),
+    ({"kernel_log_window": 0}, "kernel_log_window must be a positive number"),
+    ({"ghost_threshold_mib": -1}, "ghost_threshold_mib must be 0 or more"),
+    ({"kill_wait_timeout": -1.0}, "kill_wait_timeout must be 0 or more seconds"),
+    ({"lock_timeout": -5.0}, "lock_timeout must be 0 or more seconds"),
+])
+def test_bad_options_are_refused_by_the_modules_own_checks_before_any_rung(overrides, message):
+    with pytest.raises(WalkError, match=message):
+        check_options(arguments(**overrides))
+
+
+def test_good_options_pass_the_check():
+    check_options(arguments())
+
+
+def test_continuing_with_other_options_or_another_schedulers_result_is_refused():
+    node = Node([{"ghost": 2048}])
+    state = walk(node, drain="slurm").start(node.snapshot())
+    with pytest.raises(WalkError, match=r"max_rung must stay as the walk started with them \(max_rung='reload'\)"):
+        walk(node, drain="slurm", max_rung="reboot").continue_after("drain", state, {"scheduler": "slurm"})
+    with pytest.raises(WalkError, match="controller_result: the result of the drain tasks of scheduler 'slurm'"):
+        walk(node, drain="slurm").continue_after("drain", state, {"drained": "", "error": "unreachable"})
+    assert node.calls == [] and state["pending"] == "drain"
+
+
+def test_memory_that_came_back_without_any_change_is_not_fixed_by_a_rung():
+    node = Node([{"ghost": 0}], holders=[ORPHAN])
+    ladder = walk(node, drain="slurm", destructive_rungs=["kill"])
+    state = ladder.start(node.snapshot())
+    assert state["pending"] == "drain"
+    node.holders = []  # the job ended by itself while the drain waited for it
+    node.survivors = {4242}
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"ours": True, "msg": "drained"}})
+    assert modules(node) == ["gpu_kill"]
+    assert state["outcome"]["status"] == "clean" and state["outcome"]["fixed_by"] is None
+    assert state["outcome"]["msg"].startswith("the memory was given back before any rung changed anything")
+
+
+def test_check_mode_never_claims_the_drain_and_says_when_the_planned_rung_would_fail():
+    node = Node([{"ghost": 2048}], reset_fails=True)
+    ladder = walk(node, check_mode=True, drain="slurm")
+    state = ladder.start(node.snapshot())
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"ours": True, "msg": "would drain with reason 'x'"}})
+    outcome = state["outcome"]
+    assert outcome["status"] == "planned" and outcome["drained"] is None
+    assert outcome["drain_notes"] == ["slurm drain: would drain with reason 'x'"]
+    assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported"
+    assert state["drain_followup"] is None
