@@ -45,7 +45,8 @@ $(VENDORED): tools/vendor_collections.py | venv
 demo: collection
 	$(BIN)/ansible-playbook playbooks/demo.yml
 
-test: units units-ansible-test integration molecule sanity lint docs build importer
+# The unit tests run once, through ansible-test (the layout it needs is the one make units reads too).
+test: units-ansible-test integration molecule sanity lint docs build importer
 	@echo "make test: all passed"
 
 units: collection
@@ -55,8 +56,10 @@ units: collection
 units-ansible-test: $(BUILD_COLL)
 	$(ANSIBLE_TEST) units $(ANSIBLE_TEST_ARGS) --num-workers 1
 
+# Two targets at a time: they build their own simulated nodes; Docker, Slurm and destructive targets run alone.
+INTEGRATION_JOBS ?= 2
 integration: collection
-	$(BIN)/python tests/integration/run.py
+	GPUOPS_INTEGRATION_JOBS=$(INTEGRATION_JOBS) $(BIN)/python tests/integration/run.py
 
 # The targets that ansible-test integration --local runs as they are (docs/testing.md says why not the others).
 INTEGRATION_TARGETS ?= gpu_sim gpu_holders_info gpu_kill nvidia_driver_reload

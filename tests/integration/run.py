@@ -4,13 +4,17 @@ Targets keep the ansible-test layout (tests/integration/targets/<name>/tasks/mai
 aliases file says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' needs a Docker
 engine, which tools/docker_env.sh provides when one runs or when it can install one (root and apt-get); on a
 machine where neither holds, it is reported as not run, with the reason, in the summary. Pass target names to
-run only those.
+run only those. With GPUOPS_INTEGRATION_JOBS=N, up to N targets run at once (their output kept, and printed for a
+target that fails); those that share the machine's Docker engine or Slurm cluster, or are destructive, run alone
+after them.
 """
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = os.path.join(HERE, "targets")
@@ -41,24 +45,57 @@ def why_not_here(name):
     return "needs a running Docker engine, or root with apt-get to install one"
 
 
-def main(selected):
+def run_target(name, env, log_dir=None):
+    """(name, rc, seconds): the target through ansible-playbook; its output to the console, or to a file in log_dir."""
+    started = time.monotonic()
+    playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "run_target.yml")]
+    argv = playbook + ["-e", "target=%s" % name]
+    if log_dir is None:
+        rc = subprocess.call(argv, cwd=ROOT, env=env)
+    else:
+        with open(os.path.join(log_dir, name + ".log"), "w") as log:
+            rc = subprocess.call(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return name, rc, time.monotonic() - started
+
+
+def exclusive(name):
+    """Targets that share the machine's Docker engine or its one-node Slurm cluster run alone."""
+    return bool({"docker", "slurm", "destructive"} & aliases(name))
+
+
+def main(selected, jobs=1):
     names = selected or sorted(name for name in os.listdir(TARGETS) if runnable(name))
     if not names:
         sys.exit("no integration targets found in %s" % TARGETS)
     env = dict(os.environ, ANSIBLE_ROLES_PATH=TARGETS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
-    failed, not_run = [], []
+    failed, not_run, runnable_here = [], [], []
     for name in names:
         reason = why_not_here(name)
         if reason:
             not_run.append("%s (%s)" % (name, reason))
             print("integration target %s: NOT RUN, %s" % (name, reason))
-            continue
-        started = time.monotonic()
-        playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "run_target.yml")]
-        rc = subprocess.call(playbook + ["-e", "target=%s" % name], cwd=ROOT, env=env)
-        print("integration target %s: %s (%.1f s)" % (name, "ok" if rc == 0 else "FAILED rc=%d" % rc, time.monotonic() - started))
+        else:
+            runnable_here.append(name)
+
+    def report(name, rc, seconds, log_dir=None):
+        if rc and log_dir:
+            with open(os.path.join(log_dir, name + ".log")) as log:
+                sys.stdout.write(log.read())
+        print("integration target %s: %s (%.1f s)" % (name, "ok" if rc == 0 else "FAILED rc=%d" % rc, seconds))
+        sys.stdout.flush()
         if rc:
             failed.append(name)
+
+    shared = [name for name in runnable_here if not exclusive(name)] if jobs > 1 else []
+    if shared:
+        # Each target builds its own simulated nodes under its own directory: they can run side by side.
+        log_dir = tempfile.mkdtemp(prefix="gpuops-integration-")
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for name, rc, seconds in pool.map(lambda target: run_target(target, env, log_dir), shared):
+                report(name, rc, seconds, log_dir)
+        shutil.rmtree(log_dir, ignore_errors=True)
+    for name in [name for name in runnable_here if name not in shared]:
+        report(*run_target(name, env))
     if not_run:
         print("integration targets not run on this machine: %s" % "; ".join(not_run))
     if failed:
@@ -66,4 +103,6 @@ def main(selected):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    arguments = sys.argv[1:]
+    parallel = int(os.environ.get("GPUOPS_INTEGRATION_JOBS", "1"))
+    main(arguments, jobs=parallel)
