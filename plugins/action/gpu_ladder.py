@@ -4,25 +4,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, WalkError, WalkOptions, check_options, walk_argument_spec
 
 REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
-
-
-def _plain(value):
-    """Task arguments and facts as plain JSON data (Ansible hands out tagged containers)."""
-    if isinstance(value, Mapping):
-        return dict((str(key), _plain(item)) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
 
 
 class ActionModule(ActionBase):
@@ -34,7 +22,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(walk_argument_spec())
-        args = _plain(args)
+        args = plain(args)
         snapshot = args["snapshot"]
         missing = [key for key in REQUIRED_SNAPSHOT_KEYS if key not in snapshot]
         if snapshot and missing:

@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
 
 ARGUMENT_SPEC = {
@@ -20,17 +20,6 @@ ARGUMENT_SPEC = {
     "write": {"type": "bool", "default": True},
     "destructive_hosts": {"type": "list", "elements": "str", "default": []},
 }
-
-
-def _plain(value):
-    """A host variable as plain JSON data (hostvars hand out templated, tagged containers)."""
-    if isinstance(value, Mapping):
-        return dict((str(key), _plain(item)) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
 
 
 class ActionModule(ActionBase):
@@ -49,7 +38,7 @@ class ActionModule(ActionBase):
             if host not in hostvars:
                 raise AnsibleActionFail("hosts: %r is not a host of the inventory" % (host,))
             variables = hostvars[host]
-            found = dict((name, _plain(variables[name])) for name in ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary",
+            found = dict((name, plain(variables[name])) for name in ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary",
                                                                       "gpu_remediate_guard_refusal")
                          if name in variables)
             entries.append(host_entry(host, found.get("gpu_reclaim_outcome"), found.get("gpu_inspect_snapshot"),
