@@ -62,7 +62,7 @@ integration: collection
 	GPUOPS_INTEGRATION_JOBS=$(INTEGRATION_JOBS) $(BIN)/python tests/integration/run.py
 
 # The targets that ansible-test integration --local runs as they are (docs/testing.md says why not the others).
-INTEGRATION_TARGETS ?= gpu_sim gpu_holders_info gpu_kill nvidia_driver_reload
+INTEGRATION_TARGETS ?= gpu_sim gpu_holders_info gpu_kill gpu_reset nvidia_driver_reload gpu_graphics_restart gpu_report_playbook reset_gpu_playbook
 integration-ansible-test: $(BUILD_COLL)
 	$(ANSIBLE_TEST) integration --local --python $(TEST_PYTHON) --color no $(INTEGRATION_TARGETS)
 

@@ -28,7 +28,7 @@ def aliases(name):
 
 
 def runnable(name):
-    return os.path.exists(os.path.join(TARGETS, name, "tasks", "main.yml")) and not {"disabled", "device"} & aliases(name)
+    return os.path.exists(os.path.join(TARGETS, name, "tasks", "main.yml")) and not {"disabled", "device", "hidden"} & aliases(name)
 
 
 def why_not_here(name):
