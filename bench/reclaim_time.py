@@ -100,8 +100,10 @@ def main(argv=None):
         fixed = all(run["status"] == "fixed" and run["fixed_by"] == rung for run in runs)
         met = fixed and walk <= target
         status = status or (0 if met else 1)
-        print("%-7s %-9s %-9s <= %-5s %-16s %-6s %-8s %s" % (rung, walk, wall, target, "%s by %s" % (runs[-1]["status"], runs[-1]["fixed_by"]),
-                                                            runs[-1]["tasks"], runs[-1]["modules"], "met" if met else "MISSED"))
+        last = runs[-1]
+        outcome = "%s by %s" % (last["status"], last["fixed_by"])
+        print("%-7s %-9s %-9s <= %-5s %-16s %-6s %-8s %s" % (rung, walk, wall, target, outcome, last["tasks"], last["modules"],
+                                                            "met" if met else "MISSED"))
         results[rung] = {"walk_s": walk, "wall_s": wall, "target_walk_s": target, "met": met, "runs": runs}
     print(json.dumps({"bench": "reclaim_time", "grace": args.grace, "repeat": args.repeat, "results": results}, sort_keys=True))
     return status

@@ -12,6 +12,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
 
+# What a host of the play leaves for the report.
+HOST_VARIABLES = ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary", "gpu_remediate_guard_refusal")
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "kind": {"type": "str", "default": "gpu_report", "choices": ["gpu_report", "reset_gpu"]},
@@ -38,9 +40,7 @@ class ActionModule(ActionBase):
             if host not in hostvars:
                 raise AnsibleActionFail("hosts: %r is not a host of the inventory" % (host,))
             variables = hostvars[host]
-            found = dict((name, plain(variables[name])) for name in ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary",
-                                                                      "gpu_remediate_guard_refusal")
-                         if name in variables)
+            found = dict((name, plain(variables[name])) for name in HOST_VARIABLES if name in variables)
             entries.append(host_entry(host, found.get("gpu_reclaim_outcome"), found.get("gpu_inspect_snapshot"),
                                       found.get("gpu_inspect_summary"), found.get("gpu_remediate_guard_refusal")))
         now = datetime.datetime.now(datetime.timezone.utc)

@@ -54,6 +54,8 @@ def walk_argument_spec():
     spec.update(KILL_ARGUMENT_SPEC)
     spec.update(LADDER_ARGUMENT_SPEC)
     return spec
+
+
 _HOLDER_FIELDS = ("pid", "name", "user", "class", "state", "gpus", "used_mib", "ppid", "parent_name")
 
 

@@ -275,8 +275,8 @@ def test_the_walk_pauses_for_the_drain_before_the_first_destructive_rung_only():
     assert modules(node) == ["gpu_kill"]  # kill is not destructive by default: no drain for it
     assert state["pending"] == "drain" and state["pending_rung"] == "reset"
     node.survivors.clear()
-    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"changed": True, "ours": True,
-                                                                                  "msg": "drained with reason 'x'"}, "failure": {}})
+    drained = {"changed": True, "ours": True, "msg": "drained with reason 'x'"}
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": drained, "failure": {}})
     assert state["pending"] is None
     assert modules(node) == ["gpu_kill", "gpu_kill", "gpu_reset"]
     assert state["outcome"]["status"] == "fixed" and state["outcome"]["drained"] == "slurm"
