@@ -102,8 +102,8 @@ def main(argv=None):
         status = status or (0 if met else 1)
         last = runs[-1]
         outcome = "%s by %s" % (last["status"], last["fixed_by"])
-        print("%-7s %-9s %-9s <= %-5s %-16s %-6s %-8s %s" % (rung, walk, wall, target, outcome, last["tasks"], last["modules"],
-                                                            "met" if met else "MISSED"))
+        cells = (rung, walk, wall, target, outcome, last["tasks"], last["modules"], "met" if met else "MISSED")
+        print("%-7s %-9s %-9s <= %-5s %-16s %-6s %-8s %s" % cells)
         results[rung] = {"walk_s": walk, "wall_s": wall, "target_walk_s": target, "met": met, "runs": runs}
     print(json.dumps({"bench": "reclaim_time", "grace": args.grace, "repeat": args.repeat, "results": results}, sort_keys=True))
     return status
