@@ -71,6 +71,6 @@ class ActionModule(ActionBase):
         outcome.update(running_after=after, rc=answer.rc, message=done["message"])
         still = [name for name in stopping if name in after]
         if not done["done"] or still:
-            outcome.update(failed=True, msg="%s did not stop %s: %s" % (" ".join(outcome["command"]), ", ".join(still or stopping),
-                                                                       done["message"] or "still running"))
+            why = done["message"] or "still running"
+            outcome.update(failed=True, msg="%s did not stop %s: %s" % (" ".join(outcome["command"]), ", ".join(still or stopping), why))
         return outcome

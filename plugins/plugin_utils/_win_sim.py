@@ -359,8 +359,8 @@ def _quser(state, args, _caller):
         return SimCommand(1, b"", b"No User exists for *\r\n")
     rows = [" USERNAME              SESSIONNAME        ID  STATE   IDLE TIME  LOGON TIME"]
     for session in state["sessions"]:
-        rows.append(" %-21s %-18s %2d  %-6s %10s  %s" % (session["user"][:20], session["session_name"] or "", session["id"],
-                                                        session["state"], "none", session["logon_time"]))
+        cells = (session["user"][:20], session["session_name"] or "", session["id"], session["state"], "none", session["logon_time"])
+        rows.append(" %-21s %-18s %2d  %-6s %10s  %s" % cells)
     return SimCommand(0, ("\r\n".join(rows) + "\r\n").encode())
 
 
@@ -449,9 +449,9 @@ def _wsl_list(mine, flags):
         return SimCommand(-1, utf16(sentence + "\n"))
     if flags & {"--verbose", "-v"}:
         width = max(len(d["name"]) for d in shown) + 2
-        rows = ["  %-*s%-16s%s" % (width, "NAME", "STATE", "VERSION")]
-        rows.extend("%s %-*s%-16s%d" % ("*" if d["default"] else " ", width, d["name"], "Running" if d["running"] else "Stopped",
-                                        d["version"]) for d in shown)
+        rows = ["  " + "NAME".ljust(width) + "STATE".ljust(16) + "VERSION"]
+        rows.extend(("* " if d["default"] else "  ") + d["name"].ljust(width) + ("Running" if d["running"] else "Stopped").ljust(16)
+                    + str(d["version"]) for d in shown)
         return SimCommand(0, utf16("\n".join(rows) + "\n"))
     return SimCommand(0, utf16("Windows Subsystem for Linux Distributions:\n" +
                                "".join(d["name"] + (" (Default)" if d["default"] else "") + "\n" for d in shown)))
