@@ -6,9 +6,9 @@ BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 COLL_LINK := .collections/ansible_collections/gpuops/remediation
-# Collections the roles use, taken out of this release of the ansible package on PyPI (Galaxy is not reachable everywhere).
+# Collections the roles and the Windows action plugins use, taken out of this release of the ansible package on PyPI (Galaxy is not reachable everywhere).
 ANSIBLE_PACKAGE := 12.3.0
-VENDORED := .collections/ansible_collections/kubernetes/core/MANIFEST.json
+VENDORED := .collections/ansible_collections/ansible/windows/MANIFEST.json
 # Outside the checkout: inside it, ansible-test would list files through this repository's git and find none.
 BUILD_ROOT := $(or $(TMPDIR),/tmp)/gpuops-remediation-$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-8)/ansible_collections
 BUILD_COLL := $(BUILD_ROOT)/gpuops/remediation
@@ -39,7 +39,7 @@ collection: venv $(VENDORED)
 	@ln -sfn ../../.. $(COLL_LINK)
 
 $(VENDORED): tools/vendor_collections.py | venv
-	$(BIN)/python tools/vendor_collections.py --dest .collections --ansible $(ANSIBLE_PACKAGE) kubernetes.core
+	$(BIN)/python tools/vendor_collections.py --dest .collections --ansible $(ANSIBLE_PACKAGE) kubernetes.core ansible.windows
 	@touch $@
 
 demo: collection

@@ -55,3 +55,18 @@ notes:
   - With the environment variable C(GPUOPS_SIM_ROOT) set on the target, the module works on the simulated
     GPU node that M(gpuops.remediation.gpu_sim) built under that directory instead of the real driver.
 """
+
+    # Windows GPU node: an action plugin on the controller, the stock tools on the target through ansible.windows.
+    WINDOWS = r"""
+options: {}
+attributes:
+  platform:
+    support: full
+    platforms: windows
+    description: Target OS/families that can be operated against.
+requirements:
+  - the C(ansible.windows) collection on the controller
+notes:
+  - With the host variable C(gpuops_windows_sim_root) set, the module works on the simulated Windows node that
+    M(gpuops.remediation.win_gpu_sim) built under that directory on the controller instead of a Windows host.
+"""

@@ -11,6 +11,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._pci import nor
 # The ladder, lightest rung first: the only definition of it. Everything else (the walk, the roles' argument specs,
 # the playbooks' checks) reads it or is checked equal to it (tests/unit/plugins/module_utils/test_ladder_definition.py).
 RUNGS = ("kill", "reset", "reload", "graphics", "reboot")
+# The Windows ladder, lightest rung first: its only definition (win_gpu_holders_info's verdict picks among them).
+WINDOWS_RUNGS = ("kill", "wsl", "restart_adapter", "logoff", "reboot")
 # The verdict's rung when the evidence asks for none.
 NO_RUNG = "none"
 # GPU states (gpu_state) in which the GPU still holds memory that the ladder is there to get back.
@@ -28,9 +30,9 @@ STUCK_CLASSES = ("zombie", "unkillable")
 EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
 
 
-def rung_index(rung):
-    """The rung's place on the ladder, 0 for the lightest; NO_RUNG is below every rung (-1)."""
-    return -1 if rung == NO_RUNG else RUNGS.index(rung)
+def rung_index(rung, rungs=RUNGS):
+    """The rung's place on the ladder (`rungs`), 0 for the lightest; NO_RUNG is below every rung (-1)."""
+    return -1 if rung == NO_RUNG else rungs.index(rung)
 
 
 def memory_held(snapshot):
@@ -92,12 +94,17 @@ def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
 
 
 class _Finding:
-    def __init__(self):
+    """The heaviest rung the evidence needs so far, on `rungs`; `aliases` names a Linux rung's counterpart there."""
+
+    def __init__(self, rungs=RUNGS, aliases=None):
+        self.rungs = rungs
+        self.aliases = aliases or {}
         self.rung = NO_RUNG
         self.reasons = []
 
     def need(self, rung, reason):
-        if rung_index(rung) > rung_index(self.rung):
+        rung = self.aliases.get(rung, rung)
+        if rung_index(rung, self.rungs) > rung_index(self.rung, self.rungs):
             self.rung = rung
         self.reasons.append({"rung": rung, "reason": reason})
 
@@ -271,3 +278,47 @@ def answer_events(events, completed, boot_epoch, holders, start_epochs):
         elif (event.get("catalog") or {}).get("action") == "restart_app" and not _app_still_there(event, holders, start_epochs):
             event["answered_by"] = {"action": "process_exit", "time": None}
     return events
+
+
+# Windows holder classes -> the rung that ends their hold: a process is killed; the WSL VM (vmmemWSL) gives its
+# memory back when its distributions stop; a protected system process of a user session goes with a logoff of it,
+# one of session 0 only with a reboot. dwm ("graphics_session") is expected, like a Linux display server.
+WINDOWS_HOLDER_RUNGS = {"compute": "kill", "wsl_vm": "wsl"}
+# The Windows counterpart of a Linux rung the GPU evidence asks for: restarting the adapter is Windows' GPU reset.
+WINDOWS_ALIASES = {"reset": "restart_adapter"}
+
+
+def _windows_holder_rung(holder):
+    rung = WINDOWS_HOLDER_RUNGS.get(holder["class"])
+    if rung is None and holder["class"] == "system":
+        rung = "logoff" if holder.get("session_id") else "reboot"
+    return rung
+
+
+def _windows_holder_findings(finding, gpu, holders):
+    for holder in _memory_holders(gpu, holders):
+        rung = _windows_holder_rung(holder)
+        if rung is None:
+            continue
+        memory = " with %s MiB" % holder["used_mib"] if holder.get("used_mib") is not None else ""
+        what = "pid %s (%s, session %s)" % (holder["pid"], holder.get("name"), holder.get("session_id"))
+        if rung == "wsl":
+            finding.need(rung, "%s holds GPU %s%s: it is the WSL VM, which lets go when its distributions stop" % (what, gpu["index"], memory))
+        else:
+            finding.need(rung, "%s holds GPU %s%s (%s)" % (what, gpu["index"], memory, holder["class"]))
+
+
+def windows_verdict(snapshot, ghost_threshold_mib):
+    """The Windows ladder's verdict: {"rung": one of WINDOWS_RUNGS or NO_RUNG, "reasons": [{"rung", "reason"}]}.
+
+    The same evidence as verdict() read with the Windows rungs: a lost or silent GPU needs a reboot, NVML's recovery
+    action and ghost memory the adapter restart (the Windows GPU reset), a holder the rung that ends its hold.
+    """
+    finding = _Finding(WINDOWS_RUNGS, WINDOWS_ALIASES)
+    probe_report = snapshot["probes"]["gpu"]
+    if not snapshot["gpus"] and not probe_report.get("ok"):
+        finding.reasons.append({"rung": NO_RUNG, "reason": "no GPU could be read: %s" % probe_report.get("error")})
+    for gpu in snapshot["gpus"]:
+        _gpu_findings(finding, gpu, probe_report, ghost_threshold_mib)
+        _windows_holder_findings(finding, gpu, snapshot["holders"])
+    return {"rung": finding.rung, "reasons": finding.reasons}

@@ -86,3 +86,27 @@ def _strict_or_replaced(data, codec, name):
         return data.decode(codec), name, False
     except UnicodeDecodeError:
         return data.decode(codec, "replace"), name, True
+
+
+# win_command's reader decodes with output_encoding_override, and switches on a BOM: ISO-8859-1 maps each byte to one
+# character, so the bytes come back whole and are decoded here by evidence.
+TRANSPORT_ENCODING = "iso-8859-1"
+
+
+def decode_transported(text):
+    """DecodedText of a tool's output that win_command read as TRANSPORT_ENCODING.
+
+    Without a BOM the text is the bytes, one character each: UTF-16LE shows by its NULs and is decoded by evidence,
+    UTF-8 by decoding cleanly. A BOM made the reader decode the output itself: such text holds a character beyond
+    U+00FF, or its bytes are no UTF-8, and it is kept as it is.
+    """
+    try:
+        raw = text.encode(TRANSPORT_ENCODING)
+    except UnicodeEncodeError:
+        return DecodedText(normalize_newlines(text), "as win_command read it", False)
+    if b"\x00" in raw:
+        return decode_output(raw)
+    try:
+        return DecodedText(normalize_newlines(raw.decode("utf-8")), "utf-8", False)
+    except UnicodeDecodeError:
+        return DecodedText(normalize_newlines(text), "as win_command read it", False)

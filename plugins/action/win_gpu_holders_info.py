@@ -1,0 +1,36 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""win_gpu_holders_info: one snapshot of a Windows GPU node, taken from the controller (plugin_utils/_win_snapshot.py)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError, windows_node
+
+ARGUMENT_SPEC = {
+    "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+    "ghost_threshold_mib": {"type": "int", "default": 256},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(ARGUMENT_SPEC)
+        if args["ghost_threshold_mib"] < 0:
+            raise AnsibleActionFail("ghost_threshold_mib: %r is below 0" % (args["ghost_threshold_mib"],))
+        node = windows_node(self, task_vars or {})
+        try:
+            snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
+        except WindowsNodeError as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        result.update(snapshot, changed=False, simulated=node.simulated)
+        return result

@@ -1,0 +1,84 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""win_gpu_sim: create or remove a simulated Windows GPU node on the controller (plugin_utils/_win_sim.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SIM_ROOT_VAR
+
+_GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": {"type": "int"},
+        "driver_model": {"type": "str", "choices": ["WDDM", "TCC", "MCDM"]}, "ghost_mib": {"type": "int"},
+        "recovery_action": {"type": "str", "choices": ["None", "Reset", "Reboot"]}, "pci_bus_id": {"type": "str"},
+        "uuid": {"type": "str"}}
+_CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "elements": "int", "default": [0]},
+          "memory_mib": {"type": "int", "default": 1024}, "user": {"type": "str"}, "session_id": {"type": "int"},
+          "image_path": {"type": "str"}}
+_PROCESS = dict(_CHILD, session_id={"type": "int", "default": 1},
+                children={"type": "list", "elements": "dict", "default": [], "options": _CHILD})
+ARGUMENT_SPEC = {
+    "root": {"type": "path", "required": True},
+    "state": {"type": "str", "default": "present", "choices": ["present", "absent"]},
+    "hostname": {"type": "str", "default": "WS01"},
+    "default_user": {"type": "str", "default": "ada"},
+    "administrators": {"type": "list", "elements": "str"},
+    "store_wsl": {"type": "bool", "default": True},
+    "gpus": {"type": "list", "elements": "dict", "options": _GPU},
+    "processes": {"type": "list", "elements": "dict", "default": [], "options": _PROCESS},
+    "sessions": {"type": "list", "elements": "dict", "options": {
+        "user": {"type": "str", "required": True}, "id": {"type": "int"}, "session_name": {"type": "str", "default": "console"},
+        "state": {"type": "str", "default": "Active"}}},
+    "distributions": {"type": "list", "elements": "dict", "default": [], "options": {
+        "name": {"type": "str", "required": True}, "owner": {"type": "str"}, "running": {"type": "bool", "default": True},
+        "version": {"type": "int", "default": 2}, "default": {"type": "bool"}, "gpus": {"type": "list", "elements": "int", "default": [0]},
+        "memory_mib": {"type": "int", "default": 0}}},
+}
+
+
+def _plain(value):
+    if isinstance(value, Mapping):
+        return dict((str(key), _plain(item)) for key, item in value.items() if item is not None)
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return str(value) if isinstance(value, str) else value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(ARGUMENT_SPEC)
+        args = _plain(args)
+        root = args.pop("root")
+        if args.pop("state") == "absent":
+            exists = os.path.exists(_win_sim.state_path(root))
+            if exists and not self._task.check_mode:
+                shutil.rmtree(root)
+            result.update(changed=exists, root=root)
+            return result
+        if os.path.isdir(root) and os.listdir(root) and not os.path.exists(_win_sim.state_path(root)):
+            raise AnsibleActionFail("root: %r is a directory that holds something other than a simulated Windows node" % root)
+        try:
+            state = _win_sim.build_state(args)
+        except ValueError as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        changed = not _win_sim.same_scenario(root, args)
+        if changed and not self._task.check_mode:
+            state["scenario"] = args
+            _win_sim.write_node(root, state)
+        elif not changed:
+            state = _win_sim.snapshot_of_state(root)
+        result.update(changed=changed, root=root, host_vars={SIM_ROOT_VAR: root},
+                      processes=[dict((k, p[k]) for k in ("pid", "name", "creation_time_ms", "session_id")) for p in state["processes"]])
+        return result

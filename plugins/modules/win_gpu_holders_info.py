@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: win_gpu_holders_info
+short_description: One snapshot of a Windows GPU node - GPUs, who holds their memory, adapters, sessions, WSL
+version_added: 1.0.0
+description:
+  - An action plugin that runs stock Windows tools on the target through C(ansible.windows.win_command) and
+    C(ansible.windows.win_powershell), and joins what they print on the controller.
+  - "GPUs come from C(nvidia-smi -q -x) with their driver model (WDDM, MCDM, TCC). Under WDDM NVML cannot report a
+    process's GPU memory - nvidia-smi prints N/A, kept null (never 0) with the reason."
+  - Per-process GPU memory comes from the language-neutral CIM class
+    C(Win32_PerfFormattedData_GPUPerformanceCounters_GPUProcessMemory) (else the English counter paths), summed per pid
+    over LUIDs and C(phys); each LUID is joined to its DirectX adapter in the registry and by name to the nvidia-smi GPU.
+  - Processes come from C(Win32_Process) (pid and creation time are the identity later actions check), with their
+    owners; C(vmmemWSL) or C(vmmem) is marked as the WSL VM, to be stopped through its distributions, never killed.
+  - Adapters come from C(pnputil /enum-devices /class Display), sessions from C(quser), running WSL distributions
+    from C(wsl.exe --list --running --quiet) (UTF-16LE, decoded by evidence).
+  - The verdict names the lowest rung of the Windows ladder (V(kill), V(wsl), V(restart_adapter), V(logoff),
+    V(reboot)) the evidence asks for, with the reasons.
+  - The probes change nothing and run in check mode too.
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.INFO_MODULE
+  - gpuops.remediation.attributes.WINDOWS
+options:
+  nvidia_smi:
+    description: The nvidia-smi executable on the target, a name on its C(PATH) or a full path.
+    type: str
+    default: nvidia-smi
+  ghost_threshold_mib:
+    description: Memory in use on a GPU beyond what its processes' counters account for, above which the GPU holds ghost memory.
+    type: int
+    default: 256
+"""
+
+EXAMPLES = r"""
+- name: Read who holds GPU memory on a Windows workstation
+  gpuops.remediation.win_gpu_holders_info:
+  register: gpu_snapshot
+
+- name: Show the verdict
+  ansible.builtin.debug:
+    msg: "{{ gpu_snapshot.verdict.rung }}: {{ gpu_snapshot.verdict.reasons | map(attribute='reason') | list }}"
+"""
+
+RETURN = r"""
+gpus:
+  description: One per GPU nvidia-smi lists, in its order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: Position in nvidia-smi's list.
+      type: int
+    name:
+      description: Product name.
+      type: str
+    pci_bus_id:
+      description: PCI bus id, normalised.
+      type: str
+    driver_model:
+      description: Current and pending driver model (C(WDDM), C(MCDM), C(TCC), null when not reported).
+      type: dict
+    memory_used_mib:
+      description: Used framebuffer memory, MiB.
+      type: int
+    attributed_mib:
+      description: The sum of its holders' counters, MiB.
+      type: int
+    unattributed_mib:
+      description: Used memory no counter accounts for (ghost memory); null when the GPU's LUID is not known.
+      type: int
+    luid:
+      description: The adapter's LUID (C(0x<high>_0x<low>)), null when it could not be joined.
+      type: str
+    state:
+      description: ok, busy, stuck, lost, unresponsive or unknown.
+      type: str
+    processes:
+      description: What nvidia-smi lists, C(used_mib) null under WDDM with C(used_mib_reason).
+      type: list
+      elements: dict
+holders:
+  description: One per process that holds memory of an NVIDIA GPU.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: Process id.
+      type: int
+    creation_time_ms:
+      description: Creation time, milliseconds since 1970 UTC; with the pid, the process's identity.
+      type: int
+    name:
+      description: Image name.
+      type: str
+    user:
+      description: Owner (C(DOMAIN\\user)), null when the session could not read it.
+      type: str
+    session_id:
+      description: Session id.
+      type: int
+    image_path:
+      description: Executable path.
+      type: str
+    gpus:
+      description: Indexes of the GPUs it holds.
+      type: list
+      elements: int
+    used_mib:
+      description: Dedicated GPU memory from the counters, summed over LUIDs and C(phys), MiB; null with C(used_mib_reason) when unknown.
+      type: int
+    class:
+      description: C(compute), C(wsl_vm) (the WSL VM), C(graphics_session) (dwm) or C(system) (a protected system process).
+      type: str
+    wsl_vm:
+      description: Whether it is the WSL VM (C(vmmemWSL), C(vmmem)).
+      type: bool
+adapters:
+  description: The display adapters pnputil lists (instance id, description, status, driver, C(is_nvidia), C(gpu) index when joined).
+  returned: always
+  type: list
+  elements: dict
+sessions:
+  description: The sessions quser lists (user, session name, id, state); empty when nobody is logged on.
+  returned: always
+  type: list
+  elements: dict
+wsl:
+  description: C(running) (the names of the running distributions of the connecting user), C(status), C(message), C(path) (the wsl.exe used).
+  returned: always
+  type: dict
+probes:
+  description: Each probe's health (C(ok), C(error)), and how wsl.exe's output was decoded.
+  returned: always
+  type: dict
+verdict:
+  description: C(rung) (one of V(none), V(kill), V(wsl), V(restart_adapter), V(logoff), V(reboot)) and C(reasons) (C(rung), C(reason)).
+  returned: always
+  type: dict
+simulated:
+  description: Whether the host is a simulated Windows node (host variable C(gpuops_windows_sim_root)).
+  returned: always
+  type: bool
+"""

@@ -1,0 +1,217 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: win_gpu_sim
+short_description: Create or remove a simulated Windows GPU node on the controller, for rehearsal and tests
+version_added: 1.0.0
+description:
+  - An action plugin that writes the state of a simulated Windows GPU node under O(root) on the controller, from a
+    scenario. A host whose variable C(gpuops_windows_sim_root) names O(root) is that node for the Windows modules
+    (see RV(host_vars)); the tools it answers are those the real path runs, with outputs of the real shapes.
+  - "The node has the system processes of session 0 (System, smss, csrss, wininit, services, lsass), each session's
+    csrss, winlogon, dwm (which holds 128 MiB of GPU 0) and explorer, the scenario's processes, and a C(vmmemWSL) per
+    user with a running distribution, which holds its distributions' GPU memory."
+  - "Rules it keeps - a process's GPU memory is freed when it is killed; C(wsl --terminate) and C(--shutdown) stop the
+    user's distributions, and the user's WSL VM with the last one; taskkill refuses critical system processes and the
+    WSL VM with the real messages."
+  - Running it again with the same scenario changes nothing; another scenario replaces the node.
+  - See C(docs/windows.md) in the collection.
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reports the same C(changed) as the real run and writes nothing.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+    description: Runs on the controller.
+options:
+  root:
+    description: Directory of the node on the controller; it must be empty or hold a simulated Windows node.
+    type: path
+    required: true
+  state:
+    description: Whether the node should exist. V(absent) removes O(root).
+    type: str
+    choices: [present, absent]
+    default: present
+  hostname:
+    description: The host's name, the domain part of its local users.
+    type: str
+    default: WS01
+  default_user:
+    description: Whom the tools run as when the task names no user (no become user, no C(ansible_user)).
+    type: str
+    default: ada
+  administrators:
+    description: Users who may end other users' processes. Unset means O(default_user).
+    type: list
+    elements: str
+  store_wsl:
+    description: Whether C(C:\\Program Files\\WSL\\wsl.exe) (the Store WSL) exists.
+    type: bool
+    default: true
+  gpus:
+    description: The GPUs, index by position. Unset means one NVIDIA GeForce RTX 2080 SUPER under WDDM.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: Product name.
+        type: str
+      memory_mib:
+        description: Total memory, MiB.
+        type: int
+      reserved_mib:
+        description: Memory the driver reserves, MiB.
+        type: int
+      driver_model:
+        description: The driver model; under WDDM nvidia-smi reports no per-process memory.
+        type: str
+        choices: [WDDM, TCC, MCDM]
+      ghost_mib:
+        description: Used memory no process accounts for; it stays until the adapter restarts.
+        type: int
+      recovery_action:
+        description: What nvidia-smi reports as the GPU recovery action.
+        type: str
+        choices: [None, Reset, Reboot]
+      pci_bus_id:
+        description: PCI bus id; a distinct one is chosen when unset.
+        type: str
+      uuid:
+        description: GPU UUID; one is made up when unset.
+        type: str
+  processes:
+    description: Processes that hold GPU memory.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Image name (any text but NUL).
+        type: str
+        required: true
+      gpus:
+        description: Indexes of the GPUs it holds.
+        type: list
+        elements: int
+        default: [0]
+      memory_mib:
+        description: Dedicated memory on each of them, MiB.
+        type: int
+        default: 1024
+      user:
+        description: Owner; unset means O(default_user).
+        type: str
+      session_id:
+        description: Session id.
+        type: int
+        default: 1
+      image_path:
+        description: Executable path; one under the user's profile when unset.
+        type: str
+      children:
+        description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
+        type: list
+        elements: dict
+        default: []
+  sessions:
+    description: Interactive sessions. Unset means one console session of O(default_user); V([]) means nobody is logged on.
+    type: list
+    elements: dict
+    suboptions:
+      user:
+        description: User name.
+        type: str
+        required: true
+      id:
+        description: Session id; the next one when unset.
+        type: int
+      session_name:
+        description: Session name (C(console), C(rdp-tcp#0)).
+        type: str
+        default: console
+      state:
+        description: State as quser prints it.
+        type: str
+        default: Active
+  distributions:
+    description: WSL distributions.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Distribution name.
+        type: str
+        required: true
+      owner:
+        description: The user it belongs to; unset means O(default_user).
+        type: str
+      running:
+        description: Whether it runs.
+        type: bool
+        default: true
+      version:
+        description: WSL version.
+        type: int
+        default: 2
+      default:
+        description: Whether it is the user's default; the first one when unset.
+        type: bool
+      gpus:
+        description: The GPUs its processes use.
+        type: list
+        elements: int
+        default: [0]
+      memory_mib:
+        description: GPU memory its processes hold while it runs (the WSL VM holds it on the Windows side), MiB.
+        type: int
+        default: 0
+"""
+
+EXAMPLES = r"""
+- name: A workstation whose WSL VM holds 3 GiB of GPU memory
+  gpuops.remediation.win_gpu_sim:
+    root: /tmp/ws12
+    processes:
+      - {name: python.exe, memory_mib: 2048}
+    distributions:
+      - {name: Ubuntu-22.04, memory_mib: 3072}
+  register: ws12
+
+- name: Make it a host of the inventory
+  ansible.builtin.add_host:
+    name: ws12
+    ansible_connection: local
+    gpuops_windows_sim_root: "{{ ws12.root }}"
+"""
+
+RETURN = r"""
+root:
+  description: The node's directory.
+  returned: always
+  type: str
+host_vars:
+  description: The host variables that make a host this node.
+  returned: when state=present
+  type: dict
+  sample: {gpuops_windows_sim_root: /tmp/ws12}
+processes:
+  description: The node's processes (pid, name, creation_time_ms, session_id).
+  returned: when state=present
+  type: list
+  elements: dict
+"""

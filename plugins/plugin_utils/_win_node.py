@@ -1,0 +1,129 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Windows node an action plugin talks to, and the controller side's one switch between real and simulated.
+
+A host whose variable gpuops_windows_sim_root names a directory is the simulated Windows node built there
+(_win_sim); any other host is a real Windows host, on which the stock tools run through ansible.windows:
+win_command (argv lists only) and win_powershell (the named scripts of _win_scripts, values as parameters).
+Both nodes answer the same two calls, so everything above them runs the same code on either.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_decode, _win_scripts, _win_sim
+
+SIM_ROOT_VAR = "gpuops_windows_sim_root"
+WIN_COMMAND = "ansible.windows.win_command"
+WIN_POWERSHELL = "ansible.windows.win_powershell"
+
+# rc, stdout and stderr as text (decoded by evidence), and the encoding the evidence showed for stdout.
+CommandResult = namedtuple("CommandResult", "rc stdout stderr encoding")
+
+
+class WindowsNodeError(Exception):
+    """A tool or script could not be run on the node at all (not: it ran and failed); the message says why."""
+
+
+def windows_node(action, task_vars):
+    """The node the task acts on: simulated when its host variable SIM_ROOT_VAR is set, else the real host."""
+    root = host_variable(action, task_vars, SIM_ROOT_VAR)
+    if root:
+        return SimulatedNode(str(root), _connection_user(action))
+    return TargetNode(action, task_vars)
+
+
+def host_variable(action, task_vars, name):
+    """A variable of the host the task runs on (the delegated host's, when the task is delegated), templated."""
+    variables = task_vars
+    delegate = getattr(action._task, "delegate_to", None)
+    if delegate:
+        variables = (task_vars.get("ansible_delegated_vars") or {}).get(delegate) or {}
+    value = variables.get(name)
+    return action._templar.template(value) if value is not None else None
+
+
+def _connection_user(action):
+    """Whom the tools run as: the become user when the task becomes one, else the connection's user."""
+    context = action._play_context
+    if context.become and context.become_user:
+        return context.become_user
+    return context.remote_user
+
+
+def _decoded(stdout, stderr, rc):
+    out = _win_decode.decode_transported(stdout or "")
+    err = _win_decode.decode_transported(stderr or "")
+    return CommandResult(rc, out.text, err.text, out.encoding)
+
+
+class TargetNode:
+    """A real Windows host, through the action plugin's connection. Cannot run here (no Windows host): see docs/windows.md."""
+
+    simulated = False
+
+    def __init__(self, action, task_vars):
+        self._action = action
+        self._task_vars = task_vars
+
+    def command(self, argv, read_only=False):
+        """Run argv (a list: win_command quotes each element by the C runtime's rules) -> CommandResult.
+
+        The output is read as ISO-8859-1, one character per byte, and decoded here by evidence (wsl.exe writes
+        UTF-16LE, other tools the console's code page or UTF-8). A non-zero exit is a result, not an error.
+        """
+        result = self._execute(WIN_COMMAND, {"argv": [str(part) for part in argv],
+                                             "output_encoding_override": _win_decode.TRANSPORT_ENCODING}, read_only)
+        if "rc" not in result:
+            raise WindowsNodeError("%s could not be run: %s" % (argv[0], result.get("msg") or result))
+        return _decoded(result.get("stdout"), result.get("stderr"), int(result["rc"]))
+
+    def powershell(self, name, parameters=None, read_only=True):
+        """Run the named script of _win_scripts with `parameters` bound as data -> its $Ansible.Result."""
+        result = self._execute(WIN_POWERSHELL, {"script": _win_scripts.SCRIPTS[name], "parameters": dict(parameters or {}),
+                                                "error_action": "stop"}, read_only)
+        if result.get("failed"):
+            errors = "; ".join(str(record.get("message") or record) for record in result.get("error") or [])
+            raise WindowsNodeError("the %s script failed: %s" % (name, errors or result.get("msg")))
+        return result.get("result") or {}
+
+    def _execute(self, module_name, module_args, read_only):
+        task = self._action._task
+        saved = task.check_mode
+        # A probe changes nothing: it runs in check mode too, as `check_mode: false` on a task would run it.
+        task.check_mode = saved and not read_only
+        try:
+            result = self._action._execute_module(module_name=module_name, module_args=module_args, task_vars=self._task_vars)
+        finally:
+            task.check_mode = saved
+        if result.get("unreachable"):
+            raise WindowsNodeError("the host is unreachable: %s" % result.get("msg"))
+        return result
+
+
+class SimulatedNode:
+    """The simulated Windows node under `root` (_win_sim), answering as the tools and scripts do, as `user`."""
+
+    simulated = True
+
+    def __init__(self, root, user=None):
+        self.root = root
+        self.user = user
+
+    def command(self, argv, read_only=False):
+        del read_only  # the simulation answers check mode's probes as it answers any
+        try:
+            answer = _win_sim.run_command(self.root, [str(part) for part in argv], self.user)
+        except _win_sim.WinSimError as exc:
+            raise WindowsNodeError(str(exc)) from None
+        return _decoded(_win_sim.transported(answer.stdout), _win_sim.transported(answer.stderr), answer.rc)
+
+    def powershell(self, name, parameters=None, read_only=True):
+        del read_only
+        if name not in _win_scripts.SCRIPTS:
+            raise WindowsNodeError("no script named %r" % (name,))
+        try:
+            return _win_sim.run_script(self.root, name, dict(parameters or {}), self.user)
+        except _win_sim.WinSimError as exc:
+            raise WindowsNodeError(str(exc)) from None

@@ -1,0 +1,220 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One snapshot of a Windows GPU node: the probes run on the node (_win_node), parsed (_win_*), joined.
+
+Probes: nvidia-smi -q -x (GPUs, driver model, the processes NVML lists), one PowerShell round trip (GPU Process
+Memory counters, Win32_Process with owners, the DirectX adapters' LUIDs), pnputil (adapters and instance ids),
+quser (sessions), wsl.exe (running distributions). The join: a counter's LUID -> its DirectX adapter -> the
+nvidia-smi GPU of the same name (the only one, or the only one whose LUID the counters show); a pid -> its
+Win32_Process (pid + creation time is the identity every later action checks).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, windows_verdict
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
+    _win_counters, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl,
+)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
+
+MIB = 1024 * 1024
+NVIDIA_VENDOR_ID = 0x10DE
+_CLASS_OF_ROLE = {"wsl_vm": "wsl_vm", "protected": "system", "dwm": "graphics_session"}
+NO_COUNTER_REASON = "no GPU Process Memory counter names this pid on an NVIDIA adapter"
+
+
+def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256):
+    """The snapshot: {"gpus", "holders", "adapters", "sessions", "wsl", "probes", "verdict"}."""
+    probes = {}
+    script = _probe(probes, "powershell", lambda: node.powershell("snapshot", {"WslPath": _win_wsl.STORE_WSL_PATH}), {})
+    gpus = _gpus(node, nvidia_smi, probes)
+    counters = _counters(script.get("process_memory") or {}, probes)
+    processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
+    luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes)
+    holders = _holders(gpus, luids, counters, processes, probes)
+    wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
+    snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, probes),
+                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes), path=wsl_path),
+                "probes": probes}
+    for gpu in gpus:
+        gpu["attributed_mib"] = sum(h["used_mib_by_gpu"].get(str(gpu["index"]), 0) for h in holders)
+        used = gpu.get("memory_used_mib")
+        gpu["unattributed_mib"] = max(0, used - gpu["attributed_mib"]) if used is not None and gpu.get("luid") else None
+        gpu["state"] = gpu_state(gpu, holders, ghost_threshold_mib, probes["gpu"])
+    snapshot["verdict"] = windows_verdict(snapshot, ghost_threshold_mib)
+    return snapshot
+
+
+def running_distributions(node, wsl_path, probes):
+    """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user."""
+    try:
+        answer = node.command(_win_wsl.list_argv(wsl_path, running=True), read_only=True)
+    except WindowsNodeError as exc:
+        probes["wsl"] = {"ok": False, "error": str(exc)}
+        return {"running": [], "status": "unrecognised", "message": str(exc)}
+    listed = _win_wsl.parse_list(answer.stdout, answer.rc)
+    probes["wsl"] = {"ok": listed.status == "ok", "error": listed.message if listed.status != "ok" else None,
+                     "encoding": answer.encoding}
+    return {"running": listed.distributions, "status": listed.status, "message": listed.message}
+
+
+def _probe(probes, name, call, default):
+    try:
+        value = call()
+    except WindowsNodeError as exc:
+        probes[name] = {"ok": False, "error": str(exc)}
+        return default
+    probes[name] = {"ok": True, "error": None}
+    return value
+
+
+def _parsed(probes, name, parse, text, default):
+    if text is None:
+        probes[name] = {"ok": False, "error": "the snapshot script returned no %s" % name}
+        return default
+    try:
+        value = parse(text)
+    except ValueError as exc:
+        probes[name] = {"ok": False, "error": str(exc)}
+        return default
+    probes[name] = {"ok": True, "error": None}
+    return value
+
+
+def _gpus(node, nvidia_smi, probes):
+    try:
+        answer = node.command(_win_nvsmi.query_xml_argv(nvidia_smi), read_only=True)
+    except WindowsNodeError as exc:
+        probes["gpu"] = {"ok": False, "timed_out": False, "error": str(exc), "backend": "nvidia_smi"}
+        return []
+    if answer.rc != 0:
+        probes["gpu"] = {"ok": False, "timed_out": False, "backend": "nvidia_smi",
+                         "error": "nvidia-smi exited %s: %s" % (answer.rc, (answer.stdout + answer.stderr).strip())}
+        return []
+    try:
+        parsed = _win_nvsmi.parse_query_xml(answer.stdout)
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # an XML error of any kind is evidence, not a crash
+        probes["gpu"] = {"ok": False, "timed_out": False, "backend": "nvidia_smi", "error": "unreadable nvidia-smi XML: %s" % exc}
+        return []
+    probes["gpu"] = {"ok": True, "timed_out": False, "error": None, "backend": "nvidia_smi",
+                     "driver_version": parsed.get("driver_version")}
+    for index, gpu in enumerate(parsed["gpus"]):
+        gpu["index"] = index
+    return parsed["gpus"]
+
+
+def _counters(memory, probes):
+    source, text = memory.get("source"), memory.get("json")
+    parse = {"cim": _win_counters.parse_cim_process_memory, "counter": _win_counters.parse_counter_samples}.get(source)
+    if parse is None or text is None:
+        probes["counters"] = {"ok": False, "source": None, "error": memory.get("error") or "no GPU Process Memory source answered"}
+        return _win_counters.CounterReading({}, [])
+    try:
+        reading = parse(text)
+    except ValueError as exc:
+        probes["counters"] = {"ok": False, "source": source, "error": str(exc)}
+        return _win_counters.CounterReading({}, [])
+    probes["counters"] = {"ok": True, "source": source, "error": memory.get("error"), "unrecognised": reading.unrecognised}
+    return reading
+
+
+def _adapters(text):
+    adapters = []
+    for item in _win_json.objects(text):
+        value = _win_json.integer(item.get("AdapterLuid"))
+        if value is None:
+            continue
+        adapters.append({"key": item.get("Key"), "description": item.get("Description"), "vendor_id": _win_json.integer(item.get("VendorId")),
+                         "device_id": _win_json.integer(item.get("DeviceId")), "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF)})
+    return adapters
+
+
+def _join_luids(gpus, adapters, counters, probes):
+    """{luid: gpu index} for the NVIDIA adapters that name one nvidia-smi GPU; each GPU gets "luid" (None when unjoined)."""
+    seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
+    nvidia = [a for a in adapters if a["vendor_id"] == NVIDIA_VENDOR_ID]
+    joined, problems = {}, []
+    for gpu in gpus:
+        named = [a for a in nvidia if (a["description"] or "").strip().lower() == (gpu.get("name") or "").strip().lower()]
+        if len(named) > 1:
+            named = [a for a in named if a["luid"] in seen] or named
+        if len(named) != 1 and len(gpus) == 1 and len(nvidia) == 1:
+            named = nvidia
+        if len(named) == 1 and named[0]["luid"] not in joined:
+            gpu["luid"] = named[0]["luid"]
+            joined[named[0]["luid"]] = gpu["index"]
+        else:
+            gpu["luid"] = None
+            problems.append("GPU %s (%s): %d DirectX adapters of that name; its LUID is not known, its processes' memory is not"
+                            " counted on it" % (gpu["index"], gpu.get("name"), len(named)))
+    probes["luid_join"] = {"ok": not problems, "error": "; ".join(problems) or None}
+    return joined
+
+
+def _holders(gpus, luids, counters, processes, probes):
+    by_pid = dict((p["pid"], p) for p in processes)
+    listed = {}
+    for gpu in gpus:
+        for entry in gpu.get("processes") or []:
+            listed.setdefault(entry["pid"], []).append((gpu["index"], entry))
+    holders, vanished = [], []
+    for pid in sorted(set(listed) | set(pid for pid, e in counters.by_pid.items() if _on_nvidia(e, luids))):
+        process = by_pid.get(pid)
+        if process is None:
+            vanished.append(pid)  # ended between the probes: nothing to act on
+            continue
+        holders.append(_holder(process, listed.get(pid, []), counters.by_pid.get(pid), luids))
+    probes["processes"]["vanished_pids"] = vanished
+    return holders
+
+
+def _on_nvidia(entry, luids):
+    return any(luid in luids and usage.get("dedicated_bytes") for luid, usage in entry["by_luid"].items())
+
+
+def _holder(process, listed, counter, luids):
+    by_gpu, shared = {}, 0
+    for luid, usage in ((counter or {}).get("by_luid") or {}).items():
+        if luid in luids and (usage.get("dedicated_bytes") or usage.get("shared_bytes")):
+            key = str(luids[luid])
+            by_gpu[key] = by_gpu.get(key, 0) + (usage.get("dedicated_bytes") or 0) // MIB
+            shared += usage.get("shared_bytes") or 0
+    gpus = sorted(set([index for index, _entry in listed] + [int(key) for key in by_gpu]))
+    smi_used = [entry["used_mib"] for _index, entry in listed if entry.get("used_mib") is not None]
+    used = sum(by_gpu.values()) if by_gpu else (sum(smi_used) if smi_used else None)
+    reasons = [entry.get("used_mib_reason") for _index, entry in listed if entry.get("used_mib_reason")]
+    seen_by = (["nvidia-smi"] if listed else []) + (["counters"] if by_gpu else [])
+    holder = dict(process, gpus=gpus, used_mib=used, used_mib_by_gpu=by_gpu, shared_mib=shared // MIB, seen_by=seen_by,
+                  nvidia_smi_used_mib=sum(smi_used) if smi_used else None,
+                  nvidia_smi_reason=reasons[0] if reasons and not smi_used else None,
+                  used_mib_reason=None if used is not None else (reasons[0] if reasons else NO_COUNTER_REASON),
+                  wsl_vm=process["role"] == "wsl_vm")
+    holder["class"] = _CLASS_OF_ROLE.get(process["role"], "compute")
+    return holder
+
+
+def _adapter_devices(node, gpus, probes):
+    try:
+        answer = node.command(["pnputil", "/enum-devices", "/class", "Display"], read_only=True)
+    except WindowsNodeError as exc:
+        probes["adapters_pnp"] = {"ok": False, "error": str(exc)}
+        return []
+    devices, unrecognised = _win_pnputil.parse_enum_devices(answer.stdout)
+    probes["adapters_pnp"] = {"ok": answer.rc == 0, "error": None if answer.rc == 0 else "pnputil exited %s" % answer.rc,
+                              "unrecognised": unrecognised}
+    names = dict(((g.get("name") or "").lower(), g["index"]) for g in gpus)
+    for device in devices:
+        same = [d for d in devices if d["description"].lower() == device["description"].lower()]
+        device["gpu"] = names.get(device["description"].lower()) if device["is_nvidia"] and len(same) == 1 else None
+    return devices
+
+
+def _sessions(node, probes):
+    try:
+        answer = node.command(_win_sessions.quser_argv(), read_only=True)
+    except WindowsNodeError as exc:
+        probes["sessions"] = {"ok": False, "error": str(exc)}
+        return []
+    parsed = _win_sessions.parse_quser(answer.stdout, answer.rc, answer.stderr)
+    probes["sessions"] = {"ok": parsed.status == "ok", "error": parsed.message if parsed.status != "ok" else None}
+    return parsed.sessions
