@@ -106,10 +106,12 @@ options:
       - For V(reboot) - the result of the reboot task (C(failed), C(msg)).
     type: dict
     default: {}
-  variable_prefix:
-    description: The prefix of the variables the caller sets these options with, for the messages (V(gpu_reclaim_) in the role).
-    type: str
-    default: ""
+  option_names:
+    description:
+      - What the caller calls these options, for the messages (in the role, C(max_rung) is C(gpu_reclaim_max_rung)),
+        so that a refusal names the variable to change. An option not named here is called by its own name.
+    type: dict
+    default: {}
 attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.

@@ -49,7 +49,7 @@ LADDER_ARGUMENT_SPEC = dict(
     continue_after=dict(type="str", choices=list(CONTROLLER_STEPS)),
     state=dict(type="dict", default={}),
     controller_result=dict(type="dict", default={}),
-    variable_prefix=dict(type="str", default=""),
+    option_names=dict(type="dict", default={}),
 )
 
 
@@ -81,7 +81,7 @@ class WalkOptions:
         self.drain = args["drain"]
         self.kill_wait_timeout = args["kill_wait_timeout"]
         self.reload_grace = args["reload_grace"]
-        self.variable_prefix = args.get("variable_prefix") or ""
+        self.option_names = args.get("option_names") or {}
         self.snapshot_max_age = args.get("snapshot_max_age", 300.0)
         self.kept = dict((name, args.get(name)) for name in KEPT_OPTIONS)
         self.snapshot_args = _present(args, SNAPSHOT_ARGUMENT_SPEC)
@@ -94,7 +94,7 @@ class WalkOptions:
 
     def named(self, option, value):
         """An option as the caller set it, for messages: gpu_reclaim_max_rung=reload through the role."""
-        return "%s%s=%s" % (self.variable_prefix, option, value)
+        return "%s=%s" % (self.option_names.get(option, option), value)
 
     def limits_text(self):
         return "%s, %s" % (self.named("max_rung", self.max_rung), self.named("allow_reboot", self.allow_reboot))
@@ -260,7 +260,7 @@ def _unique(lines):
     return [line for line in lines if not (line in seen or seen.add(line))]
 
 
-def _step(rung, result, plan):
+def step_result(rung, result, plan):
     return {"rung": rung, "changed": bool(result.get("changed")), "failed": bool(result.get("failed")),
             "msg": result.get("msg") or "", "plan": plan}
 
@@ -340,7 +340,7 @@ class LadderWalk:
     def _after_reboot(self, state, reboot):
         state["pending_rung"] = None
         plan = [] if reboot.get("failed") else ["%s the node" % ("would reboot" if self.check_mode else "rebooted")]
-        state["tried"].append(_step("reboot", reboot, plan))
+        state["tried"].append(step_result("reboot", reboot, plan))
         if not self.check_mode and not reboot.get("failed"):
             self._inspect(state, "reboot")
         return self._end(state)
@@ -414,7 +414,7 @@ class LadderWalk:
         killed = self._kill(snapshot)
         if killed is None:
             return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": []}, snapshot
-        return _step("kill", killed, kill_plan_lines(killed, self.check_mode)), killed.get("snapshot_after")
+        return step_result("kill", killed, kill_plan_lines(killed, self.check_mode)), killed.get("snapshot_after")
 
     def _take_reset(self, snapshot):
         # A rung includes the lighter ones: the holders of memory end first, then gpu_reset ends what still blocks it
@@ -422,9 +422,9 @@ class LadderWalk:
         killed = self._kill(snapshot) or {}
         kill_lines = kill_plan_lines(killed, self.check_mode)
         if killed.get("failed"):
-            return _step("reset", killed, kill_lines), killed.get("snapshot_after")
+            return step_result("reset", killed, kill_lines), killed.get("snapshot_after")
         reset = self.execute(RUNG_MODULES["reset"], self._module_args(self.options.kill_args, kill_holders=True))
-        step = _step("reset", reset, _unique(kill_lines + kill_plan_lines(reset.get("killed") or {}, self.check_mode)
+        step = step_result("reset", reset, _unique(kill_lines + kill_plan_lines(reset.get("killed") or {}, self.check_mode)
                                              + reset_plan_lines(reset, self.check_mode)))
         step["changed"] = step["changed"] or bool(killed.get("changed"))
         return step, reset.get("snapshot_after")
@@ -434,12 +434,12 @@ class LadderWalk:
         reload = self.execute(RUNG_MODULES["reload"], self._module_args(self.options.kill_args, kill_holders=True,
                                                                         grace=self.options.reload_grace))
         plan = kill_plan_lines(reload.get("killed") or {}, self.check_mode) + list(reload.get("plan") or [])
-        return _step("reload", reload, plan), reload.get("snapshot_after")
+        return step_result("reload", reload, plan), reload.get("snapshot_after")
 
     def _take_graphics(self, snapshot):
         del snapshot
         graphics = self.execute(RUNG_MODULES["graphics"], self._module_args())
-        return _step("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
+        return step_result("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
 
 
 def _inspection(snapshot, after_rung):

@@ -47,6 +47,10 @@ def test_the_role_argument_specs_and_defaults_list_the_same_rungs():
     defaults = load("roles", "gpu_reclaim", "defaults", "main.yml")
     assert options["gpu_reclaim_max_rung"]["choices"] == list(_verdict.RUNGS)
     assert options["gpu_reclaim_destructive_rungs"]["choices"] == list(_verdict.RUNGS)
+    assert options["gpu_reclaim_windows_max_rung"]["choices"] == list(_verdict.WINDOWS_RUNGS)
+    assert options["gpu_reclaim_windows_destructive_rungs"]["choices"] == list(_verdict.WINDOWS_RUNGS)
+    assert options["gpu_reclaim_windows_destructive_rungs"]["default"] == DEFAULT_DESTRUCTIVE["windows"]
+    assert options["gpu_reclaim_platform"]["choices"] == list(LADDERS)
     assert options["gpu_reclaim_max_rung"]["default"] == LADDER_ARGUMENT_SPEC["max_rung"]["default"]
     assert options["gpu_reclaim_destructive_rungs"]["default"] == DEFAULT_DESTRUCTIVE["linux"]
     for name, spec in options.items():
