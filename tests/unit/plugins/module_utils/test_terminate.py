@@ -95,15 +95,25 @@ def test_shell_metacharacters_in_the_name_reach_no_shell(tmp_path, procs):
     assert not os.path.exists(marker)
 
 
-def spawn_with_pid(spawn, pid, argv):
-    """Start argv as a process with exactly this pid (a real pid reuse), through ns_last_pid; None if not possible."""
-    try:
-        with open("/proc/sys/kernel/ns_last_pid", "w") as handle:
-            handle.write(str(pid - 1))
-    except OSError:
-        return None
-    proc = spawn(argv)
-    return proc if proc.pid == pid else None
+def spawn_with_pid(spawn, pid, argv, attempts=50):
+    """Start argv as a process with exactly this pid (a real pid reuse), through ns_last_pid; None if not possible.
+
+    On a busy machine another process may take the pid between the write and the fork: try again (the pid stays
+    free while nothing has it), so that the test skips only where ns_last_pid cannot be written (not root)."""
+    for dummy in range(attempts):
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "w") as handle:
+                handle.write(str(pid - 1))
+        except OSError:
+            return None
+        proc = spawn(argv)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+        if os.path.exists("/proc/%d" % pid):
+            return None  # someone else holds the pid now: it cannot be reused
+    return None
 
 
 def test_pid_reused_before_the_kill_is_never_signalled(spawn, procs):
