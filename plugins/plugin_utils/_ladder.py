@@ -424,8 +424,8 @@ class LadderWalk:
         if killed.get("failed"):
             return step_result("reset", killed, kill_lines), killed.get("snapshot_after")
         reset = self.execute(RUNG_MODULES["reset"], self._module_args(self.options.kill_args, kill_holders=True))
-        step = step_result("reset", reset, _unique(kill_lines + kill_plan_lines(reset.get("killed") or {}, self.check_mode)
-                                             + reset_plan_lines(reset, self.check_mode)))
+        plan = kill_lines + kill_plan_lines(reset.get("killed") or {}, self.check_mode) + reset_plan_lines(reset, self.check_mode)
+        step = step_result("reset", reset, _unique(plan))
         step["changed"] = step["changed"] or bool(killed.get("changed"))
         return step, reset.get("snapshot_after")
 
