@@ -62,6 +62,12 @@ options:
     description: Whether C(C:\\Program Files\\WSL\\wsl.exe) (the Store WSL) exists.
     type: bool
     default: true
+  auto_restart_shell:
+    description:
+      - Whether Windows starts a session's C(explorer.exe) again when it is ended by force (Winlogon's
+        C(AutoRestartShell), on by default on Windows). With V(false), an ended explorer stays gone.
+    type: bool
+    default: true
   gpus:
     description: The GPUs, index by position. Unset means one NVIDIA GeForce RTX 2080 SUPER under WDDM.
     type: list
@@ -93,6 +99,12 @@ options:
       uuid:
         description: GPU UUID; one is made up when unset.
         type: str
+      restart_needs_reboot:
+        description:
+          - Whether C(pnputil /restart-device) of this GPU's adapter exits 3010 (a reboot is needed); its ghost memory
+            and recovery action then stay.
+        type: bool
+        default: false
   processes:
     description: Processes that hold GPU memory.
     type: list
@@ -147,6 +159,10 @@ options:
         description: State as quser prints it.
         type: str
         default: Active
+      explorer_memory_mib:
+        description: GPU memory the session's C(explorer.exe) holds on GPU 0, MiB; a restarted explorer holds none.
+        type: int
+        default: 0
   distributions:
     description: WSL distributions.
     type: list
