@@ -170,7 +170,7 @@ def _spawn(state, name, user, session_id, image_path, parent_name=None, gpu_memo
 
 
 def _open_session(state, session):
-    session_id = int(session.get("id") or 1 + len(state["sessions"]))
+    session_id = int(session["id"]) if session.get("id") is not None else 1 + len(state["sessions"])
     user = session.get("user") or state["default_user"]
     state["sessions"].append({"id": session_id, "user": user, "session_name": session.get("session_name", "console"),
                               "state": session.get("state") or "Active", "logon_time": "6/14/2026 11:35 AM"})
