@@ -141,7 +141,9 @@ plan:
   returned: always
   type: list
   elements: str
-  sample: ["ended pid 1036 python.exe (ada, session 1) with taskkill /F /T", "left pid 1028 dwm.exe: pid 1028 (dwm.exe) is the Desktop Window Manager: killing it is allowed only with allow_dwm"]
+  sample:
+    - ended pid 1036 python.exe (ada, session 1) with taskkill /F /T
+    - "left pid 1028 dwm.exe: pid 1028 (dwm.exe) is the Desktop Window Manager: killing it is allowed only with allow_dwm"
 connection_dropped:
   description: Whether the connection dropped during a step and the outcome was read from the node afterwards.
   returned: always

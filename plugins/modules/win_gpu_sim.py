@@ -18,7 +18,9 @@ description:
     user with a running distribution, which holds its distributions' GPU memory."
   - "Rules it keeps - a process's GPU memory is freed when it is killed; C(wsl --terminate) and C(--shutdown) stop the
     user's distributions, and the user's WSL VM with the last one; taskkill refuses critical system processes and the
-    WSL VM with the real messages."
+    WSL VM with the real messages; a session's C(explorer.exe) ended by force comes back as a new process (see
+    O(auto_restart_shell)); C(logoff) ends a session and its processes; C(pnputil /restart-device) exits 3010 for a GPU
+    with O(gpus[].restart_needs_reboot)."
   - Running it again with the same scenario changes nothing; another scenario replaces the node.
   - See C(docs/windows.md) in the collection.
 author:

@@ -374,8 +374,8 @@ def _adapter_line(entry, check_mode):
         return "left %s: %s" % (gpu, entry["reason"])
     if entry["outcome"] == "no_adapter":
         return "could not restart %s: %s" % (gpu, entry["message"])
-    how = "with pnputil /restart-device %s (%s)%s" % (entry["instance_id"], entry["reason"],
-                                                         "; it drives the display, the connection may drop" if entry["display"] else "")
+    display = "; it drives the display, the connection may drop" if entry["display"] else ""
+    how = "with pnputil /restart-device %s (%s)%s" % (entry["instance_id"], entry["reason"], display)
     if check_mode:
         return "would restart the adapter of %s %s" % (gpu, how)
     verb = {"restarted": "restarted the adapter of", "reboot_required": "restarted, pending a reboot (exit 3010), the adapter of"}
