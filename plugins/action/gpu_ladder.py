@@ -9,6 +9,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, WalkError, WalkOptions, check_options, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node
 
 REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
 
@@ -28,10 +30,8 @@ class ActionModule(ActionBase):
         if snapshot and missing:
             raise AnsibleActionFail("snapshot: not a result of gpuops.remediation.gpu_holders_info (it has no %s)" % ", ".join(missing))
 
-        def execute(module_name, module_args):
-            return self._execute_module(module_name=module_name, module_args=module_args, task_vars=task_vars)
-
-        walk = LadderWalk(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"))
+        walk_class, execute = self._platform(args, task_vars)
+        walk = walk_class(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"))
         steps_before = len(args["state"].get("tried") or []) if args["continue_after"] else 0  # changed: this call's own
         try:
             check_options(args)
@@ -49,3 +49,14 @@ class ActionModule(ActionBase):
             state=state,
         )
         return result
+
+    def _platform(self, args, task_vars):
+        """The walk and how it runs a module: on Linux the collection's modules on the node; on Windows the Windows
+        modules' work, from the controller, on the node the Windows switch gives (a real host or a simulated one)."""
+        if args["platform"] == "windows":
+            node = windows_node(self, task_vars)
+            return WindowsWalk, windows_executor(node, self._task.check_mode, args["ghost_threshold_mib"])
+
+        def execute(module_name, module_args):
+            return self._execute_module(module_name=module_name, module_args=module_args, task_vars=task_vars)
+        return LadderWalk, execute

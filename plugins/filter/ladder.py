@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.validation import check_type_list
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDER_ARGUMENT_SPEC, destructive_entry, fleet_guard
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import DEFAULT_DESTRUCTIVE, LADDERS, destructive_entry, fleet_guard
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
 
 
@@ -19,22 +19,29 @@ def _snapshot(value, filter_name):
     return value
 
 
-def ladder_entry_rung(snapshot):
-    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"))
+def _platform(platform, filter_name):
+    if platform not in LADDERS:
+        raise AnsibleFilterError("%s: platform must be one of %s, got %r" % (filter_name, ", ".join(LADDERS), platform))
+    return platform
 
 
-def needs_destructive_rung(snapshot, destructive_rungs=None):
+def ladder_entry_rung(snapshot, platform="linux"):
+    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")])
+
+
+def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux"):
     """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string)."""
-    rungs = LADDER_ARGUMENT_SPEC["destructive_rungs"]["default"] if destructive_rungs is None else destructive_rungs
+    platform = _platform(platform, "needs_destructive_rung")
+    rungs = DEFAULT_DESTRUCTIVE[platform] if destructive_rungs is None else destructive_rungs
     try:
         rungs = check_type_list(rungs)
     except TypeError:
         raise AnsibleFilterError("needs_destructive_rung: gpu_reclaim_destructive_rungs must be a list of rungs, got %r" % (rungs,)) from None
-    unknown = [rung for rung in rungs if rung not in LADDER_ARGUMENT_SPEC["destructive_rungs"]["choices"]]
+    unknown = [rung for rung in rungs if rung not in LADDERS[platform]]
     if unknown:
-        raise AnsibleFilterError("needs_destructive_rung: gpu_reclaim_destructive_rungs names no rung %s (the rungs: %s)"
-                                 % (", ".join(map(repr, unknown)), ", ".join(LADDER_ARGUMENT_SPEC["destructive_rungs"]["choices"])))
-    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs)
+        raise AnsibleFilterError("needs_destructive_rung: gpu_reclaim_destructive_rungs names no rung %s of the %s ladder (%s)"
+                                 % (", ".join(map(repr, unknown)), platform, ", ".join(LADDERS[platform])))
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform)
 
 
 def fleet_guard_refusal(destructive_hosts, host_count, max_percent):

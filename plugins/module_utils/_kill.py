@@ -3,10 +3,11 @@
 """The one kill path: which holders to end, and how each kind is ended, for every module that ends a process.
 
 Selection (gpu_kill's options) picks holders out of a snapshot; HolderKiller ends what it is given with one
-policy: D-state holders are left (no signal ends them), zombies are reaped through their parent, a holder in
-another container is handled through that container's runtime, and everything else goes through _terminate
-(pid + start time checked before every signal). gpu_kill, gpu_reset and nvidia_driver_reload all end holders
-here, with the options of the doc fragment gpuops.remediation.kill.
+policy: D-state holders are left (no signal ends them), zombies are reaped through their parent (_zombies), a
+holder in another container is handled through that container's runtime (_containers), and everything else goes
+through _protect's triage (who may be signalled) to _terminate (pid + start time checked before every signal).
+gpu_kill, gpu_reset and nvidia_driver_reload all end holders here, with the options of the doc fragment
+gpuops.remediation.kill.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Policy, Target, reap_zombie, refusal, signal_number, terminate
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
 
 KILL_ARGUMENT_SPEC = dict(
     signals=dict(type="list", elements="str", default=["TERM", "KILL"]),
@@ -181,8 +184,8 @@ class HolderKiller:
         result = {"signalled": [], "left_alone": [], "zombies": [], "containers": []}
         targets, zombies, containers = self._triage(holders, result["left_alone"])
         check_mode = self.module.check_mode or predict_only
-        outcome = terminate(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
-                            journal=self.journal, check_mode=check_mode)
+        outcome = terminate_permitted(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
+                                      journal=self.journal, check_mode=check_mode)
         result["signalled"] = outcome["signalled"]
         result["left_alone"].extend(outcome["skipped"])
         for zombie in [{"pid": z["pid"], "start_time": z["start_time"]} for z in zombies] + outcome["zombies"]:

@@ -1,11 +1,12 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one path by which the collection signals processes.
+"""Sending signals to processes that _protect has already let through, and waiting for them to exit.
 
 A process is named by (pid, start time) as seen at detection. Before every signal the pair is checked again,
 so a pid that the kernel gave to a new process in the meantime is never signalled. Where the kernel and
 Python allow it the signal goes through a pidfd opened before that check, which closes the last race
-window; otherwise through os.kill right after the check. No shell, no kill(1).
+window; otherwise through os.kill right after the check. No shell, no kill(1). Who may be signalled at all is
+_protect's question; zombies are _zombies'.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import signal
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_PROCESSES, GPU_DAEMONS, first_name_match, process_names
 
 POLL_INTERVAL = 0.05
 
@@ -31,18 +31,9 @@ class Target:
     def __repr__(self):
         return "Target(%d, %r, %r)" % (self.pid, self.start_time, self.reason)
 
-
-class Policy:
-    """What may be signalled beyond the rules that always hold."""
-
-    def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
-                 allow_daemons=False, allow_parents=False):
-        self.protect_names = tuple(protect_names or ())
-        self.protect_users = tuple(str(user) for user in (protect_users or ()))
-        self.protect_units = tuple(protect_units or ())
-        self.allow_display = allow_display
-        self.allow_daemons = allow_daemons
-        self.allow_parents = allow_parents
+    def skipped(self, reason, name=None):
+        """The result entry of this target left unsignalled, and why."""
+        return {"pid": self.pid, "start_time": self.start_time, "name": name, "reason": reason}
 
 
 def signal_number(name):
@@ -58,108 +49,6 @@ def signal_number(name):
 def signal_name(name):
     """The short name used in results and the journal: 'TERM', 'KILL'."""
     return signal.Signals(signal_number(name)).name[3:]
-
-
-# --- who is this process --------------------------------------------------------------------------------
-
-def _names(info):
-    return process_names(info.get("name"), info.get("cmdline"))
-
-
-def _systemd_unit(pid):
-    attribution = getattr(_procscan, "attribution", None)
-    if attribution is None:
-        return None
-    try:
-        return (attribution(pid) or {}).get("systemd_unit")
-    except OSError:
-        return None
-
-
-def _unit_matches(unit, wanted):
-    return unit == wanted or unit == wanted + ".service"
-
-
-def _protection(pid, info, policy):
-    """Why the policy protects this process, or None."""
-    names = _names(info)
-    name = first_name_match(names, policy.protect_names)
-    if name:
-        return "protected name: %s" % name
-    for user in policy.protect_users:
-        if user in (str(info.get("user")), str(info.get("uid"))):
-            return "protected user: %s" % user
-    if policy.protect_units:
-        unit = _systemd_unit(pid)
-        for wanted in policy.protect_units:
-            if unit and _unit_matches(unit, wanted):
-                return "protected unit: %s" % unit
-    if not policy.allow_display:
-        name = first_name_match(names, sorted(DISPLAY_PROCESSES))
-        if name:
-            return "display server: %s" % name
-    if not policy.allow_daemons:
-        name = first_name_match(names, sorted(GPU_DAEMONS))
-        if name:
-            return "GPU daemon: %s" % name
-    return None
-
-
-def _own_lineage(self_pid):
-    return set(_procscan.ancestors(self_pid) or ()) | {self_pid}
-
-
-def refusal(target, policy, self_pid=None):
-    """None when target may be signalled, else why not. The checks run in the documented order."""
-    self_pid = os.getpid() if self_pid is None else self_pid
-    pid = target.pid
-    if pid == 1:
-        return "pid 1"
-    if pid < 1:
-        return "invalid pid %d" % pid
-    if _procscan.is_kernel_thread(pid):
-        return "kernel thread"
-    info = _procscan.read_process(pid)
-    if info is None:
-        return "exited"
-    if info.get("start_time") != target.start_time:
-        return "pid reused: start time %s, expected %s" % (info.get("start_time"), target.start_time)
-    if pid in _own_lineage(self_pid):
-        return "ancestor of this Ansible run"
-    if info.get("state") == "D":
-        return "unkillable: uninterruptible sleep (D)"
-    permission = _permission(pid)
-    if permission:
-        return permission
-    return _protection(pid, info, policy)
-
-
-def _permission(pid):
-    """Why this run may not signal pid (another user's process, without the capability), or None; check mode and
-    the real run refuse alike."""
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        return "not permitted: this run (uid %d) may not signal it" % os.geteuid()
-    except ProcessLookupError:
-        return "exited"
-    return None
-
-
-# Parents that supervise others (a job step, a container, a session, a service manager): ending one to get a
-# zombie reaped would end everything it supervises, so allow_parents never reaches them.
-SUPERVISOR_PARENTS = ("slurmstepd", "slurmd", "containerd-shim", "containerd", "conmon", "dockerd", "crio", "runc",
-                      "kubelet", "sshd", "systemd", "init", "tini", "dumb-init", "su", "sudo")
-
-
-def _supervisor(parent):
-    """The supervisor name the parent matches, or None."""
-    names = process_names(parent.get("name"), None)
-    for name in names:
-        for supervisor in SUPERVISOR_PARENTS:
-            if name == supervisor or name.startswith(supervisor + "-"):
-                return supervisor
-    return None
 
 
 # --- sending --------------------------------------------------------------------------------------------
@@ -222,20 +111,6 @@ def _exit_state(pid, start_time):
     return None
 
 
-def _parent_of(pid):
-    """{"pid", "name", "start_time"} of pid's parent (name and start time None when unreadable), or None."""
-    info = _procscan.read_process(pid)
-    if info is None:
-        return None
-    parent = _procscan.read_process(info["ppid"]) if info.get("ppid") else None
-    parent = parent or {}
-    return {"pid": info.get("ppid"), "name": parent.get("name"), "start_time": parent.get("start_time")}
-
-
-def _zombie_entry(pid, start_time, name):
-    return {"pid": pid, "start_time": start_time, "name": name, "parent": _parent_of(pid)}
-
-
 def _wait_for_exit(entries, grace, started):
     """Poll /proc until every entry has exited or grace seconds have passed; marks entries in place."""
     deadline = time.monotonic() + grace
@@ -271,6 +146,11 @@ def _handles(mask, signum):
     return bool(mask & (1 << (signum - 1)))
 
 
+def catches(pid, signum):
+    """Whether pid has a handler installed for signum."""
+    return _handles(_signal_mask(pid, "SigCgt"), signum)
+
+
 def predicted_signals(pid, signals):
     """The signals a real run would send: the next one follows only if this one is ignored."""
     ignored = _signal_mask(pid, "SigIgn")
@@ -283,31 +163,6 @@ def predicted_signals(pid, signals):
 
 
 # --- terminate ------------------------------------------------------------------------------------------
-
-def _skip(target, reason, info=None):
-    info = info or {}
-    return {"pid": target.pid, "start_time": target.start_time, "name": info.get("name"), "reason": reason}
-
-
-def _triage(targets, policy, self_pid):
-    """Split targets into (to signal, skipped, zombies)."""
-    to_signal, skipped, zombies, seen = [], [], [], set()
-    for target in targets:
-        if target.pid in seen:
-            continue
-        seen.add(target.pid)
-        reason = refusal(target, policy, self_pid)
-        info = _procscan.read_process(target.pid) or {}
-        if reason:
-            skipped.append(_skip(target, reason, info if info.get("start_time") == target.start_time else None))
-        elif info.get("state") in ("Z", "X"):  # a real zombie: a leader-exited group has a live thread's state
-            skipped.append(_skip(target, "zombie: only its parent can reap it", info))
-            zombies.append(_zombie_entry(target.pid, target.start_time, info.get("name")))
-        else:
-            to_signal.append({"pid": target.pid, "start_time": target.start_time, "name": info.get("name"),
-                              "signals": [], "exited": False, "seconds": 0.0, "_target": target})
-    return to_signal, skipped, zombies
-
 
 def _signal_round(entries, signum, journal, started):
     """Send one signal to every entry still running; returns the entries that were not signalled."""
@@ -351,26 +206,33 @@ def _resolve_not_sent(not_sent, skipped, started):
             entry["seconds"] = round(time.monotonic() - started[entry["pid"]], 3)
         else:
             entry["_drop"] = True
-            skipped.append(_skip(entry["_target"], why_not, {"name": entry["name"]}))
+            skipped.append(entry["_target"].skipped(why_not, entry["name"]))
 
 
 def _public(entry):
     return {key: value for key, value in entry.items() if not key.startswith("_")}
 
 
-def terminate(targets, policy, signals=("TERM", "KILL"), grace=10.0, journal=None, check_mode=False, self_pid=None):
-    """Signal targets with the sequence signals, waiting up to grace seconds after each for them to exit.
+def _entry(target, name):
+    return {"pid": target.pid, "start_time": target.start_time, "name": name, "signals": [], "exited": False,
+            "seconds": 0.0, "_target": target}
+
+
+def terminate(triaged, signals=("TERM", "KILL"), grace=10.0, journal=None, check_mode=False):
+    """Signal the triaged [(Target, name)] with the sequence signals, waiting up to grace seconds after each for
+    them to exit. Who may be signalled is decided before (_protect.triage); here only a target that exited or
+    whose pid was reused before its first signal is skipped.
 
     Returns {"signalled": [{"pid", "start_time", "name", "signals", "exited", "seconds"}],
-    "skipped": [{"pid", "start_time", "name", "reason"}], "zombies": [{"pid", "start_time", "name", "parent"}]}.
+    "skipped": [{"pid", "start_time", "name", "reason"}], "zombies": [{"pid", "start_time", "name"}] (signalled
+    targets that exited and are left unreaped)}.
     """
-    self_pid = os.getpid() if self_pid is None else self_pid
-    entries, skipped, zombies = _triage(targets, policy, self_pid)
+    entries, skipped = [_entry(target, name) for target, name in triaged], []
     if check_mode:
         for entry in entries:
             entry["signals"] = predicted_signals(entry["pid"], signals)
             entry["exited"] = True
-        return {"signalled": [_public(entry) for entry in entries], "skipped": skipped, "zombies": zombies}
+        return {"signalled": [_public(entry) for entry in entries], "skipped": skipped, "zombies": []}
 
     started = {}
     for name in signals:
@@ -387,92 +249,16 @@ def terminate(targets, policy, signals=("TERM", "KILL"), grace=10.0, journal=Non
             entry["seconds"] = round(time.monotonic() - started[entry["pid"]], 3)
 
     signalled = [entry for entry in entries if not entry.get("_drop")]
-    zombies.extend(_zombie_entry(entry["pid"], entry["start_time"], entry["name"]) for entry in signalled
-                   if entry.get("_zombie") and _exit_state(entry["pid"], entry["start_time"]) == "zombie")
+    zombies = [{"pid": entry["pid"], "start_time": entry["start_time"], "name": entry["name"]} for entry in signalled
+               if entry.get("_zombie") and _exit_state(entry["pid"], entry["start_time"]) == "zombie"]
     return {"signalled": [_public(entry) for entry in signalled], "skipped": skipped, "zombies": zombies}
 
 
-# --- zombies --------------------------------------------------------------------------------------------
-
-def _wait_gone(pid, start_time, grace):
+def wait_gone(pid, start_time, grace):
+    """Wait up to grace seconds for (pid, start time) to be gone (reaped, or the pid reused); whether it is."""
     deadline = time.monotonic() + grace
     while _procscan.same_process(pid, start_time):
         if time.monotonic() >= deadline:
             return False
         time.sleep(POLL_INTERVAL)
     return True
-
-
-def _predict_reap(parent, policy):
-    caught = _signal_mask(parent["pid"], "SigCgt")
-    if _handles(caught, signal.SIGCHLD):
-        return "sigchld"
-    return "parent_terminated" if policy.allow_parents and not _supervisor(parent) else None
-
-
-def _send_sigchld(parent, journal):
-    entry_id = None
-    if journal is not None:
-        entry_id = journal.intent("signal", pid=parent["pid"], start_time=parent["start_time"], name=parent["name"],
-                                  signal="CHLD", reason="reap zombie child")
-    why_not = send_checked(parent["pid"], parent["start_time"], signal.SIGCHLD)
-    if journal is not None:
-        journal.outcome(entry_id, why_not is None, pid=parent["pid"], signal="CHLD", error=why_not)
-    return why_not
-
-
-def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None, check_mode=False,
-                signals=("TERM", "KILL"), self_pid=None):
-    """Get a zombie reaped: SIGCHLD to its parent, then (policy.allow_parents) terminate the parent.
-
-    Returns {"pid", "start_time", "name", "parent": {"pid", "name", "start_time"}|None,
-    "reaped_by": "sigchld"|"parent_terminated"|None, "gone": bool, "reason": str|None,
-    "parent_result": terminate()'s result or None, "parent_signalled": bool (a signal reached the parent: the run
-    changed something even when the zombie stays; in check mode, whether one would be sent)}.
-    """
-    self_pid = os.getpid() if self_pid is None else self_pid
-    info = _procscan.read_process(zombie_pid)
-    result = {"pid": zombie_pid, "start_time": zombie_start_time, "name": None, "parent": None,
-              "reaped_by": None, "gone": False, "reason": None, "parent_result": None, "parent_signalled": False}
-    if info is None or info.get("start_time") != zombie_start_time:
-        result.update(gone=True, reason="exited")
-        return result
-    result["name"] = info.get("name")
-    if info.get("leader_exited"):
-        # A live thread group whose leader exited: its parent has nothing to reap, terminate() ends it.
-        result["reason"] = "not a zombie: its leader exited but its threads live on (state %s)" % info.get("state")
-        return result
-    if info.get("state") not in ("Z", "X"):
-        result["reason"] = "not a zombie (state %s)" % info.get("state")
-        return result
-    parent = _parent_of(zombie_pid)
-    result["parent"] = parent
-    parent_target = Target(parent["pid"], parent["start_time"], "parent of zombie %d" % zombie_pid)
-    why_not = refusal(parent_target, policy, self_pid)
-    if why_not:
-        result["reason"] = "parent refused: %s" % why_not
-        return result
-    if check_mode:
-        result["reaped_by"] = _predict_reap(parent, policy)
-        result["gone"] = result["reaped_by"] is not None
-        result["parent_signalled"] = True  # SIGCHLD goes to every parent that is not refused
-        return result
-
-    why_not = _send_sigchld(parent, journal)
-    result["parent_signalled"] = why_not is None
-    if why_not is None and _wait_gone(zombie_pid, zombie_start_time, grace):
-        result.update(reaped_by="sigchld", gone=True)
-        return result
-    if not policy.allow_parents or _supervisor(parent):
-        result["reason"] = "SIGCHLD did not reap it: %s" % (why_not or "the parent did not wait for it")
-        if policy.allow_parents:
-            result["reason"] += "; its parent %s supervises others and is never ended for a zombie" % parent["name"]
-        return result
-    result["parent_result"] = terminate([parent_target], policy, signals, grace, journal, False, self_pid)
-    result["parent_signalled"] = result["parent_signalled"] or bool(result["parent_result"]["signalled"])
-    # The zombie is handed to init (or the nearest subreaper) when its parent exits; that one reaps it.
-    if _wait_gone(zombie_pid, zombie_start_time, grace):
-        result.update(reaped_by="parent_terminated", gone=True)
-    else:
-        result["reason"] = "still a zombie after its parent was signalled"
-    return result

@@ -41,20 +41,20 @@ def memory_held(snapshot):
     return any(gpu.get("state") in HELD_STATES for gpu in snapshot["gpus"]) or snapshot["verdict"]["rung"] == "reboot"
 
 
-def entry_floor(verdict_rung):
+def entry_floor(verdict_rung, rungs=RUNGS):
     """The lowest rung the walk may take given the verdict: the verdict's rung, or the first rung when it names none."""
-    return max(0, rung_index(verdict_rung))
+    return max(0, rung_index(verdict_rung, rungs))
 
 
-def ceiling_index(max_rung, allow_reboot):
+def ceiling_index(max_rung, allow_reboot, rungs=RUNGS):
     """The heaviest rung allowed: max_rung, except that reboot needs allow_reboot (without it, the rung below)."""
-    index = rung_index(max_rung)
+    index = rung_index(max_rung, rungs)
     return index - 1 if max_rung == "reboot" and not allow_reboot else index
 
 
-def entry_rung(snapshot):
+def entry_rung(snapshot, rungs=RUNGS):
     """The rung a walk of this snapshot would start with, or NO_RUNG when no memory is held."""
-    return RUNGS[entry_floor(snapshot["verdict"]["rung"])] if memory_held(snapshot) else NO_RUNG
+    return rungs[entry_floor(snapshot["verdict"]["rung"], rungs)] if memory_held(snapshot) else NO_RUNG
 
 
 def kill_targets(snapshot):

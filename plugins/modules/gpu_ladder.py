@@ -34,21 +34,31 @@ extends_documentation_fragment:
   - gpuops.remediation.snapshot.ACTION
   - gpuops.remediation.kill
 options:
-  max_rung:
-    description: The heaviest rung allowed. V(reboot) also needs O(allow_reboot).
+  platform:
+    description:
+      - The node's ladder. V(linux) - V(kill), V(reset), V(reload), V(graphics), V(reboot). V(windows) - V(kill)
+        (M(gpuops.remediation.win_gpu_reset) O(gpuops.remediation.win_gpu_reset#module:method=kill)), V(wsl)
+        (M(gpuops.remediation.wsl_shutdown)), V(restart_adapter), V(logoff), V(reboot); the Windows node is inspected
+        with M(gpuops.remediation.win_gpu_holders_info).
     type: str
-    choices: [kill, reset, reload, graphics, reboot]
+    choices: [linux, windows]
+    default: linux
+  max_rung:
+    description: The heaviest rung allowed, one of the platform's ladder. V(reboot) also needs O(allow_reboot).
+    type: str
+    choices: [kill, reset, reload, graphics, reboot, wsl, restart_adapter, logoff]
     default: reload
   allow_reboot:
     description: Allow the reboot rung. Without it, a node that needs a reboot is refused, saying so.
     type: bool
     default: false
   destructive_rungs:
-    description: The rungs that take the node out of service; with O(drain), the walk pauses for the drain before the first of them.
+    description:
+      - The rungs that take the node out of service; with O(drain), the walk pauses for the drain before the first of them.
+      - Unset means V([reset, reload, graphics, reboot]) on Linux, V([restart_adapter, logoff, reboot]) on Windows.
     type: list
     elements: str
-    choices: [kill, reset, reload, graphics, reboot]
-    default: [reset, reload, graphics, reboot]
+    choices: [kill, reset, reload, graphics, reboot, wsl, restart_adapter, logoff]
   drain:
     description: The scheduler the caller drains the node from before the first destructive rung; V(none) never pauses for a drain.
     type: str
@@ -96,10 +106,12 @@ options:
       - For V(reboot) - the result of the reboot task (C(failed), C(msg)).
     type: dict
     default: {}
-  variable_prefix:
-    description: The prefix of the variables the caller sets these options with, for the messages (V(gpu_reclaim_) in the role).
-    type: str
-    default: ""
+  option_names:
+    description:
+      - What the caller calls these options, for the messages (in the role, C(max_rung) is C(gpu_reclaim_max_rung)),
+        so that a refusal names the variable to change. An option not named here is called by its own name.
+    type: dict
+    default: {}
 attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.

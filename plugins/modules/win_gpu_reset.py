@@ -58,7 +58,8 @@ options:
   holders:
     description:
       - With V(kill), the processes to end, as M(gpuops.remediation.win_gpu_holders_info) reports them (its
-        C(holders), or a selection of them) - each a mapping with C(pid) and C(creation_time_ms); other keys are ignored.
+        C(holders), or a selection of them) - each a mapping with C(pid) and C(creation_time_ms) (or C(creation_time), the
+        same milliseconds since 1970); other keys are ignored.
       - An empty list ends nothing.
     type: list
     elements: dict

@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._action import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, validate_kill_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC, validate_snapshot_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
-    RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
+    RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
 )
 
 INSPECT_MODULE = "gpuops.remediation.gpu_holders_info"
@@ -32,10 +32,15 @@ CONTROLLER_STEPS = ("drain", "reboot", "undrain")
 DRAINS = ("none", "slurm", "kubernetes")
 STATE_VERSION = 1
 # The walk's own options; the options of the modules it runs (snapshot, journal and lock, kill) pass through to them.
+# Each platform's ladder (rungs from _verdict) and the rungs that take its node out of service by default.
+LADDERS = {"linux": RUNGS, "windows": WINDOWS_RUNGS}
+DEFAULT_DESTRUCTIVE = {"linux": ["reset", "reload", "graphics", "reboot"], "windows": ["restart_adapter", "logoff", "reboot"]}
+ALL_RUNGS = list(RUNGS) + [rung for rung in WINDOWS_RUNGS if rung not in RUNGS]
 LADDER_ARGUMENT_SPEC = dict(
-    max_rung=dict(type="str", choices=list(RUNGS), default="reload"),
+    platform=dict(type="str", choices=list(LADDERS), default="linux"),
+    max_rung=dict(type="str", choices=ALL_RUNGS, default="reload"),
     allow_reboot=dict(type="bool", default=False),
-    destructive_rungs=dict(type="list", elements="str", choices=list(RUNGS), default=["reset", "reload", "graphics", "reboot"]),
+    destructive_rungs=dict(type="list", elements="str", choices=ALL_RUNGS),
     drain=dict(type="str", choices=list(DRAINS), default="none"),
     snapshot=dict(type="dict", default={}),
     snapshot_max_age=dict(type="float", default=300.0),
@@ -44,7 +49,7 @@ LADDER_ARGUMENT_SPEC = dict(
     continue_after=dict(type="str", choices=list(CONTROLLER_STEPS)),
     state=dict(type="dict", default={}),
     controller_result=dict(type="dict", default={}),
-    variable_prefix=dict(type="str", default=""),
+    option_names=dict(type="dict", default={}),
 )
 
 
@@ -67,13 +72,16 @@ class WalkOptions:
     """The walk's settings, from the gpu_ladder task's arguments (already checked against its argument spec)."""
 
     def __init__(self, args):
+        self.platform = args.get("platform") or "linux"
+        self.rungs = LADDERS[self.platform]
         self.max_rung = args["max_rung"]
         self.allow_reboot = args["allow_reboot"]
-        self.destructive_rungs = tuple(args["destructive_rungs"])
+        given = args.get("destructive_rungs")
+        self.destructive_rungs = tuple(DEFAULT_DESTRUCTIVE[self.platform] if given is None else given)
         self.drain = args["drain"]
         self.kill_wait_timeout = args["kill_wait_timeout"]
         self.reload_grace = args["reload_grace"]
-        self.variable_prefix = args.get("variable_prefix") or ""
+        self.option_names = args.get("option_names") or {}
         self.snapshot_max_age = args.get("snapshot_max_age", 300.0)
         self.kept = dict((name, args.get(name)) for name in KEPT_OPTIONS)
         self.snapshot_args = _present(args, SNAPSHOT_ARGUMENT_SPEC)
@@ -82,11 +90,11 @@ class WalkOptions:
 
     @property
     def ceiling(self):
-        return ceiling_index(self.max_rung, self.allow_reboot)
+        return ceiling_index(self.max_rung, self.allow_reboot, self.rungs)
 
     def named(self, option, value):
         """An option as the caller set it, for messages: gpu_reclaim_max_rung=reload through the role."""
-        return "%s%s=%s" % (self.variable_prefix, option, value)
+        return "%s=%s" % (self.option_names.get(option, option), value)
 
     def limits_text(self):
         return "%s, %s" % (self.named("max_rung", self.max_rung), self.named("allow_reboot", self.allow_reboot))
@@ -99,7 +107,7 @@ def _present(args, names):
 # The options a snapshot's verdict depends on (its "scope"): a given snapshot starts the walk only when they match.
 SCOPE_OPTIONS = ("gpus", "ghost_threshold_mib", "kernel_log_source", "kernel_log_path", "kernel_log_window")
 # What a walk keeps from its start: a call that continues it must not change them.
-KEPT_OPTIONS = ("max_rung", "allow_reboot", "destructive_rungs", "drain", "gpus")
+KEPT_OPTIONS = ("platform", "max_rung", "allow_reboot", "destructive_rungs", "drain", "gpus")
 
 
 class _OptionCheck:
@@ -114,7 +122,15 @@ class _OptionCheck:
 
 
 def check_options(args):
-    """Fail, naming the option and the value, when a module of the walk would refuse it."""
+    """Fail, naming the option and the value, when a module of the walk would refuse it, or a rung is not of the
+    platform's ladder."""
+    rungs = LADDERS[args["platform"]]
+    if args["max_rung"] not in rungs:
+        raise WalkError("max_rung: %r is not a rung of the %s ladder (%s)" % (args["max_rung"], args["platform"], ", ".join(rungs)))
+    unknown = [rung for rung in args.get("destructive_rungs") or [] if rung not in rungs]
+    if unknown:
+        raise WalkError("destructive_rungs: %s not a rung of the %s ladder (%s)" % (
+            ", ".join(map(repr, unknown)), args["platform"], ", ".join(rungs)))
     check = _OptionCheck(args)
     validate_snapshot_params(check)
     validate_kill_params(check)
@@ -125,10 +141,10 @@ def check_options(args):
 
 # The decisions of the walk, one function each.
 
-def next_rung(floor, tried, ceiling):
+def next_rung(floor, tried, ceiling, rungs=RUNGS):
     """The next rung to take: above every rung tried, at or above the floor the evidence sets, at most the ceiling."""
-    start = max(floor, rung_index(tried[-1]["rung"]) + 1 if tried else 0)
-    return RUNGS[start] if start <= ceiling else None
+    start = max(floor, rung_index(tried[-1]["rung"], rungs) + 1 if tried else 0)
+    return rungs[start] if start <= ceiling else None
 
 
 def needs_drain(rung, options, state):
@@ -140,11 +156,12 @@ def refusal(snapshot, floor, options):
     """Why the walk refuses before any action (the evidence needs a rung above the ceiling), or ""."""
     if not memory_held(snapshot) or floor <= options.ceiling:
         return ""
-    allow = options.named("max_rung", RUNGS[floor])
-    if RUNGS[floor] == "reboot" and not options.allow_reboot:
+    rungs = options.rungs
+    allow = options.named("max_rung", rungs[floor])
+    if rungs[floor] == "reboot" and not options.allow_reboot:
         allow += " and %s" % options.named("allow_reboot", "true")
     return "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s); %s would allow it" % (
-        RUNGS[floor], "; ".join(r["reason"] for r in snapshot["verdict"]["reasons"]), RUNGS[options.ceiling],
+        rungs[floor], "; ".join(r["reason"] for r in snapshot["verdict"]["reasons"]), rungs[options.ceiling],
         options.limits_text(), allow)
 
 
@@ -187,9 +204,9 @@ def undrain_outcome(followup, result):
     return ("kubernetes" if uncordon.get("changed") else ""), []
 
 
-def destructive_entry(snapshot, destructive_rungs):
+def destructive_entry(snapshot, destructive_rungs, platform="linux"):
     """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts)."""
-    return entry_rung(snapshot) in destructive_rungs
+    return entry_rung(snapshot, LADDERS[platform]) in destructive_rungs
 
 
 def fleet_guard(destructive_hosts, host_count, max_percent):
@@ -243,7 +260,7 @@ def _unique(lines):
     return [line for line in lines if not (line in seen or seen.add(line))]
 
 
-def _step(rung, result, plan):
+def step_result(rung, result, plan):
     return {"rung": rung, "changed": bool(result.get("changed")), "failed": bool(result.get("failed")),
             "msg": result.get("msg") or "", "plan": plan}
 
@@ -274,12 +291,15 @@ class LadderWalk:
         taken = scope.get("taken_epoch")
         return taken is not None and 0 <= self.clock() - taken <= self.options.snapshot_max_age
 
+    def inspect(self):
+        return self.execute(INSPECT_MODULE, dict(self.options.snapshot_args))
+
     def start(self, snapshot=None):
         if not self.usable(snapshot):
-            snapshot = self.execute(INSPECT_MODULE, dict(self.options.snapshot_args))
+            snapshot = self.inspect()
             if snapshot.get("failed"):
                 raise WalkError("the first inspection failed: %s" % snapshot.get("msg"))
-        floor = entry_floor(snapshot["verdict"]["rung"])
+        floor = entry_floor(snapshot["verdict"]["rung"], self.options.rungs)
         state = {
             "version": STATE_VERSION, "started": self.clock(), "first": snapshot, "last": snapshot, "floor": floor,
             "tried": [], "inspections": [_inspection(snapshot, None)], "pending": None, "pending_rung": None,
@@ -320,7 +340,7 @@ class LadderWalk:
     def _after_reboot(self, state, reboot):
         state["pending_rung"] = None
         plan = [] if reboot.get("failed") else ["%s the node" % ("would reboot" if self.check_mode else "rebooted")]
-        state["tried"].append(_step("reboot", reboot, plan))
+        state["tried"].append(step_result("reboot", reboot, plan))
         if not self.check_mode and not reboot.get("failed"):
             self._inspect(state, "reboot")
         return self._end(state)
@@ -334,7 +354,7 @@ class LadderWalk:
 
     def _climb(self, state):
         while memory_held(state["last"]) and not state["error"]:
-            rung = next_rung(state["floor"], state["tried"], self.options.ceiling)
+            rung = next_rung(state["floor"], state["tried"], self.options.ceiling, self.options.rungs)
             if rung is None:
                 break
             if needs_drain(rung, self.options, state) or rung == "reboot":
@@ -361,18 +381,18 @@ class LadderWalk:
             if after and not after.get("failed") and "gpus" in after:
                 state["last"] = after
                 state["inspections"].append(_inspection(after, rung))
-                state["floor"] = max(state["floor"], entry_floor(after["verdict"]["rung"]))
+                state["floor"] = max(state["floor"], entry_floor(after["verdict"]["rung"], self.options.rungs))
             else:
                 self._inspect(state, rung)
 
     def _inspect(self, state, after_rung):
-        snapshot = self.execute(INSPECT_MODULE, dict(self.options.snapshot_args))
+        snapshot = self.inspect()
         if snapshot.get("failed"):
             state["error"] = "the inspection after the %s rung failed: %s" % (after_rung, snapshot.get("msg"))
             return
         state["last"] = snapshot
         state["inspections"].append(_inspection(snapshot, after_rung))
-        state["floor"] = max(state["floor"], entry_floor(snapshot["verdict"]["rung"]))
+        state["floor"] = max(state["floor"], entry_floor(snapshot["verdict"]["rung"], self.options.rungs))
 
     def _module_args(self, *parts, **extra):
         args = dict(self.options.snapshot_args)
@@ -394,7 +414,7 @@ class LadderWalk:
         killed = self._kill(snapshot)
         if killed is None:
             return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": []}, snapshot
-        return _step("kill", killed, kill_plan_lines(killed, self.check_mode)), killed.get("snapshot_after")
+        return step_result("kill", killed, kill_plan_lines(killed, self.check_mode)), killed.get("snapshot_after")
 
     def _take_reset(self, snapshot):
         # A rung includes the lighter ones: the holders of memory end first, then gpu_reset ends what still blocks it
@@ -402,9 +422,9 @@ class LadderWalk:
         killed = self._kill(snapshot) or {}
         kill_lines = kill_plan_lines(killed, self.check_mode)
         if killed.get("failed"):
-            return _step("reset", killed, kill_lines), killed.get("snapshot_after")
+            return step_result("reset", killed, kill_lines), killed.get("snapshot_after")
         reset = self.execute(RUNG_MODULES["reset"], self._module_args(self.options.kill_args, kill_holders=True))
-        step = _step("reset", reset, _unique(kill_lines + kill_plan_lines(reset.get("killed") or {}, self.check_mode)
+        step = step_result("reset", reset, _unique(kill_lines + kill_plan_lines(reset.get("killed") or {}, self.check_mode)
                                              + reset_plan_lines(reset, self.check_mode)))
         step["changed"] = step["changed"] or bool(killed.get("changed"))
         return step, reset.get("snapshot_after")
@@ -414,12 +434,12 @@ class LadderWalk:
         reload = self.execute(RUNG_MODULES["reload"], self._module_args(self.options.kill_args, kill_holders=True,
                                                                         grace=self.options.reload_grace))
         plan = kill_plan_lines(reload.get("killed") or {}, self.check_mode) + list(reload.get("plan") or [])
-        return _step("reload", reload, plan), reload.get("snapshot_after")
+        return step_result("reload", reload, plan), reload.get("snapshot_after")
 
     def _take_graphics(self, snapshot):
         del snapshot
         graphics = self.execute(RUNG_MODULES["graphics"], self._module_args())
-        return _step("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
+        return step_result("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
 
 
 def _inspection(snapshot, after_rung):
@@ -470,7 +490,7 @@ def outcome_status(state, options, check_mode, freed_mib):
     if not held:
         return "fixed", "the %s rung got the memory back (%d MiB)" % (tried[-1], freed_mib)
     return "failed", "GPU memory still held after the %s rung(s); the heaviest rung allowed is %s (%s): %s" % (
-        ", ".join(tried), RUNGS[options.ceiling], options.limits_text(),
+        ", ".join(tried), options.rungs[options.ceiling], options.limits_text(),
         "; ".join(r["reason"] for r in state["last"]["verdict"]["reasons"]))
 
 

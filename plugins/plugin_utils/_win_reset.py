@@ -104,12 +104,15 @@ def _checked_holders(holders):
     for at, holder in enumerate(holders):
         if not isinstance(holder, dict):
             raise WinResetInputError("holders[%d]: %r is not a mapping with pid and creation_time_ms" % (at, holder))
+        holder = dict(holder)
+        if holder.get("creation_time_ms") is None and holder.get("creation_time") is not None:
+            holder["creation_time_ms"] = holder["creation_time"]  # the same milliseconds, under the short name
         for key in ("pid", "creation_time_ms"):
             value = holder.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise WinResetInputError("holders[%d].%s: %r is not a positive whole number (win_gpu_holders_info reports "
                                          "it)" % (at, key, value))
-        checked.append(dict(holder))
+        checked.append(holder)
     return checked
 
 

@@ -6,7 +6,9 @@ import yaml
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _verdict
 from ansible_collections.gpuops.remediation.plugins.modules import gpu_ladder
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDER_ARGUMENT_SPEC, RUNG_MODULES
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
+    ALL_RUNGS, DEFAULT_DESTRUCTIVE, LADDER_ARGUMENT_SPEC, LADDERS, RUNG_MODULES,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
@@ -21,10 +23,13 @@ def test_the_ladder_has_the_five_rungs_lightest_first():
     assert _verdict.NO_RUNG not in _verdict.RUNGS
 
 
-def test_the_walks_options_choose_among_the_rungs():
-    assert LADDER_ARGUMENT_SPEC["max_rung"]["choices"] == list(_verdict.RUNGS)
-    assert LADDER_ARGUMENT_SPEC["destructive_rungs"]["choices"] == list(_verdict.RUNGS)
-    assert set(LADDER_ARGUMENT_SPEC["destructive_rungs"]["default"]) <= set(_verdict.RUNGS)
+def test_the_walks_options_choose_among_the_rungs_of_both_ladders():
+    assert LADDERS == {"linux": _verdict.RUNGS, "windows": _verdict.WINDOWS_RUNGS}
+    assert set(ALL_RUNGS) == set(_verdict.RUNGS) | set(_verdict.WINDOWS_RUNGS) and len(ALL_RUNGS) == len(set(ALL_RUNGS))
+    assert LADDER_ARGUMENT_SPEC["max_rung"]["choices"] == ALL_RUNGS
+    assert LADDER_ARGUMENT_SPEC["destructive_rungs"]["choices"] == ALL_RUNGS
+    for platform, rungs in LADDERS.items():
+        assert set(DEFAULT_DESTRUCTIVE[platform]) <= set(rungs)
     # Every rung but the reboot (the controller's) has its module.
     assert tuple(RUNG_MODULES) == _verdict.RUNGS[:-1]
 
@@ -42,8 +47,12 @@ def test_the_role_argument_specs_and_defaults_list_the_same_rungs():
     defaults = load("roles", "gpu_reclaim", "defaults", "main.yml")
     assert options["gpu_reclaim_max_rung"]["choices"] == list(_verdict.RUNGS)
     assert options["gpu_reclaim_destructive_rungs"]["choices"] == list(_verdict.RUNGS)
+    assert options["gpu_reclaim_windows_max_rung"]["choices"] == list(_verdict.WINDOWS_RUNGS)
+    assert options["gpu_reclaim_windows_destructive_rungs"]["choices"] == list(_verdict.WINDOWS_RUNGS)
+    assert options["gpu_reclaim_windows_destructive_rungs"]["default"] == DEFAULT_DESTRUCTIVE["windows"]
+    assert options["gpu_reclaim_platform"]["choices"] == list(LADDERS)
     assert options["gpu_reclaim_max_rung"]["default"] == LADDER_ARGUMENT_SPEC["max_rung"]["default"]
-    assert options["gpu_reclaim_destructive_rungs"]["default"] == LADDER_ARGUMENT_SPEC["destructive_rungs"]["default"]
+    assert options["gpu_reclaim_destructive_rungs"]["default"] == DEFAULT_DESTRUCTIVE["linux"]
     for name, spec in options.items():
         assert defaults.get(name) == spec.get("default"), name
 

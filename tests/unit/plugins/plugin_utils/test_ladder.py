@@ -24,7 +24,7 @@ PROBES = {"gpu": {"ok": True, "timed_out": False, "error": None}, "kernel_log": 
 
 def arguments(**overrides):
     args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
-    args.update(variable_prefix="gpu_reclaim_", run_id="run-1")
+    args.update(option_names={"max_rung": "gpu_reclaim_max_rung", "allow_reboot": "gpu_reclaim_allow_reboot"}, run_id="run-1")
     args.update(overrides)
     return args
 

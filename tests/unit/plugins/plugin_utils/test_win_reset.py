@@ -129,6 +129,12 @@ def test_access_denied_is_a_failure_and_the_process_still_runs(busy):
     assert "Access is denied" in done["msg"] and alive(busy, selected[0])
 
 
+def test_creation_time_is_the_short_name_of_creation_time_ms(busy):
+    selected = [{"pid": h["pid"], "creation_time": h["creation_time_ms"]} for h in holders(busy, "render.exe")]
+    done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    assert done["changed"] and done["processes"][0]["outcome"] == "ended"
+
+
 def test_an_empty_selection_ends_nothing(busy):
     done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": []}, check_mode=False)
     assert not done["changed"] and done["plan"] == ["no holder selected: nothing to end"]

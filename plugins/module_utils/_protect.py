@@ -1,0 +1,180 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Who may be signalled: the rules that always hold (PID 1, kernel threads, this Ansible run's own lineage, a
+reused pid, uninterruptible sleep, another user's process without the capability), the policy's protected names,
+users and units, display servers and GPU daemons, and the triage that applies them before _terminate sends
+anything. Zombies met are reported with the parent that has to reap them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_PROCESSES, GPU_DAEMONS, first_name_match, process_names
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import terminate
+
+
+class Policy:
+    """What may be signalled beyond the rules that always hold."""
+
+    def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
+                 allow_daemons=False, allow_parents=False):
+        self.protect_names = tuple(protect_names or ())
+        self.protect_users = tuple(str(user) for user in (protect_users or ()))
+        self.protect_units = tuple(protect_units or ())
+        self.allow_display = allow_display
+        self.allow_daemons = allow_daemons
+        self.allow_parents = allow_parents
+
+
+# --- who is this process --------------------------------------------------------------------------------
+
+def _names(info):
+    return process_names(info.get("name"), info.get("cmdline"))
+
+
+def _systemd_unit(pid):
+    attribution = getattr(_procscan, "attribution", None)
+    if attribution is None:
+        return None
+    try:
+        return (attribution(pid) or {}).get("systemd_unit")
+    except OSError:
+        return None
+
+
+def _unit_matches(unit, wanted):
+    return unit == wanted or unit == wanted + ".service"
+
+
+def _protection(pid, info, policy):
+    """Why the policy protects this process, or None."""
+    names = _names(info)
+    name = first_name_match(names, policy.protect_names)
+    if name:
+        return "protected name: %s" % name
+    for user in policy.protect_users:
+        if user in (str(info.get("user")), str(info.get("uid"))):
+            return "protected user: %s" % user
+    if policy.protect_units:
+        unit = _systemd_unit(pid)
+        for wanted in policy.protect_units:
+            if unit and _unit_matches(unit, wanted):
+                return "protected unit: %s" % unit
+    if not policy.allow_display:
+        name = first_name_match(names, sorted(DISPLAY_PROCESSES))
+        if name:
+            return "display server: %s" % name
+    if not policy.allow_daemons:
+        name = first_name_match(names, sorted(GPU_DAEMONS))
+        if name:
+            return "GPU daemon: %s" % name
+    return None
+
+
+def _own_lineage(self_pid):
+    return set(_procscan.ancestors(self_pid) or ()) | {self_pid}
+
+
+def refusal(target, policy, self_pid=None):
+    """None when target may be signalled, else why not. The checks run in the documented order."""
+    self_pid = os.getpid() if self_pid is None else self_pid
+    pid = target.pid
+    if pid == 1:
+        return "pid 1"
+    if pid < 1:
+        return "invalid pid %d" % pid
+    if _procscan.is_kernel_thread(pid):
+        return "kernel thread"
+    info = _procscan.read_process(pid)
+    if info is None:
+        return "exited"
+    if info.get("start_time") != target.start_time:
+        return "pid reused: start time %s, expected %s" % (info.get("start_time"), target.start_time)
+    if pid in _own_lineage(self_pid):
+        return "ancestor of this Ansible run"
+    if info.get("state") == "D":
+        return "unkillable: uninterruptible sleep (D)"
+    permission = _permission(pid)
+    if permission:
+        return permission
+    return _protection(pid, info, policy)
+
+
+def _permission(pid):
+    """Why this run may not signal pid (another user's process, without the capability), or None; check mode and
+    the real run refuse alike."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return "not permitted: this run (uid %d) may not signal it" % os.geteuid()
+    except ProcessLookupError:
+        return "exited"
+    return None
+
+
+# Parents that supervise others (a job step, a container, a session, a service manager): ending one to get a
+# zombie reaped would end everything it supervises, so allow_parents never reaches them.
+SUPERVISOR_PARENTS = ("slurmstepd", "slurmd", "containerd-shim", "containerd", "conmon", "dockerd", "crio", "runc",
+                      "kubelet", "sshd", "systemd", "init", "tini", "dumb-init", "su", "sudo")
+
+
+def supervisor(parent):
+    """The supervisor name the parent matches, or None."""
+    names = process_names(parent.get("name"), None)
+    for name in names:
+        for supervisor in SUPERVISOR_PARENTS:
+            if name == supervisor or name.startswith(supervisor + "-"):
+                return supervisor
+    return None
+
+
+# --- triage ---------------------------------------------------------------------------------------------
+
+def parent_of(pid):
+    """{"pid", "name", "start_time"} of pid's parent (name and start time None when unreadable), or None."""
+    info = _procscan.read_process(pid)
+    if info is None:
+        return None
+    parent = _procscan.read_process(info["ppid"]) if info.get("ppid") else None
+    parent = parent or {}
+    return {"pid": info.get("ppid"), "name": parent.get("name"), "start_time": parent.get("start_time")}
+
+
+def zombie_entry(pid, start_time, name):
+    return {"pid": pid, "start_time": start_time, "name": name, "parent": parent_of(pid)}
+
+
+def triage(targets, policy, self_pid):
+    """Split targets into (to signal: [(Target, name)], skipped, zombies), each pid once."""
+    to_signal, skipped, zombies, seen = [], [], [], set()
+    for target in targets:
+        if target.pid in seen:
+            continue
+        seen.add(target.pid)
+        reason = refusal(target, policy, self_pid)
+        info = _procscan.read_process(target.pid) or {}
+        if reason:
+            skipped.append(target.skipped(reason, info.get("name") if info.get("start_time") == target.start_time else None))
+        elif info.get("state") in ("Z", "X"):  # a real zombie: a leader-exited group has a live thread's state
+            skipped.append(target.skipped("zombie: only its parent can reap it", info.get("name")))
+            zombies.append(zombie_entry(target.pid, target.start_time, info.get("name")))
+        else:
+            to_signal.append((target, info.get("name")))
+    return to_signal, skipped, zombies
+
+
+def terminate_permitted(targets, policy, signals=("TERM", "KILL"), grace=10.0, journal=None, check_mode=False,
+                        self_pid=None):
+    """_terminate.terminate() for the targets the rules and the policy permit; the others are skipped, and the
+    zombies among them, or left by them, are reported with their parent.
+
+    Returns {"signalled": [{"pid", "start_time", "name", "signals", "exited", "seconds"}],
+    "skipped": [{"pid", "start_time", "name", "reason"}], "zombies": [{"pid", "start_time", "name", "parent"}]}.
+    """
+    self_pid = os.getpid() if self_pid is None else self_pid
+    permitted, skipped, zombies = triage(targets, policy, self_pid)
+    outcome = terminate(permitted, signals, grace, journal, check_mode)
+    zombies.extend(zombie_entry(zombie["pid"], zombie["start_time"], zombie["name"]) for zombie in outcome["zombies"])
+    return {"signalled": outcome["signalled"], "skipped": skipped + outcome["skipped"], "zombies": zombies}

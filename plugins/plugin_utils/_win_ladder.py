@@ -1,0 +1,98 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Windows ladder: the same walk (_ladder.LadderWalk: plan, pause, outcome, report), the Windows rungs and probes.
+
+kill (win_gpu_reset method=kill on the compute holders, by pid and creation time), wsl (wsl_shutdown: every running
+distribution of the connecting user, and with the last one the WSL VM), restart_adapter (win_gpu_reset
+method=restart_adapter on the stuck GPUs' adapters), logoff (win_gpu_reset method=logoff of the users whose session's
+system processes hold the GPU), reboot (the controller's: ansible.windows.win_reboot in the role). The modules are the
+collection's Windows action plugins; on the controller their work is plain functions of a Windows node (_win_node),
+which windows_executor() offers the walk under the modules' names.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_snapshot, _wsl_shutdown
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, step_result
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
+
+INSPECT_MODULE = "gpuops.remediation.win_gpu_holders_info"
+RESET_MODULE = "gpuops.remediation.win_gpu_reset"
+WSL_MODULE = "gpuops.remediation.wsl_shutdown"
+
+
+def windows_kill_targets(snapshot):
+    """The holders the kill rung ends: compute processes holding a GPU (the WSL VM, dwm and system processes never)."""
+    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "compute"]
+
+
+def logoff_users(snapshot):
+    """The users whose session's system processes hold a GPU (a logoff ends them); session 0 only a reboot answers."""
+    by_session = dict((session.get("id"), session.get("user")) for session in snapshot.get("sessions") or [])
+    users = []
+    for holder in snapshot["holders"]:
+        user = by_session.get(holder.get("session_id"))
+        if holder["gpus"] and holder["class"] == "system" and holder.get("session_id") and user and user not in users:
+            users.append(user)
+    return users
+
+
+def windows_executor(node, check_mode, ghost_threshold_mib):
+    """execute(module_name, module_args) for the walk: the Windows modules' work, run on `node`; a failure is a result."""
+    def reset(args):
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset  # the kill, adapter and logoff rungs
+        return _win_reset.run(node, args, check_mode)
+
+    runners = {
+        INSPECT_MODULE: lambda args: _win_snapshot.take(node, ghost_threshold_mib=args.get("ghost_threshold_mib", ghost_threshold_mib)),
+        RESET_MODULE: reset,
+        WSL_MODULE: lambda args: _wsl_shutdown.stop(node, args.get("distribution"), check_mode),
+    }
+
+    def execute(module_name, module_args):
+        try:
+            return runners[module_name](module_args)
+        except (ValueError, WindowsNodeError) as exc:
+            return {"failed": True, "changed": False, "msg": "%s: %s" % (module_name.rsplit(".", 1)[-1], exc)}
+    return execute
+
+
+class WindowsWalk(LadderWalk):
+    """The walk on the Windows ladder."""
+
+    def inspect(self):
+        return self.execute(INSPECT_MODULE, {"ghost_threshold_mib": self.options.snapshot_args.get("ghost_threshold_mib", 256)})
+
+    def _reset(self, rung, method, **args):
+        result = self.execute(RESET_MODULE, dict(args, method=method))
+        return step_result(rung, result, list(result.get("plan") or [])), result.get("snapshot_after")
+
+    def _take_kill(self, snapshot):
+        targets = [{"pid": h["pid"], "creation_time": h.get("creation_time")} for h in windows_kill_targets(snapshot)]
+        if not targets:
+            return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": []}, snapshot
+        return self._reset("kill", "kill", holders=targets)
+
+    def _take_wsl(self, snapshot):
+        del snapshot  # wsl_shutdown reads what runs itself
+        result = self.execute(WSL_MODULE, {})
+        verb = "would stop" if self.check_mode else "stopped"
+        plan = ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]
+        if result.get("command"):
+            plan.append("%s: %s" % ("would run" if self.check_mode else "ran", " ".join(result["command"])))
+        return step_result("wsl", result, plan), result.get("snapshot_after")
+
+    def _take_restart_adapter(self, snapshot):
+        del snapshot
+        return self._reset("restart_adapter", "restart_adapter")
+
+    def _take_logoff(self, snapshot):
+        users = logoff_users(snapshot)
+        if not users:
+            return {"rung": "logoff", "changed": False, "failed": False, "msg": "no user session holds a GPU", "plan": []}, snapshot
+        steps = [self._reset("logoff", "logoff", user=user) for user in users]
+        plan = [line for step, dummy in steps for line in step["plan"]]
+        failed = [step for step, dummy in steps if step["failed"]]
+        merged = {"rung": "logoff", "changed": any(step["changed"] for step, dummy in steps), "failed": bool(failed),
+                  "msg": "; ".join(step["msg"] for step in failed), "plan": plan}
+        return merged, steps[-1][1]

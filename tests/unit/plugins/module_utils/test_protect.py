@@ -1,0 +1,153 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_protect (who may be signalled, and the triage before any signal) against real processes and the real /proc."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils import _terminate
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
+
+
+def test_pid_1_refused(procs):
+    assert refusal(procs.target_for(1), Policy()) == "pid 1"
+    result = terminate_permitted([procs.target_for(1)], Policy(), grace=0.2)
+    assert result["signalled"] == []
+    assert result["skipped"][0]["pid"] == 1 and result["skipped"][0]["reason"] == "pid 1"
+
+
+def test_kernel_thread_refused(procs):
+    fields = procs.stat_fields(2)
+    if not fields or not int(fields[6]) & 0x00200000:
+        pytest.skip("pid 2 is not a visible kernel thread here")
+    assert refusal(procs.target_for(2), Policy()) == "kernel thread"
+
+
+def test_our_parent_and_ourselves_refused(procs):
+    parent = procs.target_for(os.getppid())
+    assert refusal(parent, Policy()) == "ancestor of this Ansible run"
+    assert refusal(procs.target_for(os.getpid()), Policy()) == "ancestor of this Ansible run"
+    result = terminate_permitted([parent], Policy(), grace=0.2)
+    assert result["signalled"] == []
+    assert result["skipped"] == [{"pid": parent.pid, "start_time": parent.start_time,
+                                  "name": _procscan.read_process(parent.pid)["name"],
+                                  "reason": "ancestor of this Ansible run"}]
+    assert _procscan.same_process(parent.pid, parent.start_time)
+
+
+def test_exited_process_refused(spawn, procs):
+    proc = spawn(["sleep", "60"])
+    target = procs.target_for(proc.pid)
+    proc.kill()
+    proc.wait()
+    assert refusal(target, Policy()) == "exited"
+
+
+def test_uninterruptible_sleep_refused(spawn, tmp_path, procs):
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        pytest.skip("no C compiler to build a vfork parent")
+    # A vfork parent waits in TASK_KILLABLE, which /proc shows as D, until its child execs or exits.
+    source = tmp_path / "vfork_parent.c"
+    source.write_text("#include <unistd.h>\nint main(void) { if (vfork() == 0) { sleep(30); _exit(0); } return 0; }\n")
+    binary = str(tmp_path / "vfork_parent")
+    subprocess.run([compiler, "-o", binary, str(source)], check=True)
+    proc = spawn([binary])
+    procs.wait_until(lambda: procs.state_of(proc.pid) == "D")
+    result = terminate_permitted([procs.target_for(proc.pid)], Policy(), grace=0.2)
+    assert result["skipped"][0]["reason"] == "unkillable: uninterruptible sleep (D)"
+    assert procs.state_of(proc.pid) == "D"
+    child = int(open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)).read().split()[0])
+    os.kill(child, signal.SIGKILL)
+
+
+def test_protected_names_users_and_display_servers(procs):
+    proc, _line = procs.python_child("""
+        import ctypes, time
+        ctypes.CDLL(None).prctl(15, b"Xorg", 0, 0, 0)
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    target = procs.target_for(proc.pid)
+    assert refusal(target, Policy()) == "display server: Xorg"
+    assert refusal(target, Policy(protect_names=["Xorg"])) == "protected name: Xorg"
+    assert refusal(target, Policy(allow_display=True, protect_users=["root", str(os.getuid())])).startswith(
+        "protected user: ")
+    assert refusal(target, Policy(allow_display=True)) is None
+
+
+def test_gpu_daemon_matched_through_the_15_byte_command_name(procs):
+    proc, _line = procs.python_child("""
+        import ctypes, time
+        ctypes.CDLL(None).prctl(15, b"nvidia-persistenced", 0, 0, 0)
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    assert _procscan.read_process(proc.pid)["name"] == "nvidia-persiste"
+    assert refusal(procs.target_for(proc.pid), Policy()) == "GPU daemon: nvidia-persistenced"
+    assert refusal(procs.target_for(proc.pid), Policy(allow_daemons=True)) is None
+
+
+def test_wrong_start_time_survives_as_reused(spawn, procs):
+    proc = spawn(["sleep", "60"])
+    real = _procscan.start_time(proc.pid)
+    result = terminate_permitted([Target(proc.pid, real - 1, "stale snapshot")], Policy(), grace=0.5)
+    assert result["signalled"] == []
+    assert result["skipped"][0]["reason"] == "pid reused: start time %d, expected %d" % (real, real - 1)
+    time.sleep(0.1)
+    assert proc.poll() is None and procs.state_of(proc.pid) == "S"
+
+
+def test_terminate_reports_a_target_that_already_is_a_zombie(spawn, procs):
+    proc = spawn(["true"])
+    procs.wait_until(lambda: procs.state_of(proc.pid) == "Z")
+    result = terminate_permitted([procs.target_for(proc.pid)], Policy(), grace=0.2)
+    assert result["signalled"] == []
+    assert result["skipped"][0]["reason"].startswith("zombie")
+    assert result["zombies"][0]["pid"] == proc.pid and result["zombies"][0]["parent"]["pid"] == os.getpid()
+
+
+def test_leader_exited_group_is_running_not_a_zombie(procs):
+    parent, child = procs.leader_exited_group()
+    try:
+        info = _procscan.read_process(child)
+        assert info["leader_exited"] is True and info["state"] == "S"
+        assert refusal(procs.target_for(child), Policy()) is None
+        assert _terminate._exit_state(child, info["start_time"]) is None  # pylint: disable=protected-access
+    finally:
+        os.kill(child, signal.SIGKILL)
+    assert parent.poll() is None
+
+
+def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_for_real(spawn, child_env, collections_root):
+    if os.geteuid() == 0:
+        # As root every process may be signalled; drop to nobody in a child to ask as an unprivileged run would.
+        code = textwrap.dedent("""
+            import os, sys
+            sys.path.insert(0, sys.argv[2])
+            from ansible_collections.gpuops.remediation.plugins.module_utils._protect import refusal, Policy
+            from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
+            from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+            os.setgid(65534); os.setuid(65534)
+            pid = int(sys.argv[1])
+            print(refusal(Target(pid, _procscan.start_time(pid)), Policy()))
+        """)
+        sleeper = spawn(["sleep", "30"])
+        out = subprocess.run([sys.executable, "-c", code, str(sleeper.pid), collections_root], env=child_env,
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert out == "not permitted: this run (uid 65534) may not signal it"
+    else:
+        init_like = [p for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == 0 and p != "1"]
+        pid = int(init_like[0])
+        assert refusal(Target(pid, _procscan.start_time(pid)), Policy()).startswith("not permitted")

@@ -1,0 +1,123 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_zombies (getting a zombie reaped through its parent) against real processes, real signals and the real /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy
+from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
+
+
+ZOMBIE_PARENT = """
+    import os, signal, sys, time
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    def state():
+        with open("/proc/%d/stat" % child) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    while state() != "Z":
+        time.sleep(0.01)
+    if sys.argv[1] == "reaps":
+        # Installed only now, so the child stays a zombie until someone sends SIGCHLD.
+        signal.signal(signal.SIGCHLD, lambda signum, frame: os.waitpid(-1, os.WNOHANG))
+    print(child, flush=True)
+    while True:
+        time.sleep(60)
+"""
+
+
+def zombie_with_parent(procs, mode):
+    proc = procs.spawn([sys.executable, "-c", textwrap.dedent(ZOMBIE_PARENT), mode], stdout=subprocess.PIPE, text=True)
+    zombie = int(proc.stdout.readline())
+    assert procs.state_of(zombie) == "Z"
+    return proc, zombie
+
+
+def test_zombie_reaped_by_sigchld_to_its_parent(tmp_path, procs):
+    parent, zombie = zombie_with_parent(procs, "reaps")
+    journal = Journal(str(tmp_path / "journal.jsonl"))
+    result = reap_zombie(zombie, _procscan.start_time(zombie), Policy(), grace=3.0, journal=journal)
+    assert result["reaped_by"] == "sigchld" and result["gone"] is True and result["parent_signalled"] is True
+    assert result["parent"]["pid"] == parent.pid
+    assert procs.state_of(zombie) is None
+    assert parent.poll() is None
+    assert [(r["phase"], r["signal"]) for r in read_journal(journal.path)] == [("intent", "CHLD"), ("outcome", "CHLD")]
+
+
+def test_zombie_of_a_parent_that_never_reaps(procs):
+    parent, zombie = zombie_with_parent(procs, "never")
+    born = _procscan.start_time(zombie)
+    kept = reap_zombie(zombie, born, Policy(), grace=0.5)
+    assert kept["reaped_by"] is None and kept["gone"] is False
+    assert kept["parent_signalled"] is True  # SIGCHLD was sent: the run did something, though it stays
+    assert "SIGCHLD did not reap it" in kept["reason"]
+    assert procs.state_of(zombie) == "Z" and parent.poll() is None
+
+    predicted = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5, check_mode=True)
+    assert predicted["reaped_by"] == "parent_terminated" and predicted["parent_signalled"] is True
+    assert procs.state_of(zombie) == "Z" and parent.poll() is None
+
+    # init reaps orphans on its own schedule (up to ~2 s on some VMs), hence the longer grace.
+    done = reap_zombie(zombie, born, Policy(allow_parents=True), grace=4.0)
+    assert done["reaped_by"] == "parent_terminated" and done["gone"] is True
+    assert done["parent_result"]["signalled"][0]["pid"] == parent.pid
+    assert done["parent_result"]["signalled"][0]["signals"] == ["TERM"]
+    assert parent.wait() == -signal.SIGTERM
+    assert procs.state_of(zombie) is None
+
+
+def test_zombie_whose_parent_is_this_run_is_left_alone(spawn, procs):
+    proc = spawn(["true"])
+    procs.wait_until(lambda: procs.state_of(proc.pid) == "Z")
+    result = reap_zombie(proc.pid, _procscan.start_time(proc.pid), Policy(allow_parents=True), grace=0.2)
+    assert result["reaped_by"] is None
+    assert result["reason"] == "parent refused: ancestor of this Ansible run"
+    assert result["parent_signalled"] is False
+    assert result["parent"]["pid"] == os.getpid()
+    assert procs.state_of(proc.pid) == "Z"
+
+
+def test_reap_zombie_refuses_a_leader_exited_group_and_never_touches_its_parent(tmp_path, procs):
+    parent, child = procs.leader_exited_group()
+    born = _procscan.start_time(child)
+    journal = Journal(str(tmp_path / "journal.jsonl"))
+    for check_mode in (True, False):
+        result = reap_zombie(child, born, Policy(allow_parents=True), grace=0.5, journal=journal, check_mode=check_mode)
+        assert result["reaped_by"] is None and result["gone"] is False and result["parent_result"] is None
+        assert result["parent_signalled"] is False
+        assert result["reason"].startswith("not a zombie: its leader exited")
+    assert read_journal(journal.path) == []
+    assert parent.poll() is None and _procscan.read_process(child)["leader_exited"] is True
+    os.kill(child, signal.SIGKILL)
+
+
+def test_a_zombie_whose_parent_supervises_others_never_gets_that_parent_ended(spawn, procs):
+    # What a zombie rank of a Slurm step has for a parent: slurmstepd, which never reaps it here.
+    parent = spawn([sys.executable, "-c", textwrap.dedent("""
+        import os, time
+        with open("/proc/self/comm", "w") as handle:
+            handle.write("slurmstepd")
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+        print(child, flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    zombie = int(parent.stdout.readline())
+    procs.wait_until(lambda: procs.state_of(zombie) == "Z")
+    born = _procscan.start_time(zombie)
+    predicted = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5, check_mode=True)
+    assert predicted["reaped_by"] is None
+    real = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5)
+    assert real["reaped_by"] is None and real["parent_result"] is None
+    assert "its parent slurmstepd supervises others and is never ended" in real["reason"]
+    assert parent.poll() is None and procs.state_of(zombie) == "Z"

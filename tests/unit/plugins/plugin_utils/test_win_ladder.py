@@ -1,0 +1,116 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Windows ladder: the same walk (_ladder.LadderWalk) on the Windows rungs, run against the simulated Windows
+node itself (_win_sim through _win_node.SimulatedNode, the node the action plugins get), not a stand-in for it."""
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import (
+    WindowsWalk, logoff_users, windows_executor, windows_kill_targets,
+)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+
+
+def options(**overrides):
+    args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
+    args.update(platform="windows", max_rung="restart_adapter",
+                option_names={"max_rung": "gpu_reclaim_windows_max_rung", "allow_reboot": "gpu_reclaim_allow_reboot"})
+    args.update(overrides)
+    return WalkOptions(args)
+
+
+def build(tmp_path, **scenario):
+    root = str(tmp_path / "ws12")
+    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}]}, **scenario)))
+    return SimulatedNode(root, "ada")
+
+
+def walk(node, check_mode=False, **overrides):
+    executor = windows_executor(node, check_mode, 256)
+    calls = []
+
+    def execute(module_name, args):
+        calls.append(module_name.rsplit(".", 1)[-1])
+        return executor(module_name, args)
+    return WindowsWalk(options(**overrides), execute, check_mode, "ws12"), calls
+
+
+def test_a_wsl_vm_that_holds_the_gpu_is_stopped_by_the_wsl_rung(tmp_path):
+    node = build(tmp_path, distributions=[{"name": "Ubuntu-22.04", "memory_mib": 3072}])
+    ladder, calls = walk(node)
+    state = ladder.start()
+    assert calls == ["win_gpu_holders_info", "wsl_shutdown", "win_gpu_holders_info"]
+    outcome = state["outcome"]
+    assert outcome["status"] == "fixed" and outcome["fixed_by"] == "wsl"
+    assert outcome["rungs_tried"][0]["plan"][0] == "stopped WSL distribution Ubuntu-22.04"
+    assert outcome["memory_freed_mib"] >= 3072
+    after = _win_snapshot.take(node)
+    assert after["wsl"]["running"] == [] and not [h for h in after["holders"] if h["class"] == "wsl_vm"]
+
+
+def test_check_mode_plans_the_wsl_rung_and_stops_nothing(tmp_path):
+    node = build(tmp_path, distributions=[{"name": "Ubuntu-22.04", "memory_mib": 3072}])
+    ladder, calls = walk(node, check_mode=True)
+    state = ladder.start()
+    assert state["outcome"]["status"] == "planned"
+    assert state["outcome"]["rungs_tried"][0]["plan"][0] == "would stop WSL distribution Ubuntu-22.04"
+    assert _win_snapshot.take(node)["wsl"]["running"] == ["Ubuntu-22.04"]
+    assert calls == ["win_gpu_holders_info", "wsl_shutdown"]
+
+
+def test_a_healthy_workstation_costs_one_snapshot(tmp_path):
+    node = build(tmp_path)
+    ladder, calls = walk(node)
+    state = ladder.start()
+    assert calls == ["win_gpu_holders_info"] and state["outcome"]["status"] == "clean"
+
+
+def test_the_windows_ceiling_refuses_before_any_action_naming_the_windows_variable(tmp_path):
+    node = build(tmp_path, distributions=[{"name": "Ubuntu-22.04", "memory_mib": 3072}])
+    ladder, calls = walk(node, max_rung="kill")
+    state = ladder.start()
+    assert calls == ["win_gpu_holders_info"]
+    assert state["outcome"]["status"] == "refused"
+    assert state["outcome"]["msg"].endswith("gpu_reclaim_windows_max_rung=wsl would allow it")
+
+
+def test_a_given_snapshot_without_a_scope_is_taken_again_on_the_node(tmp_path):
+    node = build(tmp_path, distributions=[{"name": "Ubuntu-22.04", "memory_mib": 3072}])
+    ladder, calls = walk(node)
+    stale = _win_snapshot.take(node)
+    stale["verdict"] = {"rung": "logoff", "reasons": [{"rung": "logoff", "reason": "what another host said"}]}
+    state = ladder.start(stale)
+    assert calls[0] == "win_gpu_holders_info"  # the walk read the node itself, not the snapshot it was handed
+    assert state["outcome"]["entry_rung"] == "wsl" and state["outcome"]["fixed_by"] == "wsl"
+
+
+def test_kill_targets_are_compute_processes_only():
+    snapshot = {"holders": [
+        {"pid": 1, "gpus": [0], "class": "compute"}, {"pid": 2, "gpus": [0], "class": "wsl_vm"},
+        {"pid": 3, "gpus": [0], "class": "graphics_session"}, {"pid": 4, "gpus": [0], "class": "system", "session_id": 1},
+        {"pid": 5, "gpus": [], "class": "compute"}]}
+    assert [h["pid"] for h in windows_kill_targets(snapshot)] == [1]
+
+
+def test_logoff_is_of_the_users_whose_session_system_processes_hold_a_gpu():
+    snapshot = {"sessions": [{"id": 1, "user": "ada"}, {"id": 2, "user": "bob"}], "holders": [
+        {"pid": 10, "gpus": [0], "class": "system", "session_id": 1},
+        {"pid": 11, "gpus": [0], "class": "system", "session_id": 1},
+        {"pid": 12, "gpus": [0], "class": "system", "session_id": 0},
+        {"pid": 13, "gpus": [0], "class": "compute", "session_id": 2}]}
+    assert logoff_users(snapshot) == ["ada"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"max_rung": "reload"}, "max_rung: 'reload' is not a rung of the windows ladder"),
+    ({"destructive_rungs": ["reset"]}, "destructive_rungs: 'reset' not a rung of the windows ladder"),
+])
+def test_rungs_of_the_other_ladder_are_refused(overrides, message):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkError, check_options
+    args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
+    args.update(platform="windows", max_rung="wsl")
+    args.update(overrides)
+    with pytest.raises(WalkError, match=message):
+        check_options(args)
