@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node impor
 _GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": {"type": "int"},
         "driver_model": {"type": "str", "choices": ["WDDM", "TCC", "MCDM"]}, "ghost_mib": {"type": "int"},
         "recovery_action": {"type": "str", "choices": ["None", "Reset", "Reboot"]}, "pci_bus_id": {"type": "str"},
-        "uuid": {"type": "str"}}
+        "uuid": {"type": "str"}, "restart_needs_reboot": {"type": "bool", "default": False}}
 _CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "elements": "int", "default": [0]},
           "memory_mib": {"type": "int", "default": 1024}, "user": {"type": "str"}, "session_id": {"type": "int"},
           "image_path": {"type": "str"}}
@@ -30,11 +30,12 @@ ARGUMENT_SPEC = {
     "default_user": {"type": "str", "default": "ada"},
     "administrators": {"type": "list", "elements": "str"},
     "store_wsl": {"type": "bool", "default": True},
+    "auto_restart_shell": {"type": "bool", "default": True},
     "gpus": {"type": "list", "elements": "dict", "options": _GPU},
     "processes": {"type": "list", "elements": "dict", "default": [], "options": _PROCESS},
     "sessions": {"type": "list", "elements": "dict", "options": {
         "user": {"type": "str", "required": True}, "id": {"type": "int"}, "session_name": {"type": "str", "default": "console"},
-        "state": {"type": "str", "default": "Active"}}},
+        "state": {"type": "str", "default": "Active"}, "explorer_memory_mib": {"type": "int", "default": 0}}},
     "distributions": {"type": "list", "elements": "dict", "default": [], "options": {
         "name": {"type": "str", "required": True}, "owner": {"type": "str"}, "running": {"type": "bool", "default": True},
         "version": {"type": "int", "default": 2}, "default": {"type": "bool"}, "gpus": {"type": "list", "elements": "int", "default": [0]},

@@ -18,7 +18,9 @@ description:
     user with a running distribution, which holds its distributions' GPU memory."
   - "Rules it keeps - a process's GPU memory is freed when it is killed; C(wsl --terminate) and C(--shutdown) stop the
     user's distributions, and the user's WSL VM with the last one; taskkill refuses critical system processes and the
-    WSL VM with the real messages."
+    WSL VM with the real messages; a session's C(explorer.exe) ended by force comes back as a new process (see
+    O(auto_restart_shell)); C(logoff) ends a session and its processes; C(pnputil /restart-device) exits 3010 for a GPU
+    with O(gpus[].restart_needs_reboot)."
   - Running it again with the same scenario changes nothing; another scenario replaces the node.
   - See C(docs/windows.md) in the collection.
 author:
@@ -62,6 +64,12 @@ options:
     description: Whether C(C:\\Program Files\\WSL\\wsl.exe) (the Store WSL) exists.
     type: bool
     default: true
+  auto_restart_shell:
+    description:
+      - Whether Windows starts a session's C(explorer.exe) again when it is ended by force (Winlogon's
+        C(AutoRestartShell), on by default on Windows). With V(false), an ended explorer stays gone.
+    type: bool
+    default: true
   gpus:
     description: The GPUs, index by position. Unset means one NVIDIA GeForce RTX 2080 SUPER under WDDM.
     type: list
@@ -93,6 +101,12 @@ options:
       uuid:
         description: GPU UUID; one is made up when unset.
         type: str
+      restart_needs_reboot:
+        description:
+          - Whether C(pnputil /restart-device) of this GPU's adapter exits 3010 (a reboot is needed); its ghost memory
+            and recovery action then stay.
+        type: bool
+        default: false
   processes:
     description: Processes that hold GPU memory.
     type: list
@@ -147,6 +161,10 @@ options:
         description: State as quser prints it.
         type: str
         default: Active
+      explorer_memory_mib:
+        description: GPU memory the session's C(explorer.exe) holds on GPU 0, MiB; a restarted explorer holds none.
+        type: int
+        default: 0
   distributions:
     description: WSL distributions.
     type: list

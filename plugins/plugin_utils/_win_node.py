@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ansible.errors import AnsibleConnectionFailure
+
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_decode, _win_scripts, _win_sim
+
+try:
+    # The psrp connection plugin lets some of these through instead of AnsibleConnectionFailure (as ansible.windows notes).
+    from requests.exceptions import RequestException
+except ImportError:  # pragma: no cover - requests comes with the winrm and psrp connections
+    RequestException = AnsibleConnectionFailure
 
 SIM_ROOT_VAR = "gpuops_windows_sim_root"
 WIN_COMMAND = "ansible.windows.win_command"
@@ -24,6 +32,10 @@ CommandResult = namedtuple("CommandResult", "rc stdout stderr encoding")
 
 class WindowsNodeError(Exception):
     """A tool or script could not be run on the node at all (not: it ran and failed); the message says why."""
+
+
+class ConnectionDropped(WindowsNodeError):
+    """The connection to the host broke during a call: what the call did on the host is not known from its answer."""
 
 
 def windows_node(action, task_vars):
@@ -88,6 +100,18 @@ class TargetNode:
             raise WindowsNodeError("the %s script failed: %s" % (name, errors or result.get("msg")))
         return result.get("result") or {}
 
+    def reconnect(self):
+        """Drop the connection plugin's session so that the next call opens a new one (what ansible.windows'
+        win_reboot does before it tries the host again: a WinRM shell cut by the host is not reused)."""
+        connection = self._action._connection
+        for step in (connection.close, getattr(connection, "reset", None)):
+            if step is None:
+                continue
+            try:
+                step()
+            except (AnsibleConnectionFailure, RequestException, OSError):
+                pass  # the next call says whether the host answers again
+
     def _execute(self, module_name, module_args, read_only):
         task = self._action._task
         saved = task.check_mode
@@ -95,10 +119,12 @@ class TargetNode:
         task.check_mode = saved and not read_only
         try:
             result = self._action._execute_module(module_name=module_name, module_args=module_args, task_vars=self._task_vars)
+        except (AnsibleConnectionFailure, RequestException) as exc:
+            raise ConnectionDropped("the connection to the host broke: %s" % exc) from None
         finally:
             task.check_mode = saved
         if result.get("unreachable"):
-            raise WindowsNodeError("the host is unreachable: %s" % result.get("msg"))
+            raise ConnectionDropped("the host is unreachable: %s" % result.get("msg"))
         return result
 
 
@@ -110,6 +136,9 @@ class SimulatedNode:
     def __init__(self, root, user=None):
         self.root = root
         self.user = user
+
+    def reconnect(self):
+        """Nothing to reopen: the simulated node is files on the controller, and never drops a connection."""
 
     def command(self, argv, read_only=False):
         del read_only  # the simulation answers check mode's probes as it answers any

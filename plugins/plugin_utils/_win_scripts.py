@@ -17,6 +17,28 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell
 # One round trip for everything the snapshot reads through PowerShell: the GPU Process Memory counters (the
 # language-neutral CIM class, else the English counter paths, which only an English Windows has), the processes
 # with their owners, the DirectX adapters' LUIDs from the registry, and whether the Store WSL is installed.
+# Win32_Process with each process's owner; sets $processes.
+_PROCESSES = r"""# Get-Process -IncludeUserName needs an elevated session; without it the owners stay unknown (null).
+$owners = @{}
+try {
+    Get-Process -IncludeUserName | ForEach-Object { $owners[[int]$_.Id] = $_.UserName }
+}
+catch {
+    $owners = @{}
+}
+$processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
+    [pscustomobject]@{
+        ProcessId = $_.ProcessId
+        ParentProcessId = $_.ParentProcessId
+        Name = $_.Name
+        ExecutablePath = $_.ExecutablePath
+        CreationDate = $_.CreationDate
+        SessionId = $_.SessionId
+        User = $owners[[int]$_.ProcessId]
+    }
+}
+"""
+
 SNAPSHOT = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
     [Parameter(Mandatory)]
@@ -49,26 +71,7 @@ catch {
     }
 }
 
-# Get-Process -IncludeUserName needs an elevated session; without it the owners stay unknown (null).
-$owners = @{}
-try {
-    Get-Process -IncludeUserName | ForEach-Object { $owners[[int]$_.Id] = $_.UserName }
-}
-catch {
-    $owners = @{}
-}
-$processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
-    [pscustomobject]@{
-        ProcessId = $_.ProcessId
-        ParentProcessId = $_.ParentProcessId
-        Name = $_.Name
-        ExecutablePath = $_.ExecutablePath
-        CreationDate = $_.CreationDate
-        SessionId = $_.SessionId
-        User = $owners[[int]$_.ProcessId]
-    }
-}
-
+%(processes)s
 $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -ErrorAction SilentlyContinue | ForEach-Object {
     $values = Get-ItemProperty -LiteralPath $_.PSPath
     if ($null -ne $values.AdapterLuid) {
@@ -88,7 +91,7 @@ $Ansible.Result = @{
     adapters = ConvertTo-JsonText $adapters
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS)}
+""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]
@@ -100,4 +103,13 @@ $Ansible.Changed = $false
 $Ansible.Result = @{ exists = Test-Path -LiteralPath $Path -PathType Leaf }
 """
 
-SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH}
+# A fresh process list alone (pid + creation time: what win_gpu_reset checks before each taskkill).
+PROCESSES = r"""[CmdletBinding(SupportsShouldProcess)]
+param ()
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+%(processes)s
+$Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3 }
+""" % {"processes": _PROCESSES}
+
+SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH, "processes": PROCESSES}

@@ -11,7 +11,11 @@ on), taskkill's messages, wsl.exe in UTF-16LE, ConvertTo-Json of the CIM classes
 Rules it keeps: a process's GPU memory is counted while it exists, so a killed process's memory is freed; wsl.exe
 lists and stops only the distributions of the user it runs as; `--terminate`/`--shutdown` stop distributions, and the
 user's WSL VM (vmmemWSL) goes with the last one, its memory with it; taskkill refuses critical system processes and
-the WSL VM as the real tool does; a GPU's used memory is its processes' memory plus its ghost memory.
+the WSL VM as the real tool does; a GPU's used memory is its processes' memory plus its ghost memory; a session's
+explorer.exe ended by force comes back as a new process (Winlogon's AutoRestartShell, on unless the scenario turns it
+off); `logoff <id>` ends the session and every process in it; `pnputil /restart-device` exits 3010 on a GPU whose
+scenario says a reboot is needed, and its ghost memory then stays until a reboot. reuse_pid gives a pid to a new
+process, as Windows does quickly.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ _SESSION_PROCESSES = (
     ("explorer.exe", "%(host)s\\%(user)s", "C:\\Windows\\explorer.exe"),
 )
 DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "reserved_mib": 205, "driver_model": "WDDM",
-               "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81"}
+               "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81", "restart_needs_reboot": False}
 DWM_MIB = 128
 _NOT_FOUND_DISTRIBUTION = "There is no distribution with the supplied name.\r\nError code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND\r\n"
 
@@ -94,6 +98,7 @@ def build_state(scenario, now_ms=None):
     state = {"kind": STATE_KIND, "version": 1, "hostname": host, "driver_version": "591.86", "cuda_version": "13.1",
              "store_wsl": bool(scenario.get("store_wsl", True)), "default_user": scenario.get("default_user") or "ada",
              "administrators": list(scenario.get("administrators") or [scenario.get("default_user") or "ada"]),
+             "auto_restart_shell": bool(scenario.get("auto_restart_shell", True)),
              "next_pid": FIRST_PID, "clock_ms": now_ms - 3600 * 1000, "gpus": [], "processes": [], "sessions": [],
              "distributions": [], "command_log": []}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
@@ -137,7 +142,7 @@ def _gpu(index, spec):
             "luid": "0x00000000_0x%08x" % (0xFA7A + index * 0x1000),
             "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + index),
             "instance_id": "PCI\\VEN_10DE&DEV_%s&SUBSYS_40051458&REV_A1\\4&2a4c1b2&0&%04X" % (spec["device_id"], 0x0008 + index * 0x10),
-            "adapter_status": "Started", "restarts": 0}
+            "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"])}
 
 
 def _luid_of(state, index):
@@ -165,13 +170,14 @@ def _spawn(state, name, user, session_id, image_path, parent_name=None, gpu_memo
 
 
 def _open_session(state, session):
-    session_id = int(session.get("id") or 1 + len(state["sessions"]))
+    session_id = int(session["id"]) if session.get("id") is not None else 1 + len(state["sessions"])
     user = session.get("user") or state["default_user"]
     state["sessions"].append({"id": session_id, "user": user, "session_name": session.get("session_name", "console"),
                               "state": session.get("state") or "Active", "logon_time": "6/14/2026 11:35 AM"})
     values = {"id": session_id, "host": state["hostname"], "user": user}
+    shares = {"dwm.exe": DWM_MIB, "explorer.exe": int(session.get("explorer_memory_mib") or 0)}
     for name, owner, image in _SESSION_PROCESSES:
-        memory = _memory_on(state, [0], DWM_MIB) if name == "dwm.exe" and state["gpus"] else None
+        memory = _memory_on(state, [0], shares[name]) if shares.get(name) and state["gpus"] else None
         _spawn(state, name, owner % values, session_id, image, gpu_memory=memory)
 
 
@@ -341,6 +347,11 @@ def _pnputil(state, args, _caller):
 
 def _restart_device(state, instance_id):
     for gpu in state["gpus"]:
+        if gpu["instance_id"].lower() == instance_id.lower() and gpu.get("restart_needs_reboot"):
+            # ERROR_SUCCESS_REBOOT_REQUIRED: the restart waits for a reboot, the driver keeps what it holds. The text
+            # is ours (no capture of it); the plugins read the exit code.
+            return SimCommand(3010, ("Microsoft PnP Utility\r\n\r\nRestarting device:          %s\r\n"
+                                     "System reboot is needed to complete restart operations.\r\n" % instance_id).encode())
         if gpu["instance_id"].lower() == instance_id.lower():
             gpu["restarts"] += 1
             gpu["ghost_mib"] = 0
@@ -387,8 +398,15 @@ def _taskkill(state, args, caller):
         else:
             state["processes"].remove(process)
             out.append("SUCCESS: The process with PID %d%s has been terminated.\r\n" % (process["pid"], child))
+            _restart_shell(state, process)
     rc = 0 if not err else 1 if not out else 255
     return SimCommand(rc, "".join(out).encode(), "".join(err).encode())
+
+
+def _restart_shell(state, ended):
+    """Winlogon starts a session's shell again when it stops unexpectedly (AutoRestartShell=1, Windows' default)."""
+    if _win_processes.base_name(ended["name"]) == "explorer" and ended["session_id"] and state.get("auto_restart_shell", True):
+        _spawn(state, ended["name"], ended["user"], ended["session_id"], ended["image_path"])
 
 
 def _kill_refusal(state, process, caller):
@@ -414,6 +432,37 @@ def _descendants(state, pid):
         found.extend(children)
         frontier = [p["pid"] for p in children]
     return list(reversed(found))
+
+
+# ---- logoff -----------------------------------------------------------------------------------------------------
+
+def _logoff(state, args, caller):
+    """`logoff <id>`: silent with exit 0 when the session ends (what logoff.exe does). Its error lines are ours (no
+    capture of them); the plugins read the exit code and then whether quser still lists the session."""
+    if len(args) != 1 or not args[0].isdigit():
+        return SimCommand(1, b"", b"Invalid parameter(s)\r\nTerminates a session.\r\n")
+    session_id = int(args[0])
+    session = next((s for s in state["sessions"] if s["id"] == session_id), None)
+    if session is None:
+        return SimCommand(1, b"", ("Could not logoff session ID %d, Error code 7022\r\n"
+                                   "Error [7022]:The specified session cannot be found.\r\n" % session_id).encode())
+    if session["user"].lower() != caller.lower() and caller.lower() not in [a.lower() for a in state["administrators"]]:
+        return SimCommand(1, b"", ("Could not logoff session ID %d, Error code 5\r\nError [5]:Access is denied.\r\n" % session_id).encode())
+    state["sessions"].remove(session)
+    state["processes"] = [p for p in state["processes"] if p["session_id"] != session_id]
+    return SimCommand(0, b"")
+
+
+def reuse_pid(root, pid, name="notepad.exe"):
+    """Windows gives a freed pid to the next process soon: end the process `pid` (if any) and start `name` under the
+    same pid, in the same session, with a new creation time and no GPU memory. -> the new process."""
+    with locked_state(root, write=True) as state:
+        old = _process(state, pid)
+        if old is not None:
+            state["processes"].remove(old)
+        user = old["user"] if old else "%s\\%s" % (state["hostname"], state["default_user"])
+        session = old["session_id"] if old else 1
+        return copy.deepcopy(_spawn(state, name, user, session, "C:\\Windows\\System32\\%s" % name, pid=pid))
 
 
 # ---- wsl.exe -----------------------------------------------------------------------------------------------------
@@ -491,21 +540,28 @@ def _snapshot_script(state, parameters, _caller):
                                 "DedicatedUsage": usage["dedicated_bytes"], "SharedUsage": usage["shared_bytes"],
                                 "LocalUsage": usage["dedicated_bytes"], "NonLocalUsage": usage["shared_bytes"],
                                 "TotalCommitted": usage["dedicated_bytes"] + usage["shared_bytes"]})
-    processes = [{"ProcessId": p["pid"], "ParentProcessId": p["ppid"], "Name": p["name"], "ExecutablePath": p["image_path"],
-                  "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"], "User": p["user"]}
-                 for p in state["processes"]]
     adapters = [{"Key": gpu["registry_key"], "Description": gpu["name"], "AdapterLuid": str(_win_counters.luid_value(gpu["luid"])),
                  "VendorId": 0x10DE, "DeviceId": int(gpu["instance_id"].split("DEV_")[1][:4], 16)} for gpu in state["gpus"]]
     return {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None},
-            "processes": _ps_json(processes), "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath"))}
+            "processes": _processes_json(state), "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath"))}
+
+
+def _processes_json(state):
+    return _ps_json([{"ProcessId": p["pid"], "ParentProcessId": p["ppid"], "Name": p["name"], "ExecutablePath": p["image_path"],
+                      "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"], "User": p["user"]}
+                     for p in state["processes"]])
+
+
+def _processes_script(state, _parameters, _caller):
+    return {"processes": _processes_json(state)}
 
 
 def _wsl_path_script(state, parameters, _caller):
     return {"exists": _store_wsl(state, parameters.get("Path"))}
 
 
-_TOOLS = {"nvidia-smi": _nvidia_smi, "pnputil": _pnputil, "quser": _quser, "taskkill": _taskkill, "wsl": _wsl}
-_SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script}
+_TOOLS = {"nvidia-smi": _nvidia_smi, "pnputil": _pnputil, "quser": _quser, "taskkill": _taskkill, "wsl": _wsl, "logoff": _logoff}
+_SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script}
 
 
 def transported(data):
