@@ -57,6 +57,18 @@ def windows_executor(node, check_mode, ghost_threshold_mib):
     return execute
 
 
+def is_shell(holder):
+    return (holder.get("name") or "").lower() == "explorer.exe"
+
+
+def merged_step(rung, steps):
+    """One rung's record from several module runs ((step, snapshot_after) each), and the last snapshot after them."""
+    failed = [step for step, dummy in steps if step["failed"]]
+    merged = {"rung": rung, "changed": any(step["changed"] for step, dummy in steps), "failed": bool(failed),
+              "msg": "; ".join(step["msg"] for step in failed), "plan": [line for step, dummy in steps for line in step["plan"]]}
+    return merged, steps[-1][1]
+
+
 class WindowsWalk(LadderWalk):
     """The walk on the Windows ladder."""
 
@@ -68,10 +80,16 @@ class WindowsWalk(LadderWalk):
         return step_result(rung, result, list(result.get("plan") or [])), result.get("snapshot_after")
 
     def _take_kill(self, snapshot):
-        targets = [{"pid": h["pid"], "creation_time": h.get("creation_time")} for h in windows_kill_targets(snapshot)]
-        if not targets:
+        # explorer.exe is the user's shell: ending it with /T would end everything started from it, so its hold is
+        # ended by restarting the shell alone (win_gpu_reset method=restart_explorer), the others by taskkill.
+        holders = windows_kill_targets(snapshot)
+        targets = [{"pid": h["pid"], "creation_time_ms": h["creation_time_ms"]} for h in holders if not is_shell(h)]
+        shells = sorted(set(h.get("user") for h in holders if is_shell(h) and h.get("user")))
+        if not targets and not shells:
             return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": []}, snapshot
-        return self._reset("kill", "kill", holders=targets)
+        steps = ([self._reset("kill", "kill", holders=targets)] if targets else [])
+        steps += [self._reset("kill", "restart_explorer", user=user) for user in shells]
+        return merged_step("kill", steps)
 
     def _take_wsl(self, snapshot):
         del snapshot  # wsl_shutdown reads what runs itself
@@ -90,9 +108,4 @@ class WindowsWalk(LadderWalk):
         users = logoff_users(snapshot)
         if not users:
             return {"rung": "logoff", "changed": False, "failed": False, "msg": "no user session holds a GPU", "plan": []}, snapshot
-        steps = [self._reset("logoff", "logoff", user=user) for user in users]
-        plan = [line for step, dummy in steps for line in step["plan"]]
-        failed = [step for step, dummy in steps if step["failed"]]
-        merged = {"rung": "logoff", "changed": any(step["changed"] for step, dummy in steps), "failed": bool(failed),
-                  "msg": "; ".join(step["msg"] for step in failed), "plan": plan}
-        return merged, steps[-1][1]
+        return merged_step("logoff", [self._reset("logoff", "logoff", user=user) for user in users])

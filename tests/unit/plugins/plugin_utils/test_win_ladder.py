@@ -114,3 +114,26 @@ def test_rungs_of_the_other_ladder_are_refused(overrides, message):
     args.update(overrides)
     with pytest.raises(WalkError, match=message):
         check_options(args)
+
+
+def test_a_job_that_holds_the_gpu_is_ended_by_the_kill_rung_by_pid_and_creation_time(tmp_path):
+    node = build(tmp_path, processes=[{"name": "python.exe", "memory_mib": 2048}])
+    ladder, calls = walk(node)
+    state = ladder.start()
+    outcome = state["outcome"]
+    assert outcome["status"] == "fixed" and outcome["fixed_by"] == "kill", outcome["summary"]
+    assert calls == ["win_gpu_holders_info", "win_gpu_reset"]  # the module's snapshot_after: no inspection after
+    assert any("python.exe" in line for line in outcome["rungs_tried"][0]["plan"])
+    assert not [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "python.exe"]
+
+
+def test_the_shell_holding_the_gpu_is_restarted_never_killed_with_its_tree(tmp_path):
+    node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
+    before = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "explorer.exe"]
+    assert before and before[0]["class"] == "compute"
+    ladder, calls = walk(node)
+    state = ladder.start()
+    assert calls[:2] == ["win_gpu_holders_info", "win_gpu_reset"]
+    assert state["outcome"]["rungs_tried"][0]["rung"] == "kill"
+    assert state["outcome"]["status"] == "fixed", state["outcome"]["summary"]
+    assert state["outcome"]["rungs_tried"][0]["plan"][0].startswith("restarted explorer.exe of session 1 (ada)")
