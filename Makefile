@@ -8,7 +8,10 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 COLL_LINK := .collections/ansible_collections/gpuops/remediation
 # Collections the roles and the Windows action plugins use, taken out of this release of the ansible package on PyPI (Galaxy is not reachable everywhere).
 ANSIBLE_PACKAGE := 12.3.0
-VENDORED := .collections/ansible_collections/ansible/windows/MANIFEST.json
+# kubernetes.core for the roles; ansible.windows for the Windows modules' real path and the execution environment;
+# awx.awx for awx/ (docs/awx.md).
+VENDORED_COLLECTIONS := kubernetes.core ansible.windows awx.awx
+VENDORED := $(foreach c,$(VENDORED_COLLECTIONS),.collections/ansible_collections/$(subst .,/,$(c))/MANIFEST.json)
 # Outside the checkout: inside it, ansible-test would list files through this repository's git and find none.
 BUILD_ROOT := $(or $(TMPDIR),/tmp)/gpuops-remediation-$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-8)/ansible_collections
 BUILD_COLL := $(BUILD_ROOT)/gpuops/remediation
@@ -38,8 +41,9 @@ collection: venv $(VENDORED)
 	@mkdir -p $(dir $(COLL_LINK))
 	@ln -sfn ../../.. $(COLL_LINK)
 
-$(VENDORED): tools/vendor_collections.py | venv
-	$(BIN)/python tools/vendor_collections.py --dest .collections --ansible $(ANSIBLE_PACKAGE) kubernetes.core ansible.windows
+# One collection per rule: adding one to VENDORED_COLLECTIONS vendors only that one.
+.collections/ansible_collections/%/MANIFEST.json: tools/vendor_collections.py | venv
+	$(BIN)/python tools/vendor_collections.py --dest .collections --ansible $(ANSIBLE_PACKAGE) $(subst /,.,$*)
 	@touch $@
 
 demo: collection

@@ -1,0 +1,111 @@
+"""awx/: every survey question sets a variable that its playbook checks, with answers that the check accepts.
+
+AWX surveys have no yes/no type and give every answer as a string; the playbooks' own input checks (reset_gpu.yml's
+first task, the roles' argument specs) are what stands between a survey and the nodes.
+"""
+
+import os
+import re
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLES = ("gpu_inspect", "gpu_reclaim", "gpu_remediate")
+# What reset_gpu.yml's first task accepts for a yes/no (gpuops_yes_no), and what AWX survey questions may be.
+YES_NO = {"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"}
+SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
+
+
+def load(*parts):
+    with open(os.path.join(ROOT, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def role_options():
+    options = {}
+    for role in ROLES:
+        options.update(load("roles", role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"])
+    return options
+
+
+def documented_inputs(playbook):
+    """The gpuops_* variables that the playbook's header documents (the lines '#   gpuops_<name>  <what>')."""
+    with open(os.path.join(ROOT, playbook)) as handle:
+        return set(re.findall(r"^#\s+(gpuops_[a-z_]+)\s", handle.read(), re.M))
+
+
+def job_templates():
+    return load("awx", "gpuops_awx.yml")["gpuops_awx_job_templates"]
+
+
+def questions(template):
+    return load("awx", template["survey"])["spec"]
+
+
+def test_every_job_template_runs_a_playbook_of_the_project_with_a_survey():
+    playbooks = [template["playbook"] for template in job_templates()]
+    assert playbooks == ["playbooks/reset_gpu.yml", "playbooks/gpu_report.yml"]
+    for template in job_templates():
+        assert os.path.isfile(os.path.join(ROOT, template["playbook"])), template["playbook"]
+        assert questions(template), template["survey"]
+        assert "job_slice_count" in template, template["name"]
+
+
+def test_every_survey_question_is_well_formed():
+    for template in job_templates():
+        for question in questions(template):
+            assert question["type"] in SURVEY_TYPES, question
+            assert question["question_name"] and question["variable"], question
+            if question["type"] == "multiplechoice":
+                assert question["default"] in question["choices"], question
+                assert all(isinstance(choice, str) for choice in question["choices"]), question
+
+
+def test_every_survey_variable_is_one_the_playbook_checks():
+    options = role_options()
+    for template in job_templates():
+        known = set(options) | documented_inputs(template["playbook"])
+        unknown = [question["variable"] for question in questions(template) if question["variable"] not in known]
+        assert unknown == [], "%s: %s" % (template["survey"], unknown)
+
+
+def test_yes_no_questions_offer_only_answers_the_input_check_accepts():
+    options = role_options()
+    for template in job_templates():
+        for question in questions(template):
+            spec = options.get(question["variable"], {})
+            if spec.get("type") == "bool" or question["variable"] == "gpuops_dry_run":
+                assert question["type"] == "multiplechoice", question
+                assert set(question["choices"]) == {"true", "false"}, question
+                assert set(question["choices"]) <= YES_NO, question
+
+
+def test_choices_are_the_roles_choices_and_defaults_the_roles_defaults():
+    options = role_options()
+    for template in job_templates():
+        for question in questions(template):
+            spec = options.get(question["variable"])
+            if spec is None:
+                continue
+            if "choices" in spec:
+                assert question["choices"] == spec["choices"], question["variable"]
+            if "default" in spec:
+                assert str(question["default"]).lower() == str(spec["default"]).lower(), question["variable"]
+
+
+def test_reset_gpu_checks_the_dry_run_answer_in_its_first_task():
+    with open(os.path.join(ROOT, "playbooks", "reset_gpu.yml")) as handle:
+        playbook = handle.read()
+    first_task = playbook.split("- name: Inspect and guard")[0]
+    assert "'gpuops_dry_run=' ~ gpuops_dry_run ~ ' (true or false)'" in first_task
+    assert playbook.count('check_mode: "{{ (gpuops_dry_run | default(false) | bool) or ansible_check_mode }}"') == 2
+
+
+def test_the_daily_schedule_names_its_time_zone():
+    config = load("awx", "gpuops_awx.yml")
+    names = [template["name"] for template in job_templates()]
+    for schedule in config["gpuops_awx_schedules"]:
+        assert schedule["job_template"] in names, schedule
+        assert schedule["rrule"].startswith("DTSTART;TZID={{ gpuops_awx_timezone }}:"), schedule
+        assert "RRULE:FREQ=DAILY;INTERVAL=1" in schedule["rrule"], schedule
+    assert config["gpuops_awx_timezone"]
