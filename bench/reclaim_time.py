@@ -39,13 +39,7 @@ class OneNode(fleet.Fleet):
     """One simulated node built from the scenario of a rung."""
 
     def __init__(self, workdir, spec):
-        super().__init__(workdir, 1, 1)
-        self.spec = spec
-
-    def build(self, names):
-        for name in names:
-            fleet._sim_build.create_node(self.root(name), self.spec)
-            self.built.add(name)
+        super().__init__(workdir, 1, 1, spec)
 
 
 def _walk_seconds(timing):

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, validate_kill_params
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC, validate_snapshot_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
     RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
 )
@@ -53,10 +50,19 @@ LADDER_ARGUMENT_SPEC = dict(
 )
 
 
+def module_specs():
+    """(snapshot, journal and lock, kill) argument specs of the modules the walk runs, which pass through to them.
+    Imported when a walk needs them: the filters, which only ask the ladder's questions, do without."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC
+    from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC
+    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC
+    return SNAPSHOT_ARGUMENT_SPEC, ACTION_ARGUMENT_SPEC, KILL_ARGUMENT_SPEC
+
+
 def walk_argument_spec():
-    spec = dict(SNAPSHOT_ARGUMENT_SPEC)
-    spec.update(ACTION_ARGUMENT_SPEC)
-    spec.update(KILL_ARGUMENT_SPEC)
+    spec = {}
+    for part in module_specs():
+        spec.update(part)
     spec.update(LADDER_ARGUMENT_SPEC)
     return spec
 
@@ -84,9 +90,10 @@ class WalkOptions:
         self.option_names = args.get("option_names") or {}
         self.snapshot_max_age = args.get("snapshot_max_age", 300.0)
         self.kept = dict((name, args.get(name)) for name in KEPT_OPTIONS)
-        self.snapshot_args = _present(args, SNAPSHOT_ARGUMENT_SPEC)
-        self.action_args = _present(args, ACTION_ARGUMENT_SPEC)
-        self.kill_args = _present(args, KILL_ARGUMENT_SPEC)
+        snapshot_spec, action_spec, kill_spec = module_specs()
+        self.snapshot_args = _present(args, snapshot_spec)
+        self.action_args = _present(args, action_spec)
+        self.kill_args = _present(args, kill_spec)
 
     @property
     def ceiling(self):
@@ -131,6 +138,8 @@ def check_options(args):
     if unknown:
         raise WalkError("destructive_rungs: %s not a rung of the %s ladder (%s)" % (
             ", ".join(map(repr, unknown)), args["platform"], ", ".join(rungs)))
+    from ansible_collections.gpuops.remediation.plugins.module_utils._kill import validate_kill_params
+    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import validate_snapshot_params
     check = _OptionCheck(args)
     validate_snapshot_params(check)
     validate_kill_params(check)
