@@ -103,6 +103,7 @@ bench: collection
 	$(BIN)/python bench/holder_scan.py
 	$(BIN)/python bench/snapshot_cost.py
 	$(BIN)/python bench/fleet.py
+	$(BIN)/python bench/reclaim_time.py
 
 clean:
 	rm -rf .build .collections $(dir $(BUILD_ROOT)) tests/output importer_result.json
