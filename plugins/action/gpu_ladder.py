@@ -5,26 +5,24 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, WalkError, WalkOptions, check_options, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
+    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, walk_argument_spec,
+)
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node
 
 REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ControllerAction):
+    FAILURES = (WalkError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(walk_argument_spec())
-        args = plain(args)
+    def argument_spec(self):
+        return walk_argument_spec()
+
+    def act(self, args, task_vars):
         snapshot = args["snapshot"]
         missing = [key for key in REQUIRED_SNAPSHOT_KEYS if key not in snapshot]
         if snapshot and missing:
@@ -33,22 +31,19 @@ class ActionModule(ActionBase):
         walk_class, execute = self._platform(args, task_vars)
         walk = walk_class(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"))
         steps_before = len(args["state"].get("tried") or []) if args["continue_after"] else 0  # changed: this call's own
-        try:
-            check_options(args)
-            if args["continue_after"]:
-                state = walk.continue_after(args["continue_after"], args["state"], args["controller_result"])
-            else:
-                state = walk.start(snapshot)
-        except WalkError as exc:
-            raise AnsibleActionFail(str(exc)) from None
-        result.update(
+        check_options(args)
+        if args["continue_after"]:
+            state = walk.continue_after(args["continue_after"], args["state"], args["controller_result"])
+        else:
+            state = walk.start(snapshot)
+        return dict(
             changed=any(step["changed"] for step in state["tried"][steps_before:]),
             pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
             drain_followup=state.get("drain_followup") if state["pending"] is None else None,
+            slurm_state=SLURM_STATES.get(state.get("drain_followup")) if state["pending"] is None else None,
             outcome=state.get("outcome") if state["pending"] is None else None,
             state=state,
         )
-        return result
 
     def _platform(self, args, task_vars):
         """The walk and how it runs a module: on Linux the collection's modules on the node; on Windows the Windows

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
 
@@ -24,16 +24,12 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
     _requires_connection = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    REQUIRED_IF = (("write", True, ("dest",)),)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(ARGUMENT_SPEC, required_if=[("write", True, ("dest",))])
-        del validation
+    def act(self, args, task_vars):
         hostvars = task_vars["hostvars"]
         entries = []
         for host in args["hosts"]:
@@ -49,5 +45,4 @@ class ActionModule(ActionBase):
                               args["destructive_hosts"])
         # The report is the controller's record of the run: written in check mode too (it is the plan then), never a change.
         paths = write_report(args["dest"], report, render_markdown(report)) if args["write"] else []
-        result.update(changed=False, report=report, paths=paths, summary=report["fleet"]["summary"])
-        return result
+        return dict(changed=False, report=report, paths=paths, summary=report["fleet"]["summary"])

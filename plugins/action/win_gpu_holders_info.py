@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError, windows_node
@@ -16,21 +17,13 @@ ARGUMENT_SPEC = {
 }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    FAILURES = (WindowsNodeError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(ARGUMENT_SPEC)
+    def act(self, args, task_vars):
         if args["ghost_threshold_mib"] < 0:
             raise AnsibleActionFail("ghost_threshold_mib: %r is below 0" % (args["ghost_threshold_mib"],))
-        node = windows_node(self, task_vars or {})
-        try:
-            snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
-        except WindowsNodeError as exc:
-            raise AnsibleActionFail(str(exc)) from None
-        result.update(snapshot, changed=False, simulated=node.simulated)
-        return result
+        node = windows_node(self, task_vars)
+        snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
+        return dict(snapshot, changed=False, simulated=node.simulated)

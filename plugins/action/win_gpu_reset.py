@@ -5,26 +5,20 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError, windows_node
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = _win_reset.WIN_RESET_ARGUMENT_SPEC
+    FAILURES = (WindowsNodeError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(_win_reset.WIN_RESET_ARGUMENT_SPEC)
-        node = windows_node(self, task_vars or {})
+    def act(self, args, task_vars):
+        node = windows_node(self, task_vars)
         try:
-            result.update(_win_reset.run(node, args, self._task.check_mode), simulated=node.simulated)
+            return dict(_win_reset.run(node, args, self._task.check_mode), simulated=node.simulated)
         except _win_reset.WinResetInputError as exc:
             raise AnsibleActionFail("%s; nothing was changed" % exc) from None
-        except WindowsNodeError as exc:
-            raise AnsibleActionFail(str(exc)) from None
-        return result

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SIM_ROOT_VAR
 
 _GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": {"type": "int"},
@@ -43,43 +42,36 @@ ARGUMENT_SPEC = {
 }
 
 
-def _plain(value):
-    if isinstance(value, Mapping):
-        return dict((str(key), _plain(item)) for key, item in value.items() if item is not None)
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return str(value) if isinstance(value, str) else value
+def _given(value):
+    """The scenario as given: options left unset (None) are left out, so that the simulation's defaults apply."""
+    if isinstance(value, dict):
+        return dict((key, _given(item)) for key, item in value.items() if item is not None)
+    if isinstance(value, list):
+        return [_given(item) for item in value]
+    return value
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+class ActionModule(ControllerAction):
     _requires_connection = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    FAILURES = (ValueError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        dummy, args = self.validate_argument_spec(ARGUMENT_SPEC)
-        args = _plain(args)
+    def act(self, args, task_vars):
+        args = _given(args)
         root = args.pop("root")
         if args.pop("state") == "absent":
             exists = os.path.exists(_win_sim.state_path(root))
             if exists and not self._task.check_mode:
                 shutil.rmtree(root)
-            result.update(changed=exists, root=root)
-            return result
+            return dict(changed=exists, root=root)
         if os.path.isdir(root) and os.listdir(root) and not os.path.exists(_win_sim.state_path(root)):
             raise AnsibleActionFail("root: %r is a directory that holds something other than a simulated Windows node" % root)
-        try:
-            state = _win_sim.build_state(args)
-        except ValueError as exc:
-            raise AnsibleActionFail(str(exc)) from None
+        state = _win_sim.build_state(args)
         changed = not _win_sim.same_scenario(root, args)
         if changed and not self._task.check_mode:
             state["scenario"] = args
             _win_sim.write_node(root, state)
         elif not changed:
             state = _win_sim.snapshot_of_state(root)
-        result.update(changed=changed, root=root, host_vars={SIM_ROOT_VAR: root},
-                      processes=[dict((k, p[k]) for k in ("pid", "name", "creation_time_ms", "session_id")) for p in state["processes"]])
-        return result
+        return dict(changed=changed, root=root, host_vars={SIM_ROOT_VAR: root},
+                    processes=[dict((k, p[k]) for k in ("pid", "name", "creation_time_ms", "session_id")) for p in state["processes"]])

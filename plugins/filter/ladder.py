@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.validation import check_type_list
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import DEFAULT_DESTRUCTIVE, LADDERS, destructive_entry, fleet_guard
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
+    DEFAULT_DESTRUCTIVE, LADDERS, cordon_is_ours, destructive_entry, fleet_guard,
+)
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
 
 
@@ -55,10 +57,19 @@ def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
     return fleet_guard([str(host) for host in destructive_hosts], count, percent)
 
 
+def kubernetes_cordon_is_ours(node_info, annotation, reason):
+    resources = node_info.get("resources") if isinstance(node_info, Mapping) else None
+    if not isinstance(resources, list):
+        raise AnsibleFilterError("kubernetes_cordon_is_ours: the input must be a result of kubernetes.core.k8s_info, got %r"
+                                 % type(node_info).__name__)
+    return cordon_is_ours(resources, annotation, reason)
+
+
 class FilterModule:
     def filters(self):
         return {
             "ladder_entry_rung": ladder_entry_rung,
             "needs_destructive_rung": needs_destructive_rung,
             "fleet_guard_refusal": fleet_guard_refusal,
+            "kubernetes_cordon_is_ours": kubernetes_cordon_is_ours,
         }

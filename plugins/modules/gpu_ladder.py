@@ -173,6 +173,10 @@ drain_followup:
       is another run's, left behind), V(release) (our Slurm drain stays, since the memory is still held), or null.
   returned: always
   type: str
+slurm_state:
+  description: With RV(drain_followup), the O(gpuops.remediation.slurm_drain#module:state) that does it - V(resumed) or V(released).
+  returned: always
+  type: str
 modules_run:
   description: The modules this call ran on the node, in order.
   returned: always

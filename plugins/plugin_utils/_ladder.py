@@ -213,6 +213,16 @@ def undrain_outcome(followup, result):
     return ("kubernetes" if uncordon.get("changed") else ""), []
 
 
+SLURM_STATES = {"resume": "resumed", "release": "released"}
+
+
+def cordon_is_ours(node_resources, annotation, reason):
+    """Whether the Kubernetes node (the resources of kubernetes.core.k8s_info) carries our mark, `annotation` set to
+    `reason`: only then is its cordon ours to lift."""
+    marks = [((item.get("metadata") or {}).get("annotations") or {}).get(annotation) for item in node_resources or []]
+    return marks == [reason]
+
+
 def destructive_entry(snapshot, destructive_rungs, platform="linux"):
     """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts)."""
     return entry_rung(snapshot, LADDERS[platform]) in destructive_rungs

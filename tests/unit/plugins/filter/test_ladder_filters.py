@@ -51,3 +51,20 @@ def test_the_fleet_guard_checks_its_percentage():
         FILTERS["fleet_guard_refusal"](["a"], 4, 150)
     with pytest.raises(AnsibleFilterError, match="must be whole numbers, got 4 and 'many'"):
         FILTERS["fleet_guard_refusal"](["a"], 4, "many")
+
+
+@pytest.mark.parametrize("annotations, expected", [
+    ({"gpuops.io/cordoned-by": "gpuops: reclaiming"}, True),
+    ({"gpuops.io/cordoned-by": "someone else"}, False),
+    ({}, False),
+    (None, False),
+])
+def test_a_cordon_is_ours_only_while_our_mark_is_on_the_node(annotations, expected):
+    info = {"resources": [{"metadata": {"name": "gpunode1", "annotations": annotations}}]}
+    assert FILTERS["kubernetes_cordon_is_ours"](info, "gpuops.io/cordoned-by", "gpuops: reclaiming") is expected
+
+
+def test_no_node_no_cordon_of_ours():
+    assert FILTERS["kubernetes_cordon_is_ours"]({"resources": []}, "a", "b") is False
+    with pytest.raises(AnsibleFilterError, match="must be a result of kubernetes.core.k8s_info"):
+        FILTERS["kubernetes_cordon_is_ours"]("gpunode1", "a", "b")
