@@ -57,6 +57,28 @@ def windows_executor(node, check_mode, ghost_threshold_mib):
     return execute
 
 
+def _bare_user(user):
+    """A user without its domain (WS12\\ada is ada), lower case: the protect list may name users either way."""
+    return (user or "").rsplit("\\", 1)[-1].lower()
+
+
+def protected_split(holders, kill_args):
+    """(holders the kill may end, [(holder, why) left alone]): the protect lists of the walk (protect_names, matched
+    with or without .exe, and protect_users, with or without the domain), case-insensitively as Windows names are."""
+    names = set(name.lower() for name in kill_args.get("protect_names") or [])
+    users = set(_bare_user(user) for user in kill_args.get("protect_users") or [])
+    ends, left = [], []
+    for holder in holders:
+        name = (holder.get("name") or "").lower()
+        if name in names or (name.endswith(".exe") and name[:-4] in names):
+            left.append((holder, "protected name: %s" % holder.get("name")))
+        elif users and _bare_user(holder.get("user")) in users:
+            left.append((holder, "protected user: %s" % holder.get("user")))
+        else:
+            ends.append(holder)
+    return ends, left
+
+
 def is_shell(holder):
     return (holder.get("name") or "").lower() == "explorer.exe"
 
@@ -82,14 +104,17 @@ class WindowsWalk(LadderWalk):
     def _take_kill(self, snapshot):
         # explorer.exe is the user's shell: ending it with /T would end everything started from it, so its hold is
         # ended by restarting the shell alone (win_gpu_reset method=restart_explorer), the others by taskkill.
-        holders = windows_kill_targets(snapshot)
+        holders, left = protected_split(windows_kill_targets(snapshot), self.options.kill_args)
+        left_lines = ["left pid %s %s: %s" % (h["pid"], h.get("name") or "", why) for h, why in left]
         targets = [{"pid": h["pid"], "creation_time_ms": h["creation_time_ms"]} for h in holders if not is_shell(h)]
         shells = sorted(set(h.get("user") for h in holders if is_shell(h) and h.get("user")))
         if not targets and not shells:
-            return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": []}, snapshot
+            return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": left_lines}, snapshot
         steps = ([self._reset("kill", "kill", holders=targets)] if targets else [])
         steps += [self._reset("kill", "restart_explorer", user=user) for user in shells]
-        return merged_step("kill", steps)
+        step, after = merged_step("kill", steps)
+        step["plan"] = left_lines + step["plan"]
+        return step, after
 
     def _take_wsl(self, snapshot):
         del snapshot  # wsl_shutdown reads what runs itself
@@ -100,11 +125,22 @@ class WindowsWalk(LadderWalk):
             plan.append("%s: %s" % ("would run" if self.check_mode else "ran", " ".join(result["command"])))
         return step_result("wsl", result, plan), result.get("snapshot_after")
 
+    def _refused_for_protected(self, rung, snapshot):
+        """A heavier rung would take the GPU from a protected process too: refused, naming it, as on Linux."""
+        dummy, left = protected_split(windows_kill_targets(snapshot), self.options.kill_args)
+        if not left:
+            return None
+        names = ", ".join("pid %s (%s, %s)" % (h["pid"], h.get("name"), why) for h, why in left)
+        return {"rung": rung, "changed": False, "failed": True, "plan": [],
+                "msg": "refused: the %s rung would take the GPU from protected processes too: %s" % (rung, names)}, snapshot
+
     def _take_restart_adapter(self, snapshot):
-        del snapshot
-        return self._reset("restart_adapter", "restart_adapter")
+        return self._refused_for_protected("restart_adapter", snapshot) or self._reset("restart_adapter", "restart_adapter")
 
     def _take_logoff(self, snapshot):
+        refused = self._refused_for_protected("logoff", snapshot)
+        if refused:
+            return refused
         users = logoff_users(snapshot)
         if not users:
             return {"rung": "logoff", "changed": False, "failed": False, "msg": "no user session holds a GPU", "plan": []}, snapshot

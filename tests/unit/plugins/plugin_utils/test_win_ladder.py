@@ -137,3 +137,26 @@ def test_the_shell_holding_the_gpu_is_restarted_never_killed_with_its_tree(tmp_p
     assert state["outcome"]["rungs_tried"][0]["rung"] == "kill"
     assert state["outcome"]["status"] == "fixed", state["outcome"]["summary"]
     assert state["outcome"]["rungs_tried"][0]["plan"][0].startswith("restarted explorer.exe of session 1 (ada)")
+
+
+def test_protected_processes_are_left_alone_and_no_heavier_rung_takes_the_gpu_from_them(tmp_path):
+    node = build(tmp_path, processes=[{"name": "render.exe", "memory_mib": 2048}, {"name": "python.exe", "memory_mib": 1024}])
+    ladder, calls = walk(node, protect_names=["RENDER"], max_rung="restart_adapter")
+    state = ladder.start()
+    tried = state["outcome"]["rungs_tried"]
+    assert [step["rung"] for step in tried] == ["kill", "wsl", "restart_adapter"]  # wsl: nothing ran, nothing done
+    assert tried[0]["plan"][0].startswith("left pid ") and "render.exe: protected name: render.exe" in tried[0]["plan"][0]
+    assert not tried[1]["changed"]
+    assert tried[2]["failed"] and "protected processes too" in tried[2]["msg"] and "render.exe" in tried[2]["msg"]
+    assert calls.count("win_gpu_reset") == 1  # the kill of python.exe; the adapter restart was never sent
+    holders = [h["name"] for h in _win_snapshot.take(node)["holders"]]
+    assert "render.exe" in holders and "python.exe" not in holders
+    assert state["outcome"]["status"] == "failed"
+
+
+def test_protected_users_match_with_or_without_the_domain(tmp_path):
+    node = build(tmp_path, processes=[{"name": "python.exe", "memory_mib": 1024}])
+    ladder, calls = walk(node, protect_users=["ADA"], max_rung="kill")
+    state = ladder.start()
+    assert calls == ["win_gpu_holders_info"]  # nothing to end: the only holder is ada's
+    assert state["outcome"]["rungs_tried"][0]["plan"][0].endswith("protected user: WS12\\ada")
