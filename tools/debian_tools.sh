@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Debian tools some tests drive for real (promtool, headless chromium), installed on demand.
+#
+#   tools/debian_tools.sh ensure CMD:PACKAGE ...   for each CMD not on PATH, install PACKAGE with apt-get (root only),
+#                                                  one apt-get at a time on this machine (flock); exit 3 with the
+#                                                  reason when a CMD is missing and cannot be installed.
+#   tools/debian_tools.sh check CMD:PACKAGE ...    exit 0 when every CMD is on PATH or could be installed; else 3.
+set -euo pipefail
+
+LOCK=${TMPDIR:-/tmp}/gpuops-apt.lock
+
+missing_packages() {
+    local spec
+    for spec in "$@"; do
+        command -v "${spec%%:*}" >/dev/null 2>&1 || echo "${spec#*:}"
+    done
+}
+
+can_install() { [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; }
+
+main() {
+    local action=${1:-} missing
+    shift || true
+    [[ $action == ensure || $action == check ]] || { echo "usage: $0 ensure|check CMD:PACKAGE ..." >&2; exit 2; }
+    mapfile -t missing < <(missing_packages "$@")
+    ((${#missing[@]})) || exit 0
+    if ! can_install; then
+        echo "debian_tools: needs Debian's ${missing[*]}, or root with apt-get to install them" >&2
+        exit 3
+    fi
+    [[ $action == check ]] && exit 0
+    (
+        flock 9
+        mapfile -t missing < <(missing_packages "$@")
+        ((${#missing[@]})) || exit 0
+        echo "debian_tools: installing ${missing[*]} with apt-get"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 || {
+            apt-get update -q >/dev/null
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+        }
+    ) 9>"$LOCK"
+    mapfile -t missing < <(missing_packages "$@")
+    ((${#missing[@]} == 0)) || { echo "debian_tools: still missing after install: ${missing[*]}" >&2; exit 3; }
+}
+
+main "$@"
