@@ -49,16 +49,9 @@ options:
     default: []
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.CONTROLLER_ACTION
 attributes:
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
   bypass_host_loop:
-    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial, throttle and other loop considerations.
-    support: none
     details:
       - It runs per host like any task; give it C(run_once) to write one report.
   check_mode:
