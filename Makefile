@@ -57,12 +57,12 @@ test: collection
 	@$(MAKE) --no-print-directory integration
 	@echo "make test: all passed"
 
-# Each chain runs its steps one after the other (-j1: the jobserver of the parent would run them at once).
+# Each chain runs its steps one after the other.
 checks-ansible-test:
-	@$(MAKE) --no-print-directory -j1 units-ansible-test sanity
+	@$(MAKE) --no-print-directory units-ansible-test && $(MAKE) --no-print-directory sanity
 
 checks-playbooks:
-	@$(MAKE) --no-print-directory -j1 molecule lint docs build importer
+	@for step in molecule lint docs build importer; do $(MAKE) --no-print-directory $$step || exit 1; done
 
 units: collection
 	$(PYTEST) -q tests/unit
