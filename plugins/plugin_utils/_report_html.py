@@ -17,9 +17,9 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report imp
 # A bar's segments, in drawing order, with their legend.
 SEGMENTS = (
     ("attributed_mib", "attributed", "held by live processes"),
-    ("ghost_mib", "ghost", "in use, no live process accounts for it"),
-    ("in_use_mib", "in use", "not split: a process without a figure (WDDM), or after a rung"),
-    ("reserved_mib", "reserved", "kept by the driver"),
+    ("ghost_mib", "ghost", "no live process accounts for it"),
+    ("in_use_mib", "in use", "not split (WDDM, or after a rung)"),
+    ("reserved_mib", "reserved", "the driver's"),
     ("free_mib", "free", "not in use"),
 )
 _BAR_TITLES = {"now": "now", "before": "before", "after": "after"}
@@ -52,7 +52,7 @@ table{border-collapse:collapse;width:100%;background:var(--card)}
 th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{font-size:12px;color:var(--mute);font-weight:600;background:#f6f8fa}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.wrap{border:1px solid var(--line);border-radius:8px;overflow:hidden;margin:0 0 22px}
+.wrap{border:1px solid var(--line);border-radius:8px;overflow:hidden;margin:0 0 22px}.wrap.narrow{max-width:520px}
 .mini{display:flex;gap:3px;align-items:center}.mini .bar{width:64px;height:10px}
 .bar{display:flex;height:18px;border-radius:3px;overflow:hidden;background:#eaeef2}
 .bar.none{background:repeating-linear-gradient(45deg,#eaeef2 0 6px,#f6f8fa 6px 12px)}
@@ -185,7 +185,7 @@ def _health_check(entry, path):
     colour = {"pass": "fixed", "fail": "failed"}.get(check.get("result"), "inspected")
     tests = "".join('<tr><td>%s</td><td>%s</td></tr>' % (_text(test.get("name")), _figure(test.get("result"), "%s.health_check.tests.%d.result" % (path, at)))
                     for at, test in enumerate(check.get("tests", [])))
-    table = ('<div class="wrap"><table><thead><tr><th>test</th><th>result</th></tr></thead><tbody>%s</tbody></table></div>' % tests
+    table = ('<div class="wrap narrow"><table><thead><tr><th>test</th><th>result</th></tr></thead><tbody>%s</tbody></table></div>' % tests
              if tests else "")
     return ('<h3>Health check</h3><p>%s level %s: <span class="badge" style="background:var(--%s)">%s</span> <span class="msg">%s</span></p>%s' % (
         _text(check.get("tool")), _figure(check.get("level"), path + ".health_check.level"), colour,
@@ -232,7 +232,7 @@ def _overview_row(entry, at):
     return ('<tr data-host="%s"><td><a href="#host-%d">%s</a></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><div class="mini">%s</div></td>'
             '<td class="n">%s</td><td class="n">%s</td></tr>' % (
                 _text(entry.get("host")), at, _text(entry.get("host")), _badge(entry.get("status"), path + ".status"),
-                _text(entry.get("entry_rung") or "-"), _text(entry.get("fixed_by") or "-"), rungs, minis,
+                _text(entry.get("entry_rung")) or "&ndash;", _text(entry.get("fixed_by")) or "&ndash;", rungs, minis,
                 _mib(entry.get("memory_freed_mib"), path + ".memory_freed_mib", unit=False) if "memory_freed_mib" in entry else "&ndash;",
                 _figure(entry.get("seconds"), path + ".seconds") if "seconds" in entry else "&ndash;"))
 

@@ -27,7 +27,12 @@ def _walk(gpus, after, rung, status, seconds, health=None, holders=(), msg=""):
     return outcome, {"gpus": gpus, "holders": [], "verdict": {"rung": rung, "reasons": []}}
 
 
-def fleet_entries():
+HOSTILE_NAMES = {"host": HOSTILE, "gpu": HOSTILE, "process": HOSTILE, "user": HOSTILE}
+PLAIN_NAMES = {"host": "gpu-node-03", "gpu": "NVIDIA H100 80GB HBM3", "process": "pt_main_thread", "user": "bob"}
+
+
+def fleet_entries(odd):
+    """`odd`: the names of the failed host, its GPU, its holder and the holder's user."""
     h100 = "NVIDIA H100 80GB HBM3"
     fixed, fixed_snap = _walk([_gpu(0, h100, 81559, 24576, 24576, 512), _gpu(1, h100, 81559, 12288, 0, 512, "00000000:2A:00.0")],
                               [0, 12288], "reset", "fixed", 4.2, msg="the reset rung got the memory back (24576 MiB)",
@@ -39,15 +44,15 @@ def fleet_entries():
                                   holders=[{"pid": 1028, "name": "dwm.exe", "user": "Window Manager\\DWM-1", "class": "graphics_session",
                                             "gpus": [0], "used_mib": 128},
                                            {"pid": 1036, "name": "vmmemWSL", "user": None, "class": "wsl_vm", "gpus": [0], "used_mib": None}])
-    failed, failed_snap = _walk([_gpu(0, HOSTILE, 81559, 40960, 8192)], [40960], "reset", "failed", 31.0,
-                                msg="reset failed: GPU 0 is in use by " + HOSTILE,
+    failed, failed_snap = _walk([_gpu(0, odd["gpu"], 81559, 40960, 8192)], [40960], "reset", "failed", 31.0,
+                                msg="reset failed: GPU 0 is in use by " + odd["process"],
                                 health={"tool": "dcgmi", "level": 1, "result": "fail", "reason": "the GPU stays drained",
                                         "tests": [{"name": "Deployment", "result": "Pass"}, {"name": "Memory", "result": "Fail"}]},
-                                holders=[{"pid": 777, "name": HOSTILE, "user": HOSTILE, "class": "unkillable", "gpus": [0], "used_mib": 32768}])
+                                holders=[{"pid": 777, "name": odd["process"], "user": odd["user"], "class": "unkillable", "gpus": [0], "used_mib": 32768}])
     return [
         host_entry("gpu-node-07", fixed, fixed_snap),
         host_entry("ws12.corp", windows, windows_snap),
-        host_entry(HOSTILE, failed, failed_snap),
+        host_entry(odd["host"], failed, failed_snap),
         host_entry("gpu-node-09", {"status": "clean", "msg": "no GPU memory held: nothing to do", "check_mode": False, "entry_rung": "none",
                                    "fixed_by": None, "rungs_tried": [], "held_by": [], "memory_freed_mib": 0, "seconds": 0.6,
                                    "gpus": [{"index": 0, "name": h100, "pci_bus_id": "00000000:18:00.0", "state_before": "ok",
@@ -61,5 +66,8 @@ def fleet_entries():
     ]
 
 
-def fleet_report():
-    return build_report(fleet_entries(), "reset_gpu-20261201T140000Z", "reset_gpu", False, "2026-12-01T14:00:07Z", ["gpu-node-07", HOSTILE])
+def fleet_report(odd=None):
+    """The fleet's report; hostile names by default, PLAIN_NAMES for the picture in docs/report.md."""
+    odd = odd or HOSTILE_NAMES
+    return build_report(fleet_entries(odd), "reset_gpu-20261201T140000Z", "reset_gpu", False, "2026-12-01T14:00:07Z",
+                        ["gpu-node-07", odd["host"]])

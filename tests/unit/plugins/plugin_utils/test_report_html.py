@@ -98,7 +98,6 @@ def test_a_fleet_of_200_hosts_has_its_summary_first_and_stays_one_reasonable_pag
     assert figures["fleet.count_by_status.failed"] == "50" and figures["fleet.memory_freed_mib"] == "{:,}".format(50 * (24576 + 9216))
     assert page.index('data-path="fleet.hosts"') < page.index('data-host="node000"')
     assert len(page) < 2500000
-    assert _clean(check(page, report))
 
 
 def test_chromium_renders_the_hostile_fleet_and_shows_the_json_figures(tmp_path):
