@@ -106,13 +106,13 @@ def _badge(status, path):
     return '<span class="badge" style="background:%s">%s</span>' % (_colour(status), _figure(status, path))
 
 
-def _bar(bar, css_class="bar"):
-    total = bar.get("total_mib")
-    if not total or all(bar.get(key) is None for key, _, _ in SEGMENTS):
+def _bar(memory, css_class="bar"):
+    total = memory.get("total_mib")
+    if not total or all(memory.get(segment[0]) is None for segment in SEGMENTS):
         return '<div class="%s none" title="no memory figures"></div>' % css_class
     parts = []
-    for key, label, _ in SEGMENTS:
-        value = bar.get(key)
+    for key, label, _why in SEGMENTS:
+        value = memory.get(key)
         if value:
             parts.append('<i class="seg-%s" style="width:%.3f%%" title="%s: %s MiB"></i>' % (
                 key, 100.0 * value / total, label, "{:,}".format(value)))
@@ -123,11 +123,11 @@ def _labelled(label, figure):
     return "<span>%s <b>%s</b></span>" % (label, figure)
 
 
-def _bar_figures(bar, path):
+def _bar_figures(memory, path):
     # Before a rung the split is the point: attributed and ghost are shown even when unknown (n/a, as under WDDM).
-    split = ("attributed_mib", "ghost_mib") if bar.get("when") != "after" else ()
-    figures = [_labelled(label, _mib(bar.get(key), "%s.%s" % (path, key)))
-               for key, label, _ in SEGMENTS if bar.get(key) is not None or key in split]
+    split = ("attributed_mib", "ghost_mib") if memory.get("when") != "after" else ()
+    figures = [_labelled(label, _mib(memory.get(key), "%s.%s" % (path, key)))
+               for key, label, _why in SEGMENTS if memory.get(key) is not None or key in split]
     return '<div class="figs">%s</div>' % "".join(figures)
 
 
@@ -136,10 +136,11 @@ def _gpu(gpu, path):
     if "state_after" in gpu and gpu.get("bars") and len(gpu["bars"]) > 1:
         state += " &rarr; " + _figure(gpu["state_after"], path + ".state_after")
     rows = []
-    for at, bar in enumerate(gpu.get("bars", [])):
+    for at, memory in enumerate(gpu.get("bars", [])):
         bar_path = "%s.bars.%d" % (path, at)
         rows.append('<div class="row" data-bar="%s"><span class="when">%s</span>%s</div>%s' % (
-            _text(bar.get("when")), _text(_BAR_TITLES.get(bar.get("when"), bar.get("when"))), _bar(bar), _bar_figures(bar, bar_path)))
+            _text(memory.get("when")), _text(_BAR_TITLES.get(memory.get("when"), memory.get("when"))), _bar(memory),
+            _bar_figures(memory, bar_path)))
     back = ""
     if "freed_mib" in gpu and len(gpu.get("bars", [])) > 1:
         back = '<div class="figs back"><span>%s back</span></div>' % _mib(gpu["freed_mib"], path + ".freed_mib")

@@ -28,20 +28,20 @@ def memory_bar(when, total, used, ghost, reserved):
     """One bar of a GPU's memory, in MiB: attributed (live processes) + ghost + reserved (the driver's) + free = total.
     With the split unknown (ghost None: a process without a figure, as under WDDM) the used memory is one `in_use`
     segment; with no figure for the GPU, every segment is None."""
-    bar = dict((segment, None) for segment in BAR_SEGMENTS)
-    bar.update(when=when, total_mib=total)
+    memory = dict((segment, None) for segment in BAR_SEGMENTS)
+    memory.update(when=when, total_mib=total)
     if used is None:
-        return bar
+        return memory
     reserved = reserved or 0
     if ghost is None:
-        bar["in_use_mib"] = used
+        memory["in_use_mib"] = used
     else:
-        bar["ghost_mib"] = min(ghost, used)
-        bar["attributed_mib"] = used - bar["ghost_mib"]
+        memory["ghost_mib"] = min(ghost, used)
+        memory["attributed_mib"] = used - memory["ghost_mib"]
     if total is not None:
-        bar["reserved_mib"] = reserved
-        bar["free_mib"] = max(total - used - reserved, 0)
-    return bar
+        memory["reserved_mib"] = reserved
+        memory["free_mib"] = max(total - used - reserved, 0)
+    return memory
 
 
 def _snapshot_gpus(snapshot):

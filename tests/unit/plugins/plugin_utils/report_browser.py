@@ -34,10 +34,9 @@ def render(page, screenshot):
     """The DOM after chromium loaded the page (scripts, if any, have run), and a 1400x1000 screenshot of it."""
     ensure_chromium()
     with tempfile.TemporaryDirectory() as profile:
-        done = subprocess.run(["chromium"] + FLAGS + ["--user-data-dir=" + profile, "--window-size=1400,1000",
-                                                     "--screenshot=" + os.path.abspath(screenshot), "--dump-dom",
-                                                     "file://" + os.path.abspath(page)],
-                              capture_output=True, text=True, timeout=120, check=False)
+        argv = ["chromium"] + FLAGS + ["--user-data-dir=" + profile, "--window-size=1400,1000",
+                                       "--screenshot=" + os.path.abspath(screenshot), "--dump-dom", "file://" + os.path.abspath(page)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0 or "<html" not in done.stdout:
         raise RuntimeError("chromium exited %d: %s" % (done.returncode, done.stderr[-2000:]))
     return done.stdout
@@ -112,8 +111,8 @@ def expected_paths(report):
         paths += [host + "." + key for key in ("memory_freed_mib", "seconds", "entry_rung", "fixed_by") if entry.get(key) is not None]
         for i, gpu in enumerate(entry.get("gpus", [])):
             paths += ["%s.gpus.%d.memory_total_mib" % (host, i)]
-            for j, bar in enumerate(gpu.get("bars", [])):
-                paths += ["%s.gpus.%d.bars.%d.%s" % (host, i, j, key) for key in SEGMENTS if bar[key] is not None]
+            for j, memory in enumerate(gpu.get("bars", [])):
+                paths += ["%s.gpus.%d.bars.%d.%s" % (host, i, j, key) for key in SEGMENTS if memory[key] is not None]
         paths += ["%s.held_by.%d.used_mib" % (host, i) for i in range(len(entry.get("held_by", [])))]
         if entry.get("health_check"):
             paths += [host + ".health_check.result"]
@@ -133,7 +132,7 @@ def check(dom, report):
         grouped = isinstance(value, int) and not isinstance(value, bool)
         if (text.replace(",", "") if grouped else text) != shown(value):
             mismatches.append({"path": path, "shown": text, "report": shown(value)})
-    seen = set(path for path, _ in parsed.figures)
+    seen = set(figure[0] for figure in parsed.figures)
     return {"checked": len(parsed.figures), "mismatches": mismatches,
             "missing": [path for path in expected_paths(report) if path not in seen],
             "scripts": parsed.scripts, "handlers": parsed.handlers, "body": parsed.body_attributes}

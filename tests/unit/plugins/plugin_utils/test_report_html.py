@@ -4,7 +4,7 @@ import copy
 import re
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report
 
 from .report_browser import check, read_figures, render
 from .report_fleet import HOSTILE, fleet_report

@@ -94,19 +94,19 @@ def test_memory_bars_split_the_total_and_say_unknown_as_none():
         "free_mib": 74903}
     wddm = memory_bar("before", 24564, 3200, None, None)
     assert wddm["in_use_mib"] == 3200 and wddm["attributed_mib"] is None and wddm["ghost_mib"] is None and wddm["free_mib"] == 21364
-    assert memory_bar("now", None, None, None, None) == dict(when="now", total_mib=None, attributed_mib=None, ghost_mib=None,
-                                                            in_use_mib=None, reserved_mib=None, free_mib=None)
+    unknown = dict(when="now", total_mib=None, attributed_mib=None, ghost_mib=None, in_use_mib=None, reserved_mib=None, free_mib=None)
+    assert memory_bar("now", None, None, None, None) == unknown
 
 
 def test_a_walked_gpu_gets_its_total_from_the_snapshot_and_bars_before_and_after():
     snapshot = {"gpus": [{"index": 0, "memory_total_mib": 81559, "memory_reserved_mib": 0}], "verdict": {"rung": "reset"}}
     gpu = host_entry("node07", outcome=OUTCOME, snapshot=snapshot)["gpus"][0]
     assert gpu["memory_total_mib"] == 81559
-    assert [bar["when"] for bar in gpu["bars"]] == ["before", "after"]
+    assert [memory["when"] for memory in gpu["bars"]] == ["before", "after"]
     assert gpu["bars"][0]["ghost_mib"] == 6144 and gpu["bars"][0]["free_mib"] == 81559 - 6144
     assert gpu["bars"][1]["in_use_mib"] == 0 and gpu["bars"][1]["free_mib"] == 81559
     planned = host_entry("node07", outcome=dict(OUTCOME, status="planned", check_mode=True), snapshot=snapshot)["gpus"][0]
-    assert [bar["when"] for bar in planned["bars"]] == ["before"]  # a plan has no after
+    assert [memory["when"] for memory in planned["bars"]] == ["before"]  # a plan has no after
 
 
 def test_the_fleet_counts_gpus_ghost_memory_and_the_longest_host():
