@@ -4,7 +4,7 @@ import copy
 import re
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry
 
 from .report_browser import check, read_figures, render
 from .report_fleet import HOSTILE, fleet_report
@@ -110,3 +110,17 @@ def test_chromium_renders_the_hostile_fleet_and_shows_the_json_figures(tmp_path)
     assert result["body"] == {}  # no script ran: the hostile one would have set data-pwned on the body
     assert "<title>GPU memory report reset_gpu-20261201T140000Z</title>" in dom
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_read_only_report_of_an_inspected_host_has_one_bar_now_and_its_holders():
+    snapshot = {"verdict": {"rung": "kill", "reasons": [{"reason": "pid 4242 holds GPU 0"}]},
+                "gpus": [{"index": 0, "name": "NVIDIA A100", "state": "busy", "memory_used_mib": 4096, "memory_total_mib": 40960,
+                          "memory_reserved_mib": 0, "unattributed_mib": 1024}],
+                "holders": [{"pid": 4242, "name": "trainer", "user": "alice", "class": "compute", "gpus": [0], "used_mib": 3072}]}
+    report = build_report([host_entry("node01", snapshot=snapshot)], "gpu_report-1", "gpu_report", False, "t")
+    page = render_html(report)
+    figures = _figures(page)
+    assert _clean(check(page, report))
+    assert 'data-bar="now"' in page and 'data-bar="after"' not in page
+    assert figures["hosts.0.gpus.0.bars.0.attributed_mib"] == "3,072" and figures["hosts.0.gpus.0.bars.0.ghost_mib"] == "1,024"
+    assert figures["hosts.0.gpus.0.bars.0.free_mib"] == "36,864" and figures["hosts.0.held_by.0.used_mib"] == "3,072"
