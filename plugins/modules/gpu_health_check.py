@@ -16,7 +16,7 @@ description:
   - RV(health_check.result) is V(pass) when the diagnostic ran, no test failed and at least one test passed (a
     test that only warned passes, and its warning is in RV(health_check.reason)); V(fail) when a test failed, the
     diagnostic could not run (for example C(nv-hostengine) is not running, so dcgmi cannot reach DCGM's host
-    engine), it printed no result, it exited non-zero, or it did not finish within O(timeout) seconds: in each
+    engine), it printed no result, it exited non-zero, or it did not finish within O(timeout) seconds - in each
     case the GPUs' health is not confirmed, and RV(health_check.reason) says why.
   - V(not_installed) when C(dcgmi) is not on the node (no DCGM, no gate); V(not_run) in check mode, which runs
     nothing (a diagnostic of level 2 or more loads the GPUs for minutes).

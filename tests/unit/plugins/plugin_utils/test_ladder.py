@@ -118,7 +118,6 @@ class Node:
         return self._after({"changed": True, "plan": ["systemctl isolate multi-user.target", "systemctl isolate graphical.target"]},
                            check_mode)
 
-
     def _gpu_health_check(self, args, check_mode):
         assert not check_mode  # in check mode the walk only plans the gate
         level = args["level"]
