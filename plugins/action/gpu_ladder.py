@@ -8,7 +8,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, walk_argument_spec,
+    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, hold_reason, walk_argument_spec,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node
@@ -41,6 +41,7 @@ class ActionModule(ControllerAction):
             pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
             drain_followup=state.get("drain_followup") if state["pending"] is None else None,
             slurm_state=SLURM_STATES.get(state.get("drain_followup")) if state["pending"] is None else None,
+            hold_reason=hold_reason(state) if state["pending"] is None else None,
             outcome=state.get("outcome") if state["pending"] is None else None,
             state=state,
         )

@@ -8,7 +8,8 @@ A node lives under one directory (the root):
   dev/         regular 4096-byte files standing in for /dev/nvidia*, /dev/dri/*
   sys/         module/: loaded modules and their parameters, like /sys/module; class/drm/: the dri nodes' vendor
   proc/modules the loaded modules, like /proc/modules
-  bin/         nvidia-smi, modprobe, lsmod, systemctl (thin scripts calling _sim_tools.main)
+  bin/         nvidia-smi, modprobe, lsmod, systemctl, and dcgmi when built with dcgm (thin scripts calling
+               _sim_tools.main)
   lib/         the simulation's run-time code (LIB_FILES), copied as plain modules: the tools, the simulated
                libnvidia-ml, the programs the node's processes run, and copies of the real /proc scanner
                and PCI bus-id parser they use
@@ -48,7 +49,10 @@ DEFAULT_GPU_RESERVED_MIB = 552
 DEFAULT_BUS_NUMBERS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 # What the node's lib/ holds: everything its tools, its NVML and its processes import, and nothing else.
 LIB_FILES = ("_sim_state.py", "_sim_rules.py", "_sim_processes.py", "_sim_programs.py", "_sim_tools.py",
-             "_sim_nvml.py", "_procscan.py", "_pci.py")
+             "_sim_dcgmi.py", "_sim_nvml.py", "_procscan.py", "_pci.py")
+DIAG_RESULTS = ("pass", "warn", "fail")
+# DCGM's command line, installed only on a node built with dcgm (a node without DCGM has no gate to pass).
+DCGM_COMMANDS = ("dcgmi",)
 TOOL_SCRIPT = """import os
 import sys
 
@@ -93,6 +97,9 @@ def _build_gpu(root, index, spec):
         raise SimError("gpus[%d].compute_mode %r is not one of %s" % (index, mode, ", ".join(COMPUTE_MODES)))
     total = int(spec.get("memory_mib") or DEFAULT_GPU_MEMORY_MIB)
     mig = spec.get("mig_mode")
+    diag = spec.get("dcgm_diag") or "pass"
+    if diag not in DIAG_RESULTS:
+        raise SimError("gpus[%d].dcgm_diag %r is not one of %s" % (index, diag, ", ".join(DIAG_RESULTS)))
     return {
         "index": index,
         "uuid": spec.get("uuid") or _default_uuid(root, index),
@@ -110,6 +117,7 @@ def _build_gpu(root, index, spec):
         "recovery_action": action,
         "lost": bool(spec.get("lost", False)),
         "primary": bool(spec.get("primary", False)),
+        "dcgm_diag": diag,
     }
 
 
@@ -211,6 +219,8 @@ def _initial_state(root, spec):
         "driver_version": spec.get("driver_version") or "590.48.01",
         "cuda_version": spec.get("cuda_version") or "13.1",
         "nvml_hang": bool(spec.get("nvml_hang", False)),
+        "dcgm": bool(spec.get("dcgm", False)),
+        "dcgm_hang": bool(spec.get("dcgm_hang", False)),
         "reset_requires_nvlink_peers": bool(spec.get("reset_requires_nvlink_peers", False)),
         "default_target": "graphical.target",
         "active_target": "graphical.target",
@@ -283,7 +293,7 @@ def _make_tree(root, state):
     write_module_views(root, state)
     _write_drm_vendors(root)
     open(os.path.join(root, "kernel.log"), "a").close()
-    _install_code(root)
+    _install_code(root, GPU_COMMANDS + (DCGM_COMMANDS if state["dcgm"] else ()))
 
 
 def _write_drm_vendors(root):
@@ -309,11 +319,11 @@ def _module_source(filename):
         return handle.read()
 
 
-def _install_code(root):
+def _install_code(root, tools):
     for filename in LIB_FILES:
         with open(os.path.join(root, "lib", filename), "wb") as handle:
             handle.write(_module_source(filename))
-    for tool in GPU_COMMANDS:
+    for tool in tools:
         path = os.path.join(root, "bin", tool)
         with open(path, "w") as handle:
             # -SE: the tools need only the standard library; no site-packages scan, no PYTHON* variables.

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The simulated node's commands: nvidia-smi, modprobe, lsmod, systemctl.
+"""The simulated node's commands: nvidia-smi, modprobe, lsmod, systemctl (and dcgmi, from _sim_dcgmi).
 
 gpu_sim copies this file into <root>/lib and writes <root>/bin/<tool> scripts that call
 main(tool, argv, root). Each tool reads and changes <root>/state.json (_sim_state), keeps the kernel's rules
@@ -18,11 +18,13 @@ import time
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils import _pci as pci
+    from ansible_collections.gpuops.remediation.plugins.module_utils._sim_dcgmi import dcgmi
     from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_processes as processes
     from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_rules as rules
     from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as node
 except ImportError:  # running from <root>/lib as plain modules
     import _pci as pci  # type: ignore[no-redef] # pylint: disable=import-error
+    from _sim_dcgmi import dcgmi  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_processes as processes  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_rules as rules  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
@@ -79,7 +81,7 @@ def main(tool, argv, root, stdout=None, stderr=None):
     log_command(tool, argv, root)
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    handlers = {"nvidia-smi": nvidia_smi, "modprobe": modprobe, "lsmod": lsmod, "systemctl": systemctl}
+    handlers = {"nvidia-smi": nvidia_smi, "modprobe": modprobe, "lsmod": lsmod, "systemctl": systemctl, "dcgmi": dcgmi}
     if tool not in handlers:
         stderr.write("%s: not a simulated tool\n" % tool)
         return 127

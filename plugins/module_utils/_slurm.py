@@ -85,6 +85,17 @@ def drain_reason(marker, run_id, purpose):
     return "%s (run %s: %s)" % (marker, reason_run_id(run_id), re.sub(r"[()]", "", purpose))
 
 
+HOLD_REASON_MAX = 200
+
+
+def hold_reason(run_id, why):
+    """The reason a node is kept out of service with once its GPUs failed the health check: not a drain_reason (it does
+    not start with the marker), so that no later run resumes it; a person does, once the GPUs are repaired."""
+    why = re.sub(r"\s+", " ", why).strip()
+    reason = "gpuops: GPU health check failed (run %s) - %s; resume by hand once repaired" % (reason_run_id(run_id), why)
+    return reason if len(reason) <= HOLD_REASON_MAX else reason[:HOLD_REASON_MAX - 3] + "..."
+
+
 def drain_run(node_info, marker):
     """The run id of a gpuops drain (a drain whose reason is exactly what drain_reason writes), or None.
 

@@ -84,6 +84,25 @@ options:
     description: Seconds the reload rung gives the processes of a stopped service to go.
     type: float
     default: 10.0
+  health_check:
+    description:
+      - The health gate - after a reset or a reload rung that got the memory back, the walk runs
+        M(gpuops.remediation.gpu_health_check) (C(dcgmi diag)) before the node goes back into service. A node whose
+        GPUs fail it ends the walk V(failed) and stays out of service (RV(drain_followup) V(hold)).
+      - V(auto) runs it where DCGM is installed (without C(dcgmi) the gate passes - no DCGM, no gate); V(never) never.
+      - In check mode the plan says the gate would run; nothing runs.
+    type: str
+    choices: [auto, never]
+    default: auto
+  health_check_level:
+    description: The level of the gate's diagnostic (O(gpuops.remediation.gpu_health_check#module:level)).
+    type: int
+    choices: [1, 2, 3, 4]
+    default: 1
+  health_check_timeout:
+    description: Seconds the gate's diagnostic may take; past them the gate fails (O(gpuops.remediation.gpu_health_check#module:timeout)).
+    type: float
+    default: 300.0
   continue_after:
     description:
       - Continue the walk in O(state) after the controller step it paused for (V(drain), V(reboot)), or after the
@@ -162,11 +181,17 @@ pending_rung:
 drain_followup:
   description:
     - Once the walk has ended, what the scheduler needs - V(resume) (the memory is back; for Slurm also when the drain
-      is another run's, left behind), V(release) (our Slurm drain stays, since the memory is still held), or null.
+      is another run's, left behind), V(release) (our Slurm drain stays, since the memory is still held), V(hold) (the
+      GPUs failed the health gate - the Slurm node stays drained with a reason that names it, which no later run
+      resumes), or null.
   returned: always
   type: str
 slurm_state:
-  description: With RV(drain_followup), the O(gpuops.remediation.slurm_drain#module:state) that does it - V(resumed) or V(released).
+  description: With RV(drain_followup), the O(gpuops.remediation.slurm_drain#module:state) that does it - V(resumed), V(released) or V(held).
+  returned: always
+  type: str
+hold_reason:
+  description: With RV(drain_followup) V(hold), why the node stays out of service (the health gate's reason); else null.
   returned: always
   type: str
 modules_run:
@@ -181,6 +206,8 @@ outcome:
       C(msg), C(entry_rung), C(reasons), C(fixed_by), C(rungs_tried) (each with C(rung), C(changed), C(failed), C(msg),
       C(plan)), C(held_by), C(gpus) (memory before and after and C(freed_mib) per GPU), C(memory_freed_mib),
       C(seconds), C(drained), C(undrained), C(drain_notes), C(inspections) and C(summary) (the lines to print).
+    - C(health_check), when a reset or reload rung got the memory back (or would, in check mode) - the health gate's
+      C(tool), C(level), C(result) (V(pass), V(fail), V(not_installed), V(not_run)), C(tests) and C(reason).
     - Null while a step is pending.
   returned: always
   type: dict

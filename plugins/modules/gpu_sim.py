@@ -104,6 +104,15 @@ options:
       mig_mode:
         description: MIG mode (current and pending); omitted means the GPU does not support MIG.
         type: bool
+      dcgm_diag:
+        description:
+          - What the simulated C(dcgmi diag) finds on this GPU (with O(dcgm)) - V(fail) a row remapping failure,
+            V(warn) pending row remappings, in its C(software) and C(memory) tests. A reset or a reload does not
+            change it (it stands for the hardware).
+          - Like DCGM 4.2.3, the C(software) test also fails on a GPU without O(gpus[].persistence_mode).
+        type: str
+        choices: [pass, warn, fail]
+        default: pass
   holders:
     description: Real processes that hold GPUs, started detached.
     type: list
@@ -197,6 +206,17 @@ options:
     default: []
   nvml_hang:
     description: Every NVML call and nvidia-smi run blocks for ever, like a driver stuck in D state.
+    type: bool
+    default: false
+  dcgm:
+    description:
+      - Install NVIDIA DCGM's C(dcgmi) on the node (C(dcgmi diag -r <level> [-j] [-i <ids>]), the output and exit
+        codes of DCGM 4.2.3). It reaches the host engine only while the C(nvidia-dcgm) service runs (O(services)).
+      - Without it the node has no DCGM, as most nodes.
+    type: bool
+    default: false
+  dcgm_hang:
+    description: C(dcgmi diag) never finishes (it ends once its caller is gone), for a caller's timeout.
     type: bool
     default: false
   reset_requires_nvlink_peers:
@@ -339,6 +359,7 @@ GPU_SPEC = dict(
     persistence_mode=dict(type="bool", default=False),
     compute_mode=dict(type="str", choices=list(sim.COMPUTE_MODES), default="Default"),
     mig_mode=dict(type="bool"),
+    dcgm_diag=dict(type="str", choices=list(sim.DIAG_RESULTS), default="pass"),
 )
 HOLDER_SPEC = dict(
     kind=dict(type="str", choices=list(sim.HOLDER_KINDS), default="fd"),
@@ -368,6 +389,8 @@ ARGUMENT_SPEC = dict(
     modules=dict(type="list", elements="str", choices=MODULE_CHOICES, default=list(DEFAULT_MODULES)),
     pinned_modules=dict(type="list", elements="str", choices=MODULE_CHOICES, default=[]),
     nvml_hang=dict(type="bool", default=False),
+    dcgm=dict(type="bool", default=False),
+    dcgm_hang=dict(type="bool", default=False),
     reset_requires_nvlink_peers=dict(type="bool", default=False),
     driver_version=dict(type="str", default="590.48.01"),
     cuda_version=dict(type="str", default="13.1"),

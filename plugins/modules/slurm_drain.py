@@ -22,6 +22,10 @@ description:
     (O(state=released)), or has shown no life for O(stale_drain_after) seconds (its last line in the node journal,
     else the time Slurm recorded the drain). So a run interrupted after its drain leaves the node drained and a later
     run resumes it, while a run still waiting for its jobs keeps its drain.
+  - With O(state=held), keeps the node out of service with a reason that names why (O(hold_reason)) and that no gpuops
+    run resumes - the GPUs failed their health check after the memory came back, and a person must look at them. Our
+    drain (this run's, or one another run left) takes the new reason; an undrained node is drained with it; a drain by
+    someone else stays theirs.
   - Reads the node with C(sinfo) (C(%N), the node name, not C(%n), its host name; the whole reason, C(%E), not the
     20 characters of C(sinfo -R)), and its jobs with C(squeue). Slurm commands need their configuration
     (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
@@ -42,8 +46,9 @@ options:
       - V(released) is how a run that ends with the memory still held leaves its drain (the node stays out of service);
         it writes that to the node journal, so that the next run may resume the drain once it has fixed the node,
         without waiting for O(stale_drain_after). It changes nothing in Slurm.
+      - V(held) keeps the node drained with a reason built from O(hold_reason), one that no gpuops run resumes.
     type: str
-    choices: [drained, resumed, released]
+    choices: [drained, resumed, released, held]
     default: drained
   marker:
     description: The start of every reason we drain with; a drain whose reason starts with it is ours.
@@ -53,6 +58,9 @@ options:
     description: What the drain is for, written into the reason after the run id (for example V(reset rung)).
     type: str
     default: destructive rung
+  hold_reason:
+    description: With O(state=held), why the node stays out of service, written into its reason (required then).
+    type: str
   running_jobs:
     description: What to do while jobs still run on the drained node.
     type: str
@@ -135,8 +143,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, drain_argv, drain_reason, drain_run, is_drained, parse_sinfo, parse_squeue, reason_run_id, resume_argv, sinfo_argv,
-    squeue_argv,
+    SlurmNodeUnknown, drain_argv, drain_reason, drain_run, hold_reason, is_drained, parse_sinfo, parse_squeue, reason_run_id, resume_argv,
+    sinfo_argv, squeue_argv,
 )
 
 
@@ -231,6 +239,22 @@ class SlurmDrain:
             self.result["msg"] = "left drained for the next run (%s)" % before["reason"]
         return before
 
+    def hold(self, before):
+        """Keep the node out of service with a reason no gpuops run resumes (its GPUs failed the health check)."""
+        if is_drained(before) and drain_run(before, self.params["marker"]) is None:
+            self.result["msg"] = "left drained by someone else (%s); it stays out of service" % before["reason"]
+            return before
+        reason = hold_reason(self.run_id, self.params["hold_reason"])
+        if before["reason"] == reason and is_drained(before):
+            self.result["msg"] = "already held drained with reason %r" % reason
+            return before
+        if self.module.check_mode:
+            self.result.update(changed=True, msg="would keep the node drained with reason %r" % reason)
+            return dict(before, state="drained", reason=reason)
+        self._act("slurm_hold", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
+        self.result["msg"] = "held drained with reason %r; resume it by hand once the GPUs are repaired" % reason
+        return self.read()
+
     @staticmethod
     def last_seen(run_id, before, records):
         """Seconds since run run_id last showed life: its latest line in the node journal, else the drain's time."""
@@ -277,7 +301,7 @@ class SlurmDrain:
     def execute(self):
         before = self.read()
         self.result["before"] = before
-        actions = {"drained": self.drain, "resumed": self.resume, "released": self.release}
+        actions = {"drained": self.drain, "resumed": self.resume, "released": self.release, "held": self.hold}
         after = actions[self.params["state"]](before)
         self.result.update(node=after, ours=drain_run(after, self.params["marker"]) is not None)
         self.result["diff"] = {"before": {"state": before["state"], "reason": before["reason"]},
@@ -289,9 +313,10 @@ def main():
     module = GpuModule(
         argument_spec=dict(
             node=dict(type="str", required=True),
-            state=dict(type="str", choices=["drained", "resumed", "released"], default="drained"),
+            state=dict(type="str", choices=["drained", "resumed", "released", "held"], default="drained"),
             marker=dict(type="str", default="gpuops: reclaiming stuck GPU memory"),
             purpose=dict(type="str", default="destructive rung"),
+            hold_reason=dict(type="str"),
             running_jobs=dict(type="str", choices=["wait", "refuse"], default="wait"),
             job_timeout=dict(type="float", default=600.0),
             poll_interval=dict(type="float", default=2.0),
@@ -300,6 +325,7 @@ def main():
             journal_path=dict(type="path"),
         ),
         supports_check_mode=True,
+        required_if=[("state", "held", ["hold_reason"])],
     )
     for option in ("job_timeout", "stale_drain_after"):
         if module.params[option] < 0:

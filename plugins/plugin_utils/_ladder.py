@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import LEVELS as HEALTH_CHECK_LEVELS
+from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text, health_check
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
     RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
 )
@@ -24,6 +26,11 @@ RUNG_MODULES = {
     "reload": "gpuops.remediation.nvidia_driver_reload",
     "graphics": "gpuops.remediation.gpu_graphics_restart",
 }
+HEALTH_MODULE = "gpuops.remediation.gpu_health_check"
+# The rungs after which the GPUs are checked (the health gate) before the node goes back into service: the ones that
+# reset the GPUs' state. A kill leaves the GPUs as they were; a reboot starts them afresh.
+GATED_RUNGS = ("reset", "reload")
+HEALTH_CHECKS = ("auto", "never")
 # Steps the controller takes between two calls of the walk.
 CONTROLLER_STEPS = ("drain", "reboot", "undrain")
 DRAINS = ("none", "slurm", "kubernetes")
@@ -43,6 +50,9 @@ LADDER_ARGUMENT_SPEC = dict(
     snapshot_max_age=dict(type="float", default=300.0),
     kill_wait_timeout=dict(type="float", default=30.0),
     reload_grace=dict(type="float", default=10.0),
+    health_check=dict(type="str", choices=list(HEALTH_CHECKS), default="auto"),
+    health_check_level=dict(type="int", choices=list(HEALTH_CHECK_LEVELS), default=1),
+    health_check_timeout=dict(type="float", default=300.0),
     continue_after=dict(type="str", choices=list(CONTROLLER_STEPS)),
     state=dict(type="dict", default={}),
     controller_result=dict(type="dict", default={}),
@@ -88,6 +98,9 @@ class WalkOptions:
         self.kill_wait_timeout = args["kill_wait_timeout"]
         self.reload_grace = args["reload_grace"]
         self.option_names = args.get("option_names") or {}
+        self.health_check = args.get("health_check") or "auto"
+        self.health_check_level = args.get("health_check_level") or 1
+        self.health_check_timeout = args.get("health_check_timeout") or 300.0
         self.snapshot_max_age = args.get("snapshot_max_age", 300.0)
         self.kept = dict((name, args.get(name)) for name in KEPT_OPTIONS)
         snapshot_spec, action_spec, kill_spec = module_specs()
@@ -146,6 +159,8 @@ def check_options(args):
     for name in ("kill_wait_timeout", "reload_grace", "lock_timeout", "snapshot_max_age"):
         if args.get(name) is not None and args[name] < 0:
             raise WalkError("%s must be 0 or more seconds, got %r" % (name, args[name]))
+    if args.get("health_check_timeout") is not None and args["health_check_timeout"] <= 0:
+        raise WalkError("health_check_timeout must be more than 0 seconds, got %r" % args["health_check_timeout"])
 
 
 # The decisions of the walk, one function each.
@@ -174,12 +189,33 @@ def refusal(snapshot, floor, options):
         options.limits_text(), allow)
 
 
-def drain_followup(drain, drained, held, check_mode):
+def health_gate(rung_taken, rung_failed, held, setting, check_mode):
+    """What the health gate does at the end of a walk whose last rung was `rung_taken`: "run" after a reset or a reload
+    that got the memory back, "plan" for such a rung in check mode (its modules only predicted: the plan says the gate
+    would run), "off" when the gate is turned off (setting "never"), None when there is nothing to check (no rung,
+    a kill-only fix, a rung that failed, the memory still held)."""
+    if rung_taken not in GATED_RUNGS or rung_failed or (held and not check_mode):
+        return None
+    if setting == "never":
+        return "off"
+    return "plan" if check_mode else "run"
+
+
+def health_gate_failed(gate):
+    """Whether the GPUs failed the health gate (a gate not installed, off or planned did not fail)."""
+    return bool(gate) and gate.get("result") == "fail"
+
+
+def drain_followup(drain, drained, held, check_mode, gate_failed=False):
     """What the scheduler needs once the walk has ended: "resume" when the memory is back (for Slurm always, so
     that a drain an interrupted run of ours left is put back too; for Kubernetes only our own cordon), "release"
-    when our Slurm drain must stay because the memory is still held, else None. Nothing in check mode."""
+    when our Slurm drain must stay because the memory is still held, "hold" when the GPUs failed the health gate (the
+    Slurm node stays out of service with a reason that names it, which no later run resumes; a Kubernetes cordon of
+    ours simply stays), else None. Nothing in check mode."""
     if check_mode:
         return None
+    if gate_failed:
+        return "hold" if drain == "slurm" else None
     if not held:
         return "resume" if drain == "slurm" or drained == "kubernetes" else None
     return "release" if drained == "slurm" else None
@@ -213,7 +249,14 @@ def undrain_outcome(followup, result):
     return ("kubernetes" if uncordon.get("changed") else ""), []
 
 
-SLURM_STATES = {"resume": "resumed", "release": "released"}
+SLURM_STATES = {"resume": "resumed", "release": "released", "hold": "held"}
+
+
+def hold_reason(state):
+    """Why the node stays out of service after the walk (the scheduler's hold), or None when it is not held."""
+    if state.get("drain_followup") != "hold":
+        return None
+    return state["health_check"]["reason"]
 
 
 def cordon_is_ours(node_resources, annotation, reason):
@@ -387,10 +430,42 @@ class LadderWalk:
 
     def _end(self, state):
         held = memory_held(state["last"])
-        followup = drain_followup(self.options.drain, state["drained"], held, self.check_mode)
+        if "health_check" not in state:  # once per walk: the end after the undrain has it already
+            state["health_check"] = self._health_gate(state, held)
+        followup = drain_followup(self.options.drain, state["drained"], held, self.check_mode,
+                                  health_gate_failed(state["health_check"]))
         state["drain_followup"] = None if state.get("undrain_taken") else followup
         state["outcome"] = outcome(state, self.options, self.check_mode, self.clock(), self.host)
         return state
+
+    def _health_gate(self, state, held):
+        """The health check of the GPUs after the rung that got the memory back (health_gate), or None."""
+        last = state["tried"][-1] if state["tried"] else {}
+        action = health_gate(last.get("rung"), last.get("failed") or bool(state["error"]), held,
+                             self.options.health_check, self.check_mode)
+        level = self.options.health_check_level
+        if action is None:
+            return None
+        if action == "off":
+            return health_check(level, "not_run", "the health check is off (%s)" % self.options.named("health_check", "never"))
+        if action == "plan":
+            return health_check(level, "not_run", "check mode: after the %s rung, would run %s where dcgmi is installed, "
+                                "and keep the node out of service if it fails" % (last["rung"], command_text(level)))
+        result = self.execute(HEALTH_MODULE, {"level": level, "timeout": self.options.health_check_timeout,
+                                              "gpus": self._gate_gpus(state)})
+        gate = result.get("health_check") if not result.get("failed") else None
+        if gate is None:
+            gate = health_check(level, "fail", "the health check could not run: %s" % (result.get("msg") or "no result"))
+        if health_gate_failed(gate) and state["drained"] == "kubernetes":
+            state["drain_notes"] = state["drain_notes"] + [
+                "kubernetes: left cordoned, the GPUs failed the health check; uncordon the node by hand once they are repaired"]
+        return gate
+
+    def _gate_gpus(self, state):
+        """The GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does); all when it was not scoped."""
+        if not self.options.snapshot_args.get("gpus"):
+            return []
+        return [gpu["index"] for gpu in state["first"]["gpus"]]
 
     def _take(self, state, rung):
         taker = getattr(self, "_take_" + rung)
@@ -506,6 +581,9 @@ def outcome_status(state, options, check_mode, freed_mib):
         return "planned", "check mode: would take the %s rung" % tried[0]
     if not held and not any(step["changed"] for step in state["tried"]):
         return "clean", "the memory was given back before any rung changed anything (%d MiB)" % freed_mib
+    if not held and health_gate_failed(state.get("health_check")):
+        return "failed", "the %s rung got the memory back (%d MiB), but the GPUs failed the health check, so the node stays " \
+            "out of service: %s" % (tried[-1], freed_mib, state["health_check"]["reason"])
     if not held:
         return "fixed", "the %s rung got the memory back (%d MiB)" % (tried[-1], freed_mib)
     return "failed", "GPU memory still held after the %s rung(s); the heaviest rung allowed is %s (%s): %s" % (
@@ -517,7 +595,7 @@ def held_by(snapshot):
     return [dict((key, holder.get(key)) for key in _HOLDER_FIELDS) for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
 
 
-def summary_lines(host, status, msg, holders, gpus, tried, check_mode):
+def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None):
     lines = ["%s: %s - %s" % (host, status, msg)]
     for holder in holders:
         where = "GPU " + ",".join(str(index) for index in holder["gpus"]) if holder["gpus"] else "no GPU (node-wide device files only)"
@@ -537,6 +615,8 @@ def summary_lines(host, status, msg, holders, gpus, tried, check_mode):
             after = gpu["memory_used_mib_after"] if gpu["memory_used_mib_after"] is not None else "?"
             lines.append("  GPU %s: %s -> %s MiB used, %s MiB back (%s -> %s)" % (
                 gpu["index"], before, after, gpu["freed_mib"], gpu["state_before"], gpu["state_after"]))
+    if gate:
+        lines.append("  health check (%s): %s - %s" % (command_text(gate["level"]), gate["result"], gate["reason"]))
     return lines
 
 
@@ -546,7 +626,8 @@ def outcome(state, options, check_mode, now, host):
     freed = sum(gpu["freed_mib"] for gpu in gpus)
     status, msg = outcome_status(state, options, check_mode, freed)
     holders = held_by(state["first"])
-    return {
+    gate = state.get("health_check")
+    entry = {
         "host": host, "status": status, "msg": msg, "check_mode": check_mode,
         "entry_rung": state["first"]["verdict"]["rung"],
         "reasons": [reason["reason"] for reason in state["first"]["verdict"]["reasons"]],
@@ -554,5 +635,8 @@ def outcome(state, options, check_mode, now, host):
         "rungs_tried": state["tried"], "held_by": holders, "gpus": gpus, "memory_freed_mib": freed,
         "seconds": round(now - state["started"], 1), "drained": state["drained"] or None,
         "undrained": state["undrained"] or None, "drain_notes": state["drain_notes"], "inspections": state["inspections"],
-        "summary": summary_lines(host, status, msg, holders, gpus, state["tried"], check_mode),
+        "summary": summary_lines(host, status, msg, holders, gpus, state["tried"], check_mode, gate),
     }
+    if gate:
+        entry["health_check"] = gate
+    return entry

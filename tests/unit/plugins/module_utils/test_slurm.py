@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, base_state, drain_reason, drain_run, is_drained, parse_sinfo, parse_squeue,
+    SlurmNodeUnknown, base_state, drain_reason, drain_run, hold_reason, is_drained, parse_sinfo, parse_squeue,
 )
 
 MARKER = "gpuops: reclaiming stuck GPU memory"
@@ -77,3 +77,12 @@ def test_squeue_jobs():
         {"job_id": "42", "user": "alice", "state": "PENDING", "name": "train | v2"},
     ]
     assert parse_squeue("") == []
+
+
+def test_a_hold_reason_names_the_gate_and_is_no_drain_of_ours_to_resume():
+    reason = hold_reason("run (1)", "dcgmi diag -r 1 failed:\n software Fail")
+    assert reason == ("gpuops: GPU health check failed (run run__1_) - dcgmi diag -r 1 failed: software Fail; resume by hand "
+                      "once repaired")
+    assert drain_run({"state": "drained", "reason": reason}, MARKER) is None
+    assert drain_run({"state": "drained", "reason": reason}, "gpuops") is None
+    assert len(hold_reason("run-1", "x" * 500)) == 200

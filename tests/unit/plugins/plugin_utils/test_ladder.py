@@ -10,10 +10,11 @@ import copy
 
 import pytest
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import health_check, not_installed
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, check_options, drain_followup, fleet_guard, kill_plan_lines, next_rung,
-    walk_argument_spec,
+    INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, check_options, drain_followup, fleet_guard, health_gate, hold_reason,
+    kill_plan_lines, next_rung, walk_argument_spec,
 )
 
 THRESHOLD = 256
@@ -36,7 +37,7 @@ def options(**overrides):
 class Node:
     """GPUs with used and ghost memory, and holders; every module call is recorded."""
 
-    def __init__(self, gpus, holders=(), lost=False, survivors=(), reset_fails=False, reload_fails=False):
+    def __init__(self, gpus, holders=(), lost=False, survivors=(), reset_fails=False, reload_fails=False, dcgm=None):
         self.gpus = [dict(index=i, pci_bus_id="00000000:%02X:00.0" % (0x18 + i), **gpu) for i, gpu in enumerate(gpus)]
         for gpu in self.gpus:
             gpu.setdefault("lost", lost)
@@ -44,6 +45,7 @@ class Node:
         self.survivors = set(survivors)
         self.reset_fails = reset_fails
         self.reload_fails = reload_fails
+        self.dcgm = dcgm  # what dcgmi diag finds: None (not installed), "pass" or "fail"
         self.calls = []
         self.inspect_fails = False
         self.taken_epoch = 100  # the walk's clock starts there
@@ -116,6 +118,15 @@ class Node:
         return self._after({"changed": True, "plan": ["systemctl isolate multi-user.target", "systemctl isolate graphical.target"]},
                            check_mode)
 
+    def _gpu_health_check(self, args, check_mode):
+        assert not check_mode  # in check mode the walk only plans the gate
+        level = args["level"]
+        if self.dcgm is None:
+            return {"changed": False, "health_check": not_installed(level)}
+        words = {"pass": "Pass", "fail": "Fail"}
+        reason = "dcgmi diag -r %d %sed: software %s" % (level, self.dcgm, words[self.dcgm])
+        return {"changed": False, "health_check": health_check(level, self.dcgm, reason, [{"name": "software", "result": words[self.dcgm]}])}
+
 
 def walk(node, check_mode=False, **option_overrides):
     return LadderWalk(options(**option_overrides), lambda module, args: node.execute(module, args, check_mode), check_mode,
@@ -179,8 +190,9 @@ def test_ghost_memory_enters_at_the_reset_rung_with_one_module():
     node = Node([{"ghost": 3072}])
     ladder = walk(node)
     state = ladder.start(node.snapshot())
-    assert modules(node) == ["gpu_reset"]  # no holder to end first, no inspection after: the module returned it
-    assert ladder.modules_run == ["gpuops.remediation.gpu_reset"]
+    # No holder to end first, no inspection after (the module returned it), then the health gate (no DCGM here).
+    assert modules(node) == ["gpu_reset", "gpu_health_check"]
+    assert ladder.modules_run == ["gpuops.remediation.gpu_reset", "gpuops.remediation.gpu_health_check"]
     outcome = state["outcome"]
     assert outcome["status"] == "fixed" and outcome["fixed_by"] == "reset" and outcome["memory_freed_mib"] == 3072
     assert outcome["rungs_tried"][0]["plan"] == ["reset GPU 0 (00000000:18:00.0): ghost memory",
@@ -191,7 +203,7 @@ def test_the_reset_rung_ends_the_holders_of_memory_first():
     holder = dict(ORPHAN, gpus=[1], pid=5151)
     node = Node([{"ghost": 3072}, {"ghost": 0}], holders=[holder])
     state = walk(node).start(node.snapshot())
-    assert modules(node) == ["gpu_kill", "gpu_reset"]
+    assert modules(node) == ["gpu_kill", "gpu_reset", "gpu_health_check"]
     assert state["outcome"]["status"] == "fixed"
     assert state["outcome"]["rungs_tried"][0]["changed"] is True
 
@@ -199,7 +211,7 @@ def test_the_reset_rung_ends_the_holders_of_memory_first():
 def test_a_rung_that_does_not_help_leads_to_the_next_one():
     node = Node([{"ghost": 2048}], reset_fails=True)
     state = walk(node).start(node.snapshot())
-    assert modules(node) == ["gpu_reset", "nvidia_driver_reload"]
+    assert modules(node) == ["gpu_reset", "nvidia_driver_reload", "gpu_health_check"]
     tried = state["outcome"]["rungs_tried"]
     assert [(s["rung"], s["failed"]) for s in tried] == [("reset", True), ("reload", False)]
     assert tried[0]["msg"] == "gpu_reset failed: GPU 0: Not Supported"
@@ -278,7 +290,7 @@ def test_the_walk_pauses_for_the_drain_before_the_first_destructive_rung_only():
     drained = {"changed": True, "ours": True, "msg": "drained with reason 'x'"}
     state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": drained, "failure": {}})
     assert state["pending"] is None
-    assert modules(node) == ["gpu_kill", "gpu_kill", "gpu_reset"]
+    assert modules(node) == ["gpu_kill", "gpu_kill", "gpu_reset", "gpu_health_check"]
     assert state["outcome"]["status"] == "fixed" and state["outcome"]["drained"] == "slurm"
     assert state["drain_followup"] == "resume"
     state = ladder.continue_after("undrain", state, {"scheduler": "slurm", "slurm": {"changed": True, "msg": "resumed"}})
@@ -307,7 +319,7 @@ def test_a_node_someone_else_cordoned_is_walked_without_our_cordon():
     ladder = walk(node, drain="kubernetes")
     state = ladder.continue_after("drain", ladder.start(node.snapshot()),
                                   {"scheduler": "kubernetes", "kubernetes": {"skipped": True}, "failure": {}})
-    assert modules(node) == ["gpu_reset"]
+    assert modules(node) == ["gpu_reset", "gpu_health_check"]
     assert state["outcome"]["status"] == "fixed" and state["outcome"]["drained"] is None
     assert state["drain_followup"] is None  # not our cordon: left as it is
 
@@ -378,6 +390,111 @@ def test_drain_followup(drain, drained, held, check_mode, expected):
     assert drain_followup(drain, drained, held, check_mode) == expected
 
 
+@pytest.mark.parametrize("drain, drained, expected", [
+    ("slurm", "slurm", "hold"),
+    ("slurm", "", "hold"),  # a drain an interrupted run of ours left, or none: held too (someone else's stays theirs)
+    ("kubernetes", "kubernetes", None),  # our cordon simply stays
+    ("none", "", None),
+])
+def test_drain_followup_after_a_failed_health_gate_never_resumes(drain, drained, expected):
+    assert drain_followup(drain, drained, False, False, gate_failed=True) == expected
+    assert drain_followup(drain, drained, False, True, gate_failed=True) is None  # check mode
+
+
+@pytest.mark.parametrize("rung, failed, held, setting, check_mode, expected", [
+    ("reset", False, False, "auto", False, "run"),
+    ("reload", False, False, "auto", False, "run"),
+    ("kill", False, False, "auto", False, None),  # a kill-only fix leaves the GPUs as they were
+    ("graphics", False, False, "auto", False, None),
+    (None, False, False, "auto", False, None),  # no rung
+    ("reset", True, False, "auto", False, None),  # the rung failed: the walk failed already
+    ("reset", False, True, "auto", False, None),  # the memory is still held: the walk failed already
+    ("reset", False, False, "never", False, "off"),
+    ("reset", False, True, "auto", True, "plan"),  # check mode: nothing changed, the plan says the gate would run
+    ("reset", True, True, "auto", True, None),  # the planned rung would fail
+    ("reload", False, True, "never", True, "off"),
+])
+def test_health_gate(rung, failed, held, setting, check_mode, expected):
+    assert health_gate(rung, failed, held, setting, check_mode) == expected
+
+
+def test_a_passing_gate_lets_the_node_back_into_service():
+    node = Node([{"ghost": 3072}], dcgm="pass")
+    ladder = walk(node, drain="slurm")
+    state = ladder.continue_after("drain", ladder.start(node.snapshot()),
+                                  {"scheduler": "slurm", "slurm": {"changed": True, "ours": True}, "failure": {}})
+    assert modules(node) == ["gpu_reset", "gpu_health_check"]
+    assert node.calls[-1][1] == {"level": 1, "timeout": 300.0, "gpus": []}
+    assert state["outcome"]["status"] == "fixed" and state["outcome"]["fixed_by"] == "reset"
+    assert state["outcome"]["health_check"]["result"] == "pass"
+    assert state["drain_followup"] == "resume" and hold_reason(state) is None
+    assert "  health check (dcgmi diag -r 1): pass - dcgmi diag -r 1 passed: software Pass" in state["outcome"]["summary"]
+
+
+def test_a_failed_gate_fails_the_walk_and_keeps_the_slurm_node_drained_naming_the_gate():
+    node = Node([{"ghost": 3072}], dcgm="fail")
+    ladder = walk(node, drain="slurm", health_check_level=2, health_check_timeout=60.0)
+    state = ladder.continue_after("drain", ladder.start(node.snapshot()),
+                                  {"scheduler": "slurm", "slurm": {"changed": True, "ours": True}, "failure": {}})
+    assert node.calls[-1] == ("gpu_health_check", {"level": 2, "timeout": 60.0, "gpus": []})
+    outcome = state["outcome"]
+    assert outcome["status"] == "failed" and outcome["fixed_by"] is None
+    assert outcome["msg"] == ("the reset rung got the memory back (3072 MiB), but the GPUs failed the health check, so the node "
+                              "stays out of service: dcgmi diag -r 2 failed: software Fail")
+    assert outcome["memory_freed_mib"] == 3072
+    assert state["drain_followup"] == "hold" and hold_reason(state) == "dcgmi diag -r 2 failed: software Fail"
+    state = ladder.continue_after("undrain", state, {"scheduler": "slurm", "slurm": {"changed": True, "msg": "held drained"}})
+    assert modules(node) == ["gpu_reset", "gpu_health_check"]  # the gate ran once
+    assert state["outcome"]["status"] == "failed" and state["outcome"]["undrained"] is None
+    assert state["outcome"]["drain_notes"] == ["slurm hold: held drained"]
+
+
+def test_a_failed_gate_leaves_our_kubernetes_cordon():
+    node = Node([{"ghost": 3072}], dcgm="fail")
+    ladder = walk(node, drain="kubernetes")
+    state = ladder.continue_after("drain", ladder.start(node.snapshot()),
+                                  {"scheduler": "kubernetes", "kubernetes": {"changed": True}, "failure": {}})
+    assert state["outcome"]["status"] == "failed" and state["outcome"]["drained"] == "kubernetes"
+    assert state["drain_followup"] is None
+    assert state["outcome"]["drain_notes"] == [
+        "kubernetes: left cordoned, the GPUs failed the health check; uncordon the node by hand once they are repaired"]
+
+
+def test_no_dcgm_no_gate_and_a_kill_only_fix_runs_none():
+    node = Node([{"ghost": 3072}])
+    state = walk(node).start(node.snapshot())
+    assert state["outcome"]["status"] == "fixed"
+    assert state["outcome"]["health_check"]["result"] == "not_installed"
+    orphan = Node([{"ghost": 0}], holders=[dict(ORPHAN)], dcgm="fail")
+    state = walk(orphan).start(orphan.snapshot())
+    assert modules(orphan) == ["gpu_kill"]
+    assert state["outcome"]["status"] == "fixed" and "health_check" not in state["outcome"]
+
+
+def test_check_mode_plans_the_gate_and_never_turns_it_off_runs_nothing():
+    node = Node([{"ghost": 3072}], dcgm="fail")
+    state = walk(node, check_mode=True).start(node.snapshot())
+    assert modules(node) == ["gpu_reset"]
+    gate = state["outcome"]["health_check"]
+    assert (gate["result"], gate["reason"]) == ("not_run", "check mode: after the reset rung, would run dcgmi diag -r 1 where "
+                                                           "dcgmi is installed, and keep the node out of service if it fails")
+    assert state["outcome"]["status"] == "planned"
+    node = Node([{"ghost": 3072}], dcgm="fail")
+    state = walk(node, health_check="never", option_names={"health_check": "gpu_reclaim_health_check"}).start(node.snapshot())
+    assert modules(node) == ["gpu_reset"]
+    assert state["outcome"]["status"] == "fixed"
+    assert state["outcome"]["health_check"]["reason"] == "the health check is off (gpu_reclaim_health_check=never)"
+
+
+def test_a_gate_module_that_fails_fails_the_gate_and_a_scoped_walk_checks_its_gpus():
+    node = Node([{"ghost": 0}, {"ghost": 3072}], dcgm="pass")
+    node._gpu_health_check = lambda args, check_mode: {"failed": True, "msg": "timeout: 0 is not more than 0 seconds"}
+    state = walk(node, gpus=["1"]).start()
+    assert node.calls[-1][1]["gpus"] == [0, 1]  # the model ignores the scope: both GPUs are in its snapshot
+    assert state["outcome"]["status"] == "failed"
+    assert state["outcome"]["health_check"]["reason"] == "the health check could not run: timeout: 0 is not more than 0 seconds"
+
+
 def test_the_fleet_guard_allows_at_least_one_host_and_names_the_rest():
     assert fleet_guard(["a"], 10, 0) == ""
     assert fleet_guard(["a", "b"], 10, 25) == ""
@@ -438,6 +555,7 @@ def test_a_snapshot_without_a_scope_is_not_trusted():
     ({"ghost_threshold_mib": -1}, "ghost_threshold_mib must be 0 or more"),
     ({"kill_wait_timeout": -1.0}, "kill_wait_timeout must be 0 or more seconds"),
     ({"lock_timeout": -5.0}, "lock_timeout must be 0 or more seconds"),
+    ({"health_check_timeout": 0.0}, "health_check_timeout must be more than 0 seconds, got 0.0"),
 ])
 def test_bad_options_are_refused_by_the_modules_own_checks_before_any_rung(overrides, message):
     with pytest.raises(WalkError, match=message):
