@@ -172,15 +172,20 @@ class Remediation:
         isolated, isolate_errors = services.isolate_back(target) if target else (None, [])
         self.restored = {"interrupted": interrupted, "units": started, "target": isolated, "errors": errors + isolate_errors}
 
-    @contextlib.contextmanager
     def locked(self):
         """Hold the node lock; a run that cannot get it in lock_timeout fails, naming who holds it."""
-        lock = NodeLock(self.layout.lock_file, self.module.params["lock_timeout"])
-        try:
-            lock.acquire()
-        except LockTimeout as exc:
-            self.module.fail_json(msg=str(exc), changed=False)
-        try:
-            yield
-        finally:
-            lock.release()
+        return node_locked(self.module, self.layout)
+
+
+@contextlib.contextmanager
+def node_locked(module, layout):
+    """Hold the node lock of layout; a module that cannot get it in its lock_timeout fails, naming who holds it."""
+    lock = NodeLock(layout.lock_file, module.params["lock_timeout"])
+    try:
+        lock.acquire()
+    except LockTimeout as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    try:
+        yield
+    finally:
+        lock.release()

@@ -12,6 +12,7 @@ here raises AttributeError, which pynvml reports as NVML_ERROR_FUNCTION_NOT_FOUN
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 
 try:
@@ -25,6 +26,7 @@ NVML_SUCCESS = 0
 NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_INSUFFICIENT_SIZE = 7
 NVML_ERROR_DRIVER_NOT_LOADED = 9
@@ -33,7 +35,7 @@ NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
 NVML_ERROR_UNKNOWN = 999
 ERROR_STRINGS = {
     NVML_SUCCESS: b"Success", NVML_ERROR_UNINITIALIZED: b"Uninitialized", NVML_ERROR_INVALID_ARGUMENT: b"Invalid Argument",
-    NVML_ERROR_NOT_SUPPORTED: b"Not Supported", NVML_ERROR_NOT_FOUND: b"Not Found",
+    NVML_ERROR_NOT_SUPPORTED: b"Not Supported", NVML_ERROR_NO_PERMISSION: b"Insufficient Permissions", NVML_ERROR_NOT_FOUND: b"Not Found",
     NVML_ERROR_INSUFFICIENT_SIZE: b"Insufficient Size", NVML_ERROR_DRIVER_NOT_LOADED: b"Driver Not Loaded",
     NVML_ERROR_GPU_IS_LOST: b"GPU is lost", NVML_ERROR_ARGUMENT_VERSION_MISMATCH: b"Argument version mismatch",
     NVML_ERROR_UNKNOWN: b"Unknown Error",
@@ -285,7 +287,42 @@ class SimNvmlLibrary:
         _state, gpu, rc = self._device(handle, "nvmlDeviceGetPersistenceMode")
         if rc:
             return rc
+        if gpu["persistence_mode"] is None:  # a GPU without it (WDDM on Windows): the state holds null
+            return NVML_ERROR_NOT_SUPPORTED
         _target(ref).value = 1 if gpu["persistence_mode"] else 0
+        return NVML_SUCCESS
+
+    def nvmlDeviceSetPersistenceMode(self, handle, mode):
+        _state, gpu, rc = self._device(handle, "nvmlDeviceSetPersistenceMode")
+        if rc:
+            return rc
+        mode = _value(mode)
+        if mode not in (0, 1):
+            return NVML_ERROR_INVALID_ARGUMENT
+        if gpu["persistence_mode"] is None:
+            return NVML_ERROR_NOT_SUPPORTED
+        return self._set_mode(gpu["index"], "persistence_mode", bool(mode))
+
+    def nvmlDeviceSetComputeMode(self, handle, mode):
+        _state, gpu, rc = self._device(handle, "nvmlDeviceSetComputeMode")
+        if rc:
+            return rc
+        names = dict((number, name) for name, number in COMPUTE_MODES.items())
+        mode = _value(mode)
+        if mode not in names:
+            return NVML_ERROR_INVALID_ARGUMENT
+        if (gpu.get("mig_mode") or {}).get("current"):
+            return NVML_ERROR_NOT_SUPPORTED  # with MIG on, NVML takes a MIG device handle here, not the GPU's
+        return self._set_mode(gpu["index"], "compute_mode", names[mode])
+
+    def _set_mode(self, index, key, value):
+        """Every NVML setter needs root; the driver applies it at once, whoever holds the GPU."""
+        if os.geteuid() != 0:
+            return NVML_ERROR_NO_PERMISSION
+
+        def apply(state):
+            node.find_gpu(state, index)[key] = value
+        node.update_state(self.root, apply)
         return NVML_SUCCESS
 
     def nvmlDeviceGetComputeMode(self, handle, ref):
