@@ -195,6 +195,13 @@ def xid_gpu_key(event):
     return event.get("pci_bus_id") or "unknown"
 
 
+def _unseen_gpu(event):
+    """The GPU of an Xid event when no answered sample of this run has it (the probe failed, or no GPU has its bus)."""
+    index = event.get("gpu_index")
+    key = "index:%s" % index if index is not None else "bus:%s" % (event.get("pci_bus_id") or "unknown")
+    return {"key": key, "index": index, "pci_bus_id": event.get("pci_bus_id")}
+
+
 def xid_findings(fresh, last_ok):
     """One finding per GPU that logged new Xid events since the last run."""
     by_index = dict((gpu["index"], gpu) for gpu in (last_ok or {}).get("gpus", []))
@@ -204,8 +211,7 @@ def xid_findings(fresh, last_ok):
     findings = []
     for key in sorted(grouped):
         events = grouped[key]
-        gpu = by_index.get(events[0].get("gpu_index")) or {"key": "bus:%s" % key, "index": events[0].get("gpu_index"),
-                                                             "pci_bus_id": events[0].get("pci_bus_id")}
+        gpu = by_index.get(events[0].get("gpu_index")) or _unseen_gpu(events[0])
         codes = sorted(set(event["xid"] for event in events))
         findings.append(_finding("xid", gpu, "%d new Xid event(s) on %s since the last run: Xid %s" % (
             len(events), _label(gpu), ", ".join(str(code) for code in codes)), xids=codes, events=len(events),

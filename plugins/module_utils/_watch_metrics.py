@@ -29,6 +29,7 @@ FAMILIES = (
     ("gpuops_last_remediation_timestamp_seconds", "gauge", "When the ladder last acted on this node (its journal), by rung."),
 )
 
+
 def escape_label_value(value):
     """A label value as the text format writes it: backslash, double quote and line feed escaped."""
     return str(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")

@@ -95,7 +95,6 @@ notes:
     C(changed=false) and changes nothing else on the node.
 seealso:
   - module: gpuops.remediation.gpu_holders_info
-  - role: gpuops.remediation.gpu_watch
 """
 
 EXAMPLES = r"""
@@ -128,7 +127,9 @@ crossed:
   returned: always
   type: bool
 samples:
-  description: The samples of this run, oldest first - C(epoch), C(probe_ok), C(timed_out), C(error), C(backend), and per GPU its memory (MiB), holders and state.
+  description:
+    - The samples of this run, oldest first - C(epoch), C(probe_ok), C(timed_out), C(error), C(backend), and per GPU its
+      memory (MiB), holders and state.
   returned: always
   type: list
   elements: dict

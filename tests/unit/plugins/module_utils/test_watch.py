@@ -214,3 +214,9 @@ def test_the_last_remediation_is_the_latest_rung_that_ended_well():
                 journal_line("c", 1, "outcome", "module_load", "2026-12-01T10:00:02Z", ok=True)]
     assert last_remediation(records)["rung"] == "reload"
     assert last_remediation([]) is None
+
+
+def test_an_xid_while_the_probe_fails_is_still_a_finding_of_its_gpu():
+    hung = snapshot({"index": 0, "uuid": None, "name": None, "pci_bus_id": None}, ok=False, timed_out=True)
+    _, findings, _, _ = run(empty_state(), samples_at(T0, 10, hung), events=events_of(XID_LOG))
+    assert kinds(findings) == [("unresponsive", "index:0"), ("xid", "index:0"), ("xid", "index:1")]
