@@ -224,15 +224,25 @@ def fingerprint(host, gpu, kind):
     return hashlib.sha256("\x00".join((host, gpu, kind)).encode("utf-8")).hexdigest()
 
 
+class Judgement:
+    """What judge() makes of a run: the state to keep, the findings, the new Xid events, whether the streaks restarted."""
+
+    def __init__(self, state, findings, fresh_xids, restarted):
+        self.state = state
+        self.findings = findings
+        self.fresh_xids = fresh_xids
+        self.restarted = restarted
+
+
 def judge(state, samples, events, thresholds, now, host):
-    """(new state, findings, new Xid events, state restarted) for this run's samples over the previous run's state."""
+    """The Judgement of this run's samples (oldest first) and kernel log events over the previous run's state."""
     state, restarted = advance(state, samples, thresholds, now)
     fresh, state["xid"] = new_xid_events(state.get("xid") or {}, events)
     last_ok = next((sample for sample in reversed(samples) if sample["probe_ok"]), None)
     findings = unresponsive_findings(samples) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok)
     for finding in findings:
         finding["fingerprint"] = fingerprint(host, finding["gpu"], finding["kind"])
-    return state, findings, fresh, restarted
+    return Judgement(state, findings, fresh, restarted)
 
 
 # ---------------------------------------------------------------- the state file

@@ -147,6 +147,10 @@ last_remediation:
   description: The latest action of the ladder on this node that ended well (C(rung), C(action), C(time), C(epoch)), from its journal; null when none.
   returned: always
   type: dict
+journal_error:
+  description: Why the node's journal could not be read for the last remediation, or null (a missing journal is no error).
+  returned: always
+  type: str
 verdict:
   description: The verdict of the last sample (the rung the evidence needs, and why), as gpu_holders_info gives it.
   returned: always
@@ -254,18 +258,18 @@ def judge_and_record(module, paths, samples, snapshot):
     state, problem = load_state(paths["state"])
     now = time.time()
     host = params["host"] or platform.node()
-    state, findings, fresh, restarted = judge(state, samples, snapshot["xid_events"], thresholds_of(params), now, host)
-    remediation, _journal_error = read_last_remediation(paths["journal"])
-    metrics = render(metric_series(samples[-1], state, findings, fresh, remediation, now))
+    judged = judge(state, samples, snapshot["xid_events"], thresholds_of(params), now, host)
+    remediation, journal_error = read_last_remediation(paths["journal"])
+    metrics = render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now))
     written = None
     if not module.check_mode:
-        write_atomic(paths["state"], dump_state(state), mode=0o640)
+        write_atomic(paths["state"], dump_state(judged.state), mode=0o640)
         if params["write_metrics"]:
             write_atomic(paths["metrics"], metrics, mode=0o644)
             written = paths["metrics"]
-    return dict(findings=findings, crossed=bool(findings), new_xid_events=[_brief(event) for event in fresh],
-                xid_counts=state["xid"]["counts"], last_remediation=remediation, state_problem=problem,
-                state_restarted=restarted or problem is not None, metrics_path=written, metrics=metrics)
+    return dict(findings=judged.findings, crossed=bool(judged.findings), new_xid_events=[_brief(event) for event in judged.fresh_xids],
+                xid_counts=judged.state["xid"]["counts"], last_remediation=remediation, journal_error=journal_error,
+                state_problem=problem, state_restarted=judged.restarted or problem is not None, metrics_path=written, metrics=metrics)
 
 
 def _brief(event):

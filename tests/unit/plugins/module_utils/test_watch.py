@@ -44,11 +44,17 @@ def kinds(findings):
 def test_high_usage_is_a_finding_only_once_it_lasted_the_minutes_across_runs():
     thresholds = Thresholds(high_usage_percent=90, high_usage_minutes=10)
     high = snapshot(gpu(used=76 * MIB))
-    state, findings, _, restarted = run(empty_state(), samples_at(T0, 10, high, high, high), thresholds)
+    judged = run(empty_state(), samples_at(T0, 10, high, high, high), thresholds)
+    state = judged.state
+    findings = judged.findings
+    restarted = judged.restarted
     assert findings == [] and restarted
     assert state["gpus"]["GPU-0"]["high_usage_since"] == T0
     # Ten minutes later, still high: the streak began in the earlier run.
-    state, findings, _, restarted = run(state, samples_at(T0 + 600, 10, high), thresholds)
+    judged = run(state, samples_at(T0 + 600, 10, high), thresholds)
+    state = judged.state
+    findings = judged.findings
+    restarted = judged.restarted
     assert kinds(findings) == [("high_memory_usage", "GPU-0")] and not restarted
     assert findings[0]["since_epoch"] == T0 and findings[0]["used_percent"] == 95.0
 
@@ -56,45 +62,62 @@ def test_high_usage_is_a_finding_only_once_it_lasted_the_minutes_across_runs():
 def test_high_usage_streak_ends_at_the_first_sample_below_the_threshold():
     thresholds = Thresholds(high_usage_minutes=10)
     high, low = snapshot(gpu(used=76 * MIB)), snapshot(gpu(used=10 * MIB))
-    state, _, _, _ = run(empty_state(), samples_at(T0, 10, high, low), thresholds)
+    judged = run(empty_state(), samples_at(T0, 10, high, low), thresholds)
+    state = judged.state
     assert state["gpus"]["GPU-0"]["high_usage_since"] is None
-    state, findings, _, _ = run(state, samples_at(T0 + 600, 10, high), thresholds)
+    judged = run(state, samples_at(T0 + 600, 10, high), thresholds)
+    state = judged.state
+    findings = judged.findings
     assert findings == [] and state["gpus"]["GPU-0"]["high_usage_since"] == T0 + 600
 
 
 def test_exactly_at_the_percentage_is_not_high():
-    state, _, _, _ = run(empty_state(), samples_at(T0, 10, snapshot(gpu(used=72 * MIB, total=80 * MIB))), Thresholds(high_usage_percent=90))
+    judged = run(empty_state(), samples_at(T0, 10, snapshot(gpu(used=72 * MIB, total=80 * MIB))), Thresholds(high_usage_percent=90))
+    state = judged.state
     assert state["gpus"]["GPU-0"]["high_usage_since"] is None
 
 
 def test_ghost_memory_counts_samples_in_a_row_across_runs():
     thresholds = Thresholds(ghost_threshold_mib=256, ghost_samples=3)
     ghost = snapshot(gpu(used=4096, ghost=3072), gpu(index=1))
-    state, findings, _, _ = run(empty_state(), samples_at(T0, 10, ghost, ghost), thresholds)
+    judged = run(empty_state(), samples_at(T0, 10, ghost, ghost), thresholds)
+    state = judged.state
+    findings = judged.findings
     assert findings == [] and state["gpus"]["GPU-0"]["ghost_samples"] == 2
-    state, findings, _, _ = run(state, samples_at(T0 + 600, 10, ghost), thresholds)
+    judged = run(state, samples_at(T0 + 600, 10, ghost), thresholds)
+    state = judged.state
+    findings = judged.findings
     assert kinds(findings) == [("ghost_memory", "GPU-0")]
     assert findings[0]["samples"] == 3 and findings[0]["ghost_mib"] == 3072
     # A sample at or under the threshold ends the streak.
-    state, findings, _, _ = run(state, samples_at(T0 + 1200, 10, snapshot(gpu(used=4096, ghost=256))), thresholds)
+    judged = run(state, samples_at(T0 + 1200, 10, snapshot(gpu(used=4096, ghost=256))), thresholds)
+    state = judged.state
+    findings = judged.findings
     assert findings == [] and state["gpus"]["GPU-0"]["ghost_samples"] == 0
 
 
 def test_a_state_older_than_its_max_age_starts_the_streaks_over():
     thresholds = Thresholds(ghost_samples=2, state_max_age_minutes=30)
     ghost = snapshot(gpu(used=4096, ghost=3072))
-    state, _, _, _ = run(empty_state(), samples_at(T0, 10, ghost), thresholds)
-    state, findings, _, restarted = run(state, samples_at(T0 + 3600, 10, ghost), thresholds)
+    judged = run(empty_state(), samples_at(T0, 10, ghost), thresholds)
+    state = judged.state
+    judged = run(state, samples_at(T0 + 3600, 10, ghost), thresholds)
+    state = judged.state
+    findings = judged.findings
+    restarted = judged.restarted
     assert restarted and findings == [] and state["gpus"]["GPU-0"]["ghost_samples"] == 1
 
 
 def test_a_failed_probe_is_a_finding_and_changes_no_streak_and_no_last_success():
     thresholds = Thresholds(ghost_samples=3)
     ghost = snapshot(gpu(used=4096, ghost=3072))
-    state, _, _, _ = run(empty_state(), samples_at(T0, 10, ghost, ghost), thresholds)
+    judged = run(empty_state(), samples_at(T0, 10, ghost, ghost), thresholds)
+    state = judged.state
     # The driver hangs: the GPUs are the device nodes' placeholders, with no memory figure.
     hung = snapshot({"index": 0, "uuid": None, "name": None, "pci_bus_id": None}, ok=False, timed_out=True)
-    state, findings, _, _ = run(state, samples_at(T0 + 600, 10, hung, hung), thresholds)
+    judged = run(state, samples_at(T0 + 600, 10, hung, hung), thresholds)
+    state = judged.state
+    findings = judged.findings
     assert kinds(findings) == [("unresponsive", "index:0")]
     assert findings[0]["timed_out"] and findings[0]["failed_samples"] == 2
     assert "timed out in 2 of 2 samples" in findings[0]["message"]
@@ -103,12 +126,14 @@ def test_a_failed_probe_is_a_finding_and_changes_no_streak_and_no_last_success()
 
 
 def test_a_probe_that_names_no_gpu_is_a_finding_of_the_node():
-    _, findings, _, _ = run(empty_state(), samples_at(T0, 10, snapshot(ok=False)))
+    judged = run(empty_state(), samples_at(T0, 10, snapshot(ok=False)))
+    findings = judged.findings
     assert kinds(findings) == [("unresponsive", "node")] and not findings[0]["timed_out"]
 
 
 def test_a_recovery_action_other_than_none_is_a_finding():
-    _, findings, _, _ = run(empty_state(), samples_at(T0, 10, snapshot(gpu(recovery="reset"), gpu(index=1, recovery="none"))))
+    judged = run(empty_state(), samples_at(T0, 10, snapshot(gpu(recovery="reset"), gpu(index=1, recovery="none"))))
+    findings = judged.findings
     assert kinds(findings) == [("recovery_action", "GPU-0")] and findings[0]["recovery_action"] == "reset"
 
 
@@ -138,15 +163,17 @@ def test_xid_events_are_new_once_and_counted_by_gpu_and_code():
 
 
 def test_xid_events_older_than_the_last_one_seen_are_not_new_even_when_forgotten():
-    _, xid = new_xid_events({}, events_of(XID_LOG + LATER_XID))
+    xid = new_xid_events({}, events_of(XID_LOG + LATER_XID))[1]
     xid["seen"] = []  # the remembered lines rolled off
-    fresh, _ = new_xid_events(xid, events_of(XID_LOG))
+    fresh = new_xid_events(xid, events_of(XID_LOG))[0]
     assert fresh == []
 
 
 def test_new_xids_are_one_finding_per_gpu():
     snap = snapshot(gpu(), gpu(index=1))
-    _, findings, fresh, _ = run(empty_state(), samples_at(T0, 10, snap), events=events_of(XID_LOG))
+    judged = run(empty_state(), samples_at(T0, 10, snap), events=events_of(XID_LOG))
+    findings = judged.findings
+    fresh = judged.fresh_xids
     assert kinds(findings) == [("xid", "GPU-0"), ("xid", "GPU-1")]
     assert [finding["xids"] for finding in findings] == [[79], [13]] and len(fresh) == 2
 
@@ -154,10 +181,14 @@ def test_new_xids_are_one_finding_per_gpu():
 def test_fingerprints_are_stable_per_host_gpu_and_kind():
     ghost = snapshot(gpu(used=4096, ghost=3072))
     thresholds = Thresholds(ghost_samples=1)
-    state, first, _, _ = run(empty_state(), samples_at(T0, 10, ghost), thresholds)
-    _, second, _, _ = run(state, samples_at(T0 + 600, 10, ghost), thresholds)
+    judged = run(empty_state(), samples_at(T0, 10, ghost), thresholds)
+    state = judged.state
+    first = judged.findings
+    judged = run(state, samples_at(T0 + 600, 10, ghost), thresholds)
+    second = judged.findings
     assert [f["fingerprint"] for f in first] == [f["fingerprint"] for f in second] == [fingerprint(HOST, "GPU-0", "ghost_memory")]
-    _, other_host, _, _ = run(empty_state(), samples_at(T0, 10, ghost), thresholds, host="node08")
+    judged = run(empty_state(), samples_at(T0, 10, ghost), thresholds, host="node08")
+    other_host = judged.findings
     assert other_host[0]["fingerprint"] != first[0]["fingerprint"]
     assert fingerprint(HOST, "GPU-0", "xid") != fingerprint(HOST, "GPU-0", "ghost_memory")
     assert len(first[0]["fingerprint"]) == 64
@@ -167,7 +198,8 @@ def test_the_state_file_round_trips_and_a_corrupt_one_is_reported_and_replaced(t
     path = str(tmp_path / "watch" / "state.json")
     state, problem = load_state(path)
     assert state == empty_state() and problem is None
-    state, _, _, _ = run(state, samples_at(T0, 10, snapshot(gpu(used=4096, ghost=3072))))
+    judged = run(state, samples_at(T0, 10, snapshot(gpu(used=4096, ghost=3072))))
+    state = judged.state
     write_atomic(path, json.dumps(state))
     assert load_state(path) == (state, None)
     assert os.listdir(str(tmp_path / "watch")) == ["state.json"]  # no temporary file left behind
@@ -218,5 +250,6 @@ def test_the_last_remediation_is_the_latest_rung_that_ended_well():
 
 def test_an_xid_while_the_probe_fails_is_still_a_finding_of_its_gpu():
     hung = snapshot({"index": 0, "uuid": None, "name": None, "pci_bus_id": None}, ok=False, timed_out=True)
-    _, findings, _, _ = run(empty_state(), samples_at(T0, 10, hung), events=events_of(XID_LOG))
+    judged = run(empty_state(), samples_at(T0, 10, hung), events=events_of(XID_LOG))
+    findings = judged.findings
     assert kinds(findings) == [("unresponsive", "index:0"), ("xid", "index:0"), ("xid", "index:1")]

@@ -32,8 +32,8 @@ def gpu(index, ghost=0, name="NVIDIA H100 80GB HBM3"):
 def run_metrics(snapshots, state=None, events=(), remediation=None):
     samples = [sample_of(snap, T0 + number) for number, snap in enumerate(snapshots)]
     now = T0 + len(samples)
-    state, findings, fresh, _ = judge(state or empty_state(), samples, list(events), Thresholds(ghost_samples=1), now, "node07")
-    return render(metric_series(samples[-1], state, findings, fresh, remediation, now)), state
+    judged = judge(state or empty_state(), samples, list(events), Thresholds(ghost_samples=1), now, "node07")
+    return render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now)), judged.state
 
 
 def answered(*gpus):
@@ -56,8 +56,8 @@ def test_label_values_escape_backslash_quote_and_newline():
 def test_every_family_has_help_and_type_and_promtool_accepts_the_file():
     event = {"kind": "xid", "xid": 79, "gpu_index": 0, "pci_bus_id": "00000000:18:00.0", "time": "t", "time_epoch": T0,
              "line": "NVRM: Xid (PCI:0000:18:00): 79", "catalog": {"action": "reboot"}}
-    text, _ = run_metrics([answered(gpu(0, ghost=3072, name=ODD_NAME), gpu(1))], events=[event],
-                          remediation={"rung": "reset", "epoch": T0 - 60})
+    text = run_metrics([answered(gpu(0, ghost=3072, name=ODD_NAME), gpu(1))], events=[event],
+                       remediation={"rung": "reset", "epoch": T0 - 60})[0]
     rc, output = promtool_check(text)
     assert rc == 0, output + text
     assert output.strip() == "", output  # no lint complaint either
@@ -75,8 +75,8 @@ def test_every_family_has_help_and_type_and_promtool_accepts_the_file():
 
 
 def test_a_failed_probe_writes_no_memory_gauge_and_keeps_the_last_success():
-    _, state = run_metrics([answered(gpu(0))])
-    text, _ = run_metrics([hung()], state=state)
+    state = run_metrics([answered(gpu(0))])[1]
+    text = run_metrics([hung()], state=state)[0]
     assert promtool_check(text)[0] == 0
     assert lines_of(text, "gpuops_watch_probe_success") == ["gpuops_watch_probe_success 0"]
     assert lines_of(text, "gpuops_watch_last_success_timestamp_seconds") == ["gpuops_watch_last_success_timestamp_seconds %r" % T0]
@@ -85,6 +85,6 @@ def test_a_failed_probe_writes_no_memory_gauge_and_keeps_the_last_success():
 
 
 def test_a_node_never_answered_has_no_last_success_gauge():
-    text, _ = run_metrics([hung()])
+    text = run_metrics([hung()])[0]
     assert "gpuops_watch_last_success_timestamp_seconds" not in text
     assert lines_of(text, "gpuops_watch_probe_success") == ["gpuops_watch_probe_success 0"]
