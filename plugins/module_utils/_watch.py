@@ -104,12 +104,17 @@ def advance(state, samples, thresholds, now):
     restarted = not _fresh(state, now, thresholds)
     if restarted:
         state["gpus"] = {}
+    seen = set()
     for sample in samples:
         if not sample["probe_ok"]:
             continue
         state["last_success_epoch"] = sample["epoch"]
         for gpu in sample["gpus"]:
+            seen.add(gpu["key"])
             _step_gpu(state["gpus"].setdefault(gpu["key"], {}), gpu, sample["epoch"], thresholds)
+    if seen:
+        # A GPU the driver no longer lists (replaced, or out of the selection) keeps no streak.
+        state["gpus"] = dict((key, track) for key, track in state["gpus"].items() if key in seen)
     state["updated_epoch"] = now
     return state, restarted
 

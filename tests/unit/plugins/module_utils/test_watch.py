@@ -253,3 +253,10 @@ def test_an_xid_while_the_probe_fails_is_still_a_finding_of_its_gpu():
     judged = run(empty_state(), samples_at(T0, 10, hung), events=events_of(XID_LOG))
     findings = judged.findings
     assert kinds(findings) == [("unresponsive", "index:0"), ("xid", "index:0"), ("xid", "index:1")]
+
+
+def test_a_gpu_the_driver_no_longer_lists_keeps_no_streak():
+    thresholds = Thresholds(ghost_samples=3)
+    state = run(empty_state(), samples_at(T0, 10, snapshot(gpu(used=4096, ghost=3072), gpu(index=1))), thresholds).state
+    state = run(state, samples_at(T0 + 600, 10, snapshot(gpu(index=1))), thresholds).state
+    assert sorted(state["gpus"]) == ["GPU-1"]
