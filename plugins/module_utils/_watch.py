@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import _epoch, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import journal_epoch, recent_records
 
 STATE_VERSION = 1
 # Finding kinds, each judged for one GPU (or for the node: the probe that names no GPU).
@@ -312,7 +312,7 @@ def last_remediation(records):
         action = intent.get("action")
         if action not in JOURNAL_RUNGS or (action.startswith("module_") and intent.get("module") != "nvidia"):
             continue
-        epoch = _epoch(record.get("ts"))
+        epoch = journal_epoch(record.get("ts"))
         if epoch is not None and (latest is None or epoch >= latest["epoch"]):
             latest = {"rung": JOURNAL_RUNGS[action], "action": action, "time": record.get("ts"), "epoch": epoch}
     return latest
