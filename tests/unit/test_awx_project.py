@@ -10,7 +10,7 @@ import re
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROLES = ("gpu_inspect", "gpu_reclaim", "gpu_remediate")
+ROLES = ("gpu_inspect", "gpu_reclaim", "gpu_remediate", "gpu_watch")
 # What reset_gpu.yml's first task accepts for a yes/no (gpuops_yes_no), and what AWX survey questions may be.
 YES_NO = {"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"}
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
@@ -44,7 +44,7 @@ def questions(template):
 
 def test_every_job_template_runs_a_playbook_of_the_project_with_a_survey():
     playbooks = [template["playbook"] for template in job_templates()]
-    assert playbooks == ["playbooks/reset_gpu.yml", "playbooks/gpu_report.yml"]
+    assert playbooks == ["playbooks/reset_gpu.yml", "playbooks/gpu_report.yml", "playbooks/gpu_watch.yml"]
     for template in job_templates():
         assert os.path.isfile(os.path.join(ROOT, template["playbook"])), template["playbook"]
         assert questions(template), template["survey"]
@@ -101,11 +101,26 @@ def test_reset_gpu_checks_the_dry_run_answer_in_its_first_task():
     assert playbook.count('check_mode: "{{ (gpuops_dry_run | default(false) | bool) or ansible_check_mode }}"') == 2
 
 
-def test_the_daily_schedule_names_its_time_zone():
+def test_the_schedules_name_their_time_zone():
     config = load("awx", "gpuops_awx.yml")
     names = [template["name"] for template in job_templates()]
+    rules = {}
     for schedule in config["gpuops_awx_schedules"]:
         assert schedule["job_template"] in names, schedule
         assert schedule["rrule"].startswith("DTSTART;TZID={{ gpuops_awx_timezone }}:"), schedule
-        assert "RRULE:FREQ=DAILY;INTERVAL=1" in schedule["rrule"], schedule
+        rules[schedule["job_template"]] = schedule["rrule"].split(" RRULE:")[1]
+    assert rules == {"GPU - fleet report": "FREQ=DAILY;INTERVAL=1",
+                     "GPU - watch": "FREQ=MINUTELY;INTERVAL={{ gpuops_awx_watch_minutes }}"}
     assert config["gpuops_awx_timezone"]
+    # The watch judges "for 10 minutes" across runs: scheduled every 10 minutes by default.
+    assert config["gpuops_awx_watch_minutes"] == 10
+
+
+def test_the_watch_survey_offers_only_the_roles_answers():
+    options = role_options()
+    survey = dict((question["variable"], question) for question in questions(job_templates()[2]))
+    assert sorted(survey) == ["gpu_watch_remediate", "gpu_watch_remediate_max_rung", "gpu_watch_samples", "gpu_watch_webhook_url",
+                              "gpuops_hosts"]
+    assert survey["gpu_watch_remediate"]["default"] == "false"  # off unless someone asks
+    assert options["gpu_watch_samples"]["type"] == "int" and survey["gpu_watch_samples"]["type"] == "integer"
+    assert survey["gpu_watch_samples"]["min"] >= 1

@@ -1,0 +1,324 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watch: samples of a node judged against its state file, so that a condition can last longer than one run.
+
+Pure functions, no I/O but the state file's own (load_state, write_atomic): a run takes its samples (snapshots,
+taken by gpu_watch), reduces each to what the watch judges (sample_of), and judge() walks them in order over the
+state the previous run left, returning the new state and the findings. The snapshot and the verdict answer every
+question about a GPU (its ghost memory, its state); the watch only counts how long an answer has lasted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import journal_epoch, recent_records
+
+STATE_VERSION = 1
+# Finding kinds, each judged for one GPU (or for the node: the probe that names no GPU).
+FINDING_KINDS = ("high_memory_usage", "ghost_memory", "xid", "recovery_action", "unresponsive")
+# Seen Xid lines remembered (by digest) to tell a new event from one already counted; a node logs far fewer.
+XID_SEEN_LIMIT = 512
+# The journal's actions that a rung of the ladder takes, for the last remediation of the node.
+JOURNAL_RUNGS = {"signal": "kill", "container_stop": "kill", "gpu_reset": "reset", "module_load": "reload",
+                 "module_unload": "reload", "systemctl_isolate": "graphics", "reboot": "reboot"}
+NODE_KEY = "node"
+
+
+class Thresholds:
+    """When a condition becomes a finding."""
+
+    def __init__(self, high_usage_percent=90.0, high_usage_minutes=10.0, ghost_threshold_mib=256, ghost_samples=3,
+                 state_max_age_minutes=30.0):
+        self.high_usage_percent = high_usage_percent
+        self.high_usage_seconds = high_usage_minutes * 60.0
+        self.ghost_threshold_mib = ghost_threshold_mib
+        self.ghost_samples = ghost_samples
+        # A state older than this says nothing about the time since (the watch did not run): its streaks start over.
+        self.state_max_age_seconds = state_max_age_minutes * 60.0
+
+
+def empty_state():
+    return {"version": STATE_VERSION, "updated_epoch": None, "last_success_epoch": None, "gpus": {},
+            "xid": {"last_epoch": None, "seen": [], "counts": {}}}
+
+
+def gpu_key(gpu):
+    """The GPU's stable name across runs and reboots: its UUID, else its bus id, else its index."""
+    if gpu.get("uuid"):
+        return gpu["uuid"]
+    if gpu.get("pci_bus_id"):
+        return gpu["pci_bus_id"]
+    return "index:%s" % gpu.get("index")
+
+
+def sample_of(snapshot, epoch):
+    """What the watch reads of one snapshot: the GPU probe's health and, per GPU, its memory and state."""
+    probe = snapshot["probes"]["gpu"]
+    gpus = []
+    for gpu in snapshot["gpus"]:
+        gpus.append({"key": gpu_key(gpu), "index": gpu.get("index"), "uuid": gpu.get("uuid"), "name": gpu.get("name"),
+                     "pci_bus_id": gpu.get("pci_bus_id"), "memory_total_mib": gpu.get("memory_total_mib"),
+                     "memory_used_mib": gpu.get("memory_used_mib"), "attributed_mib": gpu.get("attributed_mib"),
+                     "unattributed_mib": gpu.get("unattributed_mib"), "holders": len(gpu.get("holders") or []),
+                     "recovery_action": gpu.get("recovery_action"), "state": gpu.get("state")})
+    return {"epoch": epoch, "probe_ok": bool(probe.get("ok")), "timed_out": bool(probe.get("timed_out")),
+            "error": probe.get("error"), "backend": probe.get("backend"), "gpus": gpus}
+
+
+def used_percent(gpu):
+    total, used = gpu.get("memory_total_mib"), gpu.get("memory_used_mib")
+    if not total or used is None:
+        return None
+    return 100.0 * used / total
+
+
+def _fresh(state, now, thresholds):
+    updated = state.get("updated_epoch")
+    return updated is not None and 0 <= now - updated <= thresholds.state_max_age_seconds
+
+
+def _step_gpu(track, gpu, epoch, thresholds):
+    """One sample of one GPU: the high-usage streak's start, the ghost streak's length."""
+    percent = used_percent(gpu)
+    if percent is not None and percent > thresholds.high_usage_percent:
+        track["high_usage_since"] = track.get("high_usage_since") or epoch
+    elif percent is not None:
+        track["high_usage_since"] = None
+    ghost = gpu.get("unattributed_mib")
+    if ghost is not None and ghost > thresholds.ghost_threshold_mib:
+        track["ghost_samples"] = int(track.get("ghost_samples") or 0) + 1
+    elif ghost is not None:
+        track["ghost_samples"] = 0
+    track["last_ghost_mib"] = ghost
+    track["identity"] = dict((name, gpu[name]) for name in ("index", "uuid", "name", "pci_bus_id"))
+    return track
+
+
+def advance(state, samples, thresholds, now):
+    """The state after these samples (oldest first). A failed probe changes no streak: it says nothing of the memory."""
+    state = json.loads(json.dumps(state))
+    restarted = not _fresh(state, now, thresholds)
+    if restarted:
+        state["gpus"] = {}
+    seen = set()
+    for sample in samples:
+        if not sample["probe_ok"]:
+            continue
+        state["last_success_epoch"] = sample["epoch"]
+        for gpu in sample["gpus"]:
+            seen.add(gpu["key"])
+            _step_gpu(state["gpus"].setdefault(gpu["key"], {}), gpu, sample["epoch"], thresholds)
+    if seen:
+        # A GPU the driver no longer lists (replaced, or out of the selection) keeps no streak.
+        state["gpus"] = dict((key, track) for key, track in state["gpus"].items() if key in seen)
+    state["updated_epoch"] = now
+    return state, restarted
+
+
+def _finding(kind, gpu, message, **details):
+    finding = {"kind": kind, "gpu": gpu.get("key", NODE_KEY), "gpu_index": gpu.get("index"), "gpu_uuid": gpu.get("uuid"),
+               "pci_bus_id": gpu.get("pci_bus_id"), "message": message}
+    finding.update(details)
+    return finding
+
+
+def _label(gpu):
+    return "GPU %s (%s)" % (gpu.get("index"), gpu.get("uuid") or gpu.get("pci_bus_id") or "identity unknown")
+
+
+def memory_findings(state, last_ok, thresholds, now):
+    """High usage lasting high_usage_minutes, ghost memory for ghost_samples samples in a row, a recovery action."""
+    findings = []
+    for gpu in (last_ok or {}).get("gpus", []):
+        track = state["gpus"].get(gpu["key"], {})
+        since = track.get("high_usage_since")
+        if since is not None and now - since >= thresholds.high_usage_seconds:
+            findings.append(_finding("high_memory_usage", gpu, "%s has used more than %g%% of its memory for %d s" % (
+                _label(gpu), thresholds.high_usage_percent, now - since), since_epoch=since, used_percent=round(used_percent(gpu) or 0, 1)))
+        streak = int(track.get("ghost_samples") or 0)
+        if streak >= thresholds.ghost_samples:
+            findings.append(_finding("ghost_memory", gpu, "%s has had ghost memory (%s MiB in use that no live process accounts for) "
+                                     "in %d samples in a row" % (_label(gpu), gpu.get("unattributed_mib"), streak),
+                                     samples=streak, ghost_mib=gpu.get("unattributed_mib")))
+        action = gpu.get("recovery_action")
+        if action not in (None, "none"):
+            findings.append(_finding("recovery_action", gpu, "the driver asks for recovery action '%s' on %s" % (action, _label(gpu)),
+                                     recovery_action=action))
+    return findings
+
+
+def unresponsive_findings(samples):
+    """A probe that timed out or failed: never an idle GPU. One finding per GPU it left unanswered (the node when none)."""
+    failed = [sample for sample in samples if not sample["probe_ok"]]
+    if not failed:
+        return []
+    last = failed[-1]
+    what = "timed out" if last["timed_out"] else "failed"
+    message = "the GPU probe (%s) %s in %d of %d samples: %s" % (last["backend"] or "no backend", what, len(failed), len(samples),
+                                                                 last["error"] or "no answer")
+    targets = last["gpus"] or [{"key": NODE_KEY}]
+    return [_finding("unresponsive", gpu, message, timed_out=last["timed_out"], failed_samples=len(failed)) for gpu in targets]
+
+
+def _event_digest(event):
+    return hashlib.sha256(("%s\n%s" % (event.get("time"), event.get("line"))).encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def new_xid_events(xid_state, events):
+    """(the events not seen by an earlier run, the Xid state to keep). An event is new when it is dated after the last
+    one seen, or undated or dated the same and its line was not seen; the counts per GPU and code grow by the new ones."""
+    last = xid_state.get("last_epoch")
+    seen = list(xid_state.get("seen") or [])
+    known = set(seen)
+    counts = json.loads(json.dumps(xid_state.get("counts") or {}))
+    fresh = []
+    for event in events:
+        if event.get("kind") != "xid":
+            continue
+        digest = _event_digest(event)
+        epoch = event.get("time_epoch")
+        if digest in known or (last is not None and epoch is not None and epoch < last):
+            continue
+        known.add(digest)
+        seen.append(digest)
+        fresh.append(event)
+        per_gpu = counts.setdefault(xid_gpu_key(event), {})
+        per_gpu[str(event["xid"])] = per_gpu.get(str(event["xid"]), 0) + 1
+    dated = [event["time_epoch"] for event in events if event.get("kind") == "xid" and event.get("time_epoch") is not None]
+    newest = max(dated + ([last] if last is not None else [])) if dated or last is not None else None
+    return fresh, {"last_epoch": newest, "seen": seen[-XID_SEEN_LIMIT:], "counts": counts}
+
+
+def xid_gpu_key(event):
+    """Xid counts are kept per GPU index (as the kernel line maps to one), else per the bus id it names."""
+    if event.get("gpu_index") is not None:
+        return str(event["gpu_index"])
+    return event.get("pci_bus_id") or "unknown"
+
+
+def _unseen_gpu(event):
+    """The GPU of an Xid event when no answered sample of this run has it (the probe failed, or no GPU has its bus)."""
+    index = event.get("gpu_index")
+    key = "index:%s" % index if index is not None else "bus:%s" % (event.get("pci_bus_id") or "unknown")
+    return {"key": key, "index": index, "pci_bus_id": event.get("pci_bus_id")}
+
+
+def xid_findings(fresh, last_ok):
+    """One finding per GPU that logged new Xid events since the last run."""
+    by_index = dict((gpu["index"], gpu) for gpu in (last_ok or {}).get("gpus", []))
+    grouped = {}
+    for event in fresh:
+        grouped.setdefault(xid_gpu_key(event), []).append(event)
+    findings = []
+    for key in sorted(grouped):
+        events = grouped[key]
+        gpu = by_index.get(events[0].get("gpu_index")) or _unseen_gpu(events[0])
+        codes = sorted(set(event["xid"] for event in events))
+        findings.append(_finding("xid", gpu, "%d new Xid event(s) on %s since the last run: Xid %s" % (
+            len(events), _label(gpu), ", ".join(str(code) for code in codes)), xids=codes, events=len(events),
+            actions=sorted(set(event["catalog"]["action"] for event in events if event.get("catalog")))))
+    return findings
+
+
+def fingerprint(host, gpu, kind):
+    """The same for the same host, GPU and kind of finding, run after run: what a receiver groups and deduplicates by."""
+    return hashlib.sha256("\x00".join((host, gpu, kind)).encode("utf-8")).hexdigest()
+
+
+class Judgement:
+    """What judge() makes of a run: the state to keep, the findings, the new Xid events, whether the streaks restarted."""
+
+    def __init__(self, state, findings, fresh_xids, restarted):
+        self.state = state
+        self.findings = findings
+        self.fresh_xids = fresh_xids
+        self.restarted = restarted
+
+
+def judge(state, samples, events, thresholds, now, host):
+    """The Judgement of this run's samples (oldest first) and kernel log events over the previous run's state."""
+    state, restarted = advance(state, samples, thresholds, now)
+    fresh, state["xid"] = new_xid_events(state.get("xid") or {}, events)
+    last_ok = next((sample for sample in reversed(samples) if sample["probe_ok"]), None)
+    findings = unresponsive_findings(samples) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok)
+    for finding in findings:
+        finding["fingerprint"] = fingerprint(host, finding["gpu"], finding["kind"])
+    return Judgement(state, findings, fresh, restarted)
+
+
+# ---------------------------------------------------------------- the state file
+
+def _well_formed_state(state):
+    return (isinstance(state, dict) and state.get("version") == STATE_VERSION and isinstance(state.get("gpus"), dict)
+            and isinstance(state.get("xid"), dict))
+
+
+def load_state(path):
+    """(state, problem): the state at path, or an empty state and why (None for a missing file: the first run)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return empty_state(), None
+    except (IOError, OSError) as exc:
+        return empty_state(), "cannot read the state file %s: %s" % (path, exc)
+    try:
+        state = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return empty_state(), "the state file %s is corrupt (%s): replaced by a new one" % (path, exc)
+    if not _well_formed_state(state):
+        return empty_state(), "the state file %s is not one this version writes: replaced by a new one" % path
+    return state, None
+
+
+def write_atomic(path, text, mode=0o644):
+    """Write text to a temporary file in path's directory, fsync it and rename it over path: readers see the old file
+    or the new one, never half of one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def dump_state(state):
+    return json.dumps(state, sort_keys=True, indent=1) + "\n"
+
+
+# ---------------------------------------------------------------- the node's journal
+
+def last_remediation(records):
+    """{"rung", "action", "time", "epoch"} of the latest action of the ladder that ended well, or None."""
+    intents = dict((record["id"], record) for record in records if record.get("phase") == "intent")
+    latest = None
+    for record in records:
+        if record.get("phase") != "outcome" or record.get("ok") is not True:
+            continue
+        intent = intents.get(record["id"], record)
+        action = intent.get("action")
+        if action not in JOURNAL_RUNGS or (action.startswith("module_") and intent.get("module") != "nvidia"):
+            continue
+        epoch = journal_epoch(record.get("ts"))
+        if epoch is not None and (latest is None or epoch >= latest["epoch"]):
+            latest = {"rung": JOURNAL_RUNGS[action], "action": action, "time": record.get("ts"), "epoch": epoch}
+    return latest
+
+
+def read_last_remediation(path):
+    """(last_remediation of the journal at path, error or None); a missing journal is no error."""
+    records, error = recent_records(path)
+    return last_remediation(records), error

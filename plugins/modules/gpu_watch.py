@@ -1,0 +1,302 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_watch
+short_description: Watch a Linux GPU node across scheduled runs, and write its metrics for Prometheus
+version_added: 1.1.0
+description:
+  - Samples the node O(samples) times, O(interval) seconds apart, each sample a snapshot as
+    M(gpuops.remediation.gpu_holders_info) takes it (the same probes, ghost memory and GPU states).
+  - Keeps a small state file per node (O(state_path)) so that conditions are judged across runs, for a job
+    scheduled every few minutes - memory used above O(high_usage_percent) for O(high_usage_minutes), ghost memory
+    above O(ghost_threshold_mib) in O(ghost_samples) samples in a row, Xid events new since the last run.
+  - Also finds a driver recovery action other than V(none), and GPU probes (NVML, nvidia-smi) that timed out or
+    failed, which never read as an idle GPU.
+  - Writes the node's metrics in the Prometheus text format for node_exporter's textfile collector
+    (O(metrics_path)), to a temporary name in the same directory renamed over the old file.
+  - A corrupt or unreadable state file is reported in RV(state_problem) and replaced; its streaks start over.
+  - A state file older than O(state_max_age_minutes) says nothing about the time since it was written - its
+    streaks start over (RV(state_restarted)).
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.LINUX_GPU
+  - gpuops.remediation.snapshot
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Takes the samples and judges them, and writes neither the state file nor the metrics file.
+  diff_mode:
+    support: none
+options:
+  samples:
+    description: How many samples to take in this run (at least 1).
+    type: int
+    default: 3
+  interval:
+    description: Seconds between two samples of this run (0 or more).
+    type: float
+    default: 10.0
+  state_path:
+    description:
+      - The watch's state file on the node (JSON). Defaults to C(/var/lib/gpuops/watch_state.json) (under the
+        simulated root on a simulated node). A lock file C(<state_path>.lock) beside it keeps two runs from
+        updating it at once.
+    type: path
+  metrics_path:
+    description:
+      - The Prometheus text file to write, in node_exporter's textfile collector directory (its
+        C(--collector.textfile.directory)). Defaults to C(/var/lib/node_exporter/textfile_collector/gpuops.prom)
+        (under the simulated root on a simulated node).
+    type: path
+  write_metrics:
+    description: Write O(metrics_path).
+    type: bool
+    default: true
+  high_usage_percent:
+    description: Memory used above this share of a GPU's total (percent, more than 0 and at most 100) counts as high usage.
+    type: float
+    default: 90.0
+  high_usage_minutes:
+    description: High usage that lasted this long, across runs, is a finding (V(high_memory_usage)); more than 0.
+    type: float
+    default: 10.0
+  ghost_samples:
+    description: Ghost memory in this many samples in a row, across runs, is a finding (V(ghost_memory)); at least 1.
+    type: int
+    default: 3
+  state_max_age_minutes:
+    description: A state file last written longer ago than this starts its streaks over; more than 0.
+    type: float
+    default: 30.0
+  lock_timeout:
+    description: Seconds to wait for another run of the watch on this node to finish with the state file.
+    type: float
+    default: 30.0
+  journal_path:
+    description:
+      - The journal the remediation modules write on the node, read for the last rung the ladder took and for the
+        resets and reloads that answered earlier kernel log evidence. Defaults to C(/var/log/gpuops/journal.jsonl).
+    type: path
+  host:
+    description:
+      - The name of the node in the findings' fingerprints; the role passes C(inventory_hostname). Defaults to the
+        node's host name.
+    type: str
+notes:
+  - The state and metrics files are the watch's own bookkeeping, rewritten on every run; the module reports
+    C(changed=false) and changes nothing else on the node.
+seealso:
+  - module: gpuops.remediation.gpu_holders_info
+"""
+
+EXAMPLES = r"""
+- name: Watch the node (scheduled every 10 minutes)
+  gpuops.remediation.gpu_watch:
+    samples: 3
+    interval: 10
+    host: "{{ inventory_hostname }}"
+  register: watch
+
+- name: Say what crossed a threshold
+  ansible.builtin.debug:
+    msg: "{{ watch.findings | map(attribute='message') | list }}"
+"""
+
+RETURN = r"""
+findings:
+  description:
+    - What crossed a threshold, one entry per GPU and kind. Kinds - V(high_memory_usage), V(ghost_memory), V(xid)
+      (new since the last run), V(recovery_action), V(unresponsive) (the GPU probe timed out or failed).
+    - C(gpu) is the GPU's stable key (its UUID, else its bus id, else C(index:<n>); V(node) when the probe named no GPU),
+      C(fingerprint) the sha256 of O(host), C(gpu) and C(kind), the same run after run.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{kind: ghost_memory, gpu: GPU-5e1c0000-0000-4000-8000-000000000000, gpu_index: 0, samples: 4, ghost_mib: 3072,
+            message: "GPU 0 (GPU-5e1c...) has had ghost memory ...", fingerprint: 3f2a...}]
+crossed:
+  description: Whether any finding was made.
+  returned: always
+  type: bool
+samples:
+  description:
+    - The samples of this run, oldest first - C(epoch), C(probe_ok), C(timed_out), C(error), C(backend), and per GPU its
+      memory (MiB), holders and state.
+  returned: always
+  type: list
+  elements: dict
+new_xid_events:
+  description: The Xid events of the kernel log that no earlier run saw (C(xid), C(gpu_index), C(pci_bus_id), C(time), C(line)).
+  returned: always
+  type: list
+  elements: dict
+xid_counts:
+  description: Xid events counted by the watch since its state file was created, per GPU index (or bus id) and Xid code.
+  returned: always
+  type: dict
+  sample: {"0": {"79": 1}}
+last_remediation:
+  description: The latest action of the ladder on this node that ended well (C(rung), C(action), C(time), C(epoch)), from its journal; null when none.
+  returned: always
+  type: dict
+journal_error:
+  description: Why the node's journal could not be read for the last remediation, or null (a missing journal is no error).
+  returned: always
+  type: str
+verdict:
+  description: The verdict of the last sample (the rung the evidence needs, and why), as gpu_holders_info gives it.
+  returned: always
+  type: dict
+state_path:
+  description: The state file.
+  returned: always
+  type: str
+state_problem:
+  description: Why the state file could not be used (unreadable, corrupt), or null; it was replaced (not in check mode).
+  returned: always
+  type: str
+state_restarted:
+  description: Whether the streaks started over (no state, a replaced one, or one older than O(state_max_age_minutes)).
+  returned: always
+  type: bool
+metrics_path:
+  description: The metrics file written; null when none was (O(write_metrics=false), check mode).
+  returned: always
+  type: str
+metrics:
+  description: The metrics text, as written (or as it would be written in check mode).
+  returned: always
+  type: str
+"""
+
+import os
+import platform
+import time
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
+from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
+    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
+    Thresholds, dump_state, judge, load_state, read_last_remediation, sample_of, write_atomic,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import metric_series, render
+
+STATE_FILE = os.path.join("var", "lib", "gpuops", "watch_state.json")
+METRICS_FILE = os.path.join("var", "lib", "node_exporter", "textfile_collector", "gpuops.prom")
+
+ARGUMENT_SPEC = dict(
+    SNAPSHOT_ARGUMENT_SPEC,
+    samples=dict(type="int", default=3),
+    interval=dict(type="float", default=10.0),
+    state_path=dict(type="path"),
+    metrics_path=dict(type="path"),
+    write_metrics=dict(type="bool", default=True),
+    high_usage_percent=dict(type="float", default=90.0),
+    high_usage_minutes=dict(type="float", default=10.0),
+    ghost_samples=dict(type="int", default=3),
+    state_max_age_minutes=dict(type="float", default=30.0),
+    lock_timeout=dict(type="float", default=30.0),
+    journal_path=dict(type="path"),
+    host=dict(type="str"),
+)
+
+# (option, test, what it must be)
+RANGES = (
+    ("samples", lambda value: value >= 1, "at least 1"),
+    ("interval", lambda value: value >= 0, "0 or more seconds"),
+    ("high_usage_percent", lambda value: 0 < value <= 100, "more than 0 and at most 100"),
+    ("high_usage_minutes", lambda value: value > 0, "more than 0 minutes"),
+    ("ghost_samples", lambda value: value >= 1, "at least 1"),
+    ("state_max_age_minutes", lambda value: value > 0, "more than 0 minutes"),
+    ("lock_timeout", lambda value: value >= 0, "0 or more seconds"),
+)
+
+
+def validate(module):
+    validate_snapshot_params(module)
+    for option, within, what in RANGES:
+        if not within(module.params[option]):
+            module.fail_json(msg="%s must be %s, got %r" % (option, what, module.params[option]))
+
+
+def node_path(layout, given, default):
+    """The given path, or the default one under the node's root (the simulated root on a simulated node)."""
+    return given or os.path.join(layout.sim_root or "/", default)
+
+
+def take_samples(module, layout, options):
+    """(samples, last snapshot): params samples snapshots, interval seconds apart."""
+    samples, snapshot = [], None
+    for number in range(module.params["samples"]):
+        if number:
+            time.sleep(module.params["interval"])
+        snapshot = snapshot_or_fail(module, layout, options)
+        samples.append(sample_of(snapshot, time.time()))
+    return samples, snapshot
+
+
+def thresholds_of(params):
+    return Thresholds(high_usage_percent=params["high_usage_percent"], high_usage_minutes=params["high_usage_minutes"],
+                      ghost_threshold_mib=params["ghost_threshold_mib"], ghost_samples=params["ghost_samples"],
+                      state_max_age_minutes=params["state_max_age_minutes"])
+
+
+def judge_and_record(module, paths, samples, snapshot):
+    """Judge the samples over the state file and, unless in check mode, write the new state and the metrics."""
+    params = module.params
+    state, problem = load_state(paths["state"])
+    now = time.time()
+    host = params["host"] or platform.node()
+    judged = judge(state, samples, snapshot["xid_events"], thresholds_of(params), now, host)
+    remediation, journal_error = read_last_remediation(paths["journal"])
+    metrics = render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now))
+    written = None
+    if not module.check_mode:
+        write_atomic(paths["state"], dump_state(judged.state), mode=0o640)
+        if params["write_metrics"]:
+            write_atomic(paths["metrics"], metrics, mode=0o644)
+            written = paths["metrics"]
+    return dict(findings=judged.findings, crossed=bool(judged.findings), new_xid_events=[_brief(event) for event in judged.fresh_xids],
+                xid_counts=judged.state["xid"]["counts"], last_remediation=remediation, journal_error=journal_error,
+                state_problem=problem, state_restarted=judged.restarted or problem is not None, metrics_path=written, metrics=metrics)
+
+
+def _brief(event):
+    return dict((name, event.get(name)) for name in ("xid", "gpu_index", "pci_bus_id", "time", "time_epoch", "line"))
+
+
+def main():
+    module = GpuModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    validate(module)
+    layout = current_layout()
+    paths = {"state": node_path(layout, module.params["state_path"], STATE_FILE),
+             "metrics": node_path(layout, module.params["metrics_path"], METRICS_FILE),
+             "journal": module.params["journal_path"] or layout.journal_file}
+    options = SnapshotOptions.from_params(module.params)
+    samples, snapshot = take_samples(module, layout, options)
+    try:
+        if module.check_mode:
+            result = judge_and_record(module, paths, samples, snapshot)
+        else:
+            with NodeLock(paths["state"] + ".lock", module.params["lock_timeout"]):
+                result = judge_and_record(module, paths, samples, snapshot)
+    except LockTimeout as exc:
+        module.fail_json(msg="another run of the watch holds the state file: %s" % exc, samples=samples)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot write the watch's files: %s" % exc, samples=samples)
+    module.exit_json(changed=False, samples=samples, verdict=snapshot["verdict"], state_path=paths["state"], **result)
+
+
+if __name__ == "__main__":
+    main()

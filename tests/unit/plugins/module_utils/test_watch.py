@@ -1,0 +1,262 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The watch's judging across runs: streaks kept in the state, new Xid events, unresponsive probes, the state file."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
+    Thresholds, empty_state, fingerprint, judge, last_remediation, load_state, new_xid_events, sample_of, write_atomic,
+)
+
+MIB = 1024
+HOST = "node07"
+T0 = 1800000000.0
+
+
+def gpu(index=0, used=1000, total=80 * MIB, ghost=0, recovery="none", uuid=None):
+    return {"index": index, "uuid": uuid or "GPU-%d" % index, "name": "NVIDIA H100", "pci_bus_id": "00000000:%02X:00.0" % (0x18 + index),
+            "memory_total_mib": total, "memory_used_mib": used, "attributed_mib": used - ghost, "unattributed_mib": ghost,
+            "holders": [], "recovery_action": recovery, "state": "ok"}
+
+
+def snapshot(*gpus, ok=True, timed_out=False):
+    probe = {"backend": "nvml", "ok": ok, "timed_out": timed_out, "error": None if ok else "NVML did not answer in 10.0 s"}
+    return {"gpus": list(gpus), "probes": {"gpu": probe}}
+
+
+def samples_at(start, step, *snapshots):
+    return [sample_of(snap, start + number * step) for number, snap in enumerate(snapshots)]
+
+
+def run(state, samples, thresholds=None, events=(), host=HOST):
+    now = samples[-1]["epoch"] + 0.5
+    return judge(state, samples, list(events), thresholds or Thresholds(), now, host)
+
+
+def kinds(findings):
+    return sorted((finding["kind"], finding["gpu"]) for finding in findings)
+
+
+def test_high_usage_is_a_finding_only_once_it_lasted_the_minutes_across_runs():
+    thresholds = Thresholds(high_usage_percent=90, high_usage_minutes=10)
+    high = snapshot(gpu(used=76 * MIB))
+    judged = run(empty_state(), samples_at(T0, 10, high, high, high), thresholds)
+    state = judged.state
+    findings = judged.findings
+    restarted = judged.restarted
+    assert findings == [] and restarted
+    assert state["gpus"]["GPU-0"]["high_usage_since"] == T0
+    # Ten minutes later, still high: the streak began in the earlier run.
+    judged = run(state, samples_at(T0 + 600, 10, high), thresholds)
+    state = judged.state
+    findings = judged.findings
+    restarted = judged.restarted
+    assert kinds(findings) == [("high_memory_usage", "GPU-0")] and not restarted
+    assert findings[0]["since_epoch"] == T0 and findings[0]["used_percent"] == 95.0
+
+
+def test_high_usage_streak_ends_at_the_first_sample_below_the_threshold():
+    thresholds = Thresholds(high_usage_minutes=10)
+    high, low = snapshot(gpu(used=76 * MIB)), snapshot(gpu(used=10 * MIB))
+    judged = run(empty_state(), samples_at(T0, 10, high, low), thresholds)
+    state = judged.state
+    assert state["gpus"]["GPU-0"]["high_usage_since"] is None
+    judged = run(state, samples_at(T0 + 600, 10, high), thresholds)
+    state = judged.state
+    findings = judged.findings
+    assert findings == [] and state["gpus"]["GPU-0"]["high_usage_since"] == T0 + 600
+
+
+def test_exactly_at_the_percentage_is_not_high():
+    judged = run(empty_state(), samples_at(T0, 10, snapshot(gpu(used=72 * MIB, total=80 * MIB))), Thresholds(high_usage_percent=90))
+    state = judged.state
+    assert state["gpus"]["GPU-0"]["high_usage_since"] is None
+
+
+def test_ghost_memory_counts_samples_in_a_row_across_runs():
+    thresholds = Thresholds(ghost_threshold_mib=256, ghost_samples=3)
+    ghost = snapshot(gpu(used=4096, ghost=3072), gpu(index=1))
+    judged = run(empty_state(), samples_at(T0, 10, ghost, ghost), thresholds)
+    state = judged.state
+    findings = judged.findings
+    assert findings == [] and state["gpus"]["GPU-0"]["ghost_samples"] == 2
+    judged = run(state, samples_at(T0 + 600, 10, ghost), thresholds)
+    state = judged.state
+    findings = judged.findings
+    assert kinds(findings) == [("ghost_memory", "GPU-0")]
+    assert findings[0]["samples"] == 3 and findings[0]["ghost_mib"] == 3072
+    # A sample at or under the threshold ends the streak.
+    judged = run(state, samples_at(T0 + 1200, 10, snapshot(gpu(used=4096, ghost=256))), thresholds)
+    state = judged.state
+    findings = judged.findings
+    assert findings == [] and state["gpus"]["GPU-0"]["ghost_samples"] == 0
+
+
+def test_a_state_older_than_its_max_age_starts_the_streaks_over():
+    thresholds = Thresholds(ghost_samples=2, state_max_age_minutes=30)
+    ghost = snapshot(gpu(used=4096, ghost=3072))
+    judged = run(empty_state(), samples_at(T0, 10, ghost), thresholds)
+    state = judged.state
+    judged = run(state, samples_at(T0 + 3600, 10, ghost), thresholds)
+    state = judged.state
+    findings = judged.findings
+    restarted = judged.restarted
+    assert restarted and findings == [] and state["gpus"]["GPU-0"]["ghost_samples"] == 1
+
+
+def test_a_failed_probe_is_a_finding_and_changes_no_streak_and_no_last_success():
+    thresholds = Thresholds(ghost_samples=3)
+    ghost = snapshot(gpu(used=4096, ghost=3072))
+    judged = run(empty_state(), samples_at(T0, 10, ghost, ghost), thresholds)
+    state = judged.state
+    # The driver hangs: the GPUs are the device nodes' placeholders, with no memory figure.
+    hung = snapshot({"index": 0, "uuid": None, "name": None, "pci_bus_id": None}, ok=False, timed_out=True)
+    judged = run(state, samples_at(T0 + 600, 10, hung, hung), thresholds)
+    state = judged.state
+    findings = judged.findings
+    assert kinds(findings) == [("unresponsive", "index:0")]
+    assert findings[0]["timed_out"] and findings[0]["failed_samples"] == 2
+    assert "timed out in 2 of 2 samples" in findings[0]["message"]
+    assert state["gpus"]["GPU-0"]["ghost_samples"] == 2
+    assert state["last_success_epoch"] == T0 + 10
+
+
+def test_a_probe_that_names_no_gpu_is_a_finding_of_the_node():
+    judged = run(empty_state(), samples_at(T0, 10, snapshot(ok=False)))
+    findings = judged.findings
+    assert kinds(findings) == [("unresponsive", "node")] and not findings[0]["timed_out"]
+
+
+def test_a_recovery_action_other_than_none_is_a_finding():
+    judged = run(empty_state(), samples_at(T0, 10, snapshot(gpu(recovery="reset"), gpu(index=1, recovery="none"))))
+    findings = judged.findings
+    assert kinds(findings) == [("recovery_action", "GPU-0")] and findings[0]["recovery_action"] == "reset"
+
+
+XID_LOG = (
+    "2026-12-01T08:00:00+0000 node07 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+    "2026-12-01T08:05:00+0000 node07 kernel: NVRM: Xid (PCI:0000:19:00): 13, pid=4242, name=python, Graphics SM Warp Exception\n"
+)
+LATER_XID = "2026-12-01T09:00:00+0000 node07 kernel: NVRM: Xid (PCI:0000:19:00): 31, pid=4243, name=python, MMU Fault\n"
+
+
+def events_of(text):
+    events = parse_kernel_log(text)
+    for event in events:
+        event["gpu_index"] = {"18": 0, "19": 1}.get(event["pci_bus_id"].split(":")[1])
+    return events
+
+
+def test_xid_events_are_new_once_and_counted_by_gpu_and_code():
+    fresh, xid = new_xid_events({}, events_of(XID_LOG))
+    assert [event["xid"] for event in fresh] == [79, 13]
+    assert xid["counts"] == {"0": {"79": 1}, "1": {"13": 1}}
+    again, xid = new_xid_events(xid, events_of(XID_LOG))
+    assert again == [] and xid["counts"] == {"0": {"79": 1}, "1": {"13": 1}}
+    later, xid = new_xid_events(xid, events_of(XID_LOG + LATER_XID))
+    assert [event["xid"] for event in later] == [31]
+    assert xid["counts"]["1"] == {"13": 1, "31": 1}
+
+
+def test_xid_events_older_than_the_last_one_seen_are_not_new_even_when_forgotten():
+    xid = new_xid_events({}, events_of(XID_LOG + LATER_XID))[1]
+    xid["seen"] = []  # the remembered lines rolled off
+    fresh = new_xid_events(xid, events_of(XID_LOG))[0]
+    assert fresh == []
+
+
+def test_new_xids_are_one_finding_per_gpu():
+    snap = snapshot(gpu(), gpu(index=1))
+    judged = run(empty_state(), samples_at(T0, 10, snap), events=events_of(XID_LOG))
+    findings = judged.findings
+    fresh = judged.fresh_xids
+    assert kinds(findings) == [("xid", "GPU-0"), ("xid", "GPU-1")]
+    assert [finding["xids"] for finding in findings] == [[79], [13]] and len(fresh) == 2
+
+
+def test_fingerprints_are_stable_per_host_gpu_and_kind():
+    ghost = snapshot(gpu(used=4096, ghost=3072))
+    thresholds = Thresholds(ghost_samples=1)
+    judged = run(empty_state(), samples_at(T0, 10, ghost), thresholds)
+    state = judged.state
+    first = judged.findings
+    judged = run(state, samples_at(T0 + 600, 10, ghost), thresholds)
+    second = judged.findings
+    assert [f["fingerprint"] for f in first] == [f["fingerprint"] for f in second] == [fingerprint(HOST, "GPU-0", "ghost_memory")]
+    judged = run(empty_state(), samples_at(T0, 10, ghost), thresholds, host="node08")
+    other_host = judged.findings
+    assert other_host[0]["fingerprint"] != first[0]["fingerprint"]
+    assert fingerprint(HOST, "GPU-0", "xid") != fingerprint(HOST, "GPU-0", "ghost_memory")
+    assert len(first[0]["fingerprint"]) == 64
+
+
+def test_the_state_file_round_trips_and_a_corrupt_one_is_reported_and_replaced(tmp_path):
+    path = str(tmp_path / "watch" / "state.json")
+    state, problem = load_state(path)
+    assert state == empty_state() and problem is None
+    judged = run(state, samples_at(T0, 10, snapshot(gpu(used=4096, ghost=3072))))
+    state = judged.state
+    write_atomic(path, json.dumps(state))
+    assert load_state(path) == (state, None)
+    assert os.listdir(str(tmp_path / "watch")) == ["state.json"]  # no temporary file left behind
+    with open(path, "w") as handle:
+        handle.write('{"version": 1, "gpus": {')  # torn
+    state, problem = load_state(path)
+    assert state == empty_state() and "corrupt" in problem and path in problem
+    with open(path, "w") as handle:
+        handle.write('["not", "a", "state"]')
+    assert "not one this version writes" in load_state(path)[1]
+
+
+def test_an_unreadable_state_file_is_a_problem_not_a_crash(tmp_path):
+    directory = tmp_path / "state.json"
+    directory.mkdir()  # reading a directory fails with an OSError, whoever runs the test
+    state, problem = load_state(str(directory))
+    assert state == empty_state() and problem.startswith("cannot read the state file")
+
+
+def journal_line(run, entry, phase, action, ts, ok=None, **details):
+    record = {"ts": ts, "run_id": run, "id": "%s-%d" % (run, entry), "phase": phase, "action": action}
+    if ok is not None:
+        record["ok"] = ok
+    record.update(details)
+    return record
+
+
+def test_the_last_remediation_is_the_latest_rung_that_ended_well():
+    records = [
+        journal_line("a", 1, "intent", "signal", "2026-12-01T08:00:00Z", pid=10),
+        journal_line("a", 1, "outcome", "signal", "2026-12-01T08:00:01Z", ok=True),
+        journal_line("a", 2, "intent", "gpu_reset", "2026-12-01T08:01:00Z", gpus=[0]),
+        journal_line("a", 2, "outcome", "gpu_reset", "2026-12-01T08:01:05Z", ok=True),
+        journal_line("b", 1, "intent", "module_unload", "2026-12-01T09:00:00Z", module="nvidia_uvm"),
+        journal_line("b", 1, "outcome", "module_unload", "2026-12-01T09:00:01Z", ok=True),
+        journal_line("b", 2, "intent", "gpu_reset", "2026-12-01T09:01:00Z", gpus=[0]),
+        journal_line("b", 2, "outcome", "gpu_reset", "2026-12-01T09:01:05Z", ok=False),
+        journal_line("b", 3, "intent", "systemctl_stop", "2026-12-01T09:02:00Z", unit="nvidia-persistenced.service"),
+        journal_line("b", 3, "outcome", "systemctl_stop", "2026-12-01T09:02:01Z", ok=True),
+    ]
+    last = last_remediation(records)
+    assert last["rung"] == "reset" and last["time"] == "2026-12-01T08:01:05Z" and last["epoch"] == 1796112065.0
+    records += [journal_line("c", 1, "intent", "module_load", "2026-12-01T10:00:00Z", module="nvidia"),
+                journal_line("c", 1, "outcome", "module_load", "2026-12-01T10:00:02Z", ok=True)]
+    assert last_remediation(records)["rung"] == "reload"
+    assert last_remediation([]) is None
+
+
+def test_an_xid_while_the_probe_fails_is_still_a_finding_of_its_gpu():
+    hung = snapshot({"index": 0, "uuid": None, "name": None, "pci_bus_id": None}, ok=False, timed_out=True)
+    judged = run(empty_state(), samples_at(T0, 10, hung), events=events_of(XID_LOG))
+    findings = judged.findings
+    assert kinds(findings) == [("unresponsive", "index:0"), ("xid", "index:0"), ("xid", "index:1")]
+
+
+def test_a_gpu_the_driver_no_longer_lists_keeps_no_streak():
+    thresholds = Thresholds(ghost_samples=3)
+    state = run(empty_state(), samples_at(T0, 10, snapshot(gpu(used=4096, ghost=3072), gpu(index=1))), thresholds).state
+    state = run(state, samples_at(T0 + 600, 10, snapshot(gpu(index=1))), thresholds).state
+    assert sorted(state["gpus"]) == ["GPU-1"]
