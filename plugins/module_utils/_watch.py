@@ -322,3 +322,15 @@ def read_last_remediation(path):
     """(last_remediation of the journal at path, error or None); a missing journal is no error."""
     records, error = recent_records(path)
     return last_remediation(records), error
+
+
+def remediation_for(findings, kinds):
+    """Whether the watch's findings ask for the ladder, and on which GPUs: {"needed": bool, "gpus": [index as str]}.
+
+    Only findings of a kind in `kinds` count. The ladder is narrowed to their GPUs, so that it leaves the other GPUs'
+    processes alone; a finding that names no GPU (a probe that failed for the whole node) widens it to every GPU ([]).
+    """
+    crossed = [finding for finding in findings if finding.get("kind") in kinds]
+    if any(finding.get("gpu_index") is None for finding in crossed):
+        return {"needed": bool(crossed), "gpus": []}
+    return {"needed": bool(crossed), "gpus": sorted(set(str(finding["gpu_index"]) for finding in crossed), key=int)}

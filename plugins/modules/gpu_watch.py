@@ -90,6 +90,14 @@ options:
       - The name of the node in the findings' fingerprints; the role passes C(inventory_hostname). Defaults to the
         node's host name.
     type: str
+  remediate_on:
+    description:
+      - The kinds of finding that ask for the ladder; RV(remediation) says whether any was made and on which GPUs.
+      - V(high_memory_usage) is left out by default, since the ladder would end a running job on a merely busy GPU.
+    type: list
+    elements: str
+    choices: [high_memory_usage, ghost_memory, xid, recovery_action, unresponsive]
+    default: [ghost_memory, recovery_action]
 notes:
   - The state and metrics files are the watch's own bookkeeping, rewritten on every run; the module reports
     C(changed=false) and changes nothing else on the node.
@@ -126,6 +134,14 @@ crossed:
   description: Whether any finding was made.
   returned: always
   type: bool
+remediation:
+  description:
+    - Whether a finding of a kind in O(remediate_on) asks for the ladder (C(needed)), and the GPUs to narrow it to
+      (C(gpus), indexes as strings); an empty C(gpus) means every GPU (a finding that names none, such as a probe
+      that failed for the whole node).
+  returned: always
+  type: dict
+  sample: {"needed": true, "gpus": ["0", "2"]}
 samples:
   description:
     - The samples of this run, oldest first - C(epoch), C(probe_ok), C(timed_out), C(error), C(backend), and per GPU its
@@ -188,7 +204,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
     SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
-    Thresholds, dump_state, judge, load_state, read_last_remediation, sample_of, write_atomic,
+    FINDING_KINDS, Thresholds, dump_state, judge, load_state, read_last_remediation, remediation_for, sample_of, write_atomic,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import metric_series, render
 
@@ -209,6 +225,7 @@ ARGUMENT_SPEC = dict(
     lock_timeout=dict(type="float", default=30.0),
     journal_path=dict(type="path"),
     host=dict(type="str"),
+    remediate_on=dict(type="list", elements="str", choices=list(FINDING_KINDS), default=["ghost_memory", "recovery_action"]),
 )
 
 # (option, test, what it must be)
@@ -267,7 +284,9 @@ def judge_and_record(module, paths, samples, snapshot):
         if params["write_metrics"]:
             write_atomic(paths["metrics"], metrics, mode=0o644)
             written = paths["metrics"]
-    return dict(findings=judged.findings, crossed=bool(judged.findings), new_xid_events=[_brief(event) for event in judged.fresh_xids],
+    return dict(findings=judged.findings, crossed=bool(judged.findings),
+                remediation=remediation_for(judged.findings, params["remediate_on"]),
+                new_xid_events=[_brief(event) for event in judged.fresh_xids],
                 xid_counts=judged.state["xid"]["counts"], last_remediation=remediation, journal_error=journal_error,
                 state_problem=problem, state_restarted=judged.restarted or problem is not None, metrics_path=written, metrics=metrics)
 

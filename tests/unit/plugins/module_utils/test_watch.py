@@ -260,3 +260,15 @@ def test_a_gpu_the_driver_no_longer_lists_keeps_no_streak():
     state = run(empty_state(), samples_at(T0, 10, snapshot(gpu(used=4096, ghost=3072), gpu(index=1))), thresholds).state
     state = run(state, samples_at(T0 + 600, 10, snapshot(gpu(index=1))), thresholds).state
     assert sorted(state["gpus"]) == ["GPU-1"]
+
+
+def test_remediation_is_narrowed_to_the_gpus_whose_findings_ask_for_it():
+    from ansible_collections.gpuops.remediation.plugins.module_utils._watch import remediation_for
+    findings = [{"kind": "ghost_memory", "gpu_index": 2}, {"kind": "high_memory_usage", "gpu_index": 1},
+                {"kind": "recovery_action", "gpu_index": 10}, {"kind": "ghost_memory", "gpu_index": 2}]
+    assert remediation_for(findings, ["ghost_memory", "recovery_action"]) == {"needed": True, "gpus": ["2", "10"]}
+    assert remediation_for(findings, ["xid"]) == {"needed": False, "gpus": []}
+    assert remediation_for([], ["ghost_memory"]) == {"needed": False, "gpus": []}
+    # A probe that failed for the whole node names no GPU: the ladder may need every GPU.
+    node_wide = findings + [{"kind": "unresponsive", "gpu_index": None}]
+    assert remediation_for(node_wide, ["unresponsive", "ghost_memory"]) == {"needed": True, "gpus": []}
