@@ -5,7 +5,8 @@
 No value is ever put into a script's text: what a script needs comes in as win_powershell `parameters` (data,
 bound to the param block). Each script sets $Ansible.Result to ConvertTo-Json text of the CIM objects (property
 names are never translated; the parsers in _win_processes/_win_counters read that text, as the captures show it),
-sets $Ansible.Changed to $false (they only read), and declares SupportsShouldProcess so that it runs in check mode.
+sets $Ansible.Changed to $false (they only read; journal_append, which writes one journal line, sets it to $true),
+and declares SupportsShouldProcess so that it runs in check mode.
 The simulated node (_win_sim) answers the same names.
 """
 
@@ -112,4 +113,78 @@ $Ansible.Changed = $false
 $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3 }
 """ % {"processes": _PROCESSES}
 
-SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH, "processes": PROCESSES}
+# One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
+# the disk before the action goes ahead, the folder made when missing. Acts: it does not run in check mode (no action
+# runs then either).
+JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [string]$Path,
+    [Parameter(Mandatory)]
+    [string]$Line
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if ($Line.Contains("`n") -or $Line.Contains("`r")) {
+    throw 'a journal line holds no newline'
+}
+$folder = [System.IO.Path]::GetDirectoryName($Path)
+if (-not [System.IO.Directory]::Exists($folder)) {
+    [void][System.IO.Directory]::CreateDirectory($folder)
+}
+$bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
+if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
+    $Ansible.Result = @{ written = 0 }
+    return
+}
+$stream = [System.IO.FileStream]::new($Path, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
+try {
+    $stream.Write($bytes, 0, $bytes.Length)
+    $stream.Flush($true)
+}
+finally {
+    $stream.Dispose()
+}
+$Ansible.Changed = $true
+$Ansible.Result = @{ written = $bytes.Length }
+"""
+
+# The journal's last TailBytes bytes, base64 (the bytes as written, whatever the console's code page); cut: the tail
+# starts inside a line. A missing journal is an empty one.
+JOURNAL_READ = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [string]$Path,
+    [Parameter(Mandatory)]
+    [long]$TailBytes
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if (-not [System.IO.File]::Exists($Path)) {
+    $Ansible.Result = @{ exists = $false; cut = $false; base64 = '' }
+    return
+}
+$stream = [System.IO.FileStream]::new($Path, [System.IO.FileMode]::Open, [System.IO.FileAccess]::Read, [System.IO.FileShare]::ReadWrite)
+try {
+    $cut = $stream.Length -gt $TailBytes
+    if ($cut) {
+        [void]$stream.Seek(-$TailBytes, [System.IO.SeekOrigin]::End)
+    }
+    $buffer = [byte[]]::new($stream.Length - $stream.Position)
+    $read = 0
+    while ($read -lt $buffer.Length) {
+        $got = $stream.Read($buffer, $read, $buffer.Length - $read)
+        if ($got -eq 0) {
+            break
+        }
+        $read += $got
+    }
+}
+finally {
+    $stream.Dispose()
+}
+$Ansible.Result = @{ exists = $true; cut = $cut; base64 = [Convert]::ToBase64String($buffer, 0, $read) }
+"""
+
+SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
+           "journal_read": JOURNAL_READ}

@@ -20,6 +20,7 @@ process, as Windows does quickly.
 
 from __future__ import annotations
 
+import base64
 import codecs
 import contextlib
 import copy
@@ -28,6 +29,7 @@ import json
 import os
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl
 
 STATE_KIND = "gpuops-windows-sim"
@@ -259,6 +261,10 @@ def run_command(root, argv, user=None):
 
 def run_script(root, name, parameters=None, user=None):
     """Answer one named PowerShell script (_win_scripts) -> what it puts in $Ansible.Result."""
+    if name in _FILE_SCRIPTS:
+        if not os.path.exists(state_path(root)):
+            raise WinSimError("no simulated Windows node at %s (gpuops_windows_sim_root): %s is missing" % (root, state_path(root)))
+        return _FILE_SCRIPTS[name](root, parameters or {})
     handler = _SCRIPTS.get(name)
     if handler is None:
         raise WinSimError("the simulated node knows no PowerShell script %r" % (name,))
@@ -560,6 +566,40 @@ def _wsl_path_script(state, parameters, _caller):
     return {"exists": _store_wsl(state, parameters.get("Path"))}
 
 
+# ---- the node's files (the journal) ------------------------------------------------------------------------------
+
+def host_file(root, windows_path):
+    """Where the simulated host keeps the file `windows_path` (C:\\ProgramData\\x -> <root>/fs/C/ProgramData/x)."""
+    drive, sep, rest = str(windows_path).partition(":\\")
+    parts = [part for part in rest.split("\\") if part]
+    if len(drive) != 1 or not drive.isalpha() or not sep or not parts or any(p in (".", "..") or "/" in p for p in parts):
+        raise WinSimError("The filename, directory name, or volume label syntax is incorrect: %r" % (windows_path,))
+    return os.path.join(root, "fs", drive.upper(), *parts)
+
+
+def _journal_append_script(root, parameters):
+    line = parameters.get("Line")
+    if not isinstance(line, str) or "\n" in line or "\r" in line:
+        raise WinSimError("a journal line holds no newline: %r" % (line,))
+    path = host_file(root, parameters.get("Path"))
+    _journal.append_line(path, json.loads(line))
+    return {"written": len(line.encode("utf-8")) + 1}
+
+
+def _journal_read_script(root, parameters):
+    path = host_file(root, parameters.get("Path"))
+    if not os.path.isfile(path):
+        return {"exists": False, "cut": False, "base64": ""}
+    tail = int(parameters.get("TailBytes"))
+    with open(path, "rb") as handle:
+        cut = os.fstat(handle.fileno()).st_size > tail
+        if cut:
+            handle.seek(-tail, os.SEEK_END)
+        data = handle.read()
+    return {"exists": True, "cut": cut, "base64": base64.b64encode(data).decode("ascii")}
+
+
+_FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_read": _journal_read_script}
 _TOOLS = {"nvidia-smi": _nvidia_smi, "pnputil": _pnputil, "quser": _quser, "taskkill": _taskkill, "wsl": _wsl, "logoff": _logoff}
 _SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, windows_verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_counters, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl,
+    _win_counters, _win_journal, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
@@ -23,8 +23,13 @@ _CLASS_OF_ROLE = {"wsl_vm": "wsl_vm", "protected": "system", "dwm": "graphics_se
 NO_COUNTER_REASON = "no GPU Process Memory counter names this pid on an NVIDIA adapter"
 
 
-def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256):
-    """The snapshot: {"gpus", "holders", "adapters", "sessions", "wsl", "probes", "verdict"}."""
+def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=None):
+    """The snapshot: {"gpus", "holders", "adapters", "sessions", "wsl", "journal", "probes", "verdict"}.
+
+    "journal": what the node's journal (_win_journal) says of earlier runs: their recent actions, the actions one of them
+    started and never finished ("interrupted_actions"), and how often each process name was ended before (each holder's
+    "earlier_kills"), so that a leak that comes back is seen as one."""
+    journal_path = _win_journal.checked_path(journal_path)
     probes = {}
     script = _probe(probes, "powershell", lambda: node.powershell("snapshot", {"WslPath": _win_wsl.STORE_WSL_PATH}), {})
     gpus = _gpus(node, nvidia_smi, probes)
@@ -32,10 +37,14 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256):
     processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
     luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes)
     holders = _holders(gpus, luids, counters, processes, probes)
+    journal = _win_journal.journal_report(node, journal_path)
+    probes["journal"] = dict((key, journal[key]) for key in ("path", "ok", "error", "records", "read"))
+    for holder in holders:
+        holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
     snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, probes),
                 "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes), path=wsl_path),
-                "probes": probes}
+                "journal": journal, "probes": probes}
     for gpu in gpus:
         gpu["attributed_mib"] = sum(h["used_mib_by_gpu"].get(str(gpu["index"]), 0) for h in holders)
         used = gpu.get("memory_used_mib")
