@@ -145,7 +145,20 @@ class WindowsWalk(LadderWalk):
         step["plan"] = left_lines + step["plan"]
         return step, after
 
-    def _take_wsl(self, snapshot):
+    def _lighter_first(self, snapshot, rungs):
+        """A rung includes the lighter ones, as on Linux (the reset ends the holders first): the walk can enter above
+        them (a WSL VM makes the verdict wsl while a job holds the GPU too), and what they would end must not be left
+        to a heavier rung. -> [(step, snapshot_after)] of those that did or planned something, the failed one last."""
+        steps = []
+        for take in rungs:
+            step, after = take(snapshot)
+            if step["changed"] or step["failed"] or step["plan"]:
+                steps.append((step, after))
+            if step["failed"]:
+                break
+        return steps
+
+    def _wsl_step(self, snapshot):
         del snapshot  # wsl_shutdown reads what runs itself
         result = self.execute(WSL_MODULE, self._journal_args())
         verb = "would stop" if self.check_mode else "stopped"
@@ -153,6 +166,12 @@ class WindowsWalk(LadderWalk):
         if result.get("command"):
             plan.append("%s: %s" % ("would run" if self.check_mode else "ran", " ".join(result["command"])))
         return step_result("wsl", result, plan), result.get("snapshot_after")
+
+    def _take_wsl(self, snapshot):
+        steps = self._lighter_first(snapshot, [self._take_kill])
+        if steps and steps[-1][0]["failed"]:
+            return merged_step("wsl", steps)
+        return merged_step("wsl", steps + [self._wsl_step(snapshot)])
 
     def _refused_for_protected(self, rung, snapshot):
         """A heavier rung would take the GPU from a protected process too: refused, naming it, as on Linux."""
@@ -164,7 +183,13 @@ class WindowsWalk(LadderWalk):
                 "msg": "refused: the %s rung would take the GPU from protected processes too: %s" % (rung, names)}, snapshot
 
     def _take_restart_adapter(self, snapshot):
-        return self._refused_for_protected("restart_adapter", snapshot) or self._reset("restart_adapter", "restart_adapter")
+        refused = self._refused_for_protected("restart_adapter", snapshot)
+        if refused:
+            return refused
+        steps = self._lighter_first(snapshot, [self._take_kill, self._wsl_step])
+        if steps and steps[-1][0]["failed"]:
+            return merged_step("restart_adapter", steps)
+        return merged_step("restart_adapter", steps + [self._reset("restart_adapter", "restart_adapter")])
 
     def _take_logoff(self, snapshot):
         refused = self._refused_for_protected("logoff", snapshot)
