@@ -17,7 +17,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell
 
 # One round trip for everything the snapshot reads through PowerShell: the GPU Process Memory counters (the
 # language-neutral CIM class, else the English counter paths, which only an English Windows has), the processes
-# with their owners, the DirectX adapters' LUIDs from the registry, and whether the Store WSL is installed.
+# with their owners, the DirectX adapters' LUIDs from the registry with each one's PCI location, and whether the Store
+# WSL is installed.
 # Win32_Process with each process's owner; sets $processes.
 _PROCESSES = r"""# Get-Process -IncludeUserName needs an elevated session; without it the owners stay unknown (null).
 $owners = @{}
@@ -37,6 +38,76 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         SessionId = $_.SessionId
         User = $owners[[int]$_.ProcessId]
     }
+}
+"""
+
+# The PCI location (bus, device, function) of the adapter with a LUID, from the graphics kernel: D3DKMTOpenAdapterFromLuid
+# and D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) in gdi32.dll, the one source that links a LUID to a PCI
+# location (the DirectX registry key has none). Null when the kernel does not answer.
+_PCI_ADDRESS = r"""if (-not ('GpuopsD3dkmt' -as [type])) {
+    Add-Type -TypeDefinition @'
+using System;
+using System.Runtime.InteropServices;
+
+public static class GpuopsD3dkmt
+{
+    [StructLayout(LayoutKind.Sequential)]
+    private struct OpenAdapterFromLuid { public uint LowPart; public int HighPart; public uint Adapter; }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct AdapterAddress { public uint Bus; public uint Device; public uint Function; }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct QueryAdapterInfo { public uint Adapter; public int Type; public IntPtr Data; public uint DataSize; }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct CloseAdapter { public uint Adapter; }
+
+    private const int KmtqaitypeAdapterAddress = 6;
+
+    [DllImport("gdi32.dll")]
+    private static extern int D3DKMTOpenAdapterFromLuid(ref OpenAdapterFromLuid open);
+
+    [DllImport("gdi32.dll")]
+    private static extern int D3DKMTQueryAdapterInfo(ref QueryAdapterInfo query);
+
+    [DllImport("gdi32.dll")]
+    private static extern int D3DKMTCloseAdapter(ref CloseAdapter close);
+
+    public static uint[] Address(long luid)
+    {
+        OpenAdapterFromLuid open = new OpenAdapterFromLuid();
+        open.LowPart = (uint)(luid & 0xFFFFFFFF);
+        open.HighPart = (int)(luid >> 32);
+        if (D3DKMTOpenAdapterFromLuid(ref open) != 0)
+        {
+            return null;
+        }
+        IntPtr data = Marshal.AllocHGlobal(Marshal.SizeOf(typeof(AdapterAddress)));
+        try
+        {
+            QueryAdapterInfo query = new QueryAdapterInfo();
+            query.Adapter = open.Adapter;
+            query.Type = KmtqaitypeAdapterAddress;
+            query.Data = data;
+            query.DataSize = (uint)Marshal.SizeOf(typeof(AdapterAddress));
+            if (D3DKMTQueryAdapterInfo(ref query) != 0)
+            {
+                return null;
+            }
+            AdapterAddress address = (AdapterAddress)Marshal.PtrToStructure(data, typeof(AdapterAddress));
+            return new uint[] { address.Bus, address.Device, address.Function };
+        }
+        finally
+        {
+            Marshal.FreeHGlobal(data);
+            CloseAdapter close = new CloseAdapter();
+            close.Adapter = open.Adapter;
+            D3DKMTCloseAdapter(ref close);
+        }
+    }
+}
+'@
 }
 """
 
@@ -73,15 +144,26 @@ catch {
 }
 
 %(processes)s
+%(pci_address)s
 $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -ErrorAction SilentlyContinue | ForEach-Object {
     $values = Get-ItemProperty -LiteralPath $_.PSPath
     if ($null -ne $values.AdapterLuid) {
+        $address = $null
+        try {
+            $address = [GpuopsD3dkmt]::Address([long]$values.AdapterLuid)
+        }
+        catch {
+            $address = $null
+        }
         [pscustomobject]@{
             Key = $_.PSChildName
             Description = $values.Description
             AdapterLuid = [string]$values.AdapterLuid
             VendorId = $values.VendorId
             DeviceId = $values.DeviceId
+            BusNumber = if ($address) { $address[0] } else { $null }
+            DeviceNumber = if ($address) { $address[1] } else { $null }
+            FunctionNumber = if ($address) { $address[2] } else { $null }
         }
     }
 }
@@ -92,7 +174,7 @@ $Ansible.Result = @{
     adapters = ConvertTo-JsonText $adapters
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES}
+""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pci_address": _PCI_ADDRESS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]
