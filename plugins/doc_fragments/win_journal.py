@@ -24,4 +24,3 @@ options:
         back to the run that acted on it.
     type: str
 """
-
