@@ -21,7 +21,7 @@ ANSIBLE_TEST = $(BIN)/python tools/offline_get_pip.py --install-cache && cd $(BU
 TEST_PYTHON = $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 ANSIBLE_TEST_ARGS = --venv --python $(TEST_PYTHON) --color no
 
-.PHONY: help venv collection demo test units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer bench device-check clean
+.PHONY: help venv collection demo test checks-ansible-test checks-playbooks units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer bench device-check clean
 
 help:
 	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
@@ -50,8 +50,19 @@ demo: collection
 	$(BIN)/ansible-playbook playbooks/demo.yml
 
 # The unit tests run once, through ansible-test (the layout it needs is the one make units reads too).
-test: units-ansible-test integration molecule sanity lint docs build importer
+# Two chains of mostly one-core checks share the two cores (each chain's output printed when it ends), then the
+# integration targets take both.
+test: collection
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse checks-ansible-test checks-playbooks
+	@$(MAKE) --no-print-directory integration
 	@echo "make test: all passed"
+
+# Each chain runs its steps one after the other.
+checks-ansible-test:
+	@$(MAKE) --no-print-directory units-ansible-test && $(MAKE) --no-print-directory sanity
+
+checks-playbooks:
+	@for step in molecule lint docs build importer; do $(MAKE) --no-print-directory $$step || exit 1; done
 
 units: collection
 	$(PYTEST) -q tests/unit

@@ -10,6 +10,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
 
 # What a host of the play leaves for the report.
@@ -44,5 +45,5 @@ class ActionModule(ControllerAction):
         report = build_report(entries, run_id, args["kind"], bool(self._task.check_mode), now.strftime("%Y-%m-%dT%H:%M:%SZ"),
                               args["destructive_hosts"])
         # The report is the controller's record of the run: written in check mode too (it is the plan then), never a change.
-        paths = write_report(args["dest"], report, render_markdown(report)) if args["write"] else []
+        paths = write_report(args["dest"], report, render_markdown(report), render_html(report)) if args["write"] else []
         return dict(changed=False, report=report, paths=paths, summary=report["fleet"]["summary"])

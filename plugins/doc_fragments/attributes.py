@@ -43,6 +43,21 @@ attributes:
     support: full
 """
 
+    # A module whose work is an action plugin on the controller (its module file holds only the documentation).
+    CONTROLLER_ACTION = r"""
+options: {}
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  bypass_host_loop:
+    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial, throttle and other loop considerations.
+    support: none
+"""
+
     # Linux GPU node: the target needs nothing but the driver and Python; nvidia-ml-py is used when present.
     LINUX_GPU = r"""
 options: {}

@@ -42,10 +42,11 @@ def predict_stop(module, runtime, container_id):
     return (False, why_not) if why_not else (True, "would stop")
 
 
-def stop_container(module, runtime, container_id, grace, journal):
+def stop_container(module, runtime, container_id, grace, journal, sources=None):
     """Returns (ok, message): ok only when the runtime's CLI exited 0; when not, message is its error.
 
-    Journals the intent before and the outcome after. The container this module runs in is never stopped.
+    Journals the intent before (with sources: what the journal keeps of the GPU holders in it) and the outcome after.
+    The container this module runs in is never stopped.
     """
     why_not = own_container_refusal(runtime, container_id)
     if why_not is not None:
@@ -54,7 +55,7 @@ def stop_container(module, runtime, container_id, grace, journal):
     if path is None:
         return False, why_not
     argv = stop_argv(path, runtime, container_id, grace)
-    entry = journal.intent("container_stop", runtime=runtime, container=container_id, argv=argv)
+    entry = journal.intent("container_stop", runtime=runtime, container=container_id, argv=argv, sources=sources or [])
     rc, out, err = module.run_command(argv)
     journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
     message = (err or out).strip()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shlex
 import time
 import uuid
 
@@ -25,6 +26,28 @@ MAX_LINE_BYTES = 256 * 1024
 CLOCK_SLACK_SECONDS = 300
 DIR_MODE = 0o750
 FILE_MODE = 0o640
+
+
+# Enough of a command line to tell one job from another, not a whole argv of a launcher.
+SOURCE_CMDLINE_CHARS = 512
+SOURCE_KEYS = ("name", "user", "uid", "cmdline", "ppid", "parent_name", "container", "kubernetes_pod_uid", "slurm_job",
+               "systemd_unit", "used_mib_per_gpu")
+
+
+def holder_source(holder):
+    """What the journal keeps of a holder it acts on, so that repeated leaks can be traced to who made them: the
+    process, its user, its parent and what owns it (container, pod, Slurm job, systemd unit), and the memory it held."""
+    source = dict((key, holder.get(key)) for key in SOURCE_KEYS if holder.get(key) is not None)
+    if "cmdline" in source:
+        source["cmdline"] = command_line(source["cmdline"])
+    return source
+
+
+def command_line(argv):
+    """A process's argv (a list, or the text of an older line) as one line of at most SOURCE_CMDLINE_CHARS characters
+    (and the "..." that says it was cut); each argument shell-quoted, for a person to read, never to run."""
+    text = " ".join(shlex.quote(str(arg)) for arg in argv) if isinstance(argv, list) else str(argv)
+    return text[:SOURCE_CMDLINE_CHARS] + "..." if len(text) > SOURCE_CMDLINE_CHARS else text
 
 
 def _utc_now():
@@ -195,7 +218,7 @@ def load_journal(path, tail_bytes=None):
         return [], "cannot read the journal %s: %s" % (path, exc)
 
 
-def _epoch(stamp):
+def journal_epoch(stamp):
     """Seconds since the epoch of a journal "ts" ("2026-12-01T08:44:04.123456Z"), or None."""
     try:
         parsed = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
@@ -232,7 +255,7 @@ def completed_resets(records, now=None):
         if record.get("phase") != "outcome" or record.get("ok") is not True or intent is None \
                 or intent.get("action") != record.get("action"):
             continue
-        epoch = _epoch(record.get("ts"))
+        epoch = journal_epoch(record.get("ts"))
         if epoch is None or epoch > latest:
             continue
         if intent.get("action") == "gpu_reset":
@@ -254,3 +277,90 @@ def probe_journal(layout, options, events):
     records, error = recent_records(path)
     report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
     return completed_resets(records), report
+
+
+def _owner(source):
+    """What owned an ended holder, as one label: its Slurm job, pod, container or systemd unit, else None."""
+    if source.get("slurm_job"):
+        return "slurm job %s" % source["slurm_job"]
+    if source.get("kubernetes_pod_uid"):
+        return "pod %s" % source["kubernetes_pod_uid"]
+    container = source.get("container")
+    if isinstance(container, dict) and container.get("id"):
+        return "%s container %s" % (container.get("runtime") or "", str(container["id"])[:12])
+    if source.get("systemd_unit"):
+        return "unit %s" % source["systemd_unit"]
+    return None
+
+
+def _ended(records):
+    """(intent, source) of each holder a run ended: a signal after which it exited, or a container stop that went
+    through; one per process and run."""
+    intents = dict((record["id"], record) for record in records if record["phase"] == "intent")
+    seen, ended = set(), []
+    for record in records:
+        intent = intents.get(record["id"])
+        if record["phase"] != "outcome" or record.get("ok") is not True or intent is None:
+            continue
+        # A signal sent is not a process ended (TERM can be ignored): the outcome says whether it exited.
+        if intent["action"] == "signal" and record.get("exited") is True and isinstance(intent.get("source"), dict) and intent["source"]:
+            key = (intent.get("run_id"), intent.get("pid"), intent.get("start_time"))
+            if key not in seen:
+                seen.add(key)
+                ended.append((intent, intent["source"]))
+        elif intent["action"] == "container_stop" and isinstance(intent.get("sources"), list):
+            ended.extend((intent, source) for source in intent["sources"] if isinstance(source, dict) and source)
+    return ended
+
+
+def leak_sources(records, since=None):
+    """Who the runs had to end to get GPU memory back, grouped by user and program, most often first: the answer to
+    "where do our leaks come from". since: only actions at or after this epoch.
+
+    Each: {"user", "name", "ended" (processes), "runs" (distinct runs), "first", "last" (ts), "used_mib" (what the
+    ended processes held, where the driver said), "owners" (their jobs, pods, containers or units, newest first, at
+    most 10), "cmdlines" (at most 3 distinct)}.
+    """
+    groups = {}
+    for intent, source in _ended(records):
+        epoch = journal_epoch(intent.get("ts"))
+        if since is not None and (epoch is None or epoch < since):
+            continue
+        key = (str(source.get("user")), str(source.get("name")))
+        group = groups.setdefault(key, {"user": source.get("user"), "name": source.get("name"), "ended": 0, "runs": set(),
+                                        "first": intent["ts"], "last": intent["ts"], "used_mib": 0, "owners": [], "cmdlines": []})
+        group["ended"] += 1
+        group["runs"].add(intent.get("run_id"))
+        group["first"], group["last"] = min(group["first"], intent["ts"]), max(group["last"], intent["ts"])
+        memory = source.get("used_mib_per_gpu")
+        if isinstance(memory, dict):
+            group["used_mib"] += sum(value for value in memory.values() if isinstance(value, (int, float)) and not isinstance(value, bool))
+        owner = _owner(source)
+        if owner and owner not in group["owners"]:
+            group["owners"].insert(0, owner)
+            del group["owners"][10:]
+        cmdline = command_line(source["cmdline"]) if source.get("cmdline") else None
+        if cmdline and cmdline not in group["cmdlines"] and len(group["cmdlines"]) < 3:
+            group["cmdlines"].append(cmdline)
+    result = sorted((dict(group, runs=len(group["runs"])) for group in groups.values()), key=lambda group: group["last"], reverse=True)
+    return sorted(result, key=lambda group: group["ended"], reverse=True)
+
+
+def run_summaries(records, since=None):
+    """One line per run that acted, oldest first: {"run_id", "first", "last", "actions", "failed", "interrupted"}."""
+    runs = {}
+    # Left half done: no outcome yet, or the outcome a later run wrote for it (close_interrupted).
+    open_intents = set(record["id"] for record in unfinished(records)) | set(record["id"] for record in records if record.get("interrupted"))
+    for record in records:
+        epoch = journal_epoch(record.get("ts"))
+        if since is not None and (epoch is None or epoch < since):
+            continue
+        run = runs.setdefault(record.get("run_id"), {"run_id": record.get("run_id"), "first": record["ts"], "last": record["ts"],
+                                                     "actions": 0, "failed": 0, "interrupted": 0})
+        run["first"], run["last"] = min(run["first"], record["ts"]), max(run["last"], record["ts"])
+        if record["phase"] == "intent":
+            run["actions"] += 1
+            run["interrupted"] += record["id"] in open_intents
+        elif record.get("ok") is not True and not record.get("interrupted"):
+            run["failed"] += 1
+    return sorted(runs.values(), key=lambda run: run["first"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, signal_number
@@ -190,8 +191,8 @@ class HolderKiller:
         result["left_alone"].extend(outcome["skipped"])
         for zombie in [{"pid": z["pid"], "start_time": z["start_time"]} for z in zombies] + outcome["zombies"]:
             result["zombies"].append(self._reap(zombie, check_mode))
-        for (runtime, container_id), pids in sorted(containers.items()):
-            result["containers"].append(self._stop(runtime, container_id, pids, check_mode))
+        for (runtime, container_id), members in sorted(containers.items()):
+            result["containers"].append(self._stop(runtime, container_id, members, check_mode))
         result["changed"] = acted(result)
         return result
 
@@ -206,7 +207,8 @@ class HolderKiller:
             elif holder.get("container") and self.params["containers"] != "kill":
                 self._container(holder, containers, left_alone)
             else:
-                targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"]))
+                targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"],
+                                      source=holder_source(holder)))
         return targets, zombies, containers
 
     def _container(self, holder, containers, left_alone):
@@ -218,7 +220,7 @@ class HolderKiller:
         if why_not:
             left_alone.append(_left(holder, why_not))
             return
-        containers.setdefault((container["runtime"], container["id"]), []).append(holder["pid"])
+        containers.setdefault((container["runtime"], container["id"]), []).append(holder)
 
     def _reap(self, zombie, check_mode):
         if not self.params["reap_zombies"]:
@@ -226,12 +228,13 @@ class HolderKiller:
         return reap_zombie(zombie["pid"], zombie["start_time"], self.policy, grace=self.params["grace"], journal=self.journal,
                            check_mode=check_mode, signals=self.params["signals"])
 
-    def _stop(self, runtime, container_id, pids, check_mode):
+    def _stop(self, runtime, container_id, members, check_mode):
         if check_mode:
             ok, message = predict_stop(self.module, runtime, container_id)
         else:
-            ok, message = stop_container(self.module, runtime, container_id, self.params["grace"], self.journal)
-        return {"runtime": runtime, "id": container_id, "pids": pids, "ok": ok, "message": message}
+            ok, message = stop_container(self.module, runtime, container_id, self.params["grace"], self.journal,
+                                         sources=[holder_source(holder) for holder in members])
+        return {"runtime": runtime, "id": container_id, "pids": [holder["pid"] for holder in members], "ok": ok, "message": message}
 
 
 def beyond_selection(module, holders, selected):

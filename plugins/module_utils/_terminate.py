@@ -23,10 +23,12 @@ POLL_INTERVAL = 0.05
 class Target:
     """A process to signal: pid, its start time when it was detected, and why it is targeted."""
 
-    def __init__(self, pid, start_time, reason=""):
+    def __init__(self, pid, start_time, reason="", source=None):
         self.pid = int(pid)
         self.start_time = None if start_time is None else int(start_time)
         self.reason = reason
+        # What the journal records of who this is (_journal.holder_source), so that a leak can be traced to its source.
+        self.source = source or {}
 
     def __repr__(self):
         return "Target(%d, %r, %r)" % (self.pid, self.start_time, self.reason)
@@ -174,7 +176,7 @@ def _signal_round(entries, signum, journal, started):
         entry_id = None
         if journal is not None:
             entry_id = journal.intent("signal", pid=entry["pid"], start_time=entry["start_time"], name=entry["name"],
-                                      signal=name, reason=entry["_target"].reason)
+                                      signal=name, reason=entry["_target"].reason, source=entry["_target"].source)
         started.setdefault(entry["pid"], time.monotonic())
         why_not = send_checked(entry["pid"], entry["start_time"], signum)
         if why_not is None:

@@ -10,6 +10,7 @@ import os
 import signal
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, catches, send_checked, wait_gone
 
@@ -57,7 +58,9 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
         return result
     parent = parent_of(zombie_pid)
     result["parent"] = parent
-    parent_target = Target(parent["pid"], parent["start_time"], "parent of zombie %d" % zombie_pid)
+    # The parent is the source to record: it let its child's GPU memory sit in a zombie.
+    source = dict(holder_source(_procscan.read_process(parent["pid"]) or parent), zombie_child=info.get("name"))
+    parent_target = Target(parent["pid"], parent["start_time"], "parent of zombie %d" % zombie_pid, source=source)
     why_not = refusal(parent_target, policy, self_pid)
     if why_not:
         result["reason"] = "parent refused: %s" % why_not

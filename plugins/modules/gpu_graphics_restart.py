@@ -135,9 +135,8 @@ service_errors:
   elements: str
 snapshot_after:
   description:
-    - The whole-node snapshot taken after acting, in the shape M(gpuops.remediation.gpu_holders_info) returns (C(gpus),
-      C(holders), C(services), C(driver), C(xid_events), C(probes), C(verdict), ...). When nothing needed doing, the
-      snapshot taken at the start.
+    - The node after this run, as M(gpuops.remediation.gpu_holders_info) with the same options returns it (its
+      C(gpus), C(holders), C(verdict) and the rest), so that a caller walking the ladder need not inspect again.
   returned: success, not in check mode
   type: dict
 journal:

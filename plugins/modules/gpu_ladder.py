@@ -30,6 +30,7 @@ author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.CONTROLLER_ACTION
   - gpuops.remediation.snapshot
   - gpuops.remediation.snapshot.ACTION
   - gpuops.remediation.kill
@@ -113,15 +114,6 @@ options:
     type: dict
     default: {}
 attributes:
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
-  bypass_host_loop:
-    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial, throttle and other loop considerations.
-    support: none
   check_mode:
     support: full
     details:

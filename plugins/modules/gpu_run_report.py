@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_run_report
-short_description: Write the GPU memory report of a run on the controller, as JSON and Markdown
+short_description: Write the GPU memory report of a run on the controller, as JSON, Markdown and HTML
 version_added: 1.0.0
 description:
   - Builds the report of a run from the variables that the hosts of the play left, and writes it on the controller.
@@ -15,8 +15,11 @@ description:
     only inspected, C(gpu_inspect_snapshot) (module M(gpuops.remediation.gpu_holders_info)) and, optionally,
     C(gpu_inspect_summary); a host with neither is reported as V(not_reached). A host that the fleet guard refused
     (role gpuops.remediation.gpu_remediate) left C(gpu_remediate_guard_refusal), the reason, and is reported as V(refused).
-  - Writes C(<run id>.json), C(<run id>.md), C(latest.json) and C(latest.md) under O(dest); each file is replaced
-    whole, so a reader never sees half a report.
+  - Writes C(<run id>.json), C(<run id>.md), C(<run id>.html), C(latest.json), C(latest.md) and C(latest.html) under
+    O(dest); each file is replaced whole, so a reader never sees half a report.
+  - The HTML file is one self-contained page (inline CSS, no script, nothing fetched) built from the JSON report alone,
+    with a bar per GPU that splits its memory into attributed, ghost, reserved and free, the holders, the rungs taken,
+    the memory recovered and the time taken; every string from a node is HTML-escaped. See the collection's docs/report.md.
   - Runs on the controller only, once, whatever host it is given; use it with C(run_once).
 author:
   - gpuops maintainers (@gpuops)
@@ -49,16 +52,9 @@ options:
     default: []
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.CONTROLLER_ACTION
 attributes:
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
   bypass_host_loop:
-    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial, throttle and other loop considerations.
-    support: none
     details:
       - It runs per host like any task; give it C(run_once) to write one report.
   check_mode:
@@ -102,14 +98,19 @@ report:
       type: list
       elements: dict
     fleet:
-      description: The fleet's totals (C(hosts), C(by_status), C(fixed_by), C(memory_freed_mib), C(destructive_hosts), C(summary)).
+      description:
+        - The fleet's totals (C(hosts), C(by_status), C(count_by_status), C(fixed_by), C(memory_freed_mib), C(gpus), C(ghost_mib),
+          C(seconds_longest), C(destructive_hosts), C(summary)).
+        - Every GPU of a host has C(bars), its memory split in MiB (C(when), C(total_mib), C(attributed_mib), C(ghost_mib),
+          C(in_use_mib), C(reserved_mib), C(free_mib); null when unknown).
       type: dict
 paths:
   description: The files written, empty with O(write=false).
   returned: always
   type: list
   elements: str
-  sample: [/root/.gpuops/reports/gpu_report-20261129T213000Z.json]
+  sample: [/root/.gpuops/reports/gpu_report-20261129T213000Z.json, /root/.gpuops/reports/gpu_report-20261129T213000Z.md,
+           /root/.gpuops/reports/gpu_report-20261129T213000Z.html]
 summary:
   description: The fleet's summary, a line per status and per rung that fixed hosts.
   returned: always

@@ -28,6 +28,7 @@ author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.CONTROLLER_ACTION
   - gpuops.remediation.attributes.INFO_MODULE
   - gpuops.remediation.attributes.WINDOWS
 options:

@@ -27,6 +27,7 @@ author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.CONTROLLER_ACTION
 attributes:
   check_mode:
     support: full

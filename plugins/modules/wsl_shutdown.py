@@ -23,6 +23,7 @@ author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.CONTROLLER_ACTION
   - gpuops.remediation.attributes.WINDOWS
   - gpuops.remediation.win_journal
 attributes:

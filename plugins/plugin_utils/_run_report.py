@@ -4,7 +4,8 @@
 
 A host that walked the ladder left `gpu_reclaim_outcome`; a host that was only inspected (gpu_report.yml), its
 `gpu_inspect_snapshot` and `gpu_inspect_summary`; a host that failed before its inspection, neither.
-The report is JSON (docs/ladder.md, "The run report") and Markdown, written next to each other.
+The report is JSON (docs/ladder.md, "The run report"), Markdown and HTML (_report_html.py, docs/report.md), written
+next to each other; every figure the Markdown and the HTML show is one of the JSON's, computed here once.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import tempfile
 
 STATUSES = ("fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached")
 _GPU_FIELDS = ("index", "name", "pci_bus_id", "state", "memory_used_mib", "memory_total_mib", "unattributed_mib")
+BAR_SEGMENTS = ("attributed_mib", "ghost_mib", "in_use_mib", "reserved_mib", "free_mib")
 _HOLDER_FIELDS = ("pid", "name", "user", "class", "state", "gpus", "used_mib", "ppid", "parent_name")
 
 
@@ -22,17 +24,61 @@ def _pick(item, fields):
     return dict((key, item[key]) for key in fields if key in item)
 
 
+def memory_bar(when, total, used, ghost, reserved):
+    """One bar of a GPU's memory, in MiB: attributed (live processes) + ghost + reserved (the driver's) + free = total.
+    With the split unknown (ghost None: a process without a figure, as under WDDM) the used memory is one `in_use`
+    segment; with no figure for the GPU, every segment is None."""
+    memory = dict((segment, None) for segment in BAR_SEGMENTS)
+    memory.update(when=when, total_mib=total)
+    if used is None:
+        return memory
+    reserved = reserved or 0
+    if ghost is None:
+        memory["in_use_mib"] = used
+    else:
+        memory["ghost_mib"] = min(ghost, used)
+        memory["attributed_mib"] = used - memory["ghost_mib"]
+    if total is not None:
+        memory["reserved_mib"] = reserved
+        memory["free_mib"] = max(total - used - reserved, 0)
+    return memory
+
+
+def _snapshot_gpus(snapshot):
+    return dict((gpu.get("index"), gpu) for gpu in (snapshot or {}).get("gpus", []))
+
+
+def _walked_gpu(gpu, seen, walked):
+    """A GPU of a ladder's outcome with its bars: before, and after when a rung ran; its total from the host's snapshot."""
+    total, reserved = seen.get("memory_total_mib"), seen.get("memory_reserved_mib")
+    bars = [memory_bar("before", total, gpu.get("memory_used_mib_before"), gpu.get("ghost_mib_before"), reserved)]
+    if walked and gpu.get("memory_used_mib_after") is not None:
+        bars.append(memory_bar("after", total, gpu["memory_used_mib_after"], None, reserved))
+    return dict(gpu, memory_total_mib=total, bars=bars)
+
+
+def _inspected_gpu(gpu):
+    picked = _pick(gpu, _GPU_FIELDS)
+    picked["bars"] = [memory_bar("now", gpu.get("memory_total_mib"), gpu.get("memory_used_mib"), gpu.get("unattributed_mib"),
+                                 gpu.get("memory_reserved_mib"))]
+    return picked
+
+
 def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
-    """One host's line of the report; `refusal`: why the run refused the host before any action (the fleet guard)."""
+    """One host's line of the report; `refusal`: why the run refused the host before any action (the fleet guard).
+    Every GPU gets its memory bars (memory_bar), the figures the HTML report draws."""
     if outcome is not None:
         entry = dict(outcome)
         entry["host"] = host
+        walked = bool(outcome.get("rungs_tried")) and not outcome.get("check_mode")
+        seen = _snapshot_gpus(snapshot)
+        entry["gpus"] = [_walked_gpu(gpu, seen.get(gpu.get("index"), {}), walked) for gpu in outcome.get("gpus", [])]
         return entry
     if snapshot is not None:
         entry = {
             "host": host, "status": "inspected", "entry_rung": snapshot["verdict"]["rung"],
             "reasons": [reason["reason"] for reason in snapshot["verdict"].get("reasons", [])],
-            "gpus": [_pick(gpu, _GPU_FIELDS) for gpu in snapshot.get("gpus", [])],
+            "gpus": [_inspected_gpu(gpu) for gpu in snapshot.get("gpus", [])],
             "held_by": [_pick(holder, _HOLDER_FIELDS) for holder in snapshot.get("holders", [])
                         if holder.get("class") != "gpu_daemon"],
             "summary": list(summary or []),
@@ -53,6 +99,9 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
         if entry.get("fixed_by"):
             fixed_by.setdefault(entry["fixed_by"], []).append(entry["host"])
     freed = sum(entry.get("memory_freed_mib") or 0 for entry in entries)
+    gpus = [gpu for entry in entries for gpu in entry.get("gpus", [])]
+    ghost = sum(gpu["bars"][0]["ghost_mib"] or 0 for gpu in gpus if gpu.get("bars"))
+    timed = [entry["seconds"] for entry in entries if entry.get("seconds") is not None]
     title = run_id if kind == "reset_gpu" else "gpu_report"
     summary = ["%s: %d host(s)%s" % (title, len(entries), " (check mode: a plan, nothing changed)" if check_mode else "")]
     summary += ["  %s: %s" % (status, ", ".join(by_status[status])) for status in STATUSES if by_status[status]]
@@ -62,6 +111,8 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
     return {
         "run_id": run_id, "kind": kind, "generated": generated, "check_mode": check_mode, "hosts": entries,
         "fleet": {"hosts": len(entries), "by_status": by_status, "fixed_by": fixed_by, "memory_freed_mib": freed,
+                  "count_by_status": dict((status, len(names)) for status, names in by_status.items()),
+                  "gpus": len(gpus), "ghost_mib": ghost, "seconds_longest": max(timed) if timed else None,
                   "destructive_hosts": list(destructive_hosts), "summary": summary},
     }
 
@@ -146,13 +197,13 @@ def _write_atomic(path, text, mode):
         raise
 
 
-def write_report(directory, report, markdown):
-    """<run id>.json and .md, and the same as latest.json and latest.md; each replaced whole (a reader never sees half)."""
+def write_report(directory, report, markdown, page):
+    """<run id>.json, .md and .html (`page`), and the same as latest.*; each replaced whole (a reader never sees half)."""
     os.makedirs(directory, mode=0o750, exist_ok=True)
     text = json.dumps(report, indent=4, sort_keys=True) + "\n"
     paths = []
-    for name, content in ((report["run_id"] + ".json", text), (report["run_id"] + ".md", markdown),
-                          ("latest.json", text), ("latest.md", markdown)):
+    files = ((".json", text), (".md", markdown), (".html", page))
+    for name, content in [(report["run_id"] + ext, content) for ext, content in files] + [("latest" + ext, content) for ext, content in files]:
         path = os.path.join(directory, name)
         _write_atomic(path, content, 0o640)
         paths.append(path)

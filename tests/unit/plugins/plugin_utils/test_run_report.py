@@ -3,7 +3,7 @@ import json
 import os
 import stat
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, memory_bar, render_markdown, write_report
 
 SNAPSHOT = {
     "verdict": {"rung": "kill", "reasons": [{"reason": "pid 4242 (trainer) holds GPU 1 with 4096 MiB (compute)"}]},
@@ -73,16 +73,48 @@ def test_markdown_of_a_fixed_host_shows_its_rungs_and_memory():
     assert "- rung **reset**: changed\n  - reset GPU 0" in text
 
 
-def test_write_report_replaces_the_four_files_whole(tmp_path):
+def test_write_report_replaces_the_six_files_whole(tmp_path):
     directory = str(tmp_path / "reports")
     report = build_report([host_entry("node07", outcome=OUTCOME)], "reset_gpu-1", "reset_gpu", False, "t")
-    paths = write_report(directory, report, render_markdown(report))
-    assert [os.path.basename(p) for p in paths] == ["reset_gpu-1.json", "reset_gpu-1.md", "latest.json", "latest.md"]
+    paths = write_report(directory, report, render_markdown(report), "<!DOCTYPE html>page")
+    assert [os.path.basename(p) for p in paths] == ["reset_gpu-1.json", "reset_gpu-1.md", "reset_gpu-1.html",
+                                                    "latest.json", "latest.md", "latest.html"]
     with open(os.path.join(directory, "latest.json")) as handle:
         assert json.load(handle) == report
+    with open(os.path.join(directory, "reset_gpu-1.html")) as handle:
+        assert handle.read() == "<!DOCTYPE html>page"
     assert stat.S_IMODE(os.stat(paths[0]).st_mode) == 0o640
     assert stat.S_IMODE(os.stat(directory).st_mode) & 0o007 == 0
     assert sorted(os.listdir(directory)) == sorted(os.path.basename(p) for p in paths)  # no temporary file left
+
+
+def test_memory_bars_split_the_total_and_say_unknown_as_none():
+    assert memory_bar("now", 81559, 6144, 4096, 512) == {
+        "when": "now", "total_mib": 81559, "attributed_mib": 2048, "ghost_mib": 4096, "in_use_mib": None, "reserved_mib": 512,
+        "free_mib": 74903}
+    wddm = memory_bar("before", 24564, 3200, None, None)
+    assert wddm["in_use_mib"] == 3200 and wddm["attributed_mib"] is None and wddm["ghost_mib"] is None and wddm["free_mib"] == 21364
+    unknown = dict(when="now", total_mib=None, attributed_mib=None, ghost_mib=None, in_use_mib=None, reserved_mib=None, free_mib=None)
+    assert memory_bar("now", None, None, None, None) == unknown
+
+
+def test_a_walked_gpu_gets_its_total_from_the_snapshot_and_bars_before_and_after():
+    snapshot = {"gpus": [{"index": 0, "memory_total_mib": 81559, "memory_reserved_mib": 0}], "verdict": {"rung": "reset"}}
+    gpu = host_entry("node07", outcome=OUTCOME, snapshot=snapshot)["gpus"][0]
+    assert gpu["memory_total_mib"] == 81559
+    assert [memory["when"] for memory in gpu["bars"]] == ["before", "after"]
+    assert gpu["bars"][0]["ghost_mib"] == 6144 and gpu["bars"][0]["free_mib"] == 81559 - 6144
+    assert gpu["bars"][1]["in_use_mib"] == 0 and gpu["bars"][1]["free_mib"] == 81559
+    planned = host_entry("node07", outcome=dict(OUTCOME, status="planned", check_mode=True), snapshot=snapshot)["gpus"][0]
+    assert [memory["when"] for memory in planned["bars"]] == ["before"]  # a plan has no after
+
+
+def test_the_fleet_counts_gpus_ghost_memory_and_the_longest_host():
+    entries = [host_entry("node07", outcome=OUTCOME), host_entry("node01", snapshot=SNAPSHOT), host_entry("node09")]
+    fleet = build_report(entries, "r", "reset_gpu", False, "t")["fleet"]
+    assert fleet["count_by_status"] == {"fixed": 1, "clean": 0, "planned": 0, "failed": 0, "refused": 0, "inspected": 1, "not_reached": 1}
+    assert fleet["gpus"] == 2 and fleet["ghost_mib"] == 6144 and fleet["seconds_longest"] == 3.2
+    assert build_report([host_entry("node09")], "r", "gpu_report", False, "t")["fleet"]["seconds_longest"] is None
 
 
 def test_markdown_evidence_is_a_paragraph_of_its_own_after_the_rungs_list():

@@ -1,0 +1,211 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_journal_info
+short_description: Read a GPU node's remediation journal, and say whose processes the runs had to end
+version_added: 1.2.0
+description:
+  - Every acting module of the collection writes the node journal (a JSON-lines file), one line before each action
+    and one after. The line before ending a process records who it was (name, user, command line, parent, and what
+    owned it, a Slurm job, pod, container or systemd unit) and the GPU memory it held.
+  - This module reads the journal's tail (its last 4 MiB, far more than a node writes between two boots) and returns
+    RV(sources), the users and programs whose processes the runs ended, most often first, and RV(runs), one line per
+    run. Repeated entries for one user and program are the source of a repeated leak.
+  - It reads only; it never writes the journal.
+author:
+  - gpuops maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.INFO_MODULE
+  - gpuops.remediation.attributes.LINUX_GPU
+options:
+  journal_path:
+    description: The journal to read; by default the one the acting modules write (C(/var/log/gpuops/journal.jsonl)).
+    type: path
+  since:
+    description:
+      - Only what was done at or after this time. A duration back from now (V(90m), V(24h), V(7d), V(2w)), or an
+        ISO 8601 time (V(2026-12-01T08:00:00Z); without a zone it is UTC).
+      - Empty reads the whole tail.
+    type: str
+  records:
+    description: Also return the journal's lines themselves (RV(records)), the newest O(max_records) of them.
+    type: bool
+    default: false
+  max_records:
+    description: At most this many lines in RV(records); 1 or more.
+    type: int
+    default: 200
+seealso:
+  - module: gpuops.remediation.gpu_kill
+  - module: gpuops.remediation.gpu_holders_info
+"""
+
+EXAMPLES = r"""
+- name: Whose processes had to be ended this week
+  gpuops.remediation.gpu_journal_info:
+    since: 7d
+  register: journal
+
+- name: Show the most frequent source
+  ansible.builtin.debug:
+    msg: "{{ journal.sources[0] | default('no process was ended') }}"
+"""
+
+RETURN = r"""
+journal:
+  description: The journal that was read.
+  returned: always
+  type: str
+exists:
+  description: Whether the journal exists (a node no run has acted on has none).
+  returned: always
+  type: bool
+sources:
+  description: The users and programs whose processes the runs ended, the most often ended first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    user:
+      description: The user the processes ran as.
+      type: str
+    name:
+      description: The program's name.
+      type: str
+    ended:
+      description: How many of its processes were ended (one per process and run, whatever the signals).
+      type: int
+    runs:
+      description: In how many runs.
+      type: int
+    first:
+      description: When the first of them was ended (the journal's C(ts)).
+      type: str
+    last:
+      description: When the last of them was ended.
+      type: str
+    used_mib:
+      description: The GPU memory they held, in MiB, where the driver reported it.
+      type: int
+    owners:
+      description: Their Slurm jobs, pods, containers or systemd units, the newest first, at most 10.
+      type: list
+      elements: str
+    cmdlines:
+      description: Up to three distinct command lines, each cut at 512 characters.
+      type: list
+      elements: str
+  sample:
+    - user: alice
+      name: python3
+      ended: 4
+      runs: 3
+      first: "2026-11-28T02:10:44.120931Z"
+      last: "2026-12-01T08:44:04.523112Z"
+      used_mib: 301240
+      owners: ["slurm job 41822", "slurm job 41790"]
+      cmdlines: ["python3 train.py --config big.yaml"]
+runs:
+  description: One line per run that acted, the oldest first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    run_id:
+      description: The run's id (the role's run id, or a module's own).
+      type: str
+    first:
+      description: Its first line.
+      type: str
+    last:
+      description: Its last line.
+      type: str
+    actions:
+      description: How many actions it began.
+      type: int
+    failed:
+      description: How many of them ended not ok.
+      type: int
+    interrupted:
+      description: How many it began and never finished (the run was killed in between).
+      type: int
+records:
+  description: The journal's newest lines, oldest first, with O(records=true).
+  returned: when O(records=true)
+  type: list
+  elements: dict
+error:
+  description: Why the journal could not be read, else null.
+  returned: always
+  type: str
+"""
+
+import datetime
+import os
+import re
+import time
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
+    RECENT_BYTES, journal_epoch, leak_sources, load_journal, run_summaries)
+from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def since_epoch(text, now):
+    """The epoch `since` names (a duration back from now, or an ISO 8601 time), None when empty; ValueError if neither."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    match = DURATION.match(text.lower())
+    if match:
+        return now - float(match.group(1)) * UNIT_SECONDS[match.group(2)]
+    parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed.timestamp()
+
+
+def record_at_or_after(record, since):
+    if since is None:
+        return True
+    epoch = journal_epoch(record.get("ts"))
+    return epoch is not None and epoch >= since
+
+
+def main():
+    module = GpuModule(
+        argument_spec=dict(
+            journal_path=dict(type="path"),
+            since=dict(type="str"),
+            records=dict(type="bool", default=False),
+            max_records=dict(type="int", default=200),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["max_records"] < 1:
+        module.fail_json(msg="max_records must be 1 or more, got %r" % params["max_records"])
+    try:
+        since = since_epoch(params["since"], time.time())
+    except ValueError:
+        module.fail_json(msg="since: %r is neither a duration (90m, 24h, 7d, 2w) nor an ISO 8601 time" % params["since"])
+    path = params["journal_path"] or current_layout().journal_file
+    records, error = load_journal(path, RECENT_BYTES)
+    result = dict(changed=False, journal=path, exists=os.path.exists(path), error=error,
+                  sources=leak_sources(records, since=since), runs=run_summaries(records, since=since))
+    if params["records"]:
+        result["records"] = [record for record in records if record_at_or_after(record, since)][-params["max_records"]:]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
