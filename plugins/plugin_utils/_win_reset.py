@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
@@ -207,7 +208,7 @@ def _taskkill(node, journal, process, tree):
         parsed.update(_win_taskkill.parse_taskkill(answer.stdout, answer.stderr, answer.rc, pid), rc=answer.rc, argv=argv)
         return parsed["outcome"] == "ended", {"rc": answer.rc, "outcome": parsed["outcome"], "message": parsed["message"]}
     journal.around("taskkill", lambda: node.command(argv), judge, pid=pid, creation_time_ms=process.get("creation_time_ms"),
-                   name=process.get("name"), user=process.get("user"), tree=tree, argv=argv)
+                   name=process.get("name"), user=process.get("user"), tree=tree, argv=argv, source=holder_source(process))
     return parsed
 
 

@@ -40,6 +40,7 @@ def test_a_kill_writes_an_intent_before_and_an_outcome_after_in_the_linux_schema
     assert intent["action"] == outcome["action"] == "taskkill" and intent["run_id"] == "job-42"
     assert intent["argv"] == ["taskkill", "/F", "/T", "/PID", str(holder["pid"])]
     assert (intent["pid"], intent["creation_time_ms"], intent["name"]) == (holder["pid"], holder["creation_time_ms"], "python.exe")
+    assert intent["source"] == {"name": "python.exe", "user": "WS12\\ada", "ppid": 0}  # who it was, as the Linux journal keeps it
     assert outcome["ok"] is True and outcome["rc"] == 0 and outcome["outcome"] == "ended" and outcome["pid"] == holder["pid"]
     assert _journal.unfinished(lines(node)) == []
 
