@@ -56,15 +56,16 @@ class WindowsJournal(_journal.Journal):
 
     def around(self, action, call, judge, **details):
         """call() between its intent line and its outcome line -> call's answer. judge(answer) -> (ok, details) for the
-        outcome. A dropped connection or a node error is written as the outcome (not ok) and raised again."""
+        outcome. A node error (a dropped connection too) is written as the outcome, not ok, when the host still answers,
+        and raised again."""
         entry = self.intent(action, **details)
         try:
             answer = call()
-        except ConnectionDropped as exc:
-            self.outcome(entry, False, connection_dropped=True, error=str(exc), **_subject(details))
-            raise
         except WindowsNodeError as exc:
-            self.outcome(entry, False, error=str(exc), **_subject(details))
+            try:
+                self.outcome(entry, False, connection_dropped=isinstance(exc, ConnectionDropped), error=str(exc), **_subject(details))
+            except WindowsNodeError:
+                pass  # the host is gone: the intent stays open, and the next run reports it as interrupted
             raise
         ok, more = judge(answer)
         self.outcome(entry, ok, **dict(_subject(details), **more))

@@ -171,3 +171,32 @@ def test_the_reboot_of_the_ladder_is_journaled_around_the_controllers_reboot(tmp
     assert (outcome["action"], outcome["phase"], outcome["id"], outcome["ok"]) == ("reboot", "outcome", intent["id"], True)
     assert state["outcome"]["fixed_by"] == "reboot" and _journal.unfinished(lines(node)) == []
     assert "reboot_journal" not in state
+
+
+class GoneAfterTaskkill(SimulatedNode):
+    """The simulated node that stops answering once a taskkill ran, as a host that lost its connection for good."""
+
+    gone = False
+
+    def command(self, argv, read_only=False):
+        if self.gone:
+            raise WindowsNodeError("the host is unreachable")
+        answer = super().command(argv, read_only)
+        self.gone = argv[0] == "taskkill"
+        if self.gone:
+            raise WindowsNodeError("the host is unreachable")
+        return answer
+
+    def powershell(self, name, parameters=None, read_only=True):
+        if self.gone:
+            raise WindowsNodeError("the host is unreachable")
+        return super().powershell(name, parameters, read_only)
+
+
+def test_a_host_lost_mid_action_leaves_the_intent_open_and_the_error_of_the_action(tmp_path):
+    node = build(tmp_path)
+    holder = python_holders(node)[0]
+    with pytest.raises(WindowsNodeError, match="unreachable"):
+        _win_reset.run(GoneAfterTaskkill(node.root, "ada"), {"method": "kill", "holders": [holder], "run_id": "lost"}, check_mode=False)
+    assert [(r["run_id"], r["action"], r["phase"]) for r in lines(node)] == [("lost", "taskkill", "intent")]
+    assert [a["run_id"] for a in _win_snapshot.take(node)["journal"]["interrupted_actions"]] == ["lost"]
