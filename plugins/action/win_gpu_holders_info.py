@@ -14,16 +14,17 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node impor
 ARGUMENT_SPEC = {
     "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
     "ghost_threshold_mib": {"type": "int", "default": 256},
+    "journal_path": {"type": "str"},
 }
 
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
-    FAILURES = (WindowsNodeError,)
+    FAILURES = (WindowsNodeError, ValueError)
 
     def act(self, args, task_vars):
         if args["ghost_threshold_mib"] < 0:
             raise AnsibleActionFail("ghost_threshold_mib: %r is below 0" % (args["ghost_threshold_mib"],))
         node = windows_node(self, task_vars)
-        snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
+        snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
         return dict(snapshot, changed=False, simulated=node.simulated)

@@ -16,10 +16,10 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node impor
 _GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": {"type": "int"},
         "driver_model": {"type": "str", "choices": ["WDDM", "TCC", "MCDM"]}, "ghost_mib": {"type": "int"},
         "recovery_action": {"type": "str", "choices": ["None", "Reset", "Reboot"]}, "pci_bus_id": {"type": "str"},
-        "uuid": {"type": "str"}, "restart_needs_reboot": {"type": "bool", "default": False}}
+        "uuid": {"type": "str"}, "restart_needs_reboot": {"type": "bool", "default": False}, "luid": {"type": "int"}}
 _CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "elements": "int", "default": [0]},
           "memory_mib": {"type": "int", "default": 1024}, "user": {"type": "str"}, "session_id": {"type": "int"},
-          "image_path": {"type": "str"}}
+          "image_path": {"type": "str"}, "igpu_memory_mib": {"type": "int", "default": 0}}
 _PROCESS = dict(_CHILD, session_id={"type": "int", "default": 1},
                 children={"type": "list", "elements": "dict", "default": [], "options": _CHILD})
 ARGUMENT_SPEC = {
@@ -30,6 +30,7 @@ ARGUMENT_SPEC = {
     "administrators": {"type": "list", "elements": "str"},
     "store_wsl": {"type": "bool", "default": True},
     "auto_restart_shell": {"type": "bool", "default": True},
+    "integrated_gpu": {"type": "bool", "default": False},
     "gpus": {"type": "list", "elements": "dict", "options": _GPU},
     "processes": {"type": "list", "elements": "dict", "default": [], "options": _PROCESS},
     "sessions": {"type": "list", "elements": "dict", "options": {

@@ -15,4 +15,5 @@ class ActionModule(ControllerAction):
 
     def act(self, args, task_vars):
         _wsl_shutdown.checked(args["distribution"])
-        return _wsl_shutdown.stop(windows_node(self, task_vars), args["distribution"], self._task.check_mode)
+        return _wsl_shutdown.stop(windows_node(self, task_vars), args["distribution"], self._task.check_mode,
+                                  args["journal_path"], args["run_id"])

@@ -138,12 +138,20 @@ def read_journal(path, tail_bytes=None):
     """
     try:
         with open(path, "rb") as handle:
-            if tail_bytes is not None and os.fstat(handle.fileno()).st_size > tail_bytes:
+            cut = tail_bytes is not None and os.fstat(handle.fileno()).st_size > tail_bytes
+            if cut:
                 handle.seek(-tail_bytes, os.SEEK_END)
-                handle.readline()  # the first line is cut by the seek
             data = handle.read()
     except (FileNotFoundError, NotADirectoryError):
         return []
+    return parse_records(data, cut)
+
+
+def parse_records(data, cut=False):
+    """The whole records in the journal bytes `data`; with `cut`, data starts inside a line (a tail), which is dropped.
+    Shared with the Windows journal, whose bytes come back from the host."""
+    if cut:
+        data = data.split(b"\n", 1)[1] if b"\n" in data else b""
     records = []
     for line in data.split(b"\n"):
         if not line.strip():

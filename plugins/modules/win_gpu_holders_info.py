@@ -32,6 +32,11 @@ extends_documentation_fragment:
   - gpuops.remediation.attributes.INFO_MODULE
   - gpuops.remediation.attributes.WINDOWS
 options:
+  journal_path:
+    description:
+      - The journal on the Windows host that the acting modules write, read here for the earlier runs' actions.
+      - An absolute path on a drive. Defaults to C(C:\\ProgramData\\gpuops\\journal.jsonl) (under the root of a simulated node).
+    type: str
   nvidia_smi:
     description: The nvidia-smi executable on the target, a name on its C(PATH) or a full path.
     type: str
@@ -127,6 +132,9 @@ holders:
     wsl_vm:
       description: Whether it is the WSL VM (C(vmmemWSL), C(vmmem)).
       type: bool
+    earlier_kills:
+      description: How many times the journal shows a process of this name ended by an earlier run (a leak that comes back).
+      type: int
 adapters:
   description: The display adapters pnputil lists (instance id, description, status, driver, C(is_nvidia), C(gpu) index when joined).
   returned: always
@@ -139,6 +147,15 @@ sessions:
   elements: dict
 wsl:
   description: C(running) (the names of the running distributions of the connecting user), C(status), C(message), C(path) (the wsl.exe used).
+  returned: always
+  type: dict
+journal:
+  description:
+    - What the host's journal (written by M(gpuops.remediation.win_gpu_reset), M(gpuops.remediation.wsl_shutdown) and
+      the reboot of the Windows ladder) says of earlier runs, so that a leak that comes back can be traced.
+    - C(path), C(ok), C(error), C(records) (how many were read, of its last 4 MiB), C(recent_actions) (the last 20
+      outcomes - C(ts), C(run_id), C(action), C(ok), what it acted on), C(interrupted_actions) (intents without an
+      outcome - an action a run started and never finished), C(kills_by_name) (how often each process name was ended).
   returned: always
   type: dict
 probes:

@@ -71,6 +71,12 @@ options:
         C(AutoRestartShell), on by default on Windows). With V(false), an ended explorer stays gone.
     type: bool
     default: true
+  integrated_gpu:
+    description:
+      - Whether the node has an integrated Intel GPU besides the NVIDIA ones - a DirectX adapter with its own LUID and
+        PCI location (C(00:02.0)), listed by pnputil, never by nvidia-smi.
+    type: bool
+    default: false
   gpus:
     description: The GPUs, index by position. Unset means one NVIDIA GeForce RTX 2080 SUPER under WDDM.
     type: list
@@ -108,6 +114,11 @@ options:
             and recovery action then stay.
         type: bool
         default: false
+      luid:
+        description:
+          - The adapter's LUID (the DirectX key's C(AdapterLuid) QWORD, the counters' C(luid_0x<high>_0x<low>)). Unset -
+            V(0xFA7A) plus 4096 per index, in nvidia-smi's order; set it to give the LUIDs another order.
+        type: int
   processes:
     description: Processes that hold GPU memory.
     type: list
@@ -137,6 +148,10 @@ options:
       image_path:
         description: Executable path; one under the user's profile when unset.
         type: str
+      igpu_memory_mib:
+        description: Memory it holds on the integrated GPU (needs O(integrated_gpu)), MiB - never an NVIDIA GPU's.
+        type: int
+        default: 0
       children:
         description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
         type: list

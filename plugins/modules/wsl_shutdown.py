@@ -25,6 +25,7 @@ extends_documentation_fragment:
   - gpuops.remediation.attributes
   - gpuops.remediation.attributes.CONTROLLER_ACTION
   - gpuops.remediation.attributes.WINDOWS
+  - gpuops.remediation.win_journal
 attributes:
   check_mode:
     support: full
@@ -90,6 +91,21 @@ message:
   description: What wsl.exe said when it failed.
   returned: when it ran
   type: str
+journal:
+  description:
+    - The journal lines this run wrote on the host, in order; each has C(ts), C(run_id), C(id), C(phase) (C(intent)
+      or C(outcome)), C(action) (C(wsl_terminate), C(wsl_shutdown)) and what it acted on; an outcome has C(ok).
+  returned: always
+  type: list
+  elements: dict
+interrupted_actions:
+  description:
+    - Actions an earlier run wrote the intent of and never the outcome (it was killed or lost the host mid-action),
+      each with C(ts), C(run_id), C(action) and what it acted on (C(pid), C(name), C(gpu), C(user), C(distribution)...).
+    - Reported once - outside check mode this run writes their missing outcome, marked C(interrupted).
+  returned: always
+  type: list
+  elements: dict
 simulated:
   description: Whether the host is a simulated Windows node.
   returned: always

@@ -12,7 +12,7 @@ which windows_executor() offers the walk under the modules' names.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_snapshot, _wsl_shutdown
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_snapshot, _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, step_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
@@ -38,15 +38,17 @@ def logoff_users(snapshot):
 
 
 def windows_executor(node, check_mode, ghost_threshold_mib):
-    """execute(module_name, module_args) for the walk: the Windows modules' work, run on `node`; a failure is a result."""
+    """execute(module_name, module_args) for the walk: the Windows modules' work, run on `node`; a failure is a result.
+    execute.node is the node (the walk writes the reboot's journal lines there)."""
     def reset(args):
         from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset  # the kill, adapter and logoff rungs
         return _win_reset.run(node, args, check_mode)
 
     runners = {
-        INSPECT_MODULE: lambda args: _win_snapshot.take(node, ghost_threshold_mib=args.get("ghost_threshold_mib", ghost_threshold_mib)),
+        INSPECT_MODULE: lambda args: _win_snapshot.take(node, ghost_threshold_mib=args.get("ghost_threshold_mib", ghost_threshold_mib),
+                                                        journal_path=args.get("journal_path")),
         RESET_MODULE: reset,
-        WSL_MODULE: lambda args: _wsl_shutdown.stop(node, args.get("distribution"), check_mode),
+        WSL_MODULE: lambda args: _wsl_shutdown.stop(node, args.get("distribution"), check_mode, args.get("journal_path"), args.get("run_id")),
     }
 
     def execute(module_name, module_args):
@@ -54,6 +56,7 @@ def windows_executor(node, check_mode, ghost_threshold_mib):
             return runners[module_name](module_args)
         except (ValueError, WindowsNodeError) as exc:
             return {"failed": True, "changed": False, "msg": "%s: %s" % (module_name.rsplit(".", 1)[-1], exc)}
+    execute.node = node
     return execute
 
 
@@ -94,11 +97,37 @@ def merged_step(rung, steps):
 class WindowsWalk(LadderWalk):
     """The walk on the Windows ladder."""
 
+    def _journal_args(self):
+        """The node journal's options of the walk (journal_path, run_id), for every Windows module it runs."""
+        return dict((name, self.options.action_args[name]) for name in ("journal_path", "run_id") if name in self.options.action_args)
+
+    def _journal(self):
+        return _win_journal.WindowsJournal(self._execute.node, **self._journal_args())
+
     def inspect(self):
-        return self.execute(INSPECT_MODULE, {"ghost_threshold_mib": self.options.snapshot_args.get("ghost_threshold_mib", 256)})
+        return self.execute(INSPECT_MODULE, dict(self._journal_args(), ghost_threshold_mib=self.options.snapshot_args.get("ghost_threshold_mib", 256)))
+
+    def _climb(self, state):
+        # The reboot is the controller's (ansible.windows.win_reboot in the role): its intent line is written here, when
+        # the walk pauses for it, and its outcome when the walk goes on after it.
+        state = super()._climb(state)
+        if state["pending"] == "reboot" and not self.check_mode:
+            journal = self._journal()
+            journal.intent("reboot", reason="the walk reached the reboot rung", gpus=[g["index"] for g in state["last"]["gpus"]])
+            state["reboot_journal"] = journal.entries()[-1]
+        return state
+
+    def _after_reboot(self, state, reboot):
+        intent = state.pop("reboot_journal", None)
+        if intent is not None:
+            journal = self._journal()
+            journal.resume(intent)
+            journal.outcome(intent["id"], not reboot.get("failed"), rebooted=bool(reboot.get("rebooted")),
+                            error=reboot.get("msg") if reboot.get("failed") else None)
+        return super()._after_reboot(state, reboot)
 
     def _reset(self, rung, method, **args):
-        result = self.execute(RESET_MODULE, dict(args, method=method))
+        result = self.execute(RESET_MODULE, dict(args, method=method, **self._journal_args()))
         return step_result(rung, result, list(result.get("plan") or [])), result.get("snapshot_after")
 
     def _take_kill(self, snapshot):
@@ -116,14 +145,33 @@ class WindowsWalk(LadderWalk):
         step["plan"] = left_lines + step["plan"]
         return step, after
 
-    def _take_wsl(self, snapshot):
+    def _lighter_first(self, snapshot, rungs):
+        """A rung includes the lighter ones, as on Linux (the reset ends the holders first): the walk can enter above
+        them (a WSL VM makes the verdict wsl while a job holds the GPU too), and what they would end must not be left
+        to a heavier rung. -> [(step, snapshot_after)] of those that did or planned something, the failed one last."""
+        steps = []
+        for take in rungs:
+            step, after = take(snapshot)
+            if step["changed"] or step["failed"] or step["plan"]:
+                steps.append((step, after))
+            if step["failed"]:
+                break
+        return steps
+
+    def _wsl_step(self, snapshot):
         del snapshot  # wsl_shutdown reads what runs itself
-        result = self.execute(WSL_MODULE, {})
+        result = self.execute(WSL_MODULE, self._journal_args())
         verb = "would stop" if self.check_mode else "stopped"
         plan = ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]
         if result.get("command"):
             plan.append("%s: %s" % ("would run" if self.check_mode else "ran", " ".join(result["command"])))
         return step_result("wsl", result, plan), result.get("snapshot_after")
+
+    def _take_wsl(self, snapshot):
+        steps = self._lighter_first(snapshot, [self._take_kill])
+        if steps and steps[-1][0]["failed"]:
+            return merged_step("wsl", steps)
+        return merged_step("wsl", steps + [self._wsl_step(snapshot)])
 
     def _refused_for_protected(self, rung, snapshot):
         """A heavier rung would take the GPU from a protected process too: refused, naming it, as on Linux."""
@@ -135,7 +183,13 @@ class WindowsWalk(LadderWalk):
                 "msg": "refused: the %s rung would take the GPU from protected processes too: %s" % (rung, names)}, snapshot
 
     def _take_restart_adapter(self, snapshot):
-        return self._refused_for_protected("restart_adapter", snapshot) or self._reset("restart_adapter", "restart_adapter")
+        refused = self._refused_for_protected("restart_adapter", snapshot)
+        if refused:
+            return refused
+        steps = self._lighter_first(snapshot, [self._take_kill, self._wsl_step])
+        if steps and steps[-1][0]["failed"]:
+            return merged_step("restart_adapter", steps)
+        return merged_step("restart_adapter", steps + [self._reset("restart_adapter", "restart_adapter")])
 
     def _take_logoff(self, snapshot):
         refused = self._refused_for_protected("logoff", snapshot)

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_pnputil, _win_processes, _win_sessions, _win_snapshot, _win_taskkill,
+    _win_journal, _win_pnputil, _win_processes, _win_sessions, _win_snapshot, _win_taskkill,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, WindowsNodeError
 
@@ -41,6 +42,8 @@ WIN_RESET_ARGUMENT_SPEC = {
     "ghost_threshold_mib": {"type": "int", "default": 256},
     "reconnect_timeout": {"type": "int", "default": 600},
     "shell_timeout": {"type": "int", "default": 30},
+    "journal_path": {"type": "str"},
+    "run_id": {"type": "str"},
 }
 # The host processes of the connection Ansible runs through: ending one cuts the run itself.
 CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd"))
@@ -59,19 +62,24 @@ def run(node, args, check_mode, sleep=time.sleep):
 
     `args`: the options of WIN_RESET_ARGUMENT_SPEC (missing ones take their defaults). The result has "changed",
     "failed" ("msg" when failed), "method", "plan" (one line per thing done, or that would be done in check mode),
-    "connection_dropped", the method's details, and "snapshot_after" (not in check mode). `sleep` is what waits
+    "connection_dropped", the method's details, "journal" (the lines this run wrote on the host, one before and one
+    after each action), "interrupted_actions" (earlier runs' actions that never finished), and "snapshot_after" (not
+    in check mode). `sleep` is what waits
     (between reconnection attempts, while the shell restarts). Raises WinResetInputError for bad input and
     WindowsNodeError when the node cannot be asked at all.
     """
     args = checked_args(args)
+    journal = _win_journal.WindowsJournal(node, args["journal_path"], args["run_id"])
+    interrupted = journal.interrupted(check_mode)
     act = {"kill": _kill, "restart_adapter": _restart_adapter, "logoff": _logoff, "restart_explorer": _restart_explorer}
-    result = act[args["method"]](node, args, check_mode, sleep)
+    result = act[args["method"]](node, args, check_mode, sleep, journal)
+    result.update(journal=journal.entries(), interrupted_actions=interrupted)
     result.setdefault("connection_dropped", False)
     result.update(method=args["method"], failed=bool(result.get("msg")))
     if not result["failed"]:
         result.pop("msg", None)
     if not check_mode:
-        result["snapshot_after"] = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
+        result["snapshot_after"] = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
     return result
 
 
@@ -94,6 +102,10 @@ def checked_args(args):
         _checked_gpu_form(full["gpu"])
     if full["method"] in ("logoff", "restart_explorer"):
         _checked_user(full["user"], full["method"])
+    try:
+        _win_journal.checked_path(full["journal_path"])
+    except ValueError as exc:
+        raise WinResetInputError(str(exc)) from None
     return full
 
 
@@ -186,22 +198,29 @@ def _who(process):
     return "pid %s %s (%s, session %s)" % (process["pid"], process.get("name"), user, process.get("session_id"))
 
 
-def _taskkill(node, pid, tree):
+def _taskkill(node, journal, process, tree):
+    pid = process["pid"]
     argv = _win_taskkill.taskkill_argv(pid, tree=tree)
-    answer = node.command(argv)
-    parsed = _win_taskkill.parse_taskkill(answer.stdout, answer.stderr, answer.rc, pid)
-    return dict(parsed, rc=answer.rc, argv=argv)
+
+    parsed = {}
+
+    def judge(answer):
+        parsed.update(_win_taskkill.parse_taskkill(answer.stdout, answer.stderr, answer.rc, pid), rc=answer.rc, argv=argv)
+        return parsed["outcome"] == "ended", {"rc": answer.rc, "outcome": parsed["outcome"], "message": parsed["message"]}
+    journal.around("taskkill", lambda: node.command(argv), judge, pid=pid, creation_time_ms=process.get("creation_time_ms"),
+                   name=process.get("name"), user=process.get("user"), tree=tree, argv=argv, source=holder_source(process))
+    return parsed
 
 
 # ---- kill ----------------------------------------------------------------------------------------------------------
 
-def _kill(node, args, check_mode, _sleep):
+def _kill(node, args, check_mode, _sleep, journal):
     entries, by_tree = [], {}  # by_tree: pid -> (the selected pid whose taskkill /T ended it, or would, its record)
     processes = process_list(node)
     for holder in args["holders"]:
         if entries and not check_mode:
             processes = process_list(node)  # fresh before each taskkill: Windows reuses pids quickly
-        entry = _kill_one(node, holder, processes, by_tree, args["allow_dwm"], check_mode)
+        entry = _kill_one(node, journal, holder, processes, by_tree, args["allow_dwm"], check_mode)
         entries.append(entry)
         if entry["outcome"] in ("would_end", "taskkill_ran"):
             _note_tree(entry, processes, by_tree)
@@ -217,7 +236,7 @@ def _kill(node, args, check_mode, _sleep):
     return result
 
 
-def _kill_one(node, holder, processes, by_tree, allow_dwm, check_mode):
+def _kill_one(node, journal, holder, processes, by_tree, allow_dwm, check_mode):
     process = processes.get(holder["pid"])
     entry = {"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"], "name": holder.get("name"),
              "user": holder.get("user"), "session_id": holder.get("session_id"), "also_ended": [], "tree_of": None,
@@ -234,7 +253,7 @@ def _kill_one(node, holder, processes, by_tree, allow_dwm, check_mode):
     entry.update(name=process["name"], user=process.get("user"), session_id=process.get("session_id"))
     if check_mode:
         return dict(entry, outcome="would_end", line="would end %s with taskkill /F /T" % _who(process))
-    return dict(entry, outcome="taskkill_ran", taskkill=_taskkill(node, holder["pid"], tree=True), process=process)
+    return dict(entry, outcome="taskkill_ran", taskkill=_taskkill(node, journal, process, tree=True), process=process)
 
 
 def _note_tree(entry, processes, by_tree):
@@ -294,14 +313,14 @@ def _judge_kills(entries, after):
 
 # ---- restart_adapter -----------------------------------------------------------------------------------------------
 
-def _restart_adapter(node, args, check_mode, sleep):
-    before = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
+def _restart_adapter(node, args, check_mode, sleep, journal):
+    before = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
     chosen = _chosen_gpus(before, args["gpu"])
     entries = [_adapter_plan(before, gpu, args) for gpu in chosen]
     dropped = False
     for entry in entries:
         if entry["outcome"] == "restart" and not check_mode:
-            dropped = _restart_one(node, entry, args, sleep) or dropped
+            dropped = _restart_one(node, journal, entry, args, sleep) or dropped
     if not check_mode and any(e["outcome"] in ("restarted", "reboot_required", "unknown") for e in entries):
         _judge_restarts(node, entries, args)
     for entry in entries:
@@ -343,9 +362,30 @@ def _adapter_plan(snapshot, gpu, args):
     return dict(entry, outcome="restart", argv=_win_pnputil.restart_device_argv(entry["instance_id"]))
 
 
-def _restart_one(node, entry, args, sleep):
-    answer, dropped = tolerating_drop(node, lambda: node.command(entry["argv"]), "the restart of %s" % entry["instance_id"],
-                                      args["reconnect_timeout"], sleep)
+def _journaled_drop(node, journal, action, entry, what, args, sleep, judge, **details):
+    """tolerating_drop of entry's argv, between its journal lines: a dropped connection is written as not ok, the
+    node's state afterwards deciding (what the caller does next)."""
+    step = {}
+
+    def act():
+        step["answer"], step["dropped"] = tolerating_drop(node, lambda: node.command(entry["argv"]), what, args["reconnect_timeout"], sleep)
+        return step
+
+    def judged(done):
+        if done["dropped"]:
+            return False, {"connection_dropped": True, "evidence": "the node afterwards decides"}
+        return judge(done["answer"])
+    journal.around(action, act, judged, argv=entry["argv"], **details)
+    return step["answer"], step["dropped"]
+
+
+def _restart_one(node, journal, entry, args, sleep):
+    def judge(answer):
+        done = _win_pnputil.restart_outcome(answer.rc, answer.stdout + answer.stderr)
+        return done["outcome"] in ("restarted", "reboot_required"), {"rc": answer.rc, "outcome": done["outcome"],
+                                                                     "reboot_required": done["reboot_required"]}
+    answer, dropped = _journaled_drop(node, journal, "restart_adapter", entry, "the restart of %s" % entry["instance_id"], args,
+                                      sleep, judge, gpu=entry["gpu"], instance_id=entry["instance_id"], reason=entry["reason"])
     if dropped:
         # pnputil's exit code is lost with the connection: the adapter's state afterwards decides.
         entry.update(outcome="unknown", connection_dropped=True, reboot_required=None)
@@ -357,7 +397,7 @@ def _restart_one(node, entry, args, sleep):
 
 def _judge_restarts(node, entries, args):
     """After the restart: the adapter is started again (and, when the connection dropped, the GPU no longer needs it)."""
-    after = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
+    after = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
     for entry in entries:
         if entry["outcome"] not in ("restarted", "reboot_required", "unknown"):
             continue
@@ -388,13 +428,13 @@ def _adapter_line(entry, check_mode):
 
 # ---- logoff --------------------------------------------------------------------------------------------------------
 
-def _logoff(node, args, check_mode, sleep):
+def _logoff(node, args, check_mode, sleep, journal):
     mine = _win_sessions.sessions_of(_sessions(node), args["user"])
     entries = [_logoff_plan(session) for session in mine]
     dropped = False
     for entry in entries:
         if entry["outcome"] == "logoff" and not check_mode:
-            dropped = _logoff_one(node, entry, args, sleep) or dropped
+            dropped = _logoff_one(node, journal, entry, args, sleep) or dropped
     if not check_mode and entries:
         remaining = set((s["id"], s["user"].lower()) for s in _sessions(node))
         for entry in entries:
@@ -418,9 +458,11 @@ def _logoff_plan(session):
     return dict(entry, outcome="logoff", argv=_win_sessions.logoff_argv(session["id"]))
 
 
-def _logoff_one(node, entry, args, sleep):
-    answer, dropped = tolerating_drop(node, lambda: node.command(entry["argv"]), "the logoff of session %s" % entry["id"],
-                                      args["reconnect_timeout"], sleep)
+def _logoff_one(node, journal, entry, args, sleep):
+    def judge(answer):
+        return answer.rc == 0, {"rc": answer.rc}
+    answer, dropped = _journaled_drop(node, journal, "logoff", entry, "the logoff of session %s" % entry["id"], args, sleep, judge,
+                                      session_id=entry["id"], user=entry["user"])
     entry.update(outcome="logoff_ran", connection_dropped=dropped)
     if answer is not None:
         entry.update(rc=answer.rc, message=(answer.stdout + answer.stderr).strip() or None)
@@ -441,14 +483,14 @@ def _session_line(entry, check_mode):
 
 # ---- restart_explorer ----------------------------------------------------------------------------------------------
 
-def _restart_explorer(node, args, check_mode, sleep):
+def _restart_explorer(node, args, check_mode, sleep, journal):
     sessions = [s for s in _win_sessions.sessions_of(_sessions(node), args["user"]) if s["id"] != SERVICES_SESSION]
-    snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"])
+    snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
     processes = process_list(node)
     entries = [_shell_plan(session, processes, snapshot, args["force"]) for session in sessions]
     for entry in entries:
         if entry["outcome"] == "restart" and not check_mode:
-            _restart_shell(node, entry, args["shell_timeout"], sleep)
+            _restart_shell(node, journal, entry, args["shell_timeout"], sleep)
         entry["line"] = _shell_line(entry, check_mode)
     failures = [e for e in entries if e["outcome"] == "failed"]
     result = {"changed": any(e["outcome"] in ("restart", "restarted") or e.get("ended") for e in entries), "sessions": entries,
@@ -474,9 +516,9 @@ def _identity(process):
     return {"pid": process["pid"], "creation_time_ms": process.get("creation_time_ms")}
 
 
-def _restart_shell(node, entry, timeout, sleep):
+def _restart_shell(node, journal, entry, timeout, sleep):
     for shell in entry["explorer_before"]:
-        answer = _taskkill(node, shell["pid"], tree=False)
+        answer = _taskkill(node, journal, dict(shell, name="explorer.exe", user=entry["user"]), tree=False)
         entry["message"] = answer["message"]
     after = _new_shells(node, entry, timeout, sleep)
     old = [s for s in entry["explorer_before"] if s in after["all"]]

@@ -5,7 +5,8 @@
 No value is ever put into a script's text: what a script needs comes in as win_powershell `parameters` (data,
 bound to the param block). Each script sets $Ansible.Result to ConvertTo-Json text of the CIM objects (property
 names are never translated; the parsers in _win_processes/_win_counters read that text, as the captures show it),
-sets $Ansible.Changed to $false (they only read), and declares SupportsShouldProcess so that it runs in check mode.
+sets $Ansible.Changed to $false (they only read; journal_append, which writes one journal line, sets it to $true),
+and declares SupportsShouldProcess so that it runs in check mode.
 The simulated node (_win_sim) answers the same names.
 """
 
@@ -16,7 +17,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell
 
 # One round trip for everything the snapshot reads through PowerShell: the GPU Process Memory counters (the
 # language-neutral CIM class, else the English counter paths, which only an English Windows has), the processes
-# with their owners, the DirectX adapters' LUIDs from the registry, and whether the Store WSL is installed.
+# with their owners, the DirectX adapters' LUIDs from the registry with each one's PCI location, and whether the Store
+# WSL is installed.
 # Win32_Process with each process's owner; sets $processes.
 _PROCESSES = r"""# Get-Process -IncludeUserName needs an elevated session; without it the owners stay unknown (null).
 $owners = @{}
@@ -36,6 +38,76 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         SessionId = $_.SessionId
         User = $owners[[int]$_.ProcessId]
     }
+}
+"""
+
+# The PCI location (bus, device, function) of the adapter with a LUID, from the graphics kernel: D3DKMTOpenAdapterFromLuid
+# and D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) in gdi32.dll, the one source that links a LUID to a PCI
+# location (the DirectX registry key has none). Null when the kernel does not answer.
+_PCI_ADDRESS = r"""if (-not ('GpuopsD3dkmt' -as [type])) {
+    Add-Type -TypeDefinition @'
+using System;
+using System.Runtime.InteropServices;
+
+public static class GpuopsD3dkmt
+{
+    [StructLayout(LayoutKind.Sequential)]
+    private struct OpenAdapterFromLuid { public uint LowPart; public int HighPart; public uint Adapter; }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct AdapterAddress { public uint Bus; public uint Device; public uint Function; }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct QueryAdapterInfo { public uint Adapter; public int Type; public IntPtr Data; public uint DataSize; }
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct CloseAdapter { public uint Adapter; }
+
+    private const int KmtqaitypeAdapterAddress = 6;
+
+    [DllImport("gdi32.dll")]
+    private static extern int D3DKMTOpenAdapterFromLuid(ref OpenAdapterFromLuid open);
+
+    [DllImport("gdi32.dll")]
+    private static extern int D3DKMTQueryAdapterInfo(ref QueryAdapterInfo query);
+
+    [DllImport("gdi32.dll")]
+    private static extern int D3DKMTCloseAdapter(ref CloseAdapter close);
+
+    public static uint[] Address(long luid)
+    {
+        OpenAdapterFromLuid open = new OpenAdapterFromLuid();
+        open.LowPart = (uint)(luid & 0xFFFFFFFF);
+        open.HighPart = (int)(luid >> 32);
+        if (D3DKMTOpenAdapterFromLuid(ref open) != 0)
+        {
+            return null;
+        }
+        IntPtr data = Marshal.AllocHGlobal(Marshal.SizeOf(typeof(AdapterAddress)));
+        try
+        {
+            QueryAdapterInfo query = new QueryAdapterInfo();
+            query.Adapter = open.Adapter;
+            query.Type = KmtqaitypeAdapterAddress;
+            query.Data = data;
+            query.DataSize = (uint)Marshal.SizeOf(typeof(AdapterAddress));
+            if (D3DKMTQueryAdapterInfo(ref query) != 0)
+            {
+                return null;
+            }
+            AdapterAddress address = (AdapterAddress)Marshal.PtrToStructure(data, typeof(AdapterAddress));
+            return new uint[] { address.Bus, address.Device, address.Function };
+        }
+        finally
+        {
+            Marshal.FreeHGlobal(data);
+            CloseAdapter close = new CloseAdapter();
+            close.Adapter = open.Adapter;
+            D3DKMTCloseAdapter(ref close);
+        }
+    }
+}
+'@
 }
 """
 
@@ -72,15 +144,26 @@ catch {
 }
 
 %(processes)s
+%(pci_address)s
 $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -ErrorAction SilentlyContinue | ForEach-Object {
     $values = Get-ItemProperty -LiteralPath $_.PSPath
     if ($null -ne $values.AdapterLuid) {
+        $address = $null
+        try {
+            $address = [GpuopsD3dkmt]::Address([long]$values.AdapterLuid)
+        }
+        catch {
+            $address = $null
+        }
         [pscustomobject]@{
             Key = $_.PSChildName
             Description = $values.Description
             AdapterLuid = [string]$values.AdapterLuid
             VendorId = $values.VendorId
             DeviceId = $values.DeviceId
+            BusNumber = if ($address) { $address[0] } else { $null }
+            DeviceNumber = if ($address) { $address[1] } else { $null }
+            FunctionNumber = if ($address) { $address[2] } else { $null }
         }
     }
 }
@@ -91,7 +174,7 @@ $Ansible.Result = @{
     adapters = ConvertTo-JsonText $adapters
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES}
+""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pci_address": _PCI_ADDRESS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]
@@ -112,4 +195,78 @@ $Ansible.Changed = $false
 $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3 }
 """ % {"processes": _PROCESSES}
 
-SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH, "processes": PROCESSES}
+# One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
+# the disk before the action goes ahead, the folder made when missing. Acts: it does not run in check mode (no action
+# runs then either).
+JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [string]$Path,
+    [Parameter(Mandatory)]
+    [string]$Line
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if ($Line.Contains("`n") -or $Line.Contains("`r")) {
+    throw 'a journal line holds no newline'
+}
+$folder = [System.IO.Path]::GetDirectoryName($Path)
+if (-not [System.IO.Directory]::Exists($folder)) {
+    [void][System.IO.Directory]::CreateDirectory($folder)
+}
+$bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
+if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
+    $Ansible.Result = @{ written = 0 }
+    return
+}
+$stream = [System.IO.FileStream]::new($Path, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
+try {
+    $stream.Write($bytes, 0, $bytes.Length)
+    $stream.Flush($true)
+}
+finally {
+    $stream.Dispose()
+}
+$Ansible.Changed = $true
+$Ansible.Result = @{ written = $bytes.Length }
+"""
+
+# The journal's last TailBytes bytes, base64 (the bytes as written, whatever the console's code page); cut: the tail
+# starts inside a line. A missing journal is an empty one.
+JOURNAL_READ = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [string]$Path,
+    [Parameter(Mandatory)]
+    [long]$TailBytes
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if (-not [System.IO.File]::Exists($Path)) {
+    $Ansible.Result = @{ exists = $false; cut = $false; base64 = '' }
+    return
+}
+$stream = [System.IO.FileStream]::new($Path, [System.IO.FileMode]::Open, [System.IO.FileAccess]::Read, [System.IO.FileShare]::ReadWrite)
+try {
+    $cut = $stream.Length -gt $TailBytes
+    if ($cut) {
+        [void]$stream.Seek(-$TailBytes, [System.IO.SeekOrigin]::End)
+    }
+    $buffer = [byte[]]::new($stream.Length - $stream.Position)
+    $read = 0
+    while ($read -lt $buffer.Length) {
+        $got = $stream.Read($buffer, $read, $buffer.Length - $read)
+        if ($got -eq 0) {
+            break
+        }
+        $read += $got
+    }
+}
+finally {
+    $stream.Dispose()
+}
+$Ansible.Result = @{ exists = $true; cut = $cut; base64 = [Convert]::ToBase64String($buffer, 0, $read) }
+"""
+
+SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
+           "journal_read": JOURNAL_READ}

@@ -20,6 +20,7 @@ process, as Windows does quickly.
 
 from __future__ import annotations
 
+import base64
 import codecs
 import contextlib
 import copy
@@ -28,6 +29,7 @@ import json
 import os
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl
 
 STATE_KIND = "gpuops-windows-sim"
@@ -54,6 +56,11 @@ _SESSION_PROCESSES = (
 DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "reserved_mib": 205, "driver_model": "WDDM",
                "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81", "restart_needs_reboot": False}
 DWM_MIB = 128
+# The integrated GPU a scenario can add (integrated_gpu): another vendor's adapter, in the registry and pnputil, never in
+# nvidia-smi; its LUID's memory is never an NVIDIA GPU's.
+INTEGRATED_GPU = {"name": "Intel(R) UHD Graphics 770", "vendor_id": 0x8086, "device_id": "4680", "luid": "0x00000000_0x0000b1e5",
+                  "pci_bus_id": "00000000:00:02.0", "registry_key": "{5e1cb1e5-9e4f-11ee-8c90-0242ac120002}",
+                  "instance_id": "PCI\\VEN_8086&DEV_4680&SUBSYS_7D251462&REV_0C\\3&11583659&0&10", "manufacturer": "Intel Corporation"}
 _NOT_FOUND_DISTRIBUTION = "There is no distribution with the supplied name.\r\nError code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND\r\n"
 
 
@@ -100,9 +107,12 @@ def build_state(scenario, now_ms=None):
              "administrators": list(scenario.get("administrators") or [scenario.get("default_user") or "ada"]),
              "auto_restart_shell": bool(scenario.get("auto_restart_shell", True)),
              "next_pid": FIRST_PID, "clock_ms": now_ms - 3600 * 1000, "gpus": [], "processes": [], "sessions": [],
-             "distributions": [], "command_log": []}
+             "distributions": [], "command_log": [], "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
         state["gpus"].append(_gpu(index, dict(DEFAULT_GPU, **dict((k, v) for k, v in gpu.items() if v is not None))))
+    luids = [gpu["luid"] for gpu in state["gpus"]]
+    if len(set(luids)) != len(luids):
+        raise ValueError("gpus[].luid: %s names one adapter twice" % ", ".join(luids))
     for name, session, user, image, parent in _BASE_PROCESSES:
         pid = 4 if name == "System" else None
         _spawn(state, name, user, session, image, parent_name=parent, pid=pid)
@@ -136,11 +146,15 @@ def _gpu(index, spec):
     if model not in ("WDDM", "TCC", "MCDM"):
         raise ValueError("gpus[%d].driver_model: %r is none of WDDM, TCC, MCDM" % (index, spec["driver_model"]))
     bus = spec.get("pci_bus_id") or "00000000:%02X:00.0" % (0x0C + index * 0x10)
+    luid = spec.get("luid") or 0xFA7A + index * 0x1000
+    if isinstance(luid, bool) or not isinstance(luid, int) or not 0 < luid < 1 << 64:
+        raise ValueError("gpus[%d].luid: %r is no LUID (a positive 64-bit number)" % (index, spec.get("luid")))
     return {"index": index, "name": spec["name"], "memory_mib": int(spec["memory_mib"]), "reserved_mib": int(spec["reserved_mib"]),
             "driver_model": model, "ghost_mib": int(spec["ghost_mib"]), "recovery_action": spec["recovery_action"],
             "pci_bus_id": bus, "uuid": spec.get("uuid") or "GPU-%08x-5e1c-4a7d-9b3e-%012x" % (0x19d6d965 + index, index),
-            "luid": "0x00000000_0x%08x" % (0xFA7A + index * 0x1000),
-            "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + index),
+            "luid": "0x%08x_0x%08x" % (luid >> 32, luid & 0xFFFFFFFF),
+            # Get-ChildItem lists the DirectX keys in GUID order, which here follows the LUIDs, not nvidia-smi's order.
+            "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + (luid & 0xFFFF)),
             "instance_id": "PCI\\VEN_10DE&DEV_%s&SUBSYS_40051458&REV_A1\\4&2a4c1b2&0&%04X" % (spec["device_id"], 0x0008 + index * 0x10),
             "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"])}
 
@@ -188,6 +202,10 @@ def _scenario_process(state, spec):
     user = spec.get("user") or state["default_user"]
     session = spec.get("session_id", 1)
     memory = _memory_on(state, spec.get("gpus", [0]), spec.get("memory_mib", 1024))
+    if spec.get("igpu_memory_mib"):
+        if not state.get("integrated_gpu"):
+            raise ValueError("processes[].igpu_memory_mib: %r needs integrated_gpu: true" % (spec["igpu_memory_mib"],))
+        memory[state["integrated_gpu"]["luid"]] = {"dedicated_bytes": int(spec["igpu_memory_mib"]) * MIB, "shared_bytes": 0}
     image = spec.get("image_path") or "C:\\Users\\%s\\AppData\\Local\\Programs\\%s" % (user.split("\\")[-1], name)
     owner = user if "\\" in user else "%s\\%s" % (state["hostname"], user)
     process = _spawn(state, name, owner, session, image, gpu_memory=memory)
@@ -259,6 +277,10 @@ def run_command(root, argv, user=None):
 
 def run_script(root, name, parameters=None, user=None):
     """Answer one named PowerShell script (_win_scripts) -> what it puts in $Ansible.Result."""
+    if name in _FILE_SCRIPTS:
+        if not os.path.exists(state_path(root)):
+            raise WinSimError("no simulated Windows node at %s (gpuops_windows_sim_root): %s is missing" % (root, state_path(root)))
+        return _FILE_SCRIPTS[name](root, parameters or {})
     handler = _SCRIPTS.get(name)
     if handler is None:
         raise WinSimError("the simulated node knows no PowerShell script %r" % (name,))
@@ -331,18 +353,26 @@ def _xml(text):
 def _pnputil(state, args, _caller):
     if [a.lower() for a in args] == ["/enum-devices", "/class", "display"]:
         blocks = ["Microsoft PnP Utility", ""]
-        for gpu in state["gpus"]:
-            blocks.extend(["Instance ID:                %s" % gpu["instance_id"],
-                           "Device Description:         %s" % gpu["name"],
+        for adapter in _display_adapters(state):
+            blocks.extend(["Instance ID:                %s" % adapter["instance_id"],
+                           "Device Description:         %s" % adapter["name"],
                            "Class Name:                 Display",
                            "Class GUID:                 {4d36e968-e325-11ce-bfc1-08002be10318}",
-                           "Manufacturer Name:          NVIDIA",
-                           "Status:                     %s" % gpu["adapter_status"],
-                           "Driver Name:                oem%d.inf" % (40 + gpu["index"]), ""])
+                           "Manufacturer Name:          %s" % adapter["manufacturer"],
+                           "Status:                     %s" % adapter["adapter_status"],
+                           "Driver Name:                oem%d.inf" % adapter["inf"], ""])
         return SimCommand(0, "\r\n".join(blocks).encode())
     if len(args) == 2 and args[0].lower() == "/restart-device":
         return _restart_device(state, args[1])
     return SimCommand(1, b"Microsoft PnP Utility\r\n\r\nInvalid arguments.\r\n")
+
+
+def _display_adapters(state):
+    """The display adapters as PnP and the registry know them: the NVIDIA GPUs, and the integrated GPU when there is one."""
+    adapters = [dict(gpu, manufacturer="NVIDIA", vendor_id=0x10DE, inf=40 + gpu["index"]) for gpu in state["gpus"]]
+    if state.get("integrated_gpu"):
+        adapters.insert(0, dict(state["integrated_gpu"], adapter_status="Started", inf=12))
+    return adapters
 
 
 def _restart_device(state, instance_id):
@@ -540,10 +570,19 @@ def _snapshot_script(state, parameters, _caller):
                                 "DedicatedUsage": usage["dedicated_bytes"], "SharedUsage": usage["shared_bytes"],
                                 "LocalUsage": usage["dedicated_bytes"], "NonLocalUsage": usage["shared_bytes"],
                                 "TotalCommitted": usage["dedicated_bytes"] + usage["shared_bytes"]})
-    adapters = [{"Key": gpu["registry_key"], "Description": gpu["name"], "AdapterLuid": str(_win_counters.luid_value(gpu["luid"])),
-                 "VendorId": 0x10DE, "DeviceId": int(gpu["instance_id"].split("DEV_")[1][:4], 16)} for gpu in state["gpus"]]
+    adapters = [_registry_adapter(adapter) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
     return {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None},
             "processes": _processes_json(state), "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath"))}
+
+
+def _registry_adapter(adapter):
+    """One DirectX key's values as the snapshot script selects them (AdapterLuid: the QWORD as text) and the adapter's
+    PCI location as D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) gives it (bus, device, function; no domain)."""
+    dummy, bus, rest = adapter["pci_bus_id"].split(":")
+    device, function = rest.split(".")
+    return {"Key": adapter["registry_key"], "Description": adapter["name"], "AdapterLuid": str(_win_counters.luid_value(adapter["luid"])),
+            "VendorId": adapter["vendor_id"], "DeviceId": int(adapter["instance_id"].split("DEV_")[1][:4], 16),
+            "BusNumber": int(bus, 16), "DeviceNumber": int(device, 16), "FunctionNumber": int(function, 16)}
 
 
 def _processes_json(state):
@@ -560,6 +599,40 @@ def _wsl_path_script(state, parameters, _caller):
     return {"exists": _store_wsl(state, parameters.get("Path"))}
 
 
+# ---- the node's files (the journal) ------------------------------------------------------------------------------
+
+def host_file(root, windows_path):
+    """Where the simulated host keeps the file `windows_path` (C:\\ProgramData\\x -> <root>/fs/C/ProgramData/x)."""
+    drive, sep, rest = str(windows_path).partition(":\\")
+    parts = [part for part in rest.split("\\") if part]
+    if len(drive) != 1 or not drive.isalpha() or not sep or not parts or any(p in (".", "..") or "/" in p for p in parts):
+        raise WinSimError("The filename, directory name, or volume label syntax is incorrect: %r" % (windows_path,))
+    return os.path.join(root, "fs", drive.upper(), *parts)
+
+
+def _journal_append_script(root, parameters):
+    line = parameters.get("Line")
+    if not isinstance(line, str) or "\n" in line or "\r" in line:
+        raise WinSimError("a journal line holds no newline: %r" % (line,))
+    path = host_file(root, parameters.get("Path"))
+    _journal.append_line(path, json.loads(line))
+    return {"written": len(line.encode("utf-8")) + 1}
+
+
+def _journal_read_script(root, parameters):
+    path = host_file(root, parameters.get("Path"))
+    if not os.path.isfile(path):
+        return {"exists": False, "cut": False, "base64": ""}
+    tail = int(parameters.get("TailBytes"))
+    with open(path, "rb") as handle:
+        cut = os.fstat(handle.fileno()).st_size > tail
+        if cut:
+            handle.seek(-tail, os.SEEK_END)
+        data = handle.read()
+    return {"exists": True, "cut": cut, "base64": base64.b64encode(data).decode("ascii")}
+
+
+_FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_read": _journal_read_script}
 _TOOLS = {"nvidia-smi": _nvidia_smi, "pnputil": _pnputil, "quser": _quser, "taskkill": _taskkill, "wsl": _wsl, "logoff": _logoff}
 _SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script}
 

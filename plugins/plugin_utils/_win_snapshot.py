@@ -4,16 +4,18 @@
 
 Probes: nvidia-smi -q -x (GPUs, driver model, the processes NVML lists), one PowerShell round trip (GPU Process
 Memory counters, Win32_Process with owners, the DirectX adapters' LUIDs), pnputil (adapters and instance ids),
-quser (sessions), wsl.exe (running distributions). The join: a counter's LUID -> its DirectX adapter -> the
-nvidia-smi GPU of the same name (the only one, or the only one whose LUID the counters show); a pid -> its
-Win32_Process (pid + creation time is the identity every later action checks).
+quser (sessions), wsl.exe (running distributions), the host's journal. The join: a counter's LUID -> its DirectX
+adapter (AdapterLuid) -> the nvidia-smi GPU at the adapter's PCI location (bus, device, function, from the graphics
+kernel; by name where it gave none); a pid -> its Win32_Process (pid + creation time is the identity every later
+action checks).
 """
 
 from __future__ import annotations
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, windows_verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_counters, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl,
+    _win_counters, _win_journal, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
@@ -23,8 +25,13 @@ _CLASS_OF_ROLE = {"wsl_vm": "wsl_vm", "protected": "system", "dwm": "graphics_se
 NO_COUNTER_REASON = "no GPU Process Memory counter names this pid on an NVIDIA adapter"
 
 
-def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256):
-    """The snapshot: {"gpus", "holders", "adapters", "sessions", "wsl", "probes", "verdict"}."""
+def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=None):
+    """The snapshot: {"gpus", "holders", "adapters", "sessions", "wsl", "journal", "probes", "verdict"}.
+
+    "journal": what the node's journal (_win_journal) says of earlier runs: their recent actions, the actions one of them
+    started and never finished ("interrupted_actions"), and how often each process name was ended before (each holder's
+    "earlier_kills"), so that a leak that comes back is seen as one."""
+    journal_path = _win_journal.checked_path(journal_path)
     probes = {}
     script = _probe(probes, "powershell", lambda: node.powershell("snapshot", {"WslPath": _win_wsl.STORE_WSL_PATH}), {})
     gpus = _gpus(node, nvidia_smi, probes)
@@ -32,10 +39,14 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256):
     processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
     luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes)
     holders = _holders(gpus, luids, counters, processes, probes)
+    journal = _win_journal.journal_report(node, journal_path)
+    probes["journal"] = dict((key, journal[key]) for key in ("path", "ok", "error", "records", "read"))
+    for holder in holders:
+        holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
     snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, probes),
                 "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes), path=wsl_path),
-                "probes": probes}
+                "journal": journal, "probes": probes}
     for gpu in gpus:
         gpu["attributed_mib"] = sum(h["used_mib_by_gpu"].get(str(gpu["index"]), 0) for h in holders)
         used = gpu.get("memory_used_mib")
@@ -124,31 +135,63 @@ def _adapters(text):
         value = _win_json.integer(item.get("AdapterLuid"))
         if value is None:
             continue
+        location = tuple(_win_json.integer(item.get(key)) for key in ("BusNumber", "DeviceNumber", "FunctionNumber"))
         adapters.append({"key": item.get("Key"), "description": item.get("Description"), "vendor_id": _win_json.integer(item.get("VendorId")),
-                         "device_id": _win_json.integer(item.get("DeviceId")), "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF)})
+                         "device_id": _win_json.integer(item.get("DeviceId")), "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
+                         "pci_location": list(location) if None not in location else None})
     return adapters
 
 
+def pci_location(bus_id):
+    """nvidia-smi's pci.bus_id (domain:bus:device.function) -> [bus, device, function], as the graphics kernel gives an
+    adapter's location (without the domain: a workstation has one), or None."""
+    normal = normalize_bus_id(bus_id)
+    if normal is None:
+        return None
+    dummy, bus, rest = normal.split(":")
+    device, function = rest.split(".")
+    return [int(bus, 16), int(device, 16), int(function, 16)]
+
+
 def _join_luids(gpus, adapters, counters, probes):
-    """{luid: gpu index} for the NVIDIA adapters that name one nvidia-smi GPU; each GPU gets "luid" (None when unjoined)."""
-    seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
+    """{luid: gpu index} for the NVIDIA adapters joined to one nvidia-smi GPU; each GPU gets "luid" (None when unjoined)
+    and "luid_join" (how: "pci_location", "name", or None).
+
+    By PCI location where the graphics kernel gave the adapters' (the LUID order says nothing of nvidia-smi's index
+    order); else by name (two adapters of one name: the one the counters show), and a single NVIDIA GPU and adapter
+    always join. An adapter of another vendor (an Intel or AMD iGPU) is never joined to an NVIDIA GPU.
+    """
     nvidia = [a for a in adapters if a["vendor_id"] == NVIDIA_VENDOR_ID]
+    by_location = all(a["pci_location"] is not None for a in nvidia) and nvidia
     joined, problems = {}, []
     for gpu in gpus:
-        named = [a for a in nvidia if (a["description"] or "").strip().lower() == (gpu.get("name") or "").strip().lower()]
-        if len(named) > 1:
-            named = [a for a in named if a["luid"] in seen] or named
-        if len(named) != 1 and len(gpus) == 1 and len(nvidia) == 1:
-            named = nvidia
+        named = _by_location(gpu, nvidia) if by_location else _by_name(gpu, gpus, nvidia, counters)
         if len(named) == 1 and named[0]["luid"] not in joined:
-            gpu["luid"] = named[0]["luid"]
+            gpu.update(luid=named[0]["luid"], luid_join="pci_location" if by_location else "name")
             joined[named[0]["luid"]] = gpu["index"]
         else:
-            gpu["luid"] = None
-            problems.append("GPU %s (%s): %d DirectX adapters of that name; its LUID is not known, its processes' memory is not"
-                            " counted on it" % (gpu["index"], gpu.get("name"), len(named)))
-    probes["luid_join"] = {"ok": not problems, "error": "; ".join(problems) or None}
+            gpu.update(luid=None, luid_join=None)
+            how = "at its PCI location %s" % gpu.get("pci_bus_id") if by_location else "of that name"
+            problems.append("GPU %s (%s): %d NVIDIA DirectX adapters %s; its LUID is not known, its processes' memory is not"
+                            " counted on it" % (gpu["index"], gpu.get("name"), len(named), how))
+    probes["luid_join"] = {"ok": not problems, "error": "; ".join(problems) or None,
+                           "method": "pci_location" if by_location else "name"}
     return joined
+
+
+def _by_location(gpu, nvidia):
+    location = pci_location(gpu.get("pci_bus_id"))
+    return [a for a in nvidia if location is not None and a["pci_location"] == location]
+
+
+def _by_name(gpu, gpus, nvidia, counters):
+    seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
+    named = [a for a in nvidia if (a["description"] or "").strip().lower() == (gpu.get("name") or "").strip().lower()]
+    if len(named) > 1:
+        named = [a for a in named if a["luid"] in seen] or named
+    if len(named) != 1 and len(gpus) == 1 and len(nvidia) == 1:
+        named = nvidia
+    return named
 
 
 def _holders(gpus, luids, counters, processes, probes):

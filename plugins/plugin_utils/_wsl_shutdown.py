@@ -6,10 +6,10 @@ plugin wsl_shutdown and by the Windows ladder's wsl rung."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_snapshot, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_snapshot, _win_wsl
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
-ARGUMENT_SPEC = {"distribution": {"type": "str"}}
+ARGUMENT_SPEC = {"distribution": {"type": "str"}, "journal_path": {"type": "str"}, "run_id": {"type": "str"}}
 
 
 def checked(distribution):
@@ -43,20 +43,30 @@ def plan(distribution, running_now):
     return (lambda path: _win_wsl.terminate_argv(distribution, path), stopping) if stopping else (None, [])
 
 
-def stop(node, distribution, check_mode):
-    """The module's result: what ran (or would), what was running before and after; failed when it did not stop them."""
+def stop(node, distribution, check_mode, journal_path=None, run_id=None):
+    """The module's result: what ran (or would), what was running before and after, the journal lines it wrote on
+    the host and the earlier runs' interrupted actions; failed when it did not stop them."""
+    checked(distribution)
+    journal = _win_journal.WindowsJournal(node, journal_path, run_id)
+    interrupted = journal.interrupted(check_mode)
     path = wsl_path(node)
     before = running(node, path)
-    build, stopping = plan(checked(distribution), before)
+    build, stopping = plan(distribution, before)
     outcome = {"changed": bool(stopping), "stopped": stopping, "running_before": before, "wsl_path": path,
-               "command": build(path) if build else None, "simulated": node.simulated}
+               "command": build(path) if build else None, "simulated": node.simulated, "interrupted_actions": interrupted}
     if not build or check_mode:
-        outcome["running_after"] = [name for name in before if name not in stopping]
+        outcome.update(running_after=[name for name in before if name not in stopping], journal=journal.entries())
         return outcome
-    answer = node.command(build(path))
-    done = _win_wsl.stop_outcome(answer.rc, answer.stdout + answer.stderr)
+    done = {}
+
+    def judge(answer):
+        done.update(_win_wsl.stop_outcome(answer.rc, answer.stdout + answer.stderr), rc=answer.rc)
+        return done["done"], {"rc": answer.rc, "message": done["message"]}
+    action = "wsl_terminate" if distribution is not None else "wsl_shutdown"
+    journal.around(action, lambda: node.command(build(path)), judge, argv=build(path), distribution=distribution, stopping=stopping)
+    outcome["journal"] = journal.entries()
     after = running(node, path)
-    outcome.update(running_after=after, rc=answer.rc, message=done["message"])
+    outcome.update(running_after=after, rc=done["rc"], message=done["message"])
     still = [name for name in stopping if name in after]
     if not done["done"] or still:
         why = done["message"] or "still running"

@@ -160,3 +160,20 @@ def test_protected_users_match_with_or_without_the_domain(tmp_path):
     state = ladder.start()
     assert calls == ["win_gpu_holders_info"]  # nothing to end: the only holder is ada's
     assert state["outcome"]["rungs_tried"][0]["plan"][0].endswith("protected user: WS12\\ada")
+
+
+def test_a_rung_includes_the_lighter_ones_a_wsl_entry_ends_the_job_too(tmp_path):
+    # The WSL VM makes the verdict wsl, so the walk enters above kill: the wsl rung ends the job first, as a Linux reset does.
+    node = build(tmp_path, processes=[{"name": "python.exe", "memory_mib": 2048}], distributions=[{"name": "Ubuntu-22.04", "memory_mib": 3072}])
+    planned = walk(node, check_mode=True)[0].start()["outcome"]
+    assert planned["entry_rung"] == "wsl" and planned["status"] == "planned"
+    assert planned["rungs_tried"][0]["plan"][0].startswith("would end pid ") and "python.exe" in planned["rungs_tried"][0]["plan"][0]
+    assert "would stop WSL distribution Ubuntu-22.04" in planned["rungs_tried"][0]["plan"]
+    ladder, calls = walk(node)
+    outcome = ladder.start()["outcome"]
+    assert outcome["status"] == "fixed" and outcome["fixed_by"] == "wsl", outcome["summary"]
+    assert calls == ["win_gpu_holders_info", "win_gpu_reset", "wsl_shutdown", "win_gpu_holders_info"]
+    assert [step["plan"] for step in outcome["rungs_tried"]] == [[line.replace("would ", "").replace("end ", "ended ", 1).replace(
+        "stop ", "stopped ", 1).replace("run:", "ran:") for line in planned["rungs_tried"][0]["plan"]]]
+    after = _win_snapshot.take(node)
+    assert after["verdict"]["rung"] == "none" and [h["class"] for h in after["holders"]] == ["graphics_session"]

@@ -9,9 +9,14 @@ string that is not a plain word is code.
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_pnputil, _win_taskkill, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
+    _win_journal, _win_node, _win_pnputil, _win_reset, _win_scripts, _win_sim, _win_snapshot, _win_taskkill, _win_wsl, _wsl_shutdown,
+)
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell import array_literal, call_line, literal
 
 QUOTES = "'\u2018\u2019\u201a\u201b"
@@ -112,3 +117,290 @@ def test_nul_and_other_types_are_refused(value):
 def test_an_empty_argv_is_refused():
     with pytest.raises(ValueError, match="empty argv"):
         call_line([])
+
+
+# ---- every script and command the Windows plugins send, for hostile names ----------------------------------------
+#
+# Not a hand list: the plugins' own code (snapshot, every win_gpu_reset method, wsl_shutdown, the journal) runs against
+# the real path (_win_node.TargetNode), whose module calls are recorded and answered by the simulated node. Each
+# recorded call is then read as PowerShell and as a Windows command line would read it.
+
+HOSTILE_PROCESS = "'; Remove-Item -Recurse C:\\ #"
+HOSTILE_CHILD = "job\nRemove-Item C:\\\u2019$(Stop-Computer)`\"\u201c\u2018"
+HOSTILE_USER = "o'b$(calc)`\"\u2018\u2019\u201c"
+HOSTILE_RUN = "'; Remove-Item -Recurse C:\\ #\n$(Stop-Computer)`\"\u2019\u201c\x00"
+HOSTILE_JOURNAL = "C:\\gpu'ops$(x)\u2019\u201c`\\journal.jsonl"
+HOSTILE_SMI = "C:\\Tools\\it's $(Stop-Computer)\u2018\\nvidia-smi.exe"
+HOSTILE_DISTRIBUTIONS = ["'; Remove-Item -Recurse C:\\ #", "Ubuntu\n--shutdown", "$(Stop-Computer)", "x\u2019y", "a\x00b", "--help"]
+DYNAMIC_CODE = {"invoke-expression", "iex", "invoke-command", "icm", "start-process", "saps", "new-module", "nmo"}
+DOUBLE_QUOTES = "\"\u201c\u201d\u201e"
+
+
+def script_tokens(text):
+    """PowerShell's tokens of a script, as far as quoting goes: [(kind, value)] with kind "comment", "literal" ('...' and
+    @'...'@: nothing inside is code), "expandable" ("..." and @"..."@; value: the variables it expands), "variable"
+    (its name), "word", "punct"."""
+    tokens, at = [], 0
+    while at < len(text):
+        char = text[at]
+        if char in " \t\r\n;":
+            at += 1
+        elif text.startswith("<#", at):
+            end = text.index("#>", at) + 2
+            tokens.append(("comment", text[at:end]))
+            at = end
+        elif char == "#":
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            tokens.append(("comment", text[at:end]))
+            at = end
+        elif text.startswith("@'", at) or text.startswith('@"', at):
+            closing = "\n" + text[at + 1] + "@"
+            end = text.index(closing, at)
+            body = text[at + 2:end].split("\n", 1)[1]  # the string starts on the line after its opener
+            tokens.append(("literal", body) if text[at + 1] == "'" else ("expandable", _expanded(body)))
+            at = end + len(closing)
+        elif char in QUOTES:
+            value, at = _single_quoted(text, at + 1)
+            tokens.append(("literal", value))
+        elif char in DOUBLE_QUOTES:
+            body, at = _double_quoted(text, at + 1)
+            tokens.append(("expandable", _expanded(body)))
+        elif char == "$" and at + 1 < len(text) and (text[at + 1].isalnum() or text[at + 1] in "_{"):
+            end = at + 1
+            while end < len(text) and (text[end].isalnum() or text[end] in "_:"):
+                end += 1
+            tokens.append(("variable", text[at + 1:end].lower()))
+            at = end
+        elif char.isalnum() or char in "-_.[]:":
+            end = at
+            while end < len(text) and (text[end].isalnum() or text[end] in "-_.[]:\\"):
+                end += 1
+            tokens.append(("word", text[at:end]))
+            at = end
+        else:
+            tokens.append(("punct", char))
+            at += 1
+    return tokens
+
+
+def _double_quoted(text, at):
+    body = []
+    while at < len(text):
+        char = text[at]
+        if char == "`":
+            body.append(text[at:at + 2])
+            at += 2
+        elif char in DOUBLE_QUOTES:
+            if at + 1 < len(text) and text[at + 1] in DOUBLE_QUOTES:
+                body.append(char)
+                at += 2
+                continue
+            return "".join(body), at + 1
+        else:
+            body.append(char)
+            at += 1
+    raise AssertionError("unterminated expandable string in a script")
+
+
+def _expanded(body):
+    """The variables an expandable string expands, and "$(" when it holds a subexpression (code)."""
+    names = set(name.lower() for name in re.findall(r"(?<!`)\$\{?([A-Za-z_][A-Za-z0-9_]*)", body))
+    return sorted(names | ({"$("} if re.search(r"(?<!`)\$\(", body) else set()))
+
+
+def param_names(text):
+    """The names the script's param (...) block declares."""
+    tokens = script_tokens(text)
+    start = next(i for i, token in enumerate(tokens) if token == ("word", "param"))
+    depth, names = 0, []
+    for kind, value in tokens[start + 1:]:
+        if (kind, value) == ("punct", "("):
+            depth += 1
+        elif (kind, value) == ("punct", ")"):
+            depth -= 1
+            if depth == 0:
+                return names
+        elif kind == "variable" and depth == 1:
+            names.append(value)
+    raise AssertionError("no param block")
+
+
+def quote_argv(argv):
+    """A Windows command line from argv by the C runtime's rules (what ansible.windows' win_command does with argv)."""
+    quoted = []
+    for argument in argv:
+        if argument and not any(c in argument for c in ' \t\n\v"'):
+            quoted.append(argument)
+            continue
+        out, slashes = ['"'], 0
+        for char in argument:
+            if char == "\\":
+                slashes += 1
+                continue
+            out.append("\\" * (slashes * 2 + 1) + '"' if char == '"' else "\\" * slashes + char)
+            slashes = 0
+        out.append("\\" * (slashes * 2) + '"')
+        quoted.append("".join(out))
+    return " ".join(quoted)
+
+
+def command_line_to_argv(line):
+    """How a program started with `line` reads its argv (CommandLineToArgvW, for the arguments after the first)."""
+    argv, current, quoted, at, started = [], [], False, 0, False
+    while at < len(line):
+        char = line[at]
+        if char == "\\":
+            end = at
+            while end < len(line) and line[end] == "\\":
+                end += 1
+            count = end - at
+            if end < len(line) and line[end] == '"':
+                current.append("\\" * (count // 2))
+                if count % 2:
+                    current.append('"')
+                    end += 1
+                at, started = end, True
+            else:
+                current.append("\\" * count)
+                at, started = end, True
+        elif char == '"':
+            if quoted and at + 1 < len(line) and line[at + 1] == '"':
+                current.append('"')
+                at += 2
+            else:
+                quoted = not quoted
+                at += 1
+            started = True
+        elif char in " \t" and not quoted:
+            if started:
+                argv.append("".join(current))
+            current, started = [], False
+            at += 1
+        else:
+            current.append(char)
+            at, started = at + 1, True
+    if started:
+        argv.append("".join(current))
+    return argv
+
+
+class RecordingAction:
+    """Ansible's ActionBase plumbing for TargetNode: every module call recorded, answered by the simulated node."""
+
+    def __init__(self, root, user):
+        self._task = Task()
+        self.root, self.user, self.calls = root, user, []
+
+    def _execute_module(self, module_name, module_args, task_vars):
+        del task_vars
+        self.calls.append((module_name, module_args))
+        if module_name == _win_node.WIN_COMMAND:
+            answer = _win_sim.run_command(self.root, module_args["argv"], self.user)
+            return {"rc": answer.rc, "stdout": _win_sim.transported(answer.stdout), "stderr": _win_sim.transported(answer.stderr)}
+        names = [name for name, text in _win_scripts.SCRIPTS.items() if text == module_args["script"]]
+        assert len(names) == 1, "a script that is none of _win_scripts.SCRIPTS was sent"
+        return {"result": _win_sim.run_script(self.root, names[0], module_args["parameters"], self.user), "changed": False}
+
+
+class Task:
+    check_mode, delegate_to = False, None
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    """Every module call of the Windows plugins' work on a node full of hostile names, and the values sent."""
+    root = str(tmp_path / "ws12")
+    scenario = {"hostname": "WS12", "default_user": HOSTILE_USER, "administrators": [HOSTILE_USER], "gpus": [{"ghost_mib": 900}],
+                "sessions": [{"user": HOSTILE_USER, "explorer_memory_mib": 300}],
+                "processes": [{"name": HOSTILE_PROCESS, "memory_mib": 2048, "children": [{"name": HOSTILE_CHILD, "memory_mib": 512}]}],
+                "distributions": [{"name": "Ubuntu-22.04", "owner": HOSTILE_USER, "memory_mib": 1024}, {"name": "Debian", "owner": HOSTILE_USER}]}
+    _win_sim.write_node(root, _win_sim.build_state(scenario))
+    action = RecordingAction(root, HOSTILE_USER)
+    node = _win_node.TargetNode(action, {})
+    journal = {"journal_path": HOSTILE_JOURNAL, "run_id": HOSTILE_RUN}
+    snapshot = _win_snapshot.take(node, HOSTILE_SMI, journal_path=HOSTILE_JOURNAL)
+    holders = [h for h in snapshot["holders"] if h["class"] == "compute" and h["name"] != "explorer.exe"]
+    assert sorted(h["name"] for h in holders) == sorted([HOSTILE_PROCESS, HOSTILE_CHILD])
+    for args in ({"method": "kill", "holders": holders}, {"method": "restart_adapter"}, {"method": "restart_explorer", "user": HOSTILE_USER},
+                 {"method": "logoff", "user": HOSTILE_USER}):
+        assert not _win_reset.run(node, dict(args, nvidia_smi=HOSTILE_SMI, **journal), check_mode=False)["failed"]
+    assert _wsl_shutdown.stop(node, "Debian", False, **journal)["stopped"] == ["Debian"]
+    assert _wsl_shutdown.stop(node, None, False, **journal)["stopped"] == ["Ubuntu-22.04"]
+    before = len(action.calls)
+    for name in HOSTILE_DISTRIBUTIONS:
+        with pytest.raises(ValueError, match="distribution: "):
+            _wsl_shutdown.stop(node, name, False, **journal)
+    assert len(action.calls) == before  # refused before anything was sent
+    lines = _win_journal.read_records(node, HOSTILE_JOURNAL)[0]
+    assert [r["run_id"] for r in lines] == [HOSTILE_RUN] * len(lines) and len(lines) >= 10
+    assert set(r.get("name") for r in lines if r["action"] == "taskkill") >= {HOSTILE_PROCESS}
+    hostile = [HOSTILE_PROCESS, HOSTILE_CHILD, HOSTILE_USER, HOSTILE_RUN, HOSTILE_JOURNAL, HOSTILE_SMI]
+    return action.calls, hostile
+
+
+def test_every_script_and_every_tool_was_sent(recorded):
+    calls, dummy = recorded
+    scripts = set(name for module, args in calls if module == _win_node.WIN_POWERSHELL
+                  for name, text in _win_scripts.SCRIPTS.items() if text == args["script"])
+    tools = set(_win_sim._win_processes.base_name(args["argv"][0].rsplit("\\", 1)[-1]) for module, args in calls
+                if module == _win_node.WIN_COMMAND)
+    assert scripts == set(_win_scripts.SCRIPTS)  # a new script must be driven here too
+    assert tools == set(_win_sim._TOOLS)  # and so must a new tool
+    assert set(module for module, dummy in calls) == {_win_node.WIN_COMMAND, _win_node.WIN_POWERSHELL}
+
+
+def test_every_command_is_an_argv_list_each_value_one_element_of_the_command_line(recorded):
+    calls, hostile = recorded
+    commands = [args for module, args in calls if module == _win_node.WIN_COMMAND]
+    for args in commands:
+        assert set(args) == {"argv", "output_encoding_override"}  # never cmd / _raw_params: no string to split
+        argv = args["argv"]
+        assert all(isinstance(part, str) and "\x00" not in part for part in argv)
+        assert command_line_to_argv(quote_argv(argv)) == argv
+        for value in hostile:
+            assert all(part == value or value not in part for part in argv), (value, argv)
+    assert [args["argv"][0] for args in commands if args["argv"][1:] == ["-q", "-x"]][0] == HOSTILE_SMI
+
+
+def test_every_script_is_constant_text_and_every_value_is_a_declared_parameter(recorded):
+    calls, hostile = recorded
+    for module, args in [call for call in calls if call[0] == _win_node.WIN_POWERSHELL]:
+        script = args["script"]
+        assert set(name.lower() for name in args["parameters"]) <= set(param_names(script))
+        for value in list(args["parameters"].values()) + hostile:
+            assert isinstance(value, (str, int)) and not isinstance(value, bool)
+            assert str(value) not in script or len(str(value)) < 3, value  # no value is ever part of a script
+        for value in args["parameters"].values():
+            assert "\x00" not in str(value)
+    appended = [args["parameters"]["Line"] for module, args in calls
+                if module == _win_node.WIN_POWERSHELL and args["script"] == _win_scripts.JOURNAL_APPEND]
+    assert appended and all("\n" not in line and "\r" not in line for line in appended)
+    assert any(HOSTILE_PROCESS in json.loads(line).get("name", "") for line in appended)
+
+
+@pytest.mark.parametrize("name", sorted(_win_scripts.SCRIPTS))
+def test_every_script_uses_its_parameters_as_variables_only_and_runs_no_dynamic_code(name):
+    text = _win_scripts.SCRIPTS[name]
+    tokens = script_tokens(text)
+    declared = param_names(text)
+    assert declared or name == "processes"
+    words = [value.lower() for kind, value in tokens if kind == "word"]
+    assert not DYNAMIC_CODE & set(words), name
+    assert "[scriptblock]::create" not in text.lower() and "-encodedcommand" not in text.lower()
+    for at, (kind, value) in enumerate(tokens):
+        if (kind, value) == ("punct", "&") or (kind, value) == ("punct", "."):
+            assert tokens[at + 1][0] != "variable", "%s calls a value: %r" % (name, tokens[at:at + 2])
+        if (kind, value) == ("word", "-TypeDefinition"):
+            assert tokens[at + 1][0] == "literal", "%s compiles text that is not a literal" % name
+    assert not [t for t in tokens if t[0] == "expandable" and "$(" in t[1]], "%s runs code inside a string" % name
+    for parameter in declared:
+        used = [t for t in tokens if t == ("variable", parameter)]
+        assert len(used) >= 2, "%s declares $%s and never uses it" % (name, parameter)
+
+
+@pytest.mark.parametrize("value", [HOSTILE_PROCESS, HOSTILE_CHILD, HOSTILE_USER, HOSTILE_RUN.replace("\x00", ""), HOSTILE_JOURNAL])
+def test_the_script_tokenizer_sees_a_literal_as_one_literal_and_an_expandable_string_as_code(value):
+    assert script_tokens(literal(value)) == [("literal", value)]
+    assert script_tokens('"$(Stop-Computer) $Path"') == [("expandable", ["$(", "path"])]
+    assert script_tokens("@'\n$(x) ' \u2019\n'@") == [("literal", "$(x) ' \u2019")]

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleConnectionFailure
 
+from ansible_collections.gpuops.remediation.plugins.doc_fragments import win_journal
 from ansible_collections.gpuops.remediation.plugins.modules import win_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_node, _win_reset, _win_sim, _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, SimulatedNode, WindowsNodeError
@@ -374,6 +375,7 @@ def test_a_shell_windows_does_not_start_again_is_a_failure_that_says_what_to_do(
 
 def test_the_doc_only_module_documents_the_options_the_plugin_checks():
     doc = yaml.safe_load(win_gpu_reset.DOCUMENTATION)["options"]
+    doc.update(yaml.safe_load(win_journal.ModuleDocFragment.DOCUMENTATION)["options"])  # its extends_documentation_fragment
     assert set(doc) == set(_win_reset.WIN_RESET_ARGUMENT_SPEC)
     for name, spec in _win_reset.WIN_RESET_ARGUMENT_SPEC.items():
         assert doc[name]["type"] == spec["type"], name
