@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import stat
 import tempfile
@@ -109,6 +110,11 @@ def test_nvml_answers_no_permission_to_a_user_who_is_not_root(node_root):
     os.chmod(sim_state.state_path(node_root), stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
     layout = NodeLayout(node_root)
     plan = [{"index": 0, "uuid": state["gpus"][0]["uuid"], "changes": {"compute_mode": "Exclusive_Process"}}]
+
+    # Load NVML's wrapper (and what it imports) before dropping to nobody: on a node where the interpreter and the
+    # checkout sit in a directory only root can read (root's home, mktemp's folders), nobody could not import them.
+    layout.load_nvml()
+    importlib.import_module("ctypes.util")
 
     def as_nobody():
         if os.geteuid() == 0:  # root drops to nobody in the child; anyone else is already not root
