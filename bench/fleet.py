@@ -13,6 +13,8 @@ root in gpuops_environment), then times, for each host count of the series, with
   naive         bench/fleet/naive.yml: nvidia-smi --query-gpu, --query-compute-apps, lsof /dev/nvidia*, ps, one task each
   reset_gpu     playbooks/reset_gpu.yml (kill rung for the job, reset rung for the ghost memory); the nodes it
                 fixed are built again afterwards
+  gpu_watch     playbooks/gpu_watch.yml, one sample a run, no webhook, no remediation (what the 10-minute schedule
+                costs a host: the snapshot, the state file and the metrics file)
 It fits wall = intercept + slope * hosts per playbook, prints a table, the per-task spans and one JSON line, and
 tears every node down at the end, on failure and on SIGINT/SIGTERM/SIGHUP too. Exit 1 when a run fails a host
 (or, with --strict, misses a target), 2 when the setup fails.
@@ -54,8 +56,10 @@ PLAYBOOKS = {
     "naive": os.path.join(FLEET_DIR, "naive.yml"),
     "gpu_report": os.path.join(ROOT, "playbooks", "gpu_report.yml"),
     "reset_gpu": os.path.join(ROOT, "playbooks", "reset_gpu.yml"),
+    "gpu_watch": os.path.join(ROOT, "playbooks", "gpu_watch.yml"),
 }
-READ_ONLY = ("ping", "ping_playbook", "holders_info", "gpu_report", "naive")
+# The watch writes only its own state and metrics files under each node's root: the nodes stay as they were.
+READ_ONLY = ("ping", "ping_playbook", "holders_info", "gpu_report", "naive", "gpu_watch")
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 PING_OK = re.compile(r"^(\S+) \| SUCCESS", re.M)
 
@@ -159,6 +163,8 @@ class Runner:
         if kind == "reset_gpu":
             # Every node needs the reset rung: lift the fleet guard; the job dies on SIGTERM, no grace needed.
             argv += ["-e", "gpu_remediate_max_destructive_percent=100", "-e", "gpu_reclaim_kill_grace=2"]
+        if kind == "gpu_watch":
+            argv += ["-e", "gpu_watch_samples=1", "-e", "gpu_watch_interval=0"]
         return argv
 
     def run(self, kind, count, forks, tree=False):
@@ -287,6 +293,9 @@ def targets(records, fitted, forks):
         "naive_vs_report": _ratio_target(records, fitted, "naive", "gpu_report", forks, ">= 3", lambda r: r >= 3.0),
     }
     # A node fixed at the reset rung (the job on GPU 1 ended, GPU 0 reset): at most 4x the report, at most 5 modules.
+    if "gpu_watch" in fitted:
+        # No target in the issue: reported so that a change that makes the schedule dearer shows.
+        found["watch_vs_report"] = _ratio_target(records, fitted, "gpu_watch", "gpu_report", forks, "(reported)", lambda r: True)
     found["reset_vs_report"] = _ratio_target(records, fitted, "reset_gpu", "gpu_report", forks, "<= 4", lambda r: r <= 4.0)
     resets = [r for r in records if r["playbook"] == "reset_gpu" and r.get("modules_per_host") is not None]
     if resets:
@@ -404,9 +413,10 @@ def print_targets(found):
 # What `make bench` measures (about 10 minutes on 2 busy vCPUs): the report over four host counts for the fit, ping
 # and the naive playbook for the targets, reset_gpu on a few (each run fixes nodes that are then rebuilt).
 DEFAULT_PLAN = {"ping": [50, 200], "ping_playbook": [200], "holders_info": [50], "gpu_report": [25, 50, 100, 200], "naive": [100],
-                "reset_gpu": [10, 25]}
-QUICK_PLAN = {"ping": [10, 40], "ping_playbook": [40], "holders_info": [10], "gpu_report": [10, 20, 40], "naive": [40], "reset_gpu": [5]}
-KINDS = ("ping", "ping_playbook", "holders_info", "gpu_report", "naive", "reset_gpu")
+                "reset_gpu": [10, 25], "gpu_watch": [50, 200]}
+QUICK_PLAN = {"ping": [10, 40], "ping_playbook": [40], "holders_info": [10], "gpu_report": [10, 20, 40], "naive": [40], "reset_gpu": [5],
+              "gpu_watch": [10, 40]}
+KINDS = ("ping", "ping_playbook", "holders_info", "gpu_report", "naive", "reset_gpu", "gpu_watch")
 
 
 def _counts(text):
