@@ -362,7 +362,11 @@ def _adapter_plan(snapshot, gpu, args):
     if entry["instance_id"] is None:
         return dict(entry, outcome="no_adapter", message="%d PnP display adapters are joined to it, not one (joined by %s: %s)" % (
             len(adapters), join.get("method"), join.get("error")))
-    return dict(entry, outcome="restart", argv=_win_pnputil.restart_device_argv(entry["instance_id"]))
+    try:
+        argv = _win_pnputil.restart_device_argv(entry["instance_id"])
+    except ValueError as exc:
+        return dict(entry, outcome="no_adapter", message="pnputil cannot be given its adapter's id (%s)" % exc)
+    return dict(entry, outcome="restart", argv=argv)
 
 
 def _journaled_drop(node, journal, action, entry, what, args, sleep, judge, **details):

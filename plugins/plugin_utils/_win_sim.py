@@ -156,13 +156,17 @@ def _gpu(index, spec):
     luid = spec.get("luid") or 0xFA7A + index * 0x1000
     if isinstance(luid, bool) or not isinstance(luid, int) or not 0 < luid < 1 << 64:
         raise ValueError("gpus[%d].luid: %r is no LUID (a positive 64-bit number)" % (index, spec.get("luid")))
+    instance_id = spec.get("instance_id")
+    if instance_id is not None and (not isinstance(instance_id, str) or not instance_id.strip()
+                                    or any(ord(c) < 32 for c in instance_id)):
+        raise ValueError("gpus[%d].instance_id: %r is no device instance id (one line of text)" % (index, instance_id))
     return {"index": index, "name": spec["name"], "memory_mib": int(spec["memory_mib"]), "reserved_mib": int(spec["reserved_mib"]),
             "driver_model": model, "ghost_mib": int(spec["ghost_mib"]), "recovery_action": spec["recovery_action"],
             "pci_bus_id": bus, "uuid": spec.get("uuid") or "GPU-%08x-5e1c-4a7d-9b3e-%012x" % (0x19d6d965 + index, index),
             "luid": "0x%08x_0x%08x" % (luid >> 32, luid & 0xFFFFFFFF),
             # Get-ChildItem lists the DirectX keys in GUID order, which here follows the LUIDs, not nvidia-smi's order.
             "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + (luid & 0xFFFF)),
-            "instance_id": spec.get("instance_id") or _nvidia_instance_id(spec["device_id"], index),
+            "instance_id": instance_id or _nvidia_instance_id(spec["device_id"], index),
             "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"])}
 
 
