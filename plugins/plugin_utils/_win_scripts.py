@@ -207,8 +207,7 @@ $Ansible.Result = @{
     pnp_error = $pnpError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS,
-                     "pci_address": _PCI_ADDRESS}
+""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]

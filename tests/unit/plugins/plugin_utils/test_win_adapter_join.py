@@ -44,8 +44,8 @@ def test_the_locations_of_two_identical_gpus_an_igpu_and_a_virtual_display(captu
 
 
 @pytest.mark.parametrize("properties, location", [
-    ([{"KeyName": "DEVPKEY_Device_BusNumber", "Type": "UInt32", "Data": 59}, {"KeyName": "DEVPKEY_Device_Address", "Type": 6,
-                                                                             "Data": 0x1F0007}], [59, 31, 7]),
+    ([{"KeyName": "DEVPKEY_Device_BusNumber", "Type": "UInt32", "Data": 59},
+      {"KeyName": "DEVPKEY_Device_Address", "Type": 6, "Data": 0x1F0007}], [59, 31, 7]),
     ({"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": 1}, None),  # one key alone
     ([{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 0, "Data": None}, {"KeyName": "DEVPKEY_Device_Address", "Type": 0, "Data": None}], None),
     ([{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": 1}, {"KeyName": "DEVPKEY_Device_Address", "Type": 7, "Data": 0x200000}], None),

@@ -312,8 +312,9 @@ class Task:
 def recorded(tmp_path):
     """Every module call of the Windows plugins' work on a node full of hostile names, and the values sent."""
     root = str(tmp_path / "ws12")
-    scenario = {"hostname": "WS12", "default_user": HOSTILE_USER, "administrators": [HOSTILE_USER], "gpus": [{"ghost_mib": 900, "instance_id": HOSTILE_INSTANCE_ID}],
-                "virtual_display": True, "integrated_gpu": True, "sessions": [{"user": HOSTILE_USER, "explorer_memory_mib": 300}],
+    scenario = {"hostname": "WS12", "default_user": HOSTILE_USER, "administrators": [HOSTILE_USER],
+                "gpus": [{"ghost_mib": 900, "instance_id": HOSTILE_INSTANCE_ID}], "virtual_display": True, "integrated_gpu": True,
+                "sessions": [{"user": HOSTILE_USER, "explorer_memory_mib": 300}],
                 "processes": [{"name": HOSTILE_PROCESS, "memory_mib": 2048, "children": [{"name": HOSTILE_CHILD, "memory_mib": 512}]}],
                 "distributions": [{"name": "Ubuntu-22.04", "owner": HOSTILE_USER, "memory_mib": 1024}, {"name": "Debian", "owner": HOSTILE_USER}]}
     _win_sim.write_node(root, _win_sim.build_state(scenario))
