@@ -4,9 +4,9 @@
 
 Probes: nvidia-smi -q -x (GPUs, driver model, the processes NVML lists), one PowerShell round trip (GPU Process
 Memory counters, Win32_Process with owners, the DirectX adapters' LUIDs, the PnP display devices' PCI locations),
-pnputil (adapters and instance ids), quser (sessions), wsl.exe (running distributions), the host's journal. The join: a counter's LUID -> its DirectX
-adapter (AdapterLuid) -> the nvidia-smi GPU at the adapter's PCI location (bus, device, function, from the graphics
-kernel; by name where it gave none); a pnputil adapter -> the nvidia-smi GPU at its PnP location (BusNumber, Address;
+pnputil (adapters and instance ids), quser (sessions), wsl.exe (running distributions), the host's journal. The join:
+a counter's LUID -> its DirectX adapter (AdapterLuid) -> the nvidia-smi GPU at the adapter's PCI location (bus,
+device, function, from the graphics kernel; by name where it gave none); a pnputil adapter -> the nvidia-smi GPU at its PnP location (BusNumber, Address;
 by name where none came back); a pid -> its Win32_Process (pid + creation time is the identity every later action
 checks).
 """
