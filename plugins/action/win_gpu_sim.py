@@ -16,7 +16,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node impor
 _GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": {"type": "int"},
         "driver_model": {"type": "str", "choices": ["WDDM", "TCC", "MCDM"]}, "ghost_mib": {"type": "int"},
         "recovery_action": {"type": "str", "choices": ["None", "Reset", "Reboot"]}, "pci_bus_id": {"type": "str"},
-        "uuid": {"type": "str"}, "restart_needs_reboot": {"type": "bool", "default": False}, "luid": {"type": "int"}}
+        "uuid": {"type": "str"}, "restart_needs_reboot": {"type": "bool", "default": False}, "luid": {"type": "int"},
+        "instance_id": {"type": "str"}}
 _CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "elements": "int", "default": [0]},
           "memory_mib": {"type": "int", "default": 1024}, "user": {"type": "str"}, "session_id": {"type": "int"},
           "image_path": {"type": "str"}, "igpu_memory_mib": {"type": "int", "default": 0}}
@@ -31,6 +32,8 @@ ARGUMENT_SPEC = {
     "store_wsl": {"type": "bool", "default": True},
     "auto_restart_shell": {"type": "bool", "default": True},
     "integrated_gpu": {"type": "bool", "default": False},
+    "virtual_display": {"type": "bool", "default": False},
+    "pnp_properties": {"type": "bool", "default": True},
     "gpus": {"type": "list", "elements": "dict", "options": _GPU},
     "processes": {"type": "list", "elements": "dict", "default": [], "options": _PROCESS},
     "sessions": {"type": "list", "elements": "dict", "options": {

@@ -136,7 +136,13 @@ holders:
       description: How many times the journal shows a process of this name ended by an earlier run (a leak that comes back).
       type: int
 adapters:
-  description: The display adapters pnputil lists (instance id, description, status, driver, C(is_nvidia), C(gpu) index when joined).
+  description:
+    - The display adapters pnputil lists (instance id, description, status, driver, C(is_nvidia)), with C(pci_location)
+      (C([bus, device, function]) from C(Get-PnpDeviceProperty) DEVPKEY_Device_BusNumber and DEVPKEY_Device_Address, null
+      when none came back - a virtual display), C(present), C(gpu) (the nvidia-smi index when joined) and C(gpu_join).
+    - C(gpu_join) is V(pci_location) (the nvidia-smi GPU whose C(pci.bus_id) has that bus, device and function) or
+      V(name), only where no NVIDIA adapter's location came back, and then never for GPUs that share a name; the same
+      method is in C(probes.adapter_join).
   returned: always
   type: list
   elements: dict
@@ -159,7 +165,10 @@ journal:
   returned: always
   type: dict
 probes:
-  description: Each probe's health (C(ok), C(error)), and how wsl.exe's output was decoded.
+  description:
+    - Each probe's health (C(ok), C(error)), and how wsl.exe's output was decoded.
+    - C(luid_join) and C(adapter_join) also say how the GPUs were joined (C(method) V(pci_location) or V(name)) to their
+      DirectX adapters and to their pnputil adapters; C(pnp_locations) is the read of the PnP devices' locations.
   returned: always
   type: dict
 verdict:

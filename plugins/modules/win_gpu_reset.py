@@ -167,9 +167,13 @@ ended_pids:
   elements: int
 adapters:
   description:
-    - With V(restart_adapter), one entry per GPU chosen, with C(gpu), C(name), C(instance_id), C(display) (it carries
+    - With V(restart_adapter), one entry per GPU chosen, with C(gpu), C(name), C(instance_id), C(adapter_join) (how the
+      adapter was joined to the GPU - V(pci_location), by the PnP BusNumber and Address, or V(name), only where no
+      location came back), C(display) (it carries
       dwm), C(reason), C(argv), C(rc), C(outcome) (V(restart) in check mode, V(restarted), V(reboot_required),
       V(not_needed), V(no_adapter), V(unsupported), V(failed)), C(reboot_required), C(connection_dropped), C(message), C(line).
+    - Two identical GPUs cannot be told apart by name - without a PCI location their adapters are V(no_adapter), never
+      guessed.
   returned: with method=restart_adapter
   type: list
   elements: dict

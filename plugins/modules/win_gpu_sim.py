@@ -77,6 +77,18 @@ options:
         PCI location (C(00:02.0)), listed by pnputil, never by nvidia-smi.
     type: bool
     default: false
+  virtual_display:
+    description:
+      - Whether the node has a virtual display (an indirect display driver's adapter, C(ROOT\\DISPLAY\\0000)) - listed
+        by pnputil, not on the PCI bus, so C(Get-PnpDeviceProperty) gives it no location.
+    type: bool
+    default: false
+  pnp_properties:
+    description:
+      - Whether the snapshot's C(Get-PnpDevice) / C(Get-PnpDeviceProperty) read answers. With V(false) it fails as on a
+        host without the PnpDevice module, so the adapters are joined to the GPUs by name only.
+    type: bool
+    default: true
   gpus:
     description: The GPUs, index by position. Unset means one NVIDIA GeForce RTX 2080 SUPER under WDDM.
     type: list
@@ -119,6 +131,12 @@ options:
           - The adapter's LUID (the DirectX key's C(AdapterLuid) QWORD, the counters' C(luid_0x<high>_0x<low>)). Unset -
             V(0xFA7A) plus 4096 per index, in nvidia-smi's order; set it to give the LUIDs another order.
         type: int
+      instance_id:
+        description:
+          - The PnP instance id of its display adapter (what C(pnputil /restart-device) is given). Unset - one made from
+            the device id and the index. pnputil lists the adapters in instance-id order, so these can give another order
+            than nvidia-smi's.
+        type: str
   processes:
     description: Processes that hold GPU memory.
     type: list

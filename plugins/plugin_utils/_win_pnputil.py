@@ -7,11 +7,17 @@ the order pnputil writes its first six fields in (Instance ID, Device Descriptio
 Manufacturer Name, Status), checked by the Class GUID's shape, and after them by the shapes of the values
 (a driver is "*.inf", a problem code "43 (0x2B) ..."). Restarting never uses `/class Display`: that restarts
 every adapter of the host, the one driving the console included.
+
+Where each adapter sits on the PCI bus comes from PowerShell, not from pnputil's text: the snapshot script's
+`Get-PnpDeviceProperty -InstanceId <id> -KeyName DEVPKEY_Device_BusNumber, DEVPKEY_Device_Address` objects
+(parse_pnp_locations), numbers that no language changes.
 """
 
 from __future__ import annotations
 
 import re
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json
 
 DISPLAY_CLASS_GUID = "{4d36e968-e325-11ce-bfc1-08002be10318}"
 NVIDIA_VENDOR_ID = "10DE"
@@ -28,6 +34,14 @@ _PCI_IDS_RE = re.compile(r"^PCI\\VEN_(?P<vendor>[0-9A-F]{4})&DEV_(?P<device>[0-9
 _INSTANCE_ID_RE = re.compile(r'^[A-Za-z0-9_]+(\\[^\\"\x00-\x1f]+)+$')
 # English status words, as the captures show them.
 _STARTED = {"started": True, "disconnected": False, "stopped": False, "disabled": False, "problem": False}
+# Get-PnpDeviceProperty's objects are Win32_PnPDeviceProperty ones: KeyName, Type (the DEVPROPTYPE, a UInt32: 6 Int32,
+# 7 UInt32, 0 Empty for a key the device lacks) and Data (https://docs.microsoft.com/en-us/windows/win32/cimwin32prov/
+# win32-pnpdeviceproperty; printed as a table "InstanceId KeyName Type Data ... UInt32 164" in
+# https://coderapp.vercel.app/answer/78121700). ConvertTo-Json writes Type as its number; its name is read too.
+BUS_NUMBER_KEY = "DEVPKEY_Device_BusNumber"
+ADDRESS_KEY = "DEVPKEY_Device_Address"
+_INTEGER_TYPES = frozenset((6, 7, "int32", "uint32"))
+_PCI_ENUMERATOR = "pci\\"
 
 
 def parse_enum_devices(text):
@@ -48,6 +62,45 @@ def parse_enum_devices(text):
         else:
             devices.append(device)
     return devices, unrecognised
+
+
+def parse_pnp_locations(text):
+    """The snapshot script's `pnp_locations` JSON -> {instance id, lower case: {"present": bool|None, "pci_location":
+    [bus, device, function]|None}}.
+
+    Each item: {"InstanceId", "Present" (Get-PnpDevice's), "Properties": [Get-PnpDeviceProperty's objects]}. A location
+    is known only for a PCI device whose two keys both came back as whole numbers in range: the bus from BusNumber, the
+    device and function from Address, which for PCI is (device << 16) | function. A device that returned no property
+    (a virtual display driver's) or an Empty one has none. ValueError when the text is not ConvertTo-Json objects."""
+    locations = {}
+    for item in _win_json.objects(text):
+        instance_id = item.get("InstanceId")
+        if not isinstance(instance_id, str) or not instance_id:
+            continue
+        present = item.get("Present")
+        locations[instance_id.lower()] = {"present": present if isinstance(present, bool) else None,
+                                          "pci_location": _pci_location(instance_id, item.get("Properties"))}
+    return locations
+
+
+def _pci_location(instance_id, properties):
+    if not instance_id.lower().startswith(_PCI_ENUMERATOR) or not isinstance(properties, (list, dict)):
+        return None
+    values = {}
+    for prop in properties if isinstance(properties, list) else [properties]:
+        if isinstance(prop, dict) and _is_integer_type(prop.get("Type")):
+            values[prop.get("KeyName")] = _win_json.integer(prop.get("Data"))
+    bus, address = values.get(BUS_NUMBER_KEY), values.get(ADDRESS_KEY)
+    if bus is None or address is None or not 0 <= bus <= 0xFF or not 0 <= address <= 0xFFFFFFFF:
+        return None
+    device, function = address >> 16, address & 0xFFFF
+    return [bus, device, function] if device <= 31 and function <= 7 else None
+
+
+def _is_integer_type(kind):
+    if isinstance(kind, str):
+        return kind.strip().lower() in _INTEGER_TYPES
+    return isinstance(kind, int) and not isinstance(kind, bool) and kind in _INTEGER_TYPES
 
 
 def restart_device_argv(instance_id):

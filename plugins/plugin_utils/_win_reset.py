@@ -5,8 +5,9 @@
 - kill: `taskkill /F /T /PID <pid>` for each selected holder that is still the same process (pid + creation time,
   checked against a fresh process list just before its taskkill; Windows reuses pids quickly); never a protected
   system process, the WSL VM, the shell, the connection's own host process, nor dwm unless allowed.
-- restart_adapter: `pnputil /restart-device <instance id>` on the one adapter of each chosen GPU (never
-  `/class Display`, which restarts every adapter); exit 3010 means the restart waits for a reboot.
+- restart_adapter: `pnputil /restart-device <instance id>` on the one adapter of each chosen GPU, joined to it by PCI
+  location (by name only where no location came back, and never when two GPUs share the name); never `/class Display`,
+  which restarts every adapter; exit 3010 means the restart waits for a reboot.
 - logoff: `logoff <id>` for the sessions of one user, never session 0 (the services' session).
 - restart_explorer: end the session's explorer.exe alone (`taskkill /F /PID`, without /T: /T would end every program
   the user started from it) and wait for Winlogon to start it again (AutoRestartShell, on by default). It is not
@@ -351,15 +352,21 @@ def _chosen_gpus(snapshot, wanted):
 def _adapter_plan(snapshot, gpu, args):
     reason = reset_evidence(gpu, [], args["ghost_threshold_mib"]) or ("force=true" if args["force"] else None)
     adapters = [a for a in snapshot["adapters"] if a.get("gpu") == gpu["index"]]
+    join = snapshot["probes"].get("adapter_join") or {}
     display = any(gpu["index"] in (h.get("gpus") or []) and h["class"] == "graphics_session" for h in snapshot["holders"])
     entry = {"gpu": gpu["index"], "name": gpu.get("name"), "reason": reason, "display": display,
              "instance_id": adapters[0]["instance_id"] if len(adapters) == 1 else None, "argv": None, "rc": None,
-             "reboot_required": False, "message": None, "connection_dropped": False}
+             "adapter_join": join.get("method"), "reboot_required": False, "message": None, "connection_dropped": False}
     if reason is None:
         return dict(entry, outcome="not_needed", reason="nothing asks for a restart (state %s)" % gpu.get("state"))
     if entry["instance_id"] is None:
-        return dict(entry, outcome="no_adapter", message="%d PnP display adapters are joined to it, not one" % len(adapters))
-    return dict(entry, outcome="restart", argv=_win_pnputil.restart_device_argv(entry["instance_id"]))
+        return dict(entry, outcome="no_adapter", message="%d PnP display adapters are joined to it, not one (joined by %s: %s)" % (
+            len(adapters), join.get("method"), join.get("error")))
+    try:
+        argv = _win_pnputil.restart_device_argv(entry["instance_id"])
+    except ValueError as exc:
+        return dict(entry, outcome="no_adapter", message="pnputil cannot be given its adapter's id (%s)" % exc)
+    return dict(entry, outcome="restart", argv=argv)
 
 
 def _journaled_drop(node, journal, action, entry, what, args, sleep, judge, **details):

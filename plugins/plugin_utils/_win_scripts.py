@@ -17,8 +17,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell
 
 # One round trip for everything the snapshot reads through PowerShell: the GPU Process Memory counters (the
 # language-neutral CIM class, else the English counter paths, which only an English Windows has), the processes
-# with their owners, the DirectX adapters' LUIDs from the registry with each one's PCI location, and whether the Store
-# WSL is installed.
+# with their owners, the DirectX adapters' LUIDs from the registry with each one's PCI location, each Display-class PnP
+# device's PCI location, and whether the Store WSL is installed.
 # Win32_Process with each process's owner; sets $processes.
 _PROCESSES = r"""# Get-Process -IncludeUserName needs an elevated session; without it the owners stay unknown (null).
 $owners = @{}
@@ -111,6 +111,36 @@ public static class GpuopsD3dkmt
 }
 """
 
+# Each Display-class PnP device's instance id, whether it is present, and its DEVPKEY_Device_BusNumber and
+# DEVPKEY_Device_Address as Get-PnpDeviceProperty gives them (KeyName, Type, Data: numbers in any language), so that
+# the adapter pnputil lists is joined to its nvidia-smi GPU by PCI location; sets $pnpLocations ($null and $pnpError
+# when the PnpDevice module does not answer). A device without the keys (a virtual display) has no location.
+_PNP_LOCATIONS = r"""$pnpLocations = $null
+$pnpError = $null
+try {
+    $devices = Get-PnpDevice -Class 'Display' | ForEach-Object {
+        $device = $_
+        $properties = @()
+        try {
+            $properties = @(Get-PnpDeviceProperty -InstanceId $device.InstanceId -KeyName 'DEVPKEY_Device_BusNumber', 'DEVPKEY_Device_Address' |
+                Select-Object -Property KeyName, Type, Data)
+        }
+        catch {
+            $properties = @()
+        }
+        [pscustomobject]@{
+            InstanceId = $device.InstanceId
+            Present = $device.Present
+            Properties = $properties
+        }
+    }
+    $pnpLocations = ConvertTo-Json -InputObject @($devices) -Depth 4
+}
+catch {
+    $pnpError = $_.Exception.Message
+}
+"""
+
 SNAPSHOT = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
     [Parameter(Mandatory)]
@@ -144,6 +174,7 @@ catch {
 }
 
 %(processes)s
+%(pnp_locations)s
 %(pci_address)s
 $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -ErrorAction SilentlyContinue | ForEach-Object {
     $values = Get-ItemProperty -LiteralPath $_.PSPath
@@ -172,9 +203,11 @@ $Ansible.Result = @{
     process_memory = $memory
     processes = ConvertTo-JsonText $processes
     adapters = ConvertTo-JsonText $adapters
+    pnp_locations = $pnpLocations
+    pnp_error = $pnpError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pci_address": _PCI_ADDRESS}
+""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]

@@ -61,6 +61,10 @@ DWM_MIB = 128
 INTEGRATED_GPU = {"name": "Intel(R) UHD Graphics 770", "vendor_id": 0x8086, "device_id": "4680", "luid": "0x00000000_0x0000b1e5",
                   "pci_bus_id": "00000000:00:02.0", "registry_key": "{5e1cb1e5-9e4f-11ee-8c90-0242ac120002}",
                   "instance_id": "PCI\\VEN_8086&DEV_4680&SUBSYS_7D251462&REV_0C\\3&11583659&0&10", "manufacturer": "Intel Corporation"}
+# The virtual display a scenario can add (virtual_display): an indirect display driver's adapter, as the captured
+# pnputil block shows it (ROOT\DISPLAY\0000); not on the PCI bus, so Get-PnpDeviceProperty gives it no BusNumber or
+# Address, and not in the registry's DirectX adapters here.
+VIRTUAL_DISPLAY = {"name": "IddSampleDriver Device HDR", "instance_id": "ROOT\\DISPLAY\\0000", "manufacturer": "<Your manufacturer name>"}
 _NOT_FOUND_DISTRIBUTION = "There is no distribution with the supplied name.\r\nError code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND\r\n"
 
 
@@ -107,12 +111,15 @@ def build_state(scenario, now_ms=None):
              "administrators": list(scenario.get("administrators") or [scenario.get("default_user") or "ada"]),
              "auto_restart_shell": bool(scenario.get("auto_restart_shell", True)),
              "next_pid": FIRST_PID, "clock_ms": now_ms - 3600 * 1000, "gpus": [], "processes": [], "sessions": [],
-             "distributions": [], "command_log": [], "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None}
+             "distributions": [], "command_log": [], "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
+             "virtual_display": dict(VIRTUAL_DISPLAY) if scenario.get("virtual_display") else None,
+             "pnp_properties": bool(scenario.get("pnp_properties", True))}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
         state["gpus"].append(_gpu(index, dict(DEFAULT_GPU, **dict((k, v) for k, v in gpu.items() if v is not None))))
-    luids = [gpu["luid"] for gpu in state["gpus"]]
-    if len(set(luids)) != len(luids):
-        raise ValueError("gpus[].luid: %s names one adapter twice" % ", ".join(luids))
+    for key in ("luid", "instance_id"):
+        values = [gpu[key].lower() for gpu in state["gpus"]]
+        if len(set(values)) != len(values):
+            raise ValueError("gpus[].%s: %s names one adapter twice" % (key, ", ".join(values)))
     for name, session, user, image, parent in _BASE_PROCESSES:
         pid = 4 if name == "System" else None
         _spawn(state, name, user, session, image, parent_name=parent, pid=pid)
@@ -149,14 +156,22 @@ def _gpu(index, spec):
     luid = spec.get("luid") or 0xFA7A + index * 0x1000
     if isinstance(luid, bool) or not isinstance(luid, int) or not 0 < luid < 1 << 64:
         raise ValueError("gpus[%d].luid: %r is no LUID (a positive 64-bit number)" % (index, spec.get("luid")))
+    instance_id = spec.get("instance_id")
+    if instance_id is not None and (not isinstance(instance_id, str) or not instance_id.strip()
+                                    or any(ord(c) < 32 for c in instance_id)):
+        raise ValueError("gpus[%d].instance_id: %r is no device instance id (one line of text)" % (index, instance_id))
     return {"index": index, "name": spec["name"], "memory_mib": int(spec["memory_mib"]), "reserved_mib": int(spec["reserved_mib"]),
             "driver_model": model, "ghost_mib": int(spec["ghost_mib"]), "recovery_action": spec["recovery_action"],
             "pci_bus_id": bus, "uuid": spec.get("uuid") or "GPU-%08x-5e1c-4a7d-9b3e-%012x" % (0x19d6d965 + index, index),
             "luid": "0x%08x_0x%08x" % (luid >> 32, luid & 0xFFFFFFFF),
             # Get-ChildItem lists the DirectX keys in GUID order, which here follows the LUIDs, not nvidia-smi's order.
             "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + (luid & 0xFFFF)),
-            "instance_id": "PCI\\VEN_10DE&DEV_%s&SUBSYS_40051458&REV_A1\\4&2a4c1b2&0&%04X" % (spec["device_id"], 0x0008 + index * 0x10),
+            "instance_id": instance_id or _nvidia_instance_id(spec["device_id"], index),
             "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"])}
+
+
+def _nvidia_instance_id(device_id, index):
+    return "PCI\\VEN_10DE&DEV_%s&SUBSYS_40051458&REV_A1\\4&2a4c1b2&0&%04X" % (device_id, 0x0008 + index * 0x10)
 
 
 def _luid_of(state, index):
@@ -353,7 +368,7 @@ def _xml(text):
 def _pnputil(state, args, _caller):
     if [a.lower() for a in args] == ["/enum-devices", "/class", "display"]:
         blocks = ["Microsoft PnP Utility", ""]
-        for adapter in _display_adapters(state):
+        for adapter in _pnp_devices(state):
             blocks.extend(["Instance ID:                %s" % adapter["instance_id"],
                            "Device Description:         %s" % adapter["name"],
                            "Class Name:                 Display",
@@ -373,6 +388,29 @@ def _display_adapters(state):
     if state.get("integrated_gpu"):
         adapters.insert(0, dict(state["integrated_gpu"], adapter_status="Started", inf=12))
     return adapters
+
+
+def _pnp_devices(state):
+    """The Display-class devices PnP lists, in instance-id order (not nvidia-smi's): the adapters and the virtual display."""
+    devices = _display_adapters(state)
+    if state.get("virtual_display"):
+        devices.append(dict(state["virtual_display"], adapter_status="Started", inf=43))
+    return sorted(devices, key=lambda device: device["instance_id"].lower())
+
+
+def _pnp_locations(state):
+    """Get-PnpDevice -Class Display with each device's Get-PnpDeviceProperty BusNumber and Address (Type 7: UInt32;
+    for PCI, Address = (device << 16) | function), as the snapshot script selects them; none for the virtual display."""
+    devices = []
+    for device in _pnp_devices(state):
+        properties = []
+        if device.get("pci_bus_id"):
+            dummy, bus, rest = device["pci_bus_id"].split(":")
+            slot, function = rest.split(".")
+            properties = [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": int(bus, 16)},
+                          {"KeyName": "DEVPKEY_Device_Address", "Type": 7, "Data": int(slot, 16) << 16 | int(function, 16)}]
+        devices.append({"InstanceId": device["instance_id"], "Present": True, "Properties": properties})
+    return devices
 
 
 def _restart_device(state, instance_id):
@@ -571,8 +609,14 @@ def _snapshot_script(state, parameters, _caller):
                                 "LocalUsage": usage["dedicated_bytes"], "NonLocalUsage": usage["shared_bytes"],
                                 "TotalCommitted": usage["dedicated_bytes"] + usage["shared_bytes"]})
     adapters = [_registry_adapter(adapter) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
-    return {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None},
-            "processes": _processes_json(state), "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath"))}
+    answer = {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None}, "processes": _processes_json(state),
+              "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath")),
+              "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None}
+    if not state.get("pnp_properties", True):
+        # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
+        answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "
+                                                    "function, script file, or operable program.")
+    return answer
 
 
 def _registry_adapter(adapter):

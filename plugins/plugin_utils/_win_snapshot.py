@@ -3,11 +3,12 @@
 """One snapshot of a Windows GPU node: the probes run on the node (_win_node), parsed (_win_*), joined.
 
 Probes: nvidia-smi -q -x (GPUs, driver model, the processes NVML lists), one PowerShell round trip (GPU Process
-Memory counters, Win32_Process with owners, the DirectX adapters' LUIDs), pnputil (adapters and instance ids),
-quser (sessions), wsl.exe (running distributions), the host's journal. The join: a counter's LUID -> its DirectX
-adapter (AdapterLuid) -> the nvidia-smi GPU at the adapter's PCI location (bus, device, function, from the graphics
-kernel; by name where it gave none); a pid -> its Win32_Process (pid + creation time is the identity every later
-action checks).
+Memory counters, Win32_Process with owners, the DirectX adapters' LUIDs, the PnP display devices' PCI locations),
+pnputil (adapters and instance ids), quser (sessions), wsl.exe (running distributions), the host's journal. The join:
+a counter's LUID -> its DirectX adapter (AdapterLuid) -> the nvidia-smi GPU at the adapter's PCI location (bus,
+device, function, from the graphics kernel; by name where it gave none); a pnputil adapter -> the nvidia-smi GPU at its PnP location (BusNumber, Address;
+by name where none came back); a pid -> its Win32_Process (pid + creation time is the identity every later action
+checks).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     for holder in holders:
         holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
-    snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, probes),
+    snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, _pnp_locations(script, probes), probes),
                 "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes), path=wsl_path),
                 "journal": journal, "probes": probes}
     for gpu in gpus:
@@ -162,35 +163,50 @@ def _join_luids(gpus, adapters, counters, probes):
     always join. An adapter of another vendor (an Intel or AMD iGPU) is never joined to an NVIDIA GPU.
     """
     nvidia = [a for a in adapters if a["vendor_id"] == NVIDIA_VENDOR_ID]
-    by_location = all(a["pci_location"] is not None for a in nvidia) and nvidia
+    seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
+    joined, method, problems = _join_to_gpus(gpus, nvidia, seen, "NVIDIA DirectX adapters")
+    for gpu in gpus:
+        adapter = joined.get(gpu["index"])
+        gpu.update(luid=adapter["luid"] if adapter else None, luid_join=method if adapter else None)
+    problems = ["%s; its LUID is not known, its processes' memory is not counted on it" % problem for problem in problems]
+    probes["luid_join"] = {"ok": not problems, "error": "; ".join(problems) or None, "method": method}
+    return dict((adapter["luid"], index) for index, adapter in joined.items())
+
+
+def _join_to_gpus(gpus, candidates, seen_luids, what):
+    """({gpu index: its one candidate}, method, problems): each nvidia-smi GPU joined to the one candidate (an NVIDIA
+    adapter: a DirectX key or a PnP device, with "pci_location" and "description") at its PCI location, where every
+    candidate has one ("pci_location"); else by name ("name"). A candidate that two GPUs find (identical GPUs by name)
+    joins neither; a GPU left without one is a problem, saying how many `what` matched."""
+    by_location = all(c["pci_location"] is not None for c in candidates) and bool(candidates)
+    found = dict((gpu["index"], _by_location(gpu, candidates) if by_location else _by_name(gpu, gpus, candidates, seen_luids))
+                 for gpu in gpus)
+    finders = [id(c) for matches in found.values() for c in matches]
     joined, problems = {}, []
     for gpu in gpus:
-        named = _by_location(gpu, nvidia) if by_location else _by_name(gpu, gpus, nvidia, counters)
-        if len(named) == 1 and named[0]["luid"] not in joined:
-            gpu.update(luid=named[0]["luid"], luid_join="pci_location" if by_location else "name")
-            joined[named[0]["luid"]] = gpu["index"]
-        else:
-            gpu.update(luid=None, luid_join=None)
-            how = "at its PCI location %s" % gpu.get("pci_bus_id") if by_location else "of that name"
-            problems.append("GPU %s (%s): %d NVIDIA DirectX adapters %s; its LUID is not known, its processes' memory is not"
-                            " counted on it" % (gpu["index"], gpu.get("name"), len(named), how))
-    probes["luid_join"] = {"ok": not problems, "error": "; ".join(problems) or None,
-                           "method": "pci_location" if by_location else "name"}
-    return joined
+        matches = found[gpu["index"]]
+        if len(matches) == 1 and finders.count(id(matches[0])) == 1:
+            joined[gpu["index"]] = matches[0]
+            continue
+        how = "at its PCI location %s" % gpu.get("pci_bus_id") if by_location else "of that name"
+        shared = ", which another GPU matches too" if len(matches) == 1 else ""
+        problems.append("GPU %s (%s): %d %s %s%s" % (gpu["index"], gpu.get("name"), len(matches), what, how, shared))
+    return joined, "pci_location" if by_location else "name", problems
 
 
-def _by_location(gpu, nvidia):
+def _by_location(gpu, candidates):
     location = pci_location(gpu.get("pci_bus_id"))
-    return [a for a in nvidia if location is not None and a["pci_location"] == location]
+    return [c for c in candidates if location is not None and c["pci_location"] == location]
 
 
-def _by_name(gpu, gpus, nvidia, counters):
-    seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
-    named = [a for a in nvidia if (a["description"] or "").strip().lower() == (gpu.get("name") or "").strip().lower()]
+def _by_name(gpu, gpus, candidates, seen_luids):
+    """The candidates of the GPU's name (two of one name: those whose LUID the counters show); a single GPU and a
+    single candidate always join."""
+    if len(gpus) == 1 and len(candidates) == 1:
+        return candidates
+    named = [c for c in candidates if (c["description"] or "").strip().lower() == (gpu.get("name") or "").strip().lower()]
     if len(named) > 1:
-        named = [a for a in named if a["luid"] in seen] or named
-    if len(named) != 1 and len(gpus) == 1 and len(nvidia) == 1:
-        named = nvidia
+        named = [c for c in named if c.get("luid") in seen_luids] or named
     return named
 
 
@@ -236,20 +252,37 @@ def _holder(process, listed, counter, luids):
     return holder
 
 
-def _adapter_devices(node, gpus, probes):
+def _adapter_devices(node, gpus, locations, probes):
+    """The display adapters pnputil lists, each with its "pci_location" (from the PnP properties, by instance id) and
+    "gpu": the nvidia-smi GPU joined to it ("gpu_join": how, as probes["adapter_join"]["method"]), or None."""
     try:
         answer = node.command(["pnputil", "/enum-devices", "/class", "Display"], read_only=True)
     except WindowsNodeError as exc:
         probes["adapters_pnp"] = {"ok": False, "error": str(exc)}
+        probes["adapter_join"] = {"ok": False, "error": "pnputil did not answer", "method": None}
         return []
     devices, unrecognised = _win_pnputil.parse_enum_devices(answer.stdout)
     probes["adapters_pnp"] = {"ok": answer.rc == 0, "error": None if answer.rc == 0 else "pnputil exited %s" % answer.rc,
                               "unrecognised": unrecognised}
-    names = dict(((g.get("name") or "").lower(), g["index"]) for g in gpus)
     for device in devices:
-        same = [d for d in devices if d["description"].lower() == device["description"].lower()]
-        device["gpu"] = names.get(device["description"].lower()) if device["is_nvidia"] and len(same) == 1 else None
+        known = locations.get(device["instance_id"].lower()) or {}
+        device.update(pci_location=known.get("pci_location"), present=known.get("present"), gpu=None, gpu_join=None)
+    # A device Windows keeps for a card no longer there (Present false) may sit at a present one's location.
+    nvidia = [d for d in devices if d["is_nvidia"] and d["present"] is not False]
+    joined, method, problems = _join_to_gpus(gpus, nvidia, (), "NVIDIA PnP display adapters")
+    for index, device in joined.items():
+        device.update(gpu=index, gpu_join=method)
+    problems = ["%s; its adapter cannot be restarted" % problem for problem in problems]
+    probes["adapter_join"] = {"ok": not problems, "error": "; ".join(problems) or None, "method": method}
     return devices
+
+
+def _pnp_locations(script, probes):
+    """{instance id (lower case): {"present", "pci_location"}} from the snapshot script's PnP properties, or {}."""
+    locations = _parsed(probes, "pnp_locations", _win_pnputil.parse_pnp_locations, script.get("pnp_locations"), {})
+    if script.get("pnp_error"):
+        probes["pnp_locations"]["error"] = script["pnp_error"]
+    return locations
 
 
 def _sessions(node, probes):

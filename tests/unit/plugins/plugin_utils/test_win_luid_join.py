@@ -94,6 +94,14 @@ def test_without_locations_the_join_falls_back_to_the_name_and_says_so():
     assert [g["luid"] for g in gpus] == [None, None] and "2 NVIDIA DirectX adapters of that name" in report["error"]
 
 
+def test_without_locations_identical_gpus_are_never_joined_by_name_even_when_the_counters_show_one_adapter():
+    seen = _win_counters.CounterReading({4242: {"by_luid": {"0x00000000_0x0002e40a": {"dedicated_bytes": 1}}}}, [])
+    dummy, gpus, report = join(registry_json(("{a}", A4000, str(0x2E40A), 4318, 9649, None, None, None),
+                                             ("{b}", A4000, str(0x1D3F7), 4318, 9649, None, None, None)), counters=seen)
+    assert [g["luid"] for g in gpus] == [None, None]
+    assert "1 NVIDIA DirectX adapters of that name, which another GPU matches too" in report["error"]
+
+
 def test_an_intel_adapter_at_the_gpus_location_is_not_joined_and_an_unmatched_location_is_reported():
     joined, gpus, report = join(registry_json(("{a}", "Intel(R) UHD Graphics 770", str(0xB1E5), 32902, 18048, 12, 0, 0),
                                               ("{c}", A4000, str(0x2E40A), 4318, 9649, 12, 0, 0)))

@@ -131,6 +131,7 @@ HOSTILE_USER = "o'b$(calc)`\"\u2018\u2019\u201c"
 HOSTILE_RUN = "'; Remove-Item -Recurse C:\\ #\n$(Stop-Computer)`\"\u2019\u201c\x00"
 HOSTILE_JOURNAL = "C:\\gpu'ops$(x)\u2019\u201c`\\journal.jsonl"
 HOSTILE_SMI = "C:\\Tools\\it's $(Stop-Computer)\u2018\\nvidia-smi.exe"
+HOSTILE_INSTANCE_ID = "PCI\\VEN_10DE&DEV_1E81\\4&x'; Stop-Computer #$(calc)`\u2019 & y"
 HOSTILE_DISTRIBUTIONS = ["'; Remove-Item -Recurse C:\\ #", "Ubuntu\n--shutdown", "$(Stop-Computer)", "x\u2019y", "a\x00b", "--help"]
 DYNAMIC_CODE = {"invoke-expression", "iex", "invoke-command", "icm", "start-process", "saps", "new-module", "nmo"}
 DOUBLE_QUOTES = "\"\u201c\u201d\u201e"
@@ -311,7 +312,8 @@ class Task:
 def recorded(tmp_path):
     """Every module call of the Windows plugins' work on a node full of hostile names, and the values sent."""
     root = str(tmp_path / "ws12")
-    scenario = {"hostname": "WS12", "default_user": HOSTILE_USER, "administrators": [HOSTILE_USER], "gpus": [{"ghost_mib": 900}],
+    scenario = {"hostname": "WS12", "default_user": HOSTILE_USER, "administrators": [HOSTILE_USER],
+                "gpus": [{"ghost_mib": 900, "instance_id": HOSTILE_INSTANCE_ID}], "virtual_display": True, "integrated_gpu": True,
                 "sessions": [{"user": HOSTILE_USER, "explorer_memory_mib": 300}],
                 "processes": [{"name": HOSTILE_PROCESS, "memory_mib": 2048, "children": [{"name": HOSTILE_CHILD, "memory_mib": 512}]}],
                 "distributions": [{"name": "Ubuntu-22.04", "owner": HOSTILE_USER, "memory_mib": 1024}, {"name": "Debian", "owner": HOSTILE_USER}]}
@@ -335,7 +337,8 @@ def recorded(tmp_path):
     lines = _win_journal.read_records(node, HOSTILE_JOURNAL)[0]
     assert [r["run_id"] for r in lines] == [HOSTILE_RUN] * len(lines) and len(lines) >= 10
     assert set(r.get("name") for r in lines if r["action"] == "taskkill") >= {HOSTILE_PROCESS}
-    hostile = [HOSTILE_PROCESS, HOSTILE_CHILD, HOSTILE_USER, HOSTILE_RUN, HOSTILE_JOURNAL, HOSTILE_SMI]
+    assert [a["instance_id"] for a in snapshot["adapters"] if a["gpu_join"] == "pci_location"] == [HOSTILE_INSTANCE_ID]
+    hostile = [HOSTILE_PROCESS, HOSTILE_CHILD, HOSTILE_USER, HOSTILE_RUN, HOSTILE_JOURNAL, HOSTILE_SMI, HOSTILE_INSTANCE_ID]
     return action.calls, hostile
 
 
@@ -361,6 +364,7 @@ def test_every_command_is_an_argv_list_each_value_one_element_of_the_command_lin
         for value in hostile:
             assert all(part == value or value not in part for part in argv), (value, argv)
     assert [args["argv"][0] for args in commands if args["argv"][1:] == ["-q", "-x"]][0] == HOSTILE_SMI
+    assert ["pnputil", "/restart-device", HOSTILE_INSTANCE_ID] in [args["argv"] for args in commands]
 
 
 def test_every_script_is_constant_text_and_every_value_is_a_declared_parameter(recorded):
