@@ -78,7 +78,8 @@ def metric_series(last_sample, state, findings, fresh_xids, remediation, now):
             series.append(("gpuops_gpu_ghost_samples", _gpu_labels(gpu), int(track.get("ghost_samples") or 0)))
     for finding in findings:
         series.append(("gpuops_gpu_finding", [("kind", finding["kind"]), ("gpu", finding.get("gpu_index")),
-                                              ("uuid", finding.get("gpu_uuid"))], 1))
+                                              ("uuid", finding.get("gpu_uuid")),
+                                              ("pci_bus_id", finding.get("pci_bus_id"))], 1))
     new_counts = {}
     for event in fresh_xids:
         key = (xid_gpu_key(event), str(event["xid"]))

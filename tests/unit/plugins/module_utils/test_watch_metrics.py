@@ -69,7 +69,8 @@ def test_every_family_has_help_and_type_and_promtool_accepts_the_file():
     assert lines_of(text, "gpuops_last_remediation_timestamp_seconds") == [
         'gpuops_last_remediation_timestamp_seconds{rung="reset"} %r' % (T0 - 60)]
     assert lines_of(text, "gpuops_gpu_finding") == [
-        'gpuops_gpu_finding{kind="ghost_memory",gpu="0",uuid="GPU-0"} 1', 'gpuops_gpu_finding{kind="xid",gpu="0",uuid="GPU-0"} 1']
+        'gpuops_gpu_finding{kind="ghost_memory",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0"} 1',
+        'gpuops_gpu_finding{kind="xid",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0"} 1']
     families = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")]
     assert len(families) == len(set(families)) == len([line for line in text.splitlines() if line.startswith("# HELP")])
 
@@ -81,10 +82,24 @@ def test_a_failed_probe_writes_no_memory_gauge_and_keeps_the_last_success():
     assert lines_of(text, "gpuops_watch_probe_success") == ["gpuops_watch_probe_success 0"]
     assert lines_of(text, "gpuops_watch_last_success_timestamp_seconds") == ["gpuops_watch_last_success_timestamp_seconds %r" % T0]
     assert "gpuops_gpu_memory" not in text and "gpuops_gpu_holders" not in text
-    assert 'gpuops_gpu_finding{kind="unresponsive",gpu="0",uuid=""} 1' in text
+    assert 'gpuops_gpu_finding{kind="unresponsive",gpu="0",uuid="",pci_bus_id=""} 1' in text
 
 
 def test_a_node_never_answered_has_no_last_success_gauge():
     text = run_metrics([hung()])[0]
     assert "gpuops_watch_last_success_timestamp_seconds" not in text
     assert lines_of(text, "gpuops_watch_probe_success") == ["gpuops_watch_probe_success 0"]
+
+
+def test_xid_findings_on_two_unlisted_gpus_are_two_series():
+    """GPUs that fell off the bus (Xid 79) while the probe fails have no index: their findings must still be distinct
+    series, or node_exporter rejects the whole file (a series collected twice)."""
+    events = [{"kind": "xid", "xid": 79, "gpu_index": None, "pci_bus_id": bus, "time": "t%d" % number, "time_epoch": T0,
+               "line": "NVRM: Xid (PCI:%s): 79, GPU has fallen off the bus." % bus, "catalog": {"action": "reboot"}}
+              for number, bus in enumerate(("0000:18:00", "0000:2a:00"))]
+    snapshot = {"gpus": [], "probes": {"gpu": {"backend": "nvml", "ok": False, "timed_out": False, "error": "GPU is lost"}}}
+    text = run_metrics([snapshot], events=events)[0]
+    findings = lines_of(text, "gpuops_gpu_finding")
+    assert len(findings) == len(set(findings)) == 3, text  # unresponsive, and one xid per bus
+    rc, output = promtool_check(text)
+    assert rc == 0 and output.strip() == "", output + text
