@@ -104,9 +104,11 @@ def advance(state, samples, thresholds, now):
     restarted = not _fresh(state, now, thresholds)
     if restarted:
         state["gpus"] = {}
+    # A run that waited for the lock behind another one may hold samples older than those already judged: history.
+    judged_until = None if restarted else state.get("last_success_epoch")
     seen = set()
     for sample in samples:
-        if not sample["probe_ok"]:
+        if not sample["probe_ok"] or (judged_until is not None and sample["epoch"] <= judged_until):
             continue
         state["last_success_epoch"] = sample["epoch"]
         for gpu in sample["gpus"]:

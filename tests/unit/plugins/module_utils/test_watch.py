@@ -272,3 +272,16 @@ def test_remediation_is_narrowed_to_the_gpus_whose_findings_ask_for_it():
     # A probe that failed for the whole node names no GPU: the ladder may need every GPU.
     node_wide = findings + [{"kind": "unresponsive", "gpu_index": None}]
     assert remediation_for(node_wide, ["unresponsive", "ghost_memory"]) == {"needed": True, "gpus": []}
+
+
+def test_a_run_that_locks_the_state_last_cannot_rewind_it_with_older_samples():
+    """Two runs at once sample side by side; the one that takes the state file's lock second holds samples older than
+    those already judged. They are history: the streaks and the last success stay those of the newest sample."""
+    thresholds = Thresholds(ghost_threshold_mib=256, ghost_samples=2)
+    older = samples_at(T0, 10, snapshot(gpu(ghost=2048)), snapshot(gpu(ghost=2048)))
+    newer = samples_at(T0 + 5, 10, snapshot(gpu(ghost=0)), snapshot(gpu(ghost=0)))
+    state = judge(empty_state(), newer, [], thresholds, T0 + 16, HOST).state
+    judged = judge(state, older, [], thresholds, T0 + 17, HOST)
+    assert judged.state["last_success_epoch"] == T0 + 15
+    assert judged.state["gpus"]["GPU-0"]["ghost_samples"] == 0
+    assert kinds(judged.findings) == []
