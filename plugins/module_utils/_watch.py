@@ -136,6 +136,11 @@ def memory_findings(state, last_ok, thresholds, now):
     """High usage lasting high_usage_minutes, ghost memory for ghost_samples samples in a row, a recovery action."""
     findings = []
     for gpu in (last_ok or {}).get("gpus", []):
+        if gpu.get("state") == "lost":
+            # The probe answered for the other GPUs only: this one was not read, run after run until it is back.
+            findings.append(_finding("unresponsive", gpu, "%s is lost to the driver (fallen off the bus): its memory and "
+                                     "holders cannot be read; only a reboot brings it back" % _label(gpu), lost=True))
+            continue
         track = state["gpus"].get(gpu["key"], {})
         since = track.get("high_usage_since")
         if since is not None and now - since >= thresholds.high_usage_seconds:

@@ -72,7 +72,8 @@ def metric_series(last_sample, state, findings, fresh_xids, remediation, now):
         series.append(("gpuops_watch_last_success_timestamp_seconds", [], float(state["last_success_epoch"])))
     series.append(("gpuops_watch_last_run_timestamp_seconds", [], float(now)))
     if probe_ok:
-        for gpu in last_sample["gpus"]:
+        # A GPU lost to the driver was not read: no gauge of its, so that it never reads as an idle GPU.
+        for gpu in (gpu for gpu in last_sample["gpus"] if gpu.get("state") != "lost"):
             series.extend(_memory_series(gpu))
             track = state["gpus"].get(gpu["key"], {})
             series.append(("gpuops_gpu_ghost_samples", _gpu_labels(gpu), int(track.get("ghost_samples") or 0)))

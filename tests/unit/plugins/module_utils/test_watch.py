@@ -285,3 +285,16 @@ def test_a_run_that_locks_the_state_last_cannot_rewind_it_with_older_samples():
     assert judged.state["last_success_epoch"] == T0 + 15
     assert judged.state["gpus"]["GPU-0"]["ghost_samples"] == 0
     assert kinds(judged.findings) == []
+
+
+def test_a_gpu_lost_to_the_driver_is_a_finding_every_run_while_the_others_answer():
+    """NVML answers for the other GPUs and names this one lost (fallen off the bus): the probe succeeded, but this
+    GPU was not read. Its Xid 79 is new once; the finding must last as long as the GPU stays lost."""
+    lost = {"index": 1, "lost": True, "processes": [], "state": "lost"}
+    samples = samples_at(T0, 10, snapshot(gpu(0), lost))
+    first = run(empty_state(), samples)
+    assert kinds(first.findings) == [("unresponsive", "index:1")]
+    assert "lost" in first.findings[0]["message"]
+    later = run(first.state, samples_at(T0 + 600, 10, snapshot(gpu(0), lost)))
+    assert kinds(later.findings) == [("unresponsive", "index:1")]
+    assert later.findings[0]["fingerprint"] == first.findings[0]["fingerprint"]

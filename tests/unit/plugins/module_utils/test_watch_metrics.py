@@ -103,3 +103,13 @@ def test_xid_findings_on_two_unlisted_gpus_are_two_series():
     assert len(findings) == len(set(findings)) == 3, text  # unresponsive, and one xid per bus
     rc, output = promtool_check(text)
     assert rc == 0 and output.strip() == "", output + text
+
+
+def test_a_lost_gpu_has_no_holders_gauge_that_reads_as_idle():
+    lost = {"index": 1, "uuid": None, "name": None, "pci_bus_id": None, "lost": True, "processes": [], "holders": [],
+            "state": "lost"}
+    text = run_metrics([answered(gpu(0), lost)])[0]
+    assert lines_of(text, "gpuops_watch_probe_success") == ["gpuops_watch_probe_success 1"]
+    assert [line for line in text.splitlines() if 'gpu="1"' in line] == [
+        'gpuops_gpu_finding{kind="unresponsive",gpu="1",uuid="",pci_bus_id=""} 1']
+    assert promtool_check(text)[0] == 0
