@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 
@@ -259,9 +260,32 @@ def judge(state, samples, events, thresholds, now, host):
 
 # ---------------------------------------------------------------- the state file
 
+def _epoch_or_none(value):
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+
+
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _well_formed_track(track):
+    return (isinstance(track, dict) and _epoch_or_none(track.get("high_usage_since")) and _epoch_or_none(track.get("last_ghost_mib"))
+            and (track.get("ghost_samples") is None or _count(track["ghost_samples"])))
+
+
+def _well_formed_xid(xid):
+    counts = xid.get("counts", {})
+    return (_epoch_or_none(xid.get("last_epoch")) and isinstance(xid.get("seen", []), list)
+            and all(isinstance(digest, str) for digest in xid.get("seen", [])) and isinstance(counts, dict)
+            and all(isinstance(per_gpu, dict) and all(_count(count) for count in per_gpu.values()) for per_gpu in counts.values()))
+
+
 def _well_formed_state(state):
+    """Whether every field a run judges with has the type this version writes (valid JSON is not a valid state)."""
     return (isinstance(state, dict) and state.get("version") == STATE_VERSION and isinstance(state.get("gpus"), dict)
-            and isinstance(state.get("xid"), dict))
+            and isinstance(state.get("xid"), dict) and _epoch_or_none(state.get("updated_epoch"))
+            and _epoch_or_none(state.get("last_success_epoch")) and all(_well_formed_track(t) for t in state["gpus"].values())
+            and _well_formed_xid(state["xid"]))
 
 
 def load_state(path):

@@ -298,3 +298,26 @@ def test_a_gpu_lost_to_the_driver_is_a_finding_every_run_while_the_others_answer
     later = run(first.state, samples_at(T0 + 600, 10, snapshot(gpu(0), lost)))
     assert kinds(later.findings) == [("unresponsive", "index:1")]
     assert later.findings[0]["fingerprint"] == first.findings[0]["fingerprint"]
+
+
+def test_a_state_file_of_the_right_version_with_fields_of_the_wrong_type_is_replaced_not_a_crash(tmp_path):
+    """Valid JSON is not a valid state: a hand edit, another tool or a bad disk leave fields no run could judge with."""
+    path = str(tmp_path / "state.json")
+    good = run(empty_state(), samples_at(T0, 10, snapshot(gpu(ghost=3072)))).state
+    bad_fields = ({"updated_epoch": "yesterday"}, {"last_success_epoch": [1]}, {"gpus": {"GPU-0": None}},
+                  {"gpus": {"GPU-0": {"ghost_samples": "3"}}}, {"updated_epoch": float("inf")}, {"xid": {"seen": 5, "counts": {}, "last_epoch": None}},
+                  {"xid": {"seen": [], "counts": {"0": {"79": "x"}}, "last_epoch": None}})
+    for fields in bad_fields:
+        write_atomic(path, json.dumps(dict(good, **fields)))
+        state, problem = load_state(path)
+        assert state == empty_state() and "not one this version writes" in problem, fields
+        run(state, samples_at(T0 + 60, 10, snapshot(gpu(ghost=3072))), events=[{"kind": "xid", "xid": 79, "gpu_index": 0,
+                                                                                 "time_epoch": T0, "line": "Xid 79"}])
+
+
+def test_a_last_success_after_now_is_a_clock_stepped_back_and_skips_no_sample():
+    """A state from the future (the clock was stepped back) restarts: its last success skips no sample of now."""
+    state = run(empty_state(), samples_at(T0 + 3600, 10, snapshot(gpu(ghost=0)))).state
+    judged = judge(state, samples_at(T0, 10, snapshot(gpu(ghost=3072))), [], Thresholds(ghost_samples=1), T0 + 1, HOST)
+    assert judged.state["last_success_epoch"] == T0
+    assert kinds(judged.findings) == [("ghost_memory", "GPU-0")]
