@@ -384,7 +384,7 @@ def parse_kernel_log(text, boot_time=None, now=None):
     return events
 
 
-def _device_key(bus_id):
+def device_key(bus_id):
     """"00000000:3B:00.0" -> "00000000:3B:00": kernel lines name the device, not the function."""
     normalized = normalize_bus_id(bus_id)
     return normalized.rsplit(".", 1)[0] if normalized else None
@@ -397,11 +397,11 @@ def bus_id_to_index(events, gpus):
     """
     by_device = {}
     for gpu in gpus:
-        key = _device_key(gpu.get("pci_bus_id"))
+        key = device_key(gpu.get("pci_bus_id"))
         if key is not None:
             by_device[key] = gpu.get("index")
     for event in events:
-        event["gpu_index"] = by_device.get(_device_key(event.get("pci_bus_id")))
+        event["gpu_index"] = by_device.get(device_key(event.get("pci_bus_id")))
     return events
 
 

@@ -17,6 +17,7 @@ import os
 import tempfile
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import journal_epoch, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import device_key
 
 STATE_VERSION = 1
 # Finding kinds, each judged for one GPU (or for the node: the probe that names no GPU).
@@ -215,7 +216,19 @@ def _unseen_gpu(event):
     return {"key": key, "index": index, "pci_bus_id": event.get("pci_bus_id")}
 
 
-def xid_findings(fresh, last_ok):
+def _remembered_gpu(event, state):
+    """The GPU of the state (its key and identity, from the last run that read it) that the event's bus or index names,
+    or None: so that an Xid logged while the probe fails keeps the key, and the fingerprint, of its GPU."""
+    device = device_key(event.get("pci_bus_id"))
+    for key, track in sorted(state["gpus"].items()):
+        identity = track.get("identity") or {}
+        if (device is not None and device == device_key(identity.get("pci_bus_id"))) or \
+                (event.get("gpu_index") is not None and event["gpu_index"] == identity.get("index")):
+            return dict(identity, key=key)
+    return None
+
+
+def xid_findings(fresh, last_ok, state):
     """One finding per GPU that logged new Xid events since the last run."""
     by_index = dict((gpu["index"], gpu) for gpu in (last_ok or {}).get("gpus", []))
     grouped = {}
@@ -224,7 +237,7 @@ def xid_findings(fresh, last_ok):
     findings = []
     for key in sorted(grouped):
         events = grouped[key]
-        gpu = by_index.get(events[0].get("gpu_index")) or _unseen_gpu(events[0])
+        gpu = by_index.get(events[0].get("gpu_index")) or _remembered_gpu(events[0], state) or _unseen_gpu(events[0])
         codes = sorted(set(event["xid"] for event in events))
         findings.append(_finding("xid", gpu, "%d new Xid event(s) on %s since the last run: Xid %s" % (
             len(events), _label(gpu), ", ".join(str(code) for code in codes)), xids=codes, events=len(events),
@@ -252,7 +265,7 @@ def judge(state, samples, events, thresholds, now, host):
     state, restarted = advance(state, samples, thresholds, now)
     fresh, state["xid"] = new_xid_events(state.get("xid") or {}, events)
     last_ok = next((sample for sample in reversed(samples) if sample["probe_ok"]), None)
-    findings = unresponsive_findings(samples) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok)
+    findings = unresponsive_findings(samples) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok, state)
     for finding in findings:
         finding["fingerprint"] = fingerprint(host, finding["gpu"], finding["kind"])
     return Judgement(state, findings, fresh, restarted)

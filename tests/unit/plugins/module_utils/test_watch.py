@@ -321,3 +321,15 @@ def test_a_last_success_after_now_is_a_clock_stepped_back_and_skips_no_sample():
     judged = judge(state, samples_at(T0, 10, snapshot(gpu(ghost=3072))), [], Thresholds(ghost_samples=1), T0 + 1, HOST)
     assert judged.state["last_success_epoch"] == T0
     assert kinds(judged.findings) == [("ghost_memory", "GPU-0")]
+
+
+def test_an_xid_finding_keeps_its_fingerprint_when_the_probe_fails_in_the_run_that_logs_it():
+    """Xid 79 is logged as the GPU falls off the bus, so the run that sees it often has no answer from the probe, and
+    the kernel line names only the bus. The GPU is still the one the state remembers: the same key, the same fingerprint."""
+    xid = {"kind": "xid", "xid": 79, "gpu_index": None, "pci_bus_id": "0000:18:00", "time": "t", "time_epoch": T0 + 100,
+           "line": "NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus."}
+    answered = run(empty_state(), samples_at(T0, 10, snapshot(gpu(0))), events=[dict(xid, gpu_index=0, line="earlier")])
+    failed = run(answered.state, samples_at(T0 + 100, 10, snapshot(ok=False)), events=[xid])
+    xids = [finding for finding in failed.findings if finding["kind"] == "xid"]
+    assert [(finding["gpu"], finding["gpu_index"]) for finding in xids] == [("GPU-0", 0)]
+    assert xids[0]["fingerprint"] == [f for f in answered.findings if f["kind"] == "xid"][0]["fingerprint"]
