@@ -88,6 +88,8 @@ def _test(category, test):
     statuses = [status_word(result.get("status")) for result in results]
     summary = test.get("test_summary") or {}
     status = status_word(summary["status"]) if summary.get("status") else _worst(statuses)
+    if "Fail" in statuses:  # one GPU's Fail is the test's, whatever its summary says
+        status = "Fail"
     messages = []
     for result in results:
         entity = _entity(result)

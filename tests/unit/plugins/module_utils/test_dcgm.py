@@ -136,3 +136,15 @@ def test_every_result_has_the_report_shape():
     for check in (judge(1, 226, read(GB10), ""), judge(1, 235, read("no-host-engine.txt"), ""), not_installed(1)):
         assert set(check) >= {"tool", "level", "result", "tests", "reason"}
         assert check["tool"] == "dcgmi" and check["level"] == 1
+
+
+def test_a_gpu_that_failed_fails_its_test_whatever_the_summary_says():
+    """The gate keeps a node out of service on any GPU's Fail: a summary that reads Pass (or Skip, or Warn) beside a
+    failed entity is not a pass of that GPU."""
+    document = json.loads(read(GB10))
+    test = document["DCGM Diagnostic"]["test_categories"][0]["tests"][0]
+    test["test_summary"]["status"] = "Pass"
+    test["results"].append({"entity_group": "GPU", "entity_id": 1, "status": "Pass"})
+    check = judge(1, 0, json.dumps(document), "")
+    assert check["result"] == "fail"
+    assert check["tests"] == [{"name": "software", "result": "Fail"}]
