@@ -41,7 +41,9 @@ options:
     type: int
     default: 3
   interval:
-    description: Seconds between two samples of this run (0 or more).
+    description:
+      - Seconds between two samples of this run (0 or more).
+      - The run's samples must span less than O(state_max_age_minutes) (O(samples) - 1 intervals).
     type: float
     default: 10.0
   state_path:
@@ -245,6 +247,13 @@ def validate(module):
     for option, within, what in RANGES:
         if not within(module.params[option]):
             module.fail_json(msg="%s must be %s, got %r" % (option, what, module.params[option]))
+    # A run whose samples outlast the state file's max age judges nothing the state could carry on (and sleeps on).
+    params = module.params
+    span = (params["samples"] - 1) * params["interval"]
+    if span >= params["state_max_age_minutes"] * 60:
+        module.fail_json(msg="samples=%d and interval=%r span %g s, not less than the state lasts (state_max_age_minutes=%r): "
+                         "take fewer samples or a shorter interval" % (params["samples"], params["interval"], span,
+                                                                       params["state_max_age_minutes"]))
 
 
 def node_path(layout, given, default):
