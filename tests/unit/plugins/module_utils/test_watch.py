@@ -311,8 +311,8 @@ def test_a_state_file_of_the_right_version_with_fields_of_the_wrong_type_is_repl
         write_atomic(path, json.dumps(dict(good, **fields)))
         state, problem = load_state(path)
         assert state == empty_state() and "not one this version writes" in problem, fields
-        run(state, samples_at(T0 + 60, 10, snapshot(gpu(ghost=3072))), events=[{"kind": "xid", "xid": 79, "gpu_index": 0,
-                                                                                 "time_epoch": T0, "line": "Xid 79"}])
+        xid = {"kind": "xid", "xid": 79, "gpu_index": 0, "time_epoch": T0, "line": "Xid 79"}
+        run(state, samples_at(T0 + 60, 10, snapshot(gpu(ghost=3072))), events=[xid])
 
 
 def test_a_last_success_after_now_is_a_clock_stepped_back_and_skips_no_sample():
