@@ -228,6 +228,15 @@ def _remembered_gpu(event, state):
     return None
 
 
+def _placed(event, state):
+    """The event with the index of the GPU the state remembers on its bus, when the kernel line could not be mapped to
+    one (the probe failed): its counts stay those of its GPU."""
+    if event.get("kind") != "xid" or event.get("gpu_index") is not None:
+        return event
+    gpu = _remembered_gpu(event, state)
+    return dict(event, gpu_index=gpu["index"]) if gpu and gpu.get("index") is not None else event
+
+
 def xid_findings(fresh, last_ok, state):
     """One finding per GPU that logged new Xid events since the last run."""
     by_index = dict((gpu["index"], gpu) for gpu in (last_ok or {}).get("gpus", []))
@@ -263,7 +272,7 @@ class Judgement:
 def judge(state, samples, events, thresholds, now, host):
     """The Judgement of this run's samples (oldest first) and kernel log events over the previous run's state."""
     state, restarted = advance(state, samples, thresholds, now)
-    fresh, state["xid"] = new_xid_events(state.get("xid") or {}, events)
+    fresh, state["xid"] = new_xid_events(state.get("xid") or {}, [_placed(event, state) for event in events])
     last_ok = next((sample for sample in reversed(samples) if sample["probe_ok"]), None)
     findings = unresponsive_findings(samples) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok, state)
     for finding in findings:

@@ -333,3 +333,4 @@ def test_an_xid_finding_keeps_its_fingerprint_when_the_probe_fails_in_the_run_th
     xids = [finding for finding in failed.findings if finding["kind"] == "xid"]
     assert [(finding["gpu"], finding["gpu_index"]) for finding in xids] == [("GPU-0", 0)]
     assert xids[0]["fingerprint"] == [f for f in answered.findings if f["kind"] == "xid"][0]["fingerprint"]
+    assert failed.state["xid"]["counts"] == {"0": {"79": 2}}  # one series per GPU, whether the probe answered or not
