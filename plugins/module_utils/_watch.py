@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watch: samples of a node judged against its state file, so that a condition can last longer than one run.
 
-Pure functions, no I/O but the state file's own (load_state, write_atomic): a run takes its samples (snapshots,
+Pure functions, no I/O but the state file's own (load_state; written with _atomic.write_atomic): a run takes its samples (snapshots,
 taken by gpu_watch), reduces each to what the watch judges (sample_of), and judge() walks them in order over the
 state the previous run left, returning the new state and the findings. The snapshot and the verdict answer every
 question about a GPU (its ghost memory, its state); the watch only counts how long an answer has lasted.
@@ -14,7 +14,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import journal_epoch, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import device_key
@@ -326,26 +325,6 @@ def load_state(path):
     if not _well_formed_state(state):
         return empty_state(), "the state file %s is not one this version writes: replaced by a new one" % path
     return state, None
-
-
-def write_atomic(path, text, mode=0o644):
-    """Write text to a temporary file in path's directory, fsync it and rename it over path: readers see the old file
-    or the new one, never half of one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def dump_state(state):

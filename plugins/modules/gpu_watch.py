@@ -199,6 +199,7 @@ import os
 import platform
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
@@ -206,7 +207,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
     SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
-    FINDING_KINDS, Thresholds, dump_state, judge, load_state, read_last_remediation, remediation_for, sample_of, write_atomic,
+    FINDING_KINDS, Thresholds, dump_state, judge, load_state, read_last_remediation, remediation_for, sample_of,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import metric_series, render
 

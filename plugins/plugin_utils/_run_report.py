@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 
 STATUSES = ("fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached")
 _GPU_FIELDS = ("index", "name", "pci_bus_id", "state", "memory_used_mib", "memory_total_mib", "unattributed_mib")
@@ -183,20 +184,6 @@ def render_markdown(report):
     return "\n".join(lines) + "\n"
 
 
-def _write_atomic(path, text, mode):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_report(directory, report, markdown, page):
     """<run id>.json, .md and .html (`page`), and the same as latest.*; each replaced whole (a reader never sees half)."""
     os.makedirs(directory, mode=0o750, exist_ok=True)
@@ -205,6 +192,6 @@ def write_report(directory, report, markdown, page):
     files = ((".json", text), (".md", markdown), (".html", page))
     for name, content in [(report["run_id"] + ext, content) for ext, content in files] + [("latest" + ext, content) for ext, content in files]:
         path = os.path.join(directory, name)
-        _write_atomic(path, content, 0o640)
+        write_atomic(path, content, 0o640)
         paths.append(path)
     return paths

@@ -8,8 +8,9 @@ import json
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
-    Thresholds, empty_state, fingerprint, judge, last_remediation, load_state, new_xid_events, sample_of, write_atomic,
+    Thresholds, empty_state, fingerprint, judge, last_remediation, load_state, new_xid_events, sample_of,
 )
 
 MIB = 1024

@@ -15,8 +15,13 @@ import pytest
 import yaml
 
 MODULES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "modules")
-ACTING_MODULES = ("gpu_kill", "gpu_reset", "nvidia_driver_reload", "gpu_graphics_restart")
-SHARED_KEYS = ("snapshot_after", "interrupted_actions", "restored_target", "restored_units", "journal")
+# (modules, the return keys they share): the Linux acting modules (_action.Remediation), the Windows ones (_win_journal).
+SHARED = (
+    (("gpu_kill", "gpu_reset", "nvidia_driver_reload", "gpu_graphics_restart"),
+     ("snapshot_after", "interrupted_actions", "restored_target", "restored_units", "journal")),
+    (("win_gpu_reset", "wsl_shutdown"), ("interrupted_actions", "simulated")),
+)
+CASES = [(modules, key) for modules, keys in SHARED for key in keys]
 
 
 def _return_doc(module):
@@ -32,12 +37,12 @@ def _without_returned(doc):
     return None if doc is None else dict((name, value) for name, value in doc.items() if name != "returned")
 
 
-@pytest.mark.parametrize("key", SHARED_KEYS)
-def test_a_shared_return_key_reads_the_same_in_every_acting_module(key):
+@pytest.mark.parametrize("modules, key", CASES)
+def test_a_shared_return_key_reads_the_same_in_every_acting_module(modules, key):
     # When it is returned may differ (a failed reset still returns the node after it); what it is may not.
-    docs = dict((module, _without_returned(_return_doc(module).get(key))) for module in ACTING_MODULES)
+    docs = dict((module, _without_returned(_return_doc(module).get(key))) for module in modules)
     missing = [module for module, doc in docs.items() if doc is None]
     assert not missing, "%s does not document %s" % (", ".join(missing), key)
-    reference = docs[ACTING_MODULES[0]]
+    reference = docs[modules[0]]
     differing = [module for module, doc in docs.items() if doc != reference]
-    assert not differing, "%s documents %s unlike %s" % (", ".join(differing), key, ACTING_MODULES[0])
+    assert not differing, "%s documents %s unlike %s" % (", ".join(differing), key, modules[0])
