@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Real processes for the kill path's tests (test_terminate, test_protect, test_zombies): started, read from the
-real /proc, and killed and reaped at the end of each test."""
+real /proc, and killed and reaped at the end of each test; and the directory of a simulated node, removed after."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
 
 # The parent forks the group and never reaps; in the child the main thread (the leader) exits while a second
@@ -109,3 +110,11 @@ class Processes:
 @pytest.fixture
 def procs(spawn):
     return Processes(spawn)
+
+
+@pytest.fixture
+def node_root(tmp_path):
+    """Where a test builds its simulated node; the node (its supervisor and holders) is removed after the test."""
+    root = tmp_path / "node"
+    yield str(root)
+    _sim_build.destroy_node(str(root))

@@ -26,13 +26,6 @@ class Commands:
         raise AssertionError(kwargs)
 
 
-@pytest.fixture
-def node_root(tmp_path):
-    root = tmp_path / "node"
-    yield str(root)
-    sim.destroy_node(str(root))
-
-
 def test_every_daemon_once_in_stop_order_and_started_again_in_reverse(node_root, tmp_path):
     before = sim.create_node(node_root, {"services": ["nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"]})
     journal = Journal(str(tmp_path / "journal.jsonl"))

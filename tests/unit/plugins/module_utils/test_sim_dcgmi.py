@@ -24,13 +24,6 @@ def fixture_text(name):
         return handle.read()
 
 
-@pytest.fixture
-def node_root(tmp_path):
-    root = tmp_path / "node"
-    yield str(root)
-    sim.destroy_node(str(root))
-
-
 def dcgmi(root, *args):
     return subprocess.run([os.path.join(root, "bin", "dcgmi")] + list(args), capture_output=True, text=True, timeout=30,
                           check=False)

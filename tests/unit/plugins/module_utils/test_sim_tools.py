@@ -27,13 +27,6 @@ def fixture_text(*parts):
         return handle.read()
 
 
-@pytest.fixture
-def node_root(tmp_path):
-    root = tmp_path / "node"
-    yield str(root)
-    sim.destroy_node(str(root))
-
-
 def run(root, tool, *args):
     return subprocess.run([os.path.join(root, "bin", tool)] + list(args), capture_output=True, text=True, timeout=30,
                           check=False)
