@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 
-
 from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state import load_state
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
