@@ -2,9 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watch: samples of a node judged against its state file, so that a condition can last longer than one run.
 
-Pure functions, no I/O but the state file's own (load_state, write_atomic): a run takes its samples (snapshots,
-taken by gpu_watch), reduces each to what the watch judges (sample_of), and judge() walks them in order over the
-state the previous run left, returning the new state and the findings. The snapshot and the verdict answer every
+Pure functions, no I/O but the state file's own (load_state, write_atomic) and the node lock's probe
+(probe_node_lock): a run takes its samples (snapshots, taken by gpu_watch), reduces each to what the watch judges
+(sample_of, with the holder of the node lock if the ladder held it), and judge() walks them in order over the state
+the previous run left, returning the new state, the findings and those that cleared (resolved). The snapshot and the verdict answer every
 question about a GPU (its ghost memory, its state); the watch only counts how long an answer has lasted.
 """
 
