@@ -5,8 +5,9 @@
 Pure functions, no I/O but the state file's own (load_state, write_atomic) and the node lock's probe
 (probe_node_lock): a run takes its samples (snapshots, taken by gpu_watch), reduces each to what the watch judges
 (sample_of, with the holder of the node lock if the ladder held it), and judge() walks them in order over the state
-the previous run left, returning the new state, the findings and those that cleared (resolved). The snapshot and the verdict answer every
-question about a GPU (its ghost memory, its state); the watch only counts how long an answer has lasted.
+the previous run left, returning the new state, the findings and those that cleared (resolved). The snapshot and
+the verdict answer every question about a GPU (its ghost memory, its state); the watch only counts how long an
+answer has lasted.
 """
 
 from __future__ import annotations
