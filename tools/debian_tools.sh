@@ -8,6 +8,9 @@
 #                                                  one apt-get at a time on this machine (flock); exit 3 with the
 #                                                  reason when a CMD is missing and cannot be installed.
 #   tools/debian_tools.sh check CMD:PACKAGE ...    exit 0 when every CMD is on PATH or could be installed; else 3.
+#   tools/debian_tools.sh install PACKAGE ...      apt-get install them (root), under the same lock: what
+#                                                  tools/slurm_env.sh and tools/docker_env.sh install with, so that
+#                                                  targets running side by side never run two apt-gets at once.
 set -euo pipefail
 
 LOCK=${TMPDIR:-/tmp}/gpuops-apt.lock
@@ -21,10 +24,27 @@ missing_packages() {
 
 can_install() { [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; }
 
+# apt-get install of the packages, one apt-get at a time on this machine; the package lists are fetched only when the
+# first try fails (a fresh machine has none).
+apt_install() {
+    (
+        flock 9
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null 2>&1 || {
+            apt-get update -q >/dev/null
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null
+        }
+    ) 9>"$LOCK"
+}
+
 main() {
     local action=${1:-} missing
     shift || true
-    [[ $action == ensure || $action == check ]] || { echo "usage: $0 ensure|check CMD:PACKAGE ..." >&2; exit 2; }
+    if [[ $action == install ]]; then
+        can_install || { echo "debian_tools: installing $* needs root and apt-get" >&2; exit 3; }
+        apt_install "$@"
+        exit 0
+    fi
+    [[ $action == ensure || $action == check ]] || { echo "usage: $0 ensure|check CMD:PACKAGE ... | install PACKAGE ..." >&2; exit 2; }
     mapfile -t missing < <(missing_packages "$@")
     ((${#missing[@]})) || exit 0
     if ! can_install; then
@@ -32,16 +52,8 @@ main() {
         exit 3
     fi
     [[ $action == check ]] && exit 0
-    (
-        flock 9
-        mapfile -t missing < <(missing_packages "$@")
-        ((${#missing[@]})) || exit 0
-        echo "debian_tools: installing ${missing[*]} with apt-get"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1 || {
-            apt-get update -q >/dev/null
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-        }
-    ) 9>"$LOCK"
+    echo "debian_tools: installing ${missing[*]} with apt-get"
+    apt_install "${missing[@]}"
     mapfile -t missing < <(missing_packages "$@")
     ((${#missing[@]} == 0)) || { echo "debian_tools: still missing after install: ${missing[*]}" >&2; exit 3; }
 }

@@ -54,8 +54,7 @@ install_packages() {
     command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
     if ((${#missing[@]})); then
         say "installing ${missing[*]} with apt-get"
-        apt-get update -q >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+        bash "$(dirname "$0")/debian_tools.sh" install "${missing[@]}"
     fi
     # docker.io's postinst may have started the engine through systemd: use it rather than start another.
     command -v docker >/dev/null 2>&1 || die "docker.io is installed but no docker CLI is on PATH"

@@ -32,10 +32,7 @@ check() {
 install_packages() {
     have_slurm && return 0
     say "installing ${PACKAGES[*]} with apt-get"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >/dev/null 2>&1 || {
-        apt-get update -q >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${PACKAGES[@]}" >/dev/null
-    }
+    bash "$(dirname "$0")/debian_tools.sh" install "${PACKAGES[@]}"
 }
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

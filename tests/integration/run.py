@@ -4,9 +4,10 @@ Targets keep the ansible-test layout (tests/integration/targets/<name>/tasks/mai
 aliases file says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' needs a Docker
 engine, which tools/docker_env.sh provides when one runs or when it can install one (root and apt-get); on a
 machine where neither holds, it is reported as not run, with the reason, in the summary. Pass target names to
-run only those. With GPUOPS_INTEGRATION_JOBS=N, up to N targets run at once (their output kept, and printed for a
-target that fails); those that share the machine's Docker engine or Slurm cluster, or are destructive, run alone
-after them.
+run only those. With GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output kept, and printed for a
+target that fails): the targets that share the machine's Docker engine form one lane, those that share its Slurm
+cluster another, run one after the other within it; every other target is a lane of its own. The shared lanes start
+first: they are the longest, and they spend much of their time waiting on their daemons.
 """
 import os
 import shutil
@@ -58,9 +59,20 @@ def run_target(name, env, log_dir=None):
     return name, rc, time.monotonic() - started
 
 
-def exclusive(name):
-    """Targets that share the machine's Docker engine or its one-node Slurm cluster run alone."""
-    return bool({"docker", "slurm", "destructive"} & aliases(name))
+# The resources a target takes for itself: targets naming the same one never run at the same time.
+SHARED_RESOURCES = ("slurm", "docker")
+
+
+def lanes_of(names):
+    """The targets grouped into lanes that may run side by side: one lane per shared resource, in resource order,
+    then one lane per other target."""
+    lanes = [[name for name in names if resource in aliases(name)] for resource in SHARED_RESOURCES]
+    claimed = set(name for lane in lanes for name in lane)
+    return [lane for lane in lanes if lane] + [[name] for name in names if name not in claimed]
+
+
+def run_lane(lane, env, log_dir):
+    return [run_target(name, env, log_dir) for name in lane]
 
 
 def main(selected, jobs=1):
@@ -86,16 +98,17 @@ def main(selected, jobs=1):
         if rc:
             failed.append(name)
 
-    shared = [name for name in runnable_here if not exclusive(name)] if jobs > 1 else []
-    if shared:
-        # Each target builds its own simulated nodes under its own directory: they can run side by side.
+    if jobs > 1:
+        # Each target builds its own simulated nodes under its own directory: lanes can run side by side.
         log_dir = tempfile.mkdtemp(prefix="gpuops-integration-")
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for name, rc, seconds in pool.map(lambda target: run_target(target, env, log_dir), shared):
-                report(name, rc, seconds, log_dir)
+            for results in pool.map(lambda lane: run_lane(lane, env, log_dir), lanes_of(runnable_here)):
+                for name, rc, seconds in results:
+                    report(name, rc, seconds, log_dir)
         shutil.rmtree(log_dir, ignore_errors=True)
-    for name in [name for name in runnable_here if name not in shared]:
-        report(*run_target(name, env))
+    else:
+        for name in runnable_here:
+            report(*run_target(name, env))
     if not_run:
         print("integration targets not run on this machine: %s" % "; ".join(not_run))
     if failed:
