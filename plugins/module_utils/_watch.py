@@ -2,14 +2,18 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watch: samples of a node judged against its state file, so that a condition can last longer than one run.
 
-Pure functions, no I/O but the state file's own (load_state; written with _atomic.write_atomic): a run takes its samples (snapshots,
-taken by gpu_watch), reduces each to what the watch judges (sample_of), and judge() walks them in order over the
-state the previous run left, returning the new state and the findings. The snapshot and the verdict answer every
-question about a GPU (its ghost memory, its state); the watch only counts how long an answer has lasted.
+Pure functions, no I/O but the state file's own (load_state; written by _atomic.write_atomic) and the node lock's probe
+(probe_node_lock): a run takes its samples (snapshots, taken by gpu_watch), reduces each to what the watch judges
+(sample_of, with the holder of the node lock if the ladder held it), and judge() walks them in order over the state
+the previous run left, returning the new state, the findings and those that cleared (resolved). The snapshot and
+the verdict answer every question about a GPU (its ghost memory, its state); the watch only counts how long an
+answer has lasted.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import math
@@ -17,6 +21,7 @@ import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import journal_epoch, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import device_key
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import describe_holder, read_holder
 
 STATE_VERSION = 1
 # Finding kinds, each judged for one GPU (or for the node: the probe that names no GPU).
@@ -27,6 +32,11 @@ XID_SEEN_LIMIT = 512
 JOURNAL_RUNGS = {"signal": "kill", "container_stop": "kill", "gpu_reset": "reset", "module_load": "reload",
                  "module_unload": "reload", "systemctl_isolate": "graphics", "reboot": "reboot"}
 NODE_KEY = "node"
+# What a finding is known by when it clears: the receiver closes the alert by its fingerprint.
+ACTIVE_FIELDS = ("fingerprint", "kind", "gpu", "gpu_index", "gpu_uuid", "pci_bus_id")
+# Findings that a sample taken while the ladder holds the node lock cannot make: a GPU being reset or its driver being
+# reloaded does not answer, and that is the ladder at work, not a fault.
+IN_PROGRESS_SUPPRESSED = ("unresponsive",)
 
 
 class Thresholds:
@@ -44,7 +54,7 @@ class Thresholds:
 
 def empty_state():
     return {"version": STATE_VERSION, "updated_epoch": None, "last_success_epoch": None, "gpus": {},
-            "xid": {"last_epoch": None, "seen": [], "counts": {}}}
+            "xid": {"last_epoch": None, "seen": [], "counts": {}}, "active": {}}
 
 
 def gpu_key(gpu):
@@ -56,8 +66,9 @@ def gpu_key(gpu):
     return "index:%s" % gpu.get("index")
 
 
-def sample_of(snapshot, epoch):
-    """What the watch reads of one snapshot: the GPU probe's health and, per GPU, its memory and state."""
+def sample_of(snapshot, epoch, lock_holder=None):
+    """What the watch reads of one snapshot: the GPU probe's health and, per GPU, its memory and state; lock_holder is
+    the holder of the node lock while it was taken (probe_node_lock), None when no other run held it."""
     probe = snapshot["probes"]["gpu"]
     gpus = []
     for gpu in snapshot["gpus"]:
@@ -67,7 +78,30 @@ def sample_of(snapshot, epoch):
                      "unattributed_mib": gpu.get("unattributed_mib"), "holders": len(gpu.get("holders") or []),
                      "recovery_action": gpu.get("recovery_action"), "state": gpu.get("state")})
     return {"epoch": epoch, "probe_ok": bool(probe.get("ok")), "timed_out": bool(probe.get("timed_out")),
-            "error": probe.get("error"), "backend": probe.get("backend"), "gpus": gpus}
+            "error": probe.get("error"), "backend": probe.get("backend"), "gpus": gpus,
+            "remediation_in_progress": lock_holder is not None, "remediation_holder": lock_holder}
+
+
+def probe_node_lock(path):
+    """The holder of the node lock at path ({"pid", "start_time", "acquired", "description"}) when another process holds
+    it, else None. Never waits and never keeps it: a shared flock tried without blocking fails while the ladder holds
+    the exclusive one, and is dropped at once when it is taken (the ladder's NodeLock retries every 0.1 s)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None  # no lock file: no run of the ladder ever took the node
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+            raise
+        holder = read_holder(path) or {}
+        return dict(holder, description=describe_holder(holder))
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def used_percent(gpu):
@@ -82,18 +116,18 @@ def _fresh(state, now, thresholds):
     return updated is not None and 0 <= now - updated <= thresholds.state_max_age_seconds
 
 
-def _step_gpu(track, gpu, epoch, thresholds):
-    """One sample of one GPU: the high-usage streak's start, the ghost streak's length."""
+def _step_gpu(track, gpu, epoch, thresholds, hold_ghost=False):
+    """One sample of one GPU: the high-usage streak's start, the ghost streak's length (held as it was when hold_ghost:
+    memory that a process being killed or a GPU being reset has not yet given back is no ghost)."""
     percent = used_percent(gpu)
     if percent is not None and percent > thresholds.high_usage_percent:
         track["high_usage_since"] = track.get("high_usage_since") or epoch
     elif percent is not None:
         track["high_usage_since"] = None
     ghost = gpu.get("unattributed_mib")
-    if ghost is not None and ghost > thresholds.ghost_threshold_mib:
-        track["ghost_samples"] = int(track.get("ghost_samples") or 0) + 1
-    elif ghost is not None:
-        track["ghost_samples"] = 0
+    if ghost is not None and not hold_ghost:
+        above = ghost > thresholds.ghost_threshold_mib
+        track["ghost_samples"] = int(track.get("ghost_samples") or 0) + 1 if above else 0
     track["last_ghost_mib"] = ghost
     track["identity"] = dict((name, gpu[name]) for name in ("index", "uuid", "name", "pci_bus_id"))
     return track
@@ -105,6 +139,7 @@ def advance(state, samples, thresholds, now):
     restarted = not _fresh(state, now, thresholds)
     if restarted:
         state["gpus"] = {}
+        state["active"] = {}
     # A run that waited for the lock behind another one may hold samples older than those already judged: history.
     judged_until = None if restarted else state.get("last_success_epoch")
     seen = set()
@@ -114,7 +149,8 @@ def advance(state, samples, thresholds, now):
         state["last_success_epoch"] = sample["epoch"]
         for gpu in sample["gpus"]:
             seen.add(gpu["key"])
-            _step_gpu(state["gpus"].setdefault(gpu["key"], {}), gpu, sample["epoch"], thresholds)
+            _step_gpu(state["gpus"].setdefault(gpu["key"], {}), gpu, sample["epoch"], thresholds,
+                      hold_ghost=sample.get("remediation_in_progress", False))
     if seen:
         # A GPU the driver no longer lists (replaced, or out of the selection) keeps no streak.
         state["gpus"] = dict((key, track) for key, track in state["gpus"].items() if key in seen)
@@ -136,7 +172,10 @@ def _label(gpu):
 def memory_findings(state, last_ok, thresholds, now):
     """High usage lasting high_usage_minutes, ghost memory for ghost_samples samples in a row, a recovery action."""
     findings = []
+    in_progress = bool((last_ok or {}).get("remediation_in_progress"))
     for gpu in (last_ok or {}).get("gpus", []):
+        if gpu.get("state") == "lost" and in_progress:
+            continue  # fallen off the bus in the middle of a reset, as a GPU being reset may: the ladder's to judge
         if gpu.get("state") == "lost":
             # The probe answered for the other GPUs only: this one was not read, run after run until it is back.
             findings.append(_finding("unresponsive", gpu, "%s is lost to the driver (fallen off the bus): its memory and "
@@ -160,7 +199,9 @@ def memory_findings(state, last_ok, thresholds, now):
 
 
 def unresponsive_findings(samples):
-    """A probe that timed out or failed: never an idle GPU. One finding per GPU it left unanswered (the node when none)."""
+    """A probe that timed out or failed: never an idle GPU. One finding per GPU it left unanswered (the node when none).
+    A sample taken while the ladder held the node lock is left out: a GPU under reset does not answer."""
+    samples = [sample for sample in samples if not sample.get("remediation_in_progress")]
     failed = [sample for sample in samples if not sample["probe_ok"]]
     if not failed:
         return []
@@ -258,14 +299,39 @@ def fingerprint(host, gpu, kind):
     return hashlib.sha256("\x00".join((host, gpu, kind)).encode("utf-8")).hexdigest()
 
 
-class Judgement:
-    """What judge() makes of a run: the state to keep, the findings, the new Xid events, whether the streaks restarted."""
+def _active_entry(finding):
+    return dict((name, finding.get(name)) for name in ACTIVE_FIELDS)
 
-    def __init__(self, state, findings, fresh_xids, restarted):
+
+def resolved_findings(active, findings, samples):
+    """(the findings active after the previous run that this run no longer makes, the active findings to keep).
+
+    active is the previous state's {fingerprint: entry}. A finding of a kind that a sample taken while the ladder held
+    the node lock cannot make (IN_PROGRESS_SUPPRESSED) is not resolved by such a run, only kept active: nothing is known
+    of it. Each resolved entry has ACTIVE_FIELDS, the same fingerprint, kind and GPU as when it fired."""
+    now_active = dict((finding["fingerprint"], _active_entry(finding)) for finding in findings)
+    blind = any(sample.get("remediation_in_progress") for sample in samples)
+    resolved = []
+    for fingerprint_, entry in sorted((active or {}).items()):
+        if fingerprint_ in now_active:
+            continue
+        if blind and entry.get("kind") in IN_PROGRESS_SUPPRESSED:
+            now_active[fingerprint_] = entry
+            continue
+        resolved.append(dict(entry, fingerprint=fingerprint_))
+    return resolved, now_active
+
+
+class Judgement:
+    """What judge() makes of a run: the state to keep, the findings, those that cleared since the previous run, the new
+    Xid events, whether the streaks restarted."""
+
+    def __init__(self, state, findings, fresh_xids, restarted, resolved=()):
         self.state = state
         self.findings = findings
         self.fresh_xids = fresh_xids
         self.restarted = restarted
+        self.resolved = list(resolved)
 
 
 def judge(state, samples, events, thresholds, now, host):
@@ -276,7 +342,9 @@ def judge(state, samples, events, thresholds, now, host):
     findings = unresponsive_findings(samples) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok, state)
     for finding in findings:
         finding["fingerprint"] = fingerprint(host, finding["gpu"], finding["kind"])
-    return Judgement(state, findings, fresh, restarted)
+    # A restarted state (advance() emptied its active findings) knows of none that could have cleared.
+    resolved, state["active"] = resolved_findings(state.get("active"), findings, samples)
+    return Judgement(state, findings, fresh, restarted, resolved)
 
 
 # ---------------------------------------------------------------- the state file
@@ -301,12 +369,18 @@ def _well_formed_xid(xid):
             and all(isinstance(per_gpu, dict) and all(_count(count) for count in per_gpu.values()) for per_gpu in counts.values()))
 
 
+def _well_formed_active(active):
+    return isinstance(active, dict) and all(
+        isinstance(entry, dict) and isinstance(entry.get("kind"), str) and isinstance(entry.get("gpu"), str)
+        for entry in active.values())
+
+
 def _well_formed_state(state):
     """Whether every field a run judges with has the type this version writes (valid JSON is not a valid state)."""
     return (isinstance(state, dict) and state.get("version") == STATE_VERSION and isinstance(state.get("gpus"), dict)
             and isinstance(state.get("xid"), dict) and _epoch_or_none(state.get("updated_epoch"))
             and _epoch_or_none(state.get("last_success_epoch")) and all(_well_formed_track(t) for t in state["gpus"].values())
-            and _well_formed_xid(state["xid"]))
+            and _well_formed_xid(state["xid"]) and _well_formed_active(state.get("active", {})))
 
 
 def load_state(path):

@@ -17,6 +17,8 @@ FAMILIES = (
     ("gpuops_watch_probe_success", "gauge", "1 when the GPU probe (NVML or nvidia-smi) answered in the watch's last sample, else 0."),
     ("gpuops_watch_last_success_timestamp_seconds", "gauge", "When the GPU probe last answered (seconds since the epoch)."),
     ("gpuops_watch_last_run_timestamp_seconds", "gauge", "When the watch last ran on this node (seconds since the epoch)."),
+    ("gpuops_watch_remediation_in_progress", "gauge",
+     "1 when another run held the node lock (the ladder at work) during the watch's last run, else 0."),
     ("gpuops_gpu_memory_total_bytes", "gauge", "GPU memory, total."),
     ("gpuops_gpu_memory_used_bytes", "gauge", "GPU memory in use."),
     ("gpuops_gpu_memory_attributed_bytes", "gauge", "GPU memory the processes the driver lists account for."),
@@ -63,14 +65,16 @@ def _memory_series(gpu):
     return series
 
 
-def metric_series(last_sample, state, findings, fresh_xids, remediation, now):
+def metric_series(last_sample, state, findings, fresh_xids, remediation, now, remediation_in_progress=False):
     """[(family, labels, value)] of one watch run: last_sample is the run's last sample (sample_of), state the state
-    it leaves, findings and fresh_xids what judge() found, remediation last_remediation() of the node's journal."""
+    it leaves, findings and fresh_xids what judge() found, remediation last_remediation() of the node's journal,
+    remediation_in_progress whether the ladder held the node lock during the run."""
     probe_ok = bool(last_sample and last_sample["probe_ok"])
     series = [("gpuops_watch_probe_success", [], 1 if probe_ok else 0)]
     if state.get("last_success_epoch") is not None:
         series.append(("gpuops_watch_last_success_timestamp_seconds", [], float(state["last_success_epoch"])))
     series.append(("gpuops_watch_last_run_timestamp_seconds", [], float(now)))
+    series.append(("gpuops_watch_remediation_in_progress", [], 1 if remediation_in_progress else 0))
     if probe_ok:
         # A GPU lost to the driver was not read: no gauge of its, so that it never reads as an idle GPU.
         for gpu in (gpu for gpu in last_sample["gpus"] if gpu.get("state") != "lost"):

@@ -22,6 +22,16 @@ description:
   - A corrupt or unreadable state file is reported in RV(state_problem) and replaced; its streaks start over.
   - A state file older than O(state_max_age_minutes) says nothing about the time since it was written - its
     streaks start over (RV(state_restarted)).
+  - Keeps the fingerprints of the findings it made (active) in the state file, and returns in RV(resolved) those
+    active after the previous run that this run no longer makes, so that a receiver can close them. A replaced or
+    restarted state knows of no active finding - nothing is resolved then.
+  - Probes the node lock that the acting modules hold while they kill, reset or reload (without waiting, and without
+    keeping it) just before and just after each snapshot. A sample taken while another run held it is marked
+    (RV(remediation_in_progress)) - it raises no V(unresponsive) finding (a GPU being reset or a driver being
+    reloaded does not answer, and a GPU may fall off the bus for the moment), and it neither lengthens nor ends a
+    ghost memory streak (memory that a process being killed has not yet given back is no ghost, and memory that a
+    reset under way has not yet freed is no proof that the ghost is gone). Its high usage still counts, and an
+    V(unresponsive) finding active before stays active rather than resolved.
 author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
@@ -132,6 +142,28 @@ findings:
   elements: dict
   sample: [{kind: ghost_memory, gpu: GPU-5e1c0000-0000-4000-8000-000000000000, gpu_index: 0, samples: 4, ghost_mib: 3072,
             message: "GPU 0 (GPU-5e1c...) has had ghost memory ...", fingerprint: 3f2a...}]
+resolved:
+  description:
+    - The findings active after the previous run (made by it, or kept active by it) that this run no longer makes -
+      C(fingerprint), C(kind), C(gpu), C(gpu_index), C(gpu_uuid), C(pci_bus_id), as when they fired.
+    - Empty when the state was replaced or restarted (nothing known), and for an V(unresponsive) finding while a
+      remediation is in progress (kept active instead).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{kind: xid, gpu: GPU-5e1c0000-0000-4000-8000-000000000000, gpu_index: 1, gpu_uuid: GPU-5e1c0000-0000-4000-8000-000000000000,
+            pci_bus_id: "00000000:19:00.0", fingerprint: 3f2a...}]
+remediation_in_progress:
+  description: Whether another run held the node lock (the ladder at work) while any sample of this run was taken.
+  returned: always
+  type: bool
+remediation_holder:
+  description:
+    - The holder of the node lock in the latest such sample, as it wrote itself into the lock file - C(pid),
+      C(start_time), C(acquired), and C(description) (the pid, its command and start time); null when none.
+  returned: always
+  type: dict
+  sample: {"pid": 4242, "start_time": 123456, "acquired": "2026-12-01T16:05:00Z", "description": "pid 4242 (python3, start time 123456)"}
 crossed:
   description: Whether any finding was made.
   returned: always
@@ -146,8 +178,8 @@ remediation:
   sample: {"needed": true, "gpus": ["0", "2"]}
 samples:
   description:
-    - The samples of this run, oldest first - C(epoch), C(probe_ok), C(timed_out), C(error), C(backend), and per GPU its
-      memory (MiB), holders and state.
+    - The samples of this run, oldest first - C(epoch), C(probe_ok), C(timed_out), C(error), C(backend),
+      C(remediation_in_progress), C(remediation_holder), and per GPU its memory (MiB), holders and state.
   returned: always
   type: list
   elements: dict
@@ -207,7 +239,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
     SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
-    FINDING_KINDS, Thresholds, dump_state, judge, load_state, read_last_remediation, remediation_for, sample_of,
+    FINDING_KINDS, Thresholds, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import metric_series, render
 
@@ -263,13 +295,16 @@ def node_path(layout, given, default):
 
 
 def take_samples(module, layout, options):
-    """(samples, last snapshot): params samples snapshots, interval seconds apart."""
+    """(samples, last snapshot): params samples snapshots, interval seconds apart, each marked with the holder of the
+    node lock when the ladder held it just before or just after the snapshot (a reset may begin or end meanwhile)."""
     samples, snapshot = [], None
     for number in range(module.params["samples"]):
         if number:
             time.sleep(module.params["interval"])
+        holder = probe_node_lock(layout.lock_file)
         snapshot = snapshot_or_fail(module, layout, options)
-        samples.append(sample_of(snapshot, time.time()))
+        holder = holder or probe_node_lock(layout.lock_file)
+        samples.append(sample_of(snapshot, time.time(), holder))
     return samples, snapshot
 
 
@@ -287,18 +322,26 @@ def judge_and_record(module, paths, samples, snapshot):
     host = params["host"] or platform.node()
     judged = judge(state, samples, snapshot["xid_events"], thresholds_of(params), now, host)
     remediation, journal_error = read_last_remediation(paths["journal"])
-    metrics = render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now))
+    in_progress = _holder_of(samples)
+    metrics = render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now,
+                                   remediation_in_progress=in_progress is not None))
     written = None
     if not module.check_mode:
         write_atomic(paths["state"], dump_state(judged.state), mode=0o640)
         if params["write_metrics"]:
             write_atomic(paths["metrics"], metrics, mode=0o644)
             written = paths["metrics"]
-    return dict(findings=judged.findings, crossed=bool(judged.findings),
+    return dict(findings=judged.findings, resolved=judged.resolved, crossed=bool(judged.findings),
+                remediation_in_progress=in_progress is not None, remediation_holder=in_progress,
                 remediation=remediation_for(judged.findings, params["remediate_on"]),
                 new_xid_events=[_brief(event) for event in judged.fresh_xids],
                 xid_counts=judged.state["xid"]["counts"], last_remediation=remediation, journal_error=journal_error,
                 state_problem=problem, state_restarted=judged.restarted or problem is not None, metrics_path=written, metrics=metrics)
+
+
+def _holder_of(samples):
+    """The holder of the node lock in the latest sample taken while the ladder held it, or None."""
+    return next((sample["remediation_holder"] for sample in reversed(samples) if sample["remediation_in_progress"]), None)
 
 
 def _brief(event):

@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
+import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
-    Thresholds, empty_state, fingerprint, judge, last_remediation, load_state, new_xid_events, sample_of,
+    Thresholds, dump_state, empty_state, fingerprint, judge, last_remediation, load_state, new_xid_events, probe_node_lock,
+    sample_of,
 )
 
 MIB = 1024
@@ -335,3 +344,106 @@ def test_an_xid_finding_keeps_its_fingerprint_when_the_probe_fails_in_the_run_th
     assert [(finding["gpu"], finding["gpu_index"]) for finding in xids] == [("GPU-0", 0)]
     assert xids[0]["fingerprint"] == [f for f in answered.findings if f["kind"] == "xid"][0]["fingerprint"]
     assert failed.state["xid"]["counts"] == {"0": {"79": 2}}  # one series per GPU, whether the probe answered or not
+
+
+# ---------------------------------------------------------------- resolved findings
+
+def test_a_finding_that_clears_is_resolved_once_with_the_fingerprint_it_fired_with():
+    ghost = snapshot(gpu(ghost=3 * MIB))
+    clean = snapshot(gpu(ghost=0))
+    thresholds = Thresholds(ghost_samples=1)
+    fired = run(empty_state(), samples_at(T0, 10, ghost), thresholds)
+    assert kinds(fired.findings) == [("ghost_memory", "GPU-0")] and fired.resolved == []
+    still = run(fired.state, samples_at(T0 + 600, 10, ghost), thresholds)
+    assert still.resolved == []
+    cleared = run(still.state, samples_at(T0 + 1200, 10, clean), thresholds)
+    assert cleared.findings == []
+    assert cleared.resolved == [{"fingerprint": fired.findings[0]["fingerprint"], "kind": "ghost_memory", "gpu": "GPU-0",
+                                 "gpu_index": 0, "gpu_uuid": "GPU-0", "pci_bus_id": "00000000:18:00.0"}]
+    # Resolved once: the next clean run has nothing left to close.
+    assert run(cleared.state, samples_at(T0 + 1800, 10, clean), thresholds).resolved == []
+
+
+def test_a_restarted_or_replaced_state_resolves_nothing():
+    thresholds = Thresholds(ghost_samples=1)
+    fired = run(empty_state(), samples_at(T0, 10, snapshot(gpu(ghost=3 * MIB))), thresholds)
+    assert fired.state["active"]
+    # Written an hour before: what was active then says nothing of now.
+    stale = run(fired.state, samples_at(T0 + 3600, 10, snapshot(gpu())), thresholds)
+    assert stale.restarted and stale.resolved == [] and stale.state["active"] == {}
+    assert run(empty_state(), samples_at(T0 + 600, 10, snapshot(gpu())), thresholds).resolved == []
+
+
+def test_the_active_findings_survive_the_state_file(tmp_path):
+    fired = run(empty_state(), samples_at(T0, 10, snapshot(gpu(), ok=False, timed_out=True)))
+    path = str(tmp_path / "state.json")
+    write_atomic(path, dump_state(fired.state))
+    state, problem = load_state(path)
+    assert problem is None and list(state["active"]) == [fired.findings[0]["fingerprint"]]
+    # An active entry that is not one this version writes: the state is replaced.
+    write_atomic(path, json.dumps(dict(fired.state, active={"x": {"kind": 1}})))
+    assert "not one this version writes" in load_state(path)[1]
+
+
+# ---------------------------------------------------------------- a ladder run in progress (the node lock)
+
+LOCK_HOLDER = """
+    import sys, time
+    from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
+    with NodeLock(sys.argv[1], timeout=5):
+        print("locked", flush=True)
+        sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def ladder_holding_the_lock(tmp_path, child_env):
+    path = str(tmp_path / "run" / "gpuops.lock")
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(LOCK_HOLDER), path], env=child_env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    yield proc, path
+    proc.stdin.close()
+    proc.wait(timeout=10)
+
+
+def test_the_probe_names_the_holder_of_the_node_lock_without_waiting_or_keeping_it(ladder_holding_the_lock):
+    proc, path = ladder_holding_the_lock
+    began = time.monotonic()
+    holder = probe_node_lock(path)
+    assert time.monotonic() - began < 0.5
+    assert holder["pid"] == proc.pid and holder["start_time"] == _procscan.start_time(proc.pid)
+    assert holder["description"].startswith("pid %d (" % proc.pid)
+    proc.stdin.close()
+    proc.wait(timeout=10)
+    assert probe_node_lock(path) is None
+    # The probe kept nothing: the ladder takes the lock at once.
+    with NodeLock(path, timeout=0):
+        pass
+
+
+def test_no_lock_file_is_no_run_in_progress(tmp_path):
+    assert probe_node_lock(str(tmp_path / "run" / "gpuops.lock")) is None
+    assert not os.path.exists(str(tmp_path / "run"))
+
+
+def test_samples_taken_while_the_ladder_holds_the_lock_raise_no_unresponsive_and_hold_the_ghost_streak(ladder_holding_the_lock):
+    proc, path = ladder_holding_the_lock
+    thresholds = Thresholds(ghost_samples=2)
+    first = run(empty_state(), samples_at(T0, 10, snapshot(gpu(ghost=3 * MIB))), thresholds)
+    hung = snapshot(gpu(), ok=False, timed_out=True)
+    down = run(first.state, samples_at(T0 + 600, 10, hung), thresholds)
+    assert kinds(down.findings) == [("unresponsive", "GPU-0")]
+    holder = probe_node_lock(path)
+    under_reset = [sample_of(snap, T0 + 1200 + number * 10, holder) for number, snap in
+                   enumerate((hung, snapshot(gpu(ghost=3 * MIB)), snapshot(gpu(ghost=3 * MIB))))]
+    assert under_reset[0]["remediation_in_progress"] and under_reset[0]["remediation_holder"]["pid"] == proc.pid
+    judged = run(down.state, under_reset, thresholds)
+    # No unresponsive finding from the timed-out sample, nor resolved (nothing known of it); the ghost streak held at 1.
+    assert judged.findings == [] and judged.resolved == []
+    assert list(judged.state["active"]) == [down.findings[0]["fingerprint"]]
+    assert judged.state["gpus"]["GPU-0"]["ghost_samples"] == 1
+    # The ladder done, the GPU answers and the unresponsive finding is resolved.
+    after = run(judged.state, samples_at(T0 + 1800, 10, snapshot(gpu())), thresholds)
+    assert [entry["kind"] for entry in after.resolved] == ["unresponsive"]
+    assert after.state["gpus"]["GPU-0"]["ghost_samples"] == 0

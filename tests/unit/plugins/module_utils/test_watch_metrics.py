@@ -29,11 +29,12 @@ def gpu(index, ghost=0, name="NVIDIA H100 80GB HBM3"):
             "holders": [11, 12], "recovery_action": "none", "state": "ok"}
 
 
-def run_metrics(snapshots, state=None, events=(), remediation=None):
+def run_metrics(snapshots, state=None, events=(), remediation=None, in_progress=False):
     samples = [sample_of(snap, T0 + number) for number, snap in enumerate(snapshots)]
     now = T0 + len(samples)
     judged = judge(state or empty_state(), samples, list(events), Thresholds(ghost_samples=1), now, "node07")
-    return render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now)), judged.state
+    return render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now,
+                                remediation_in_progress=in_progress)), judged.state
 
 
 def answered(*gpus):
@@ -57,13 +58,16 @@ def test_every_family_has_help_and_type_and_promtool_accepts_the_file():
     event = {"kind": "xid", "xid": 79, "gpu_index": 0, "pci_bus_id": "00000000:18:00.0", "time": "t", "time_epoch": T0,
              "line": "NVRM: Xid (PCI:0000:18:00): 79", "catalog": {"action": "reboot"}}
     text = run_metrics([answered(gpu(0, ghost=3072, name=ODD_NAME), gpu(1))], events=[event],
-                       remediation={"rung": "reset", "epoch": T0 - 60})[0]
+                       remediation={"rung": "reset", "epoch": T0 - 60}, in_progress=True)[0]
     rc, output = promtool_check(text)
     assert rc == 0, output + text
     assert output.strip() == "", output  # no lint complaint either
     assert 'name="NVIDIA \\"H100\\" \\\\ 80GB\\nHBM3"' in text
     assert lines_of(text, "gpuops_gpu_memory_ghost_bytes")[0].endswith(" %d" % (3072 * 1024 * 1024))
     assert lines_of(text, "gpuops_gpu_holders")[0].endswith(" 2")
+    assert lines_of(text, "gpuops_watch_remediation_in_progress") == ["gpuops_watch_remediation_in_progress 1"]
+    assert lines_of(run_metrics([answered(gpu(0))])[0], "gpuops_watch_remediation_in_progress") == [
+        "gpuops_watch_remediation_in_progress 0"]
     assert lines_of(text, "gpuops_gpu_xid_events_total") == ['gpuops_gpu_xid_events_total{gpu="0",xid="79"} 1']
     assert lines_of(text, "gpuops_gpu_xid_new_events") == ['gpuops_gpu_xid_new_events{gpu="0",xid="79"} 1']
     assert lines_of(text, "gpuops_last_remediation_timestamp_seconds") == [
