@@ -166,6 +166,12 @@ options:
       image_path:
         description: Executable path; one under the user's profile when unset.
         type: str
+      graphics:
+        description:
+          - A desktop application that only draws on the GPU (a browser, an editor) - nvidia-smi lists it as type C(G),
+            not as a compute process, and the ladder leaves it alone.
+        type: bool
+        default: false
       igpu_memory_mib:
         description: Memory it holds on the integrated GPU (needs O(integrated_gpu)), MiB - never an NVIDIA GPU's.
         type: int

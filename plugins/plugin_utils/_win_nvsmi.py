@@ -97,7 +97,8 @@ def parse_compute_apps_csv(text, gpus, fields=_nvsmi.COMPUTE_APPS_FIELDS):
         bus_id = normalize_bus_id(row.get("gpu_bus_id") or "")
         used_mib = row.get("used_gpu_memory")
         model = models.get(bus_id, only_model)
-        processes.append({"pid": row.get("pid"), "name": row.get("process_name"), "pci_bus_id": bus_id,
+        # Every row of --query-compute-apps is a compute context (type C in the XML's terms).
+        processes.append({"pid": row.get("pid"), "name": row.get("process_name"), "pci_bus_id": bus_id, "type": "C",
                           "gpu_uuid": row.get("gpu_uuid"), "used_mib": used_mib,
                           "used_mib_reason": used_memory_reason(used_mib, model)})
     return processes

@@ -224,6 +224,8 @@ def _scenario_process(state, spec):
     image = spec.get("image_path") or "C:\\Users\\%s\\AppData\\Local\\Programs\\%s" % (user.split("\\")[-1], name)
     owner = user if "\\" in user else "%s\\%s" % (state["hostname"], user)
     process = _spawn(state, name, owner, session, image, gpu_memory=memory)
+    if spec.get("graphics"):
+        process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
     for child in spec.get("children") or []:
         kid = _scenario_process(state, dict(child, user=child.get("user") or user, session_id=child.get("session_id", session)))
         kid["ppid"] = process["pid"]
@@ -351,7 +353,7 @@ def _smi_gpu(state, gpu):
         memory = process["gpu_memory"][gpu["luid"]]["dedicated_bytes"] // MIB
         lines.extend(["\t\t\t<process_info>", "\t\t\t\t<gpu_instance_id>N/A</gpu_instance_id>",
                       "\t\t\t\t<compute_instance_id>N/A</compute_instance_id>", "\t\t\t\t<pid>%d</pid>" % process["pid"],
-                      "\t\t\t\t<type>%s</type>" % ("C+G" if process["session_id"] else "C"),
+                      "\t\t\t\t<type>%s</type>" % (process.get("smi_type") or ("C+G" if process["session_id"] else "C")),
                       "\t\t\t\t<process_name>%s</process_name>" % _xml(process["image_path"] or process["name"]),
                       "\t\t\t\t<used_memory>%s</used_memory>" % ("N/A" if gpu["driver_model"] == "WDDM" else "%d MiB" % memory),
                       "\t\t\t</process_info>"])

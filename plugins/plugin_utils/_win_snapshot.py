@@ -248,8 +248,17 @@ def _holder(process, listed, counter, luids):
                   nvidia_smi_reason=reasons[0] if reasons and not smi_used else None,
                   used_mib_reason=None if used is not None else (reasons[0] if reasons else NO_COUNTER_REASON),
                   wsl_vm=process["role"] == "wsl_vm")
-    holder["class"] = _CLASS_OF_ROLE.get(process["role"], "compute")
+    holder["nvidia_smi_types"] = sorted(set(entry.get("type") or "N/A" for _index, entry in listed))
+    holder["class"] = _CLASS_OF_ROLE.get(process["role"]) or ("compute" if _compute_context(listed) else "graphics_session")
     return holder
+
+
+def _compute_context(listed):
+    """Whether nvidia-smi calls the process a compute one (type C or C+G). Under WDDM every application that draws on
+    the GPU holds memory on it (type G, and the GPU Process Memory counters show it): a browser or an editor is no leak
+    for the kill rung, like dwm. A process the counters show and nvidia-smi does not list is not known to be compute
+    either, so it is left alone too."""
+    return any("C" in str(entry.get("type") or "").upper().split("+") for _index, entry in listed)
 
 
 def _adapter_devices(node, gpus, locations, probes):
