@@ -127,8 +127,15 @@ holders:
       description: Dedicated GPU memory from the counters, summed over LUIDs and C(phys), MiB; null with C(used_mib_reason) when unknown.
       type: int
     class:
-      description: C(compute), C(wsl_vm) (the WSL VM), C(graphics_session) (dwm) or C(system) (a protected system process).
+      description:
+        - C(compute) (a compute context by nvidia-smi, type C or C+G - the kill rung's), C(wsl_vm) (the WSL VM),
+          C(graphics_session) (dwm, or an application that only draws on the GPU - type G, or seen by the counters
+          alone) or C(system) (a protected system process).
       type: str
+    nvidia_smi_types:
+      description: The process types nvidia-smi listed it with (C(C), C(G), C(C+G)); empty when it did not list it.
+      type: list
+      elements: str
     wsl_vm:
       description: Whether it is the WSL VM (C(vmmemWSL), C(vmmem)).
       type: bool
