@@ -28,11 +28,21 @@ _SUBJECT_KEYS = ("pid", "creation_time_ms", "name", "gpu", "instance_id", "sessi
 RECENT_ACTIONS = 20
 
 
+# Names Windows gives to devices in every folder (CON, NUL.txt, COM1.jsonl): a write there is no file.
+_DEVICE_NAMES = frozenset(["con", "prn", "aux", "nul"] + ["com%d" % n for n in range(1, 10)] + ["lpt%d" % n for n in range(1, 10)])
+
+
+def _bad_component(part):
+    """A path component that names no ordinary file or folder: ".", "..", a device name, or one that ends in a dot
+    or a space (Windows strips those, so the name is not the one written)."""
+    return part in (".", "..") or part.split(".")[0].strip().lower() in _DEVICE_NAMES or part.endswith((".", " "))
+
+
 def checked_path(path):
     """journal_path, or the default; ValueError naming the option and the value when it is no absolute Windows path."""
     if path is None:
         return DEFAULT_PATH
-    if not isinstance(path, str) or not _PATH_RE.match(path) or any(part in (".", "..") for part in path.split("\\")):
+    if not isinstance(path, str) or not _PATH_RE.fullmatch(path) or any(_bad_component(part) for part in path.split("\\")[1:]):
         raise ValueError("journal_path: %r is no absolute Windows path of a file (like %s)" % (path, DEFAULT_PATH))
     return path
 

@@ -252,6 +252,9 @@ def _kill_one(node, journal, holder, processes, by_tree, allow_dwm, check_mode):
         outcome, reason = left
         return dict(entry, outcome=outcome, reason=reason, line="left pid %s %s: %s" % (holder["pid"], holder.get("name") or "", reason))
     entry.update(name=process["name"], user=process.get("user"), session_id=process.get("session_id"))
+    refused = _tree_refusal(processes, process, allow_dwm)
+    if refused:
+        return dict(entry, outcome="refused", reason=refused, line="left pid %s %s: %s" % (holder["pid"], process["name"], refused))
     if check_mode:
         return dict(entry, outcome="would_end", line="would end %s with taskkill /F /T" % _who(process))
     return dict(entry, outcome="taskkill_ran", taskkill=_taskkill(node, journal, process, tree=True), process=process)
@@ -267,6 +270,17 @@ def _note_tree(entry, processes, by_tree):
     for pid in pids:
         if pid in processes:
             by_tree.setdefault(pid, (entry["pid"], processes[pid]))
+
+
+def _tree_refusal(processes, process, allow_dwm):
+    """Why taskkill /T must not end this process's tree, or None: a descendant (what /T ends with it) that would be
+    refused on its own - a protected system process, dwm, the shell, a remote connection's host."""
+    for pid in _descendants(processes, process):
+        left = _left_reason(processes[pid], processes[pid], allow_dwm)
+        if left and left[0] == "refused":
+            return "its tree (what taskkill /T ends with it) holds pid %s %s, which is never ended: %s" % (
+                pid, processes[pid].get("name") or "", left[1])
+    return None
 
 
 def _descendants(processes, root):
@@ -410,8 +424,11 @@ def _judge_restarts(node, entries, args):
             continue
         adapter = next((a for a in after["adapters"] if a["instance_id"].lower() == entry["instance_id"].lower()), None)
         gpu = next((g for g in after["gpus"] if g["index"] == entry["gpu"]), None)
-        if adapter is None or adapter.get("started") is False:
-            entry.update(outcome="failed", message="the adapter is %s after the restart" % (adapter["status"] if adapter else "gone"))
+        # The problem code is language-neutral where the status word is not ("Problem" is "Problem" in German too).
+        if adapter is None or adapter.get("started") is False or adapter.get("problem_code") is not None:
+            entry.update(outcome="failed", message="the adapter is %s after the restart" % (
+                "gone" if adapter is None else "%s (problem code %s)" % (adapter["status"], adapter["problem_code"])
+                if adapter.get("problem_code") is not None else adapter["status"]))
         elif entry["outcome"] == "unknown":
             still = gpu is not None and reset_evidence(gpu, [], args["ghost_threshold_mib"])
             entry.update(outcome="failed" if still else "restarted",

@@ -62,3 +62,16 @@ def test_every_row_of_the_compute_apps_query_is_a_compute_context():
     text = "1234, python.exe, 00000000:01:00.0, GPU-1, [N/A]\n"
     rows = _win_nvsmi.parse_compute_apps_csv(text, gpus, fields=("pid", "process_name", "gpu_bus_id", "gpu_uuid", "used_gpu_memory"))
     assert [row["type"] for row in rows] == ["C"]
+
+
+def test_a_holder_whose_tree_holds_a_process_never_ended_is_left_alone_with_its_tree(tmp_path):
+    scenario = dict(WORKSTATION, processes=[{"name": "python.exe", "memory_mib": 8000,
+                                             "children": [{"name": "wsmprovhost.exe", "memory_mib": 0}]}])
+    root = build(tmp_path, scenario)
+    targets = windows_kill_targets(_win_snapshot.take(SimulatedNode(root)))
+    holders = [{"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"]} for holder in targets]
+    result = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": holders}, check_mode=False)
+    assert not result["changed"] and result["ended_pids"] == []
+    assert "wsmprovhost.exe" in result["plan"][0] and "taskkill /T" in result["plan"][0]
+    assert "python.exe" in by_name(_win_snapshot.take(SimulatedNode(root)))
+    assert not [entry for entry in _win_sim.snapshot_of_state(root)["command_log"] if entry["argv"][0] == "taskkill"]

@@ -200,3 +200,11 @@ def test_a_host_lost_mid_action_leaves_the_intent_open_and_the_error_of_the_acti
         _win_reset.run(GoneAfterTaskkill(node.root, "ada"), {"method": "kill", "holders": [holder], "run_id": "lost"}, check_mode=False)
     assert [(r["run_id"], r["action"], r["phase"]) for r in lines(node)] == [("lost", "taskkill", "intent")]
     assert [a["run_id"] for a in _win_snapshot.take(node)["journal"]["interrupted_actions"]] == ["lost"]
+
+
+@pytest.mark.parametrize("path", ["C:\\x\\CON", "C:\\x\\NUL.txt", "C:\\x\\com1.jsonl", "C:\\x\\...\\j", "C:\\x\\.. \\j",
+                                  "C:\\x\\j.", "C:\\x\\j ", "C:\\x\\j\n"])
+def test_a_journal_path_that_names_a_device_or_a_name_windows_rewrites_is_refused(path):
+    with pytest.raises(ValueError, match="journal_path"):
+        _win_journal.checked_path(path)
+    assert _win_journal.checked_path("C:\\console\\con-log.jsonl") == "C:\\console\\con-log.jsonl"
