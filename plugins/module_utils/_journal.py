@@ -279,6 +279,20 @@ def probe_journal(layout, options, events):
     return completed_resets(records), report
 
 
+def outlived_kill(records):
+    """{(pid, start_time): the outcome's ts} of every process a run sent SIGKILL that was still there when its bounded
+    wait ran out (_terminate): the only evidence that a process is unkillable. Malformed lines are skipped."""
+    intents, found = {}, {}
+    for record in records:
+        if record.get("phase") == "intent" and record.get("action") == "signal":
+            intents[record.get("id")] = record
+        elif record.get("phase") == "outcome" and record.get("outlived_kill") is True and record.get("signal") == "KILL":
+            intent = intents.get(record.get("id"))
+            if intent is not None and isinstance(intent.get("pid"), int) and isinstance(intent.get("start_time"), int):
+                found[(intent["pid"], intent["start_time"])] = record.get("ts")
+    return found
+
+
 def _owner(source):
     """What owned an ended holder, as one label: its Slurm job, pod, container or systemd unit, else None."""
     if source.get("slurm_job"):

@@ -14,7 +14,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
     DISPLAY_PROCESSES, GPU_DAEMONS, PROCESS_STATES, first_name_match, process_names,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import probe_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import frozen_cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill, probe_journal, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
@@ -141,8 +142,6 @@ def _holder_class(record, types):
     # A leader-exited thread group is alive: read_process gives it a live thread's state, never Z.
     if record["state"] == "Z" and not record.get("leader_exited"):
         return "zombie"
-    if record["state"] == "D":
-        return "unkillable"
     if first_name_match(names, GPU_DAEMONS):
         return "gpu_daemon"
     if first_name_match(names, DISPLAY_PROCESSES) or (types and types <= {"G"}):
@@ -288,6 +287,21 @@ def reset_blockers(holders):
     return blockers
 
 
+def mark_unkillable(holders, journal_path):
+    """Name the frozen cgroup of every holder in one, and class "unkillable" a holder that outlived SIGKILL (the
+    journal says so) outside one: uninterruptible sleep (D) alone is no evidence, SIGKILL ends most of it. The journal
+    is read only when a holder is in D, as a process that outlives SIGKILL is."""
+    for holder in holders:
+        holder["frozen_cgroup"] = frozen_cgroup(holder["pid"]) if holder.get("visible", True) else None
+    if not any(h.get("state") == PROCESS_STATES["D"] for h in holders):
+        return
+    survivors = outlived_kill(recent_records(journal_path)[0])
+    for holder in holders:
+        when = survivors.get((holder["pid"], holder.get("start_time")))
+        if when and holder["state"] == PROCESS_STATES["D"] and not holder["frozen_cgroup"]:
+            holder.update({"class": "unkillable", "outlived_kill": when})
+
+
 def _start_epochs(holders):
     epochs = {}
     for holder in holders:
@@ -317,6 +331,7 @@ def take_snapshot(module, layout, options):
     scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     holders = build_holders(scan, gpus)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
+    mark_unkillable(holders, options.journal_path or layout.journal_file)
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)

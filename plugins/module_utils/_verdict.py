@@ -59,7 +59,7 @@ def entry_rung(snapshot, rungs=RUNGS):
 
 def kill_targets(snapshot):
     """The holders the kill rung ends: those holding a GPU, except GPU daemons (the reset and reload rungs stop and
-    start them) and processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot)."""
+    start them) and processes that outlived SIGKILL (no signal ends them; the verdict asks for a reboot)."""
     return [h for h in snapshot["holders"] if h["gpus"] and h["class"] not in ("gpu_daemon", "unkillable")]
 
 
@@ -128,12 +128,24 @@ def _holder_findings(finding, gpu, holders):
         what = "pid %s (%s)" % (holder["pid"], holder.get("name"))
         memory = " with %s MiB" % holder["used_mib"] if holder.get("used_mib") is not None else ""
         if holder["class"] == "unkillable":
-            finding.need("reboot", "%s holds GPU %s%s in uninterruptible sleep (D): no signal ends it" % (what, gpu["index"], memory))
+            finding.need("reboot", "%s holds GPU %s%s and outlived SIGKILL (journal, %s): no signal ends it"
+                         % (what, gpu["index"], memory, holder.get("outlived_kill")))
         elif holder["class"] == "zombie":
             finding.need("kill", "%s holds GPU %s%s as a zombie: its parent pid %s (%s) must reap it"
                          % (what, gpu["index"], memory, holder.get("ppid"), holder.get("parent_name")))
         else:
-            finding.need("kill", "%s holds GPU %s%s (%s)" % (what, gpu["index"], memory, holder["class"]))
+            finding.need("kill", "%s holds GPU %s%s (%s)%s" % (what, gpu["index"], memory, holder["class"], _held_by(holder)))
+
+
+def _held_by(holder):
+    """What keeps a signal from acting at once: a frozen cgroup, or uninterruptible sleep (D), which is no evidence
+    for a reboot until the process outlives SIGKILL."""
+    frozen = holder.get("frozen_cgroup")
+    if frozen:
+        return ": its cgroup %s is frozen (%s): it acts on no signal until thawed (thaw_frozen)" % (frozen["cgroup"], frozen["file"])
+    if holder.get("state") == "disk-sleep":
+        return ": in uninterruptible sleep (D), which SIGKILL ends unless it never wakes; only outliving SIGKILL calls for a reboot"
+    return ""
 
 
 def _event_what(event):

@@ -174,8 +174,8 @@ class GpuKillWorker:
         self.params = module.params
         self.run = Remediation(module)
         self.selection = HolderSelection(self.params, patterns)
-        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "gpus": [],
-                       "still_listed": [], "journal": []}
+        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "thawed": [],
+                       "gpus": [], "still_listed": [], "journal": []}
 
     def _wait_driver_release(self, pids):
         """Polls the driver's process list (not a whole snapshot) until it lists none of `pids`, bounded by wait_timeout."""
@@ -196,7 +196,7 @@ class GpuKillWorker:
         if self.params["holders"] == []:
             self.result["msg"] = "holders=[]: no holder selected, nothing to end"
         outcome = HolderKiller(self.module, self.run.journal).end(holders)
-        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "changed"))
+        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "thawed", "changed"))
         self.result["left_alone"] = left_alone + outcome["left_alone"]
         return snapshot, gpu_indexes
 

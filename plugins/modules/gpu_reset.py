@@ -300,7 +300,7 @@ class GpuResetWorker:
         return snapshot, groups, reasons, skipped, units
 
     def _keep_kill(self, killed):
-        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers"))
+        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers", "thawed"))
 
     def _reset_argv(self, nvidia_smi, group, snapshot):
         bus_ids = [gpu["pci_bus_id"] for gpu in snapshot["gpus"] if gpu["index"] in group]

@@ -225,7 +225,7 @@ class DriverReloadWorker:
             self._refuse_survivors(killed, blockers, changed=killed["changed"])
 
     def _refuse_survivors(self, killed, blockers, changed):
-        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers"))
+        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers", "thawed"))
         left = still_holding(killed, blockers)
         if left:
             self.result["changed"] = changed
