@@ -50,6 +50,71 @@ def command_line(argv):
     return text[:SOURCE_CMDLINE_CHARS] + "..." if len(text) > SOURCE_CMDLINE_CHARS else text
 
 
+# Filesystems of the kernel's own (no file can be created there, whatever access(2) says to root) and device nodes:
+# a journal path there is refused before the run acts.
+PSEUDO_FILESYSTEMS = ("proc", "sysfs", "cgroup", "cgroup2", "devpts", "debugfs", "tracefs", "securityfs", "configfs",
+                      "bpf", "pstore", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "nsfs", "autofs", "hugetlbfs")
+_NAME_MAX = 255
+_PATH_MAX = 4095
+
+
+def _filesystem_type(path, mountinfo="/proc/self/mountinfo"):
+    """The type of the filesystem that holds the existing directory path (the longest mount point above it)."""
+    best, kind = "", None
+    try:
+        with open(mountinfo, "r", encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or not tail:
+            continue
+        point = fields[4].replace("\\040", " ")
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, kind = point, tail[0]
+    return kind
+
+
+def path_problem(path):
+    """Why a journal cannot be written at path (its directories made as needed), or None. Only looks: the directory
+    is made by the first line written, so a run that does nothing creates nothing."""
+    absolute = os.path.abspath(path)
+    if len(absolute) > _PATH_MAX or any(len(part.encode("utf-8", "replace")) > _NAME_MAX for part in absolute.split("/")):
+        return "the path is too long"
+    existing = os.path.dirname(absolute)
+    while not os.path.isdir(existing):
+        if os.path.lexists(existing):
+            break
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return "%s is not a directory" % existing
+    fstype = _filesystem_type(existing)
+    if fstype in PSEUDO_FILESYSTEMS:
+        return "%s is on a %s filesystem, where no journal can be created" % (existing, fstype)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return "%s is not writable" % existing
+    if os.path.isdir(absolute):
+        return "it is a directory"
+    if os.path.exists(absolute):
+        if not os.path.isfile(absolute):
+            return "it is not a regular file (a device, FIFO or socket)"
+        if not os.access(absolute, os.W_OK):
+            return "it is not writable"
+    return None
+
+
+def path_failure(path, given):
+    """The message a module fails with when the journal at path cannot be written, or None. given: whether the
+    journal_path option named it (else it is the node's default)."""
+    problem = path_problem(path)
+    if problem is None:
+        return None
+    return "%s: %r cannot be written: %s" % ("journal_path" if given else "journal_path (default)", path, problem)
+
+
 def _utc_now():
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
     return stamp.replace("+00:00", "Z")
@@ -77,6 +142,10 @@ def append_line(path, record):
         os.close(fd)
 
 
+class JournalUnwritable(OSError):
+    """A journal line could not be written: the action it announces must not go ahead."""
+
+
 class Journal:
     """Writes this run's intents and outcomes to the journal at path; entries() returns what it wrote."""
 
@@ -88,7 +157,11 @@ class Journal:
         self._token = uuid.uuid4().hex[:12]
 
     def _write(self, record):
-        append_line(self.path, record)
+        try:
+            append_line(self.path, record)
+        except OSError as exc:
+            raise JournalUnwritable("journal_path: %r cannot be written: %s; the action it was to record was not done"
+                                    % (self.path, exc.strerror or exc))
         self._entries.append(record)
         return record
 

@@ -148,7 +148,24 @@ holders:
     kubernetes_pod_uid: {description: "Kubernetes pod UID.", type: str, returned: when visible}
     slurm_job: {description: "Slurm job id.", type: str, returned: when visible}
     systemd_unit: {description: "systemd unit.", type: str, returned: when visible}
-    class: {description: "V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).", type: str, returned: always}
+    class:
+      description:
+        - V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).
+        - V(unkillable) is a process in uninterruptible sleep (D), outside a frozen cgroup, that the journal says outlived
+          SIGKILL (RV(holders[].outlived_kill)); D alone is not: SIGKILL ends most of it.
+      type: str
+      returned: always
+    outlived_kill:
+      description: When a run sent this process SIGKILL and it was still there once the wait ran out (the journal's time).
+      type: str
+      returned: when the class is unkillable
+    frozen_cgroup:
+      description:
+        - The frozen cgroup that holds it (v1 freezer C(freezer.state) FROZEN or FREEZING, cgroup v2 C(cgroup.freeze) 1, its
+          own or an ancestor's), with C(version), C(cgroup) (the outermost one frozen), C(holder_cgroup), C(file),
+          C(state) and C(thaw) (what thawing writes); null when none. Its tasks act on no signal until it is thawed.
+      type: dict
+      returned: always
     leader_exited:
       description: Its thread-group leader exited while other threads live on (the leader's stat says Z); alive, not a zombie.
       type: bool

@@ -139,7 +139,7 @@ import datetime
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, path_failure, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
@@ -155,6 +155,9 @@ class SlurmDrain:
         self.node = self.params["node"]
         self.run_id = self.params["run_id"] or uuid.uuid4().hex
         self.journal = Journal(self.params["journal_path"] or current_layout().journal_file, run_id=self.run_id)
+        failure = path_failure(self.journal.path, bool(self.params["journal_path"]))
+        if failure:
+            module.fail_json(msg=failure, changed=False)
         self.result = {"changed": False, "jobs": [], "waited": 0.0}
 
     def _fail(self, msg):
