@@ -57,9 +57,14 @@ def entry_rung(snapshot, rungs=RUNGS):
     return rungs[entry_floor(snapshot["verdict"]["rung"], rungs)] if memory_held(snapshot) else NO_RUNG
 
 
-def kill_targets(snapshot):
+def kill_targets(snapshot, platform="linux"):
     """The holders the kill rung ends: those holding a GPU, except GPU daemons (the reset and reload rungs stop and
-    start them) and processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot)."""
+    start them) and processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot). On
+    Windows only compute contexts: the WSL VM, dwm, applications that only draw and system processes have rungs of
+    their own (wsl, restart_adapter, logoff). Who among them may be ended is the protect rules' (_protect.refusal,
+    plugin_utils/_win_protect.refusal)."""
+    if platform == "windows":
+        return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "compute"]
     return [h for h in snapshot["holders"] if h["gpus"] and h["class"] not in ("gpu_daemon", "unkillable")]
 
 
