@@ -236,7 +236,7 @@ def _kill(node, args, check_mode, _sleep, journal):
         entries.append(entry)
         if entry["outcome"] in ("would_end", "taskkill_ran"):
             _note_tree(entry, processes, by_tree)
-    if any(e["outcome"] == "taskkill_ran" for e in entries):
+    if not check_mode and any(e["outcome"] == "taskkill_ran" for e in entries):
         _judge_kills(entries, process_list(node))
     failures = [e for e in entries if e["outcome"] == "failed"]
     ended = [pid for e in entries if e["outcome"] in ("ended", "would_end") for pid in [e["pid"]] + e["also_ended"]]
@@ -272,15 +272,14 @@ def _kill_one(node, journal, holder, processes, by_tree, policy, check_mode):
 
 
 def _note_tree(entry, processes, by_tree):
-    """What taskkill /T took (or, in check mode, would take) with the selected process: its descendants."""
-    if entry["taskkill"] is not None:
-        pids = [pid for pid, line in entry["taskkill"]["pids"].items() if pid != entry["pid"] and line["ended"]]
-    else:
-        pids = _win_protect.descendants(processes, processes[entry["pid"]])
+    """The tree taskkill /T takes (or, in check mode, would take) with the selected process: its descendants as the
+    process list shows them just before (pid + creation time), whatever taskkill prints afterwards, in any language.
+    In check mode they are all predicted ended; after the run, _judge_kills keeps those gone by pid + creation time."""
+    pids = _win_protect.descendants(processes, processes[entry["pid"]])
+    entry["tree"] = [_identity(processes[pid]) for pid in pids]
     entry["also_ended"] = sorted(pids)
     for pid in pids:
-        if pid in processes:
-            by_tree.setdefault(pid, (entry["pid"], processes[pid]))
+        by_tree.setdefault(pid, (entry["pid"], processes[pid]))
 
 
 def _left_reason(holder, process, policy):
@@ -295,13 +294,16 @@ def _left_reason(holder, process, policy):
 
 
 def _judge_kills(entries, after):
-    """The evidence: a process selected is ended only when it is gone by pid + creation time."""
+    """The evidence: a process selected, or one of its tree, is ended only when it is gone by pid + creation time from
+    the process list read after taskkill (its words are kept for the report: they are localized)."""
     for entry in entries:
+        if "tree" in entry:
+            entry["also_ended"] = sorted(member["pid"] for member in entry["tree"] if not _same(after.get(member["pid"]), member))
         if entry["outcome"] != "taskkill_ran":
             continue
         process, answer = entry.pop("process"), entry["taskkill"]
         if _same(after.get(entry["pid"]), entry):
-            reason = answer["outcome"] if answer["outcome"] != "ended" else "taskkill reported success, the process still runs"
+            reason = answer["outcome"] if answer["outcome"] != "ended" else "taskkill exited 0, the process still runs"
             detail = " (%s)" % answer["message"] if answer["message"] else ""
             entry.update(outcome="failed", reason=reason, line="could not end %s with taskkill /F /T: %s%s" % (_who(process), reason, detail))
         else:
