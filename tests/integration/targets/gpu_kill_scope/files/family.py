@@ -25,6 +25,7 @@ ready_read, ready_write = os.pipe()
 child = os.fork()
 if child == 0:
     os.close(ready_read)
+    os.close(held)  # the parent's device is the parent's: the child holds only its own
     held = os.open(child_device, os.O_RDWR)
     os.write(ready_write, b"x")
     while True:
