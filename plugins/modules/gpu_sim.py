@@ -178,6 +178,13 @@ options:
         type: str
         choices: [never, at_start, on_term]
         default: never
+      parent_gpus:
+        description:
+          - For O(holders[].kind=zombie), indexes of the GPUs its parent holds open itself (C(nvidia<N>), C(nvidiactl),
+            C(nvidia-uvm)), a live job of its own; by default the parent holds none.
+        type: list
+        elements: int
+        default: []
   services:
     description: GPU services to start as real background processes named like the real daemons.
     type: list
@@ -401,6 +408,7 @@ HOLDER_SPEC = dict(
     parent_name=dict(type="str", default="job-launcher"),
     freezer=dict(type="str", choices=["v1", "v2"]),
     freeze=dict(type="str", choices=list(sim.FREEZE_WHEN), default="never"),
+    parent_gpus=dict(type="list", elements="int", default=[]),
 )
 XID_SPEC = dict(
     xid=dict(type="int", required=True),
