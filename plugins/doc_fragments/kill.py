@@ -17,10 +17,10 @@ options:
         SigBlk, SigIgn, SigCgt, TracerPid, NSpid); check mode reports that plan per process (C(expected),
         C(kill_follows), C(why)) and the run carries it out. A signal the process ignores, one the init of its own PID
         namespace has no handler for, and any signal but KILL to a process stopped by its tracer (state t) is not sent
-        and not waited for (listed in C(not_sent)): the next one follows at once. A blocked signal is sent and waited
+        and not waited for (listed in C(not_sent)), and the next one follows at once. A blocked signal is sent and waited
         for (it acts if the process unblocks it). A stopped process (state T) gets SIGCONT right after the signal, as
         systemd does, so that it acts on it (its handler runs).
-      - Uninterruptible sleep (D) is no reason to leave a process alone: SIGKILL ends most of it (a vfork parent, a
+      - Uninterruptible sleep (D) is no reason to leave a process alone, since SIGKILL ends most of it (a vfork parent, a
         killable wait). A process still there when the O(grace) after KILL runs out is recorded in the journal as having
         outlived SIGKILL; only that makes it C(unkillable), the evidence for a heavier rung.
     type: list

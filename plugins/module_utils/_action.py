@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus

@@ -85,6 +85,11 @@ def _v2(mount, path):
             "thaw": [{"path": os.path.join(d, "cgroup.freeze"), "value": "0"} for d in reversed(freezing)]}
 
 
+def cgroup_mounts(proc_root="/proc"):
+    """parse_mountinfo of this mount namespace: read once for many frozen_cgroup() calls."""
+    return parse_mountinfo(_read(os.path.join(proc_root, "self", "mountinfo")) or "")
+
+
 def frozen_cgroup(pid, proc_root="/proc", mounts=None):
     """The frozen (or freezing) cgroup that holds pid, or None: {"version": "v1" | "v2", "cgroup": the outermost
     cgroup frozen on purpose (its own or an ancestor), "holder_cgroup": pid's own, "file": the file that froze it,
@@ -93,7 +98,7 @@ def frozen_cgroup(pid, proc_root="/proc", mounts=None):
     if not text:
         return None
     if mounts is None:
-        mounts = parse_mountinfo(_read(os.path.join(proc_root, "self", "mountinfo")) or "")
+        mounts = cgroup_mounts(proc_root)
     for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:

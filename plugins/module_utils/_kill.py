@@ -195,7 +195,7 @@ class HolderKiller:
         result = {"signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "thawed": []}
         targets, zombies, containers = self._triage(holders, result)
         check_mode = self.module.check_mode or predict_only
-        result["thawed"] = self._thaw(targets, check_mode)
+        result["thawed"] = self._thaw(targets + self._zombie_parents(zombies), check_mode)
         outcome = terminate_permitted(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
                                       journal=self.journal, check_mode=check_mode)
         result["signalled"] = outcome["signalled"]
@@ -252,6 +252,46 @@ class HolderKiller:
                 targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"],
                                       source=holder_source(holder)))
         return targets, zombies, containers
+
+    def _zombie_parents(self, zombies):
+        """The parents SIGCHLD (and, allowed, the signal sequence) would go to: a frozen one reaps nothing either."""
+        if not self.params["reap_zombies"]:
+            return []
+        parents = [parent_of(zombie["pid"]) for zombie in zombies]
+        return [Target(parent["pid"], parent["start_time"]) for parent in parents
+                if parent and parent.get("start_time") is not None and not refusal(Target(parent["pid"], parent["start_time"]), self.policy)]
+
+    def _thaw(self, targets, check_mode):
+        """Thaw the frozen cgroups that hold targets, when thaw_frozen allows it; else refuse the run, naming them.
+
+        A frozen task acts on no signal until thawed (under the v1 freezer not even on SIGKILL); thawing happens first,
+        so that TERM can run its handler. [{"cgroup", "file", "version", "pids", "ok", "message"}], one per cgroup."""
+        frozen = {}
+        for target in targets:
+            found = frozen_cgroup(target.pid)
+            if found:
+                frozen.setdefault(found["cgroup"], (found, []))[1].append(target)
+        if not frozen:
+            return []
+        if not self.params["thaw_frozen"]:
+            self.module.fail_json(changed=False, msg="refused: %s; a frozen task acts on no signal until it is thawed (under "
+                                  "the v1 freezer not even SIGKILL); thaw_frozen=true allows this run to thaw it" % "; ".join(
+                                      "pid %s: %s" % (",".join(str(t.pid) for t in members), describe(found))
+                                      for found, members in frozen.values()))
+        thawed = []
+        for cgroup, (found, members) in sorted(frozen.items()):
+            entry = {"cgroup": cgroup, "file": found["file"], "version": found["version"], "pids": [t.pid for t in members],
+                     "ok": True, "message": None}
+            if not check_mode:
+                entry_id = self.journal.intent("thaw_cgroup", cgroup=cgroup, file=found["file"], pids=entry["pids"]) if self.journal else None
+                entry["message"] = thaw(members[0].pid, found, self.params["grace"])
+                entry["ok"] = entry["message"] is None
+                if self.journal:
+                    self.journal.outcome(entry_id, entry["ok"], cgroup=cgroup, error=entry["message"])
+            for target in members:
+                target.thawed = True
+            thawed.append(entry)
+        return thawed
 
     def would_end(self, holders, snapshot):
         """Every live process that end(holders) would end, with what the snapshot says it holds: the plain targets

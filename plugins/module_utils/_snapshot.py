@@ -14,7 +14,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
     DISPLAY_PROCESSES, GPU_DAEMONS, PROCESS_STATES, first_name_match, process_names,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import frozen_cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import cgroup_mounts, frozen_cgroup
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill, probe_journal, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
@@ -299,8 +299,9 @@ def mark_unkillable(holders, journal_path):
     """Name the frozen cgroup of every holder in one, and class "unkillable" a holder that outlived SIGKILL (the
     journal says so) outside one: uninterruptible sleep (D) alone is no evidence, SIGKILL ends most of it. The journal
     is read only when a holder is in D, as a process that outlives SIGKILL is."""
+    mounts = cgroup_mounts()
     for holder in holders:
-        holder["frozen_cgroup"] = frozen_cgroup(holder["pid"]) if holder.get("visible", True) else None
+        holder["frozen_cgroup"] = frozen_cgroup(holder["pid"], mounts=mounts) if holder.get("visible", True) else None
     if not any(h.get("state") == PROCESS_STATES["D"] for h in holders):
         return
     survivors = outlived_kill(recent_records(journal_path)[0])

@@ -258,7 +258,8 @@ def terminate(triaged, signals=("TERM", "KILL"), grace=10.0, journal=None, check
         waiting = [entry for entry in waiting if not entry.get("_drop")]
         if waiting:
             _wait_for_exit(waiting, grace, started)
-        _journal_wait_outcomes(waiting, journal)
+        # Every signal sent gets its outcome, also a TERM whose SIGCONT found the process gone already.
+        _journal_wait_outcomes([entry for entry in live if not entry.get("_drop")], journal)
     for entry in entries:
         if not entry["exited"] and entry["pid"] in started:
             entry["seconds"] = round(time.monotonic() - started[entry["pid"]], 3)

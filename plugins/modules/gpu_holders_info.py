@@ -152,7 +152,7 @@ holders:
       description:
         - V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).
         - V(unkillable) is a process in uninterruptible sleep (D), outside a frozen cgroup, that the journal says outlived
-          SIGKILL (RV(holders[].outlived_kill)); D alone is not: SIGKILL ends most of it.
+          SIGKILL (RV(holders[].outlived_kill)); D alone is not, since SIGKILL ends most of it.
       type: str
       returned: always
     outlived_kill:

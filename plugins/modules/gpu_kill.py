@@ -102,7 +102,22 @@ EXAMPLES = r"""
 
 RETURN = r"""
 signalled:
-  description: The processes signalled (in check mode, that would be), with the signals sent and whether they exited.
+  description:
+    - The processes signalled (in check mode, that would be), with the signals sent and whether they exited.
+    - Each also says what its kernel signal state predicted, in check mode and in the run alike - C(expected) (V(term)
+      its default action ends it, V(handler) its handler runs, V(pending) it blocks the signal, V(kill_needed) the
+      signal cannot act), C(why) (the kernel fact), C(kill_follows) (V(at_once), V(after_grace) if it still runs, V(no)),
+      C(not_sent) (signals skipped because they cannot act, each with C(why)) and C(state) (its State letter).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pid: 4242, start_time: 73695, name: trainer, signals: [TERM, CONT], exited: true, seconds: 0.21,
+            expected: handler, kill_follows: after_grace, not_sent: [], state: T,
+            why: "TERM has a handler (SigCgt); it is stopped (T): SIGCONT follows so that it acts"}]
+thawed:
+  description:
+    - Frozen cgroups thawed (in check mode, that would be) before their processes were signalled, with O(thaw_frozen)
+      (C(cgroup), C(file), C(version), C(pids), C(ok), C(message)).
   returned: always
   type: list
   elements: dict
