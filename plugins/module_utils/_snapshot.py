@@ -179,6 +179,7 @@ def build_holders(scan, gpus, proc_root="/proc"):
         devices = scan[pid]["devices"] if pid in scan else []
         holder = {
             "pid": pid, "start_time": record["start_time"], "name": record["name"], "cmdline": record["cmdline"],
+            "exe": _exe(pid, proc_root),
             "user": record["user"], "uid": record["uid"], "state": PROCESS_STATES.get(record["state"], record["state"]),
             "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(_device_gpus(devices, index_by_minor))),
             "used_mib": _total(driver_view["memory"]), "used_mib_per_gpu": driver_view["memory"],
@@ -191,6 +192,15 @@ def build_holders(scan, gpus, proc_root="/proc"):
         holder.update(attribution(pid, proc_root))
         holders.append(holder)
     return holders
+
+
+def _exe(pid, proc_root):
+    """The path of the process's executable (/proc/<pid>/exe), or None where it cannot be read (another user's process
+    without privileges, a kernel thread): what names the process in reports, with its argv[0]."""
+    try:
+        return os.readlink("%s/%d/exe" % (proc_root, pid))
+    except OSError:
+        return None
 
 
 def _total(memory):

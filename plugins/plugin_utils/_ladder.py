@@ -15,6 +15,7 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import LEVELS as HEALTH_CHECK_LEVELS
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text, health_check
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
     RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
 )
@@ -592,7 +593,8 @@ def outcome_status(state, options, check_mode, freed_mib):
 
 
 def held_by(snapshot):
-    return [dict((key, holder.get(key)) for key in _HOLDER_FIELDS) for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
+    return [dict([(key, holder.get(key)) for key in _HOLDER_FIELDS] + [("command", holder_command(holder))])
+            for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
 
 
 def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None):
@@ -600,7 +602,7 @@ def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None
     for holder in holders:
         where = "GPU " + ",".join(str(index) for index in holder["gpus"]) if holder["gpus"] else "no GPU (node-wide device files only)"
         lines.append("  held by pid %s %s (%s, %s) on %s: %s MiB" % (
-            holder["pid"], holder["name"], holder["user"] or "?", holder["class"], where,
+            holder["pid"], holder.get("command") or holder["name"], holder["user"] or "?", holder["class"], where,
             holder["used_mib"] if holder["used_mib"] is not None else "N/A"))
     lines += ["  ghost memory on GPU %s: %s MiB" % (gpu["index"], gpu["ghost_mib_before"]) for gpu in gpus if gpu["ghost_mib_before"]]
     for step in tried:

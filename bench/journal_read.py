@@ -1,0 +1,135 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark: gpu_journal_info's answer over a journal of 6.5 MiB holding 15,000 ended processes (30 days of runs).
+
+Writes the journal in a temporary directory as the acting modules write it (Journal: a signal intent with the holder's
+source, then its outcome, exited), dated over the last 30 days, in two layouts: one file (a journal written before
+rotation existed, or with a larger ROTATE_BYTES) and rotated at 1 MiB (journal.jsonl.1 ... .4, the oldest dropped).
+Times, best of --repeat: read_window(since=30d) + leak_sources (the module's work), and the old 4 MiB tail for
+comparison; checks that the one-file answer counts every ended process and says it is complete, and that the rotated
+one says it is partial, from when. Then the module itself through Ansible (ansible localhost -m gpu_journal_info),
+once. Exits 1 when a count or a coverage is wrong.
+
+Run: .venv/bin/python bench/journal_read.py   (--kills 15000 --repeat 5)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, ".collections"))
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _journal  # noqa: E402
+
+DAY = 86400.0
+
+
+def holder(number):
+    """A holder as the snapshot describes one, varied like a cluster's jobs."""
+    user = "user%02d" % (number % 40)
+    return {"name": ("python3", "torchrun", "jupyter-kernel", "trainer")[number % 4], "user": user, "uid": 1000 + number % 40,
+            "cmdline": ["python3", "/home/%s/jobs/train_%d.py" % (user, number % 97), "--config", "cfg/%d.yaml" % (number % 13)],
+            "ppid": 4000 + number, "parent_name": "slurmstepd", "slurm_job": str(400000 + number),
+            "used_mib_per_gpu": {str(number % 8): 4096 + number % 2048}}
+
+
+def write_journal(path, kills, now, rotate_bytes):
+    """kills signal intents and outcomes over the 30 days before now, oldest first; the journal's size in bytes."""
+    _journal.ROTATE_BYTES = rotate_bytes
+    journal = _journal.Journal(path, run_id="bench")
+    step = 29.5 * DAY / kills
+    stamps = iter([])
+
+    def dated(record):
+        return dict(record, ts=next(stamps))
+
+    original = journal._write
+    journal._write = lambda record: original(dated(record))
+    for number in range(kills):
+        moment = now - 29.5 * DAY + number * step
+        stamp = _journal._stamp(moment)
+        stamps = iter([stamp, stamp])
+        entry = journal.intent("signal", pid=10000 + number, start_time=123456 + number, name="python3", signal="TERM",
+                               reason="holds GPU memory", source=_journal.holder_source(holder(number)))
+        journal.outcome(entry, True, exited=True)
+    return sum(os.path.getsize(each) for each in _journal.rotated_paths(path) if os.path.exists(each))
+
+
+def ended(records, since):
+    return sum(group["ended"] for group in _journal.leak_sources(records, since=since))
+
+
+def best(repeat, work):
+    times, answer = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        answer = work()
+        times.append(time.perf_counter() - started)
+    return min(times), answer
+
+
+def module_run(path):
+    ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_STDOUT_CALLBACK="json")
+    started = time.perf_counter()
+    done = subprocess.run([ansible, "localhost", "-m", "gpuops.remediation.gpu_journal_info",
+                           "-a", json.dumps({"journal_path": path, "since": "30d"})], capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - started
+    result = json.loads(done.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return seconds, result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=15000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    scratch = tempfile.mkdtemp(prefix="gpuops-journal-bench-")
+    problems, figures = [], {}
+    try:
+        now = time.time()
+        since = now - 30 * DAY
+        for layout, rotate_bytes in (("one_file", 64 * 1024 * 1024), ("rotated_1MiB", 1024 * 1024)):
+            path = os.path.join(scratch, layout, "journal.jsonl")
+            size = write_journal(path, args.kills, now, rotate_bytes)
+            seconds, (records, coverage) = best(args.repeat, lambda: _journal.read_window(path, since))
+            count_seconds, count = best(args.repeat, lambda: ended(_journal.read_window(path, since)[0], since))
+            tail_seconds, tail = best(args.repeat, lambda: ended(_journal.read_journal(path, _journal.RECENT_BYTES), since))
+            figures[layout] = {"bytes": size, "files": len(coverage["files"]), "ended": count, "complete": coverage["complete"],
+                               "from": coverage["from"], "read_seconds": round(seconds, 3), "answer_seconds": round(count_seconds, 3),
+                               "old_4MiB_tail_ended": tail, "old_4MiB_tail_seconds": round(tail_seconds, 3)}
+            print("%-13s %5.2f MiB in %d file(s): %d of %d ended processes, complete=%s from %s; read %.3f s, read+count %.3f s "
+                  "(the old 4 MiB tail: %d in %.3f s)" % (layout, size / 1048576.0, len(coverage["files"]), count, args.kills,
+                                                          coverage["complete"], coverage["from"], seconds, count_seconds, tail, tail_seconds))
+            if layout == "one_file" and (count != args.kills or not coverage["complete"]):
+                problems.append("one file: %d of %d, complete=%s" % (count, args.kills, coverage["complete"]))
+            if layout != "one_file" and (coverage["complete"] or count >= args.kills or not coverage["from"]):
+                problems.append("rotated: %d, complete=%s from %s" % (count, coverage["complete"], coverage["from"]))
+        seconds, result = module_run(os.path.join(scratch, "one_file", "journal.jsonl"))
+        module_ended = sum(group["ended"] for group in result.get("sources", []))
+        figures["module_seconds"] = round(seconds, 2)
+        figures["module_ended"] = module_ended
+        print("gpu_journal_info through Ansible (since=30d, one file): %d ended, complete=%s, %.2f s wall" % (
+            module_ended, result.get("complete"), seconds))
+        if module_ended != args.kills or result.get("complete") is not True:
+            problems.append("module: %d, complete=%s" % (module_ended, result.get("complete")))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for problem in problems:
+        print("WRONG: %s" % problem)
+    print(json.dumps({"bench": "journal_read", "kills": args.kills, "figures": figures, "ok": not problems}))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
