@@ -43,24 +43,18 @@ def holder(number):
 
 
 def write_journal(path, kills, now, rotate_bytes):
-    """kills signal intents and outcomes over the 30 days before now, oldest first; the journal's size in bytes."""
+    """kills signal intents and outcomes over the 30 days before now, oldest first, each line as Journal writes it (the
+    same keys, append_line, rotation); the journal's size in bytes."""
     _journal.ROTATE_BYTES = rotate_bytes
-    journal = _journal.Journal(path, run_id="bench")
     step = 29.5 * DAY / kills
-    stamps = iter([])
-
-    def dated(record):
-        return dict(record, ts=next(stamps))
-
-    original = journal._write
-    journal._write = lambda record: original(dated(record))
     for number in range(kills):
-        moment = now - 29.5 * DAY + number * step
-        stamp = _journal._stamp(moment)
-        stamps = iter([stamp, stamp])
-        entry = journal.intent("signal", pid=10000 + number, start_time=123456 + number, name="python3", signal="TERM",
-                               reason="holds GPU memory", source=_journal.holder_source(holder(number)))
-        journal.outcome(entry, True, exited=True)
+        stamp = _journal._stamp(now - 29.5 * DAY + number * step)
+        run_id, entry_id = "run-%d" % (number // 3), "run-%d-bench-%d" % (number // 3, number)
+        _journal.append_line(path, {"ts": stamp, "run_id": run_id, "id": entry_id, "phase": "intent", "action": "signal",
+                                    "pid": 10000 + number, "start_time": 123456 + number, "name": "python3", "signal": "TERM",
+                                    "reason": "holds GPU memory", "source": _journal.holder_source(holder(number))})
+        _journal.append_line(path, {"ts": stamp, "run_id": run_id, "id": entry_id, "phase": "outcome", "action": "signal",
+                                    "ok": True, "exited": True})
     return sum(os.path.getsize(each) for each in _journal.rotated_paths(path) if os.path.exists(each))
 
 
