@@ -97,7 +97,10 @@ def test_reset_gpu_checks_the_dry_run_answer_in_its_first_task():
     with open(os.path.join(ROOT, "playbooks", "reset_gpu.yml")) as handle:
         playbook = handle.read()
     first_task = playbook.split("- name: Inspect and guard")[0]
-    assert "'gpuops_dry_run=' ~ gpuops_dry_run ~ ' (true or false)'" in first_task
+    # The first task is the controller-side input check, which knows gpuops_dry_run as a yes/no (plugin_utils/_inputs.py).
+    assert "gpuops.remediation.gpu_input_check:" in first_task
+    with open(os.path.join(ROOT, "plugins", "plugin_utils", "_inputs.py")) as handle:
+        assert '"gpuops_dry_run": {"type": "bool"}' in handle.read()
     assert playbook.count('check_mode: "{{ (gpuops_dry_run | default(false) | bool) or ansible_check_mode }}"') == 2
 
 

@@ -77,11 +77,12 @@ def test_a_range_is_checked_only_on_a_number(options):
 
 def test_none_is_no_answer_for_an_optional_input():
     """AWX writes an empty survey answer as !unsafe '', which ansible-core 2.19 reads as None (ansible/awx#16205):
-    no answer, the default applies; a required input still needs one."""
+    no answer, the default applies; a wrong answer beside it is still refused, naming it."""
     from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import input_errors
     options = {"gpu_reclaim_allow_reboot": {"type": "bool"}, "gpu_reclaim_gpus": {"type": "list", "elements": "str"},
                "gpuops_environment": {"type": "dict"}, "gpuops_serial": {"type": "raw"},
                "gpu_remediate_max_destructive_percent": {"type": "int"}, "needed": {"type": "str", "required": True}}
     values = dict((name, None) for name in options if name != "needed")
     assert input_errors(dict(values, needed="x"), options) == []
-    assert input_errors(dict(values, needed=None), options) != []
+    assert input_errors(dict(values, needed="x", gpu_reclaim_allow_reboot="maybe"), options) == [
+        "gpu_reclaim_allow_reboot=maybe (true or false)"]
