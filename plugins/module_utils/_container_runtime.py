@@ -25,7 +25,7 @@ import os
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import RUNTIME_CLIS, runtime_cli
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import parse_cgroup, read_process
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import _container, parse_cgroup, read_process
 
 USER_DELEGATED = re.compile(r"^user@\d+\.service$")
 
@@ -103,9 +103,21 @@ def delegated_subtree(cgroup_text):
     return None
 
 
-def within(holder_cgroup, container_cgroup):
-    """None when every hierarchy both texts show puts the holder at or below the container's cgroup, else why not."""
+def container_root(components, claimed):
+    """The components of the cgroup that names the container `claimed`, out of a path at or below it: a main process
+    may sit in a cgroup of its own below the container's (systemd in a container moves itself to init.scope)."""
+    for length in range(1, len(components) + 1):
+        if _container(components[:length]) == claimed:
+            return components[:length]
+    return components
+
+
+def within(holder_cgroup, container_cgroup, claimed=None):
+    """None when every hierarchy both texts show puts the holder at or below the container's cgroup (with `claimed`, the
+    cgroup that names that container above the given one), else why not."""
     holder, container = _lines(holder_cgroup), _lines(container_cgroup)
+    if claimed:
+        container = dict((key, container_root(components, claimed)) for key, components in container.items())
     # The hierarchy that names units first (name=systemd on v1, the unified one), so that the reason names that path.
     common = sorted(set(holder) & set(container), key=lambda key: (key[1] != "name=systemd", key != ("0", ""), key))
     if not common:
@@ -137,7 +149,7 @@ def judge(claimed, state, why_no_state, holder_cgroup, main_cgroup):
     delegated = delegated_subtree(holder_cgroup)
     if delegated:
         return False, "its cgroup %s lies in a user's delegated subtree" % delegated
-    outside = within(holder_cgroup, main_cgroup)
+    outside = within(holder_cgroup, main_cgroup, {"runtime": runtime, "id": container_id})
     if outside:
         return False, "%s (that of main process %d, as %s names it)" % (outside, state["pid"], runtime)
     return True, "%s runs container %s with main process %d, and this process is in its cgroup" % (
@@ -217,7 +229,8 @@ class ContainerWitness:
             if not holder.get("visible", True):
                 continue
             cgroup = _read("%s/%d/cgroup" % (self.proc_root, holder["pid"]))
-            if (cgroup and main_cgroup and within(cgroup, main_cgroup) is None) or (
+            claimed = {"runtime": confirmation["runtime"], "id": confirmation["id"]}
+            if (cgroup and main_cgroup and within(cgroup, main_cgroup, claimed) is None) or (
                     main_ns is not None and _pid_namespace(holder["pid"], self.proc_root) == main_ns):
                 found.append(holder)
         return found
@@ -240,3 +253,21 @@ def namespace_members(pid, holders, proc_root="/proc"):
     namespace = _pid_namespace(pid, proc_root)
     return [holder for holder in holders if holder.get("visible", True) and holder["pid"] != pid
             and namespace is not None and _pid_namespace(holder["pid"], proc_root) == namespace]
+
+
+def confirm_holders(module, holders, witness=None):
+    """The snapshot's containers, confirmed: a holder keeps `container` ({"runtime", "id", "main_pid"}) only when its
+    runtime confirms it; otherwise `container` is None and `container_claim` ({"runtime", "id", "reason"}) keeps what
+    its cgroup path named and why that is not a container. Returns the witness (its answers are cached)."""
+    witness = witness or ContainerWitness(module)
+    for holder in holders:
+        claimed = holder.get("container")
+        if not claimed:
+            continue
+        confirmation = witness.confirm(holder["pid"], claimed)
+        if confirmation["confirmed"]:
+            holder["container"] = dict(claimed, main_pid=confirmation["main_pid"])
+        else:
+            holder["container"] = None
+            holder["container_claim"] = dict(claimed, reason=confirmation["reason"])
+    return witness

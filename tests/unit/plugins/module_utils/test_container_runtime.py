@@ -21,7 +21,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import (
-    ContainerWitness, delegated_subtree, inspect_argv, judge, namespace_init, namespace_members, parse_inspect, within)
+    ContainerWitness, confirm_holders, delegated_subtree, inspect_argv, judge, namespace_init, namespace_members, parse_inspect, within)
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import parse_cgroup
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "docker")
@@ -173,6 +173,15 @@ def test_a_main_process_in_another_containers_cgroup_confirms_nothing():
     assert reason == "the main process 21107 that docker names is not in that container's cgroup"
 
 
+def test_a_main_process_below_the_container_cgroup_still_names_it():
+    # systemd inside a container moves itself to init.scope; the container's cgroup is the one that names it.
+    main = v2("/system.slice/docker-%s.scope/init.scope" % CONTAINER_ID)
+    worker = v2("/system.slice/docker-%s.scope/system.slice/worker.service" % CONTAINER_ID)
+    assert judge(CLAIMED, RUNNING, None, worker, main)[0]
+    assert within(worker, main) is not None  # without the claim, only the main process's own cgroup counts
+    assert not judge(CLAIMED, RUNNING, None, v2("/system.slice/other.service"), main)[0]
+
+
 def test_systemd_driver_on_cgroup_v2():
     main = v2("/system.slice/docker-%s.scope" % CONTAINER_ID)
     assert judge(CLAIMED, RUNNING, None, main, main)[0]
@@ -255,3 +264,12 @@ def test_the_init_of_a_pid_namespace_takes_its_members_along():
         if init is not None:
             os.kill(init, signal.SIGKILL)  # the kernel ends the namespace's other process with it
         unshare.wait()
+
+
+def test_the_snapshot_keeps_a_container_only_when_the_runtime_confirms_it(tmp_path, monkeypatch, module):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker CLI on this node: nothing can confirm the claim
+    holders = [{"pid": os.getpid(), "container": dict(CLAIMED)}, {"pid": os.getpid(), "container": None}]
+    confirm_holders(module, holders)
+    assert holders[0]["container"] is None
+    assert holders[0]["container_claim"] == dict(CLAIMED, reason="no CLI for container runtime docker (docker) on this node")
+    assert holders[1] == {"pid": os.getpid(), "container": None}
