@@ -25,9 +25,11 @@ import os
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import RUNTIME_CLIS, runtime_cli
+from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import _container, parse_cgroup, read_process
 
 USER_DELEGATED = re.compile(r"^user@\d+\.service$")
+DEFAULT_TIMEOUT = 10.0  # seconds for the runtime's answer when the module has no probe_timeout
 
 
 def inspect_argv(cli_path, runtime, container_id):
@@ -190,9 +192,19 @@ class ContainerWitness:
                 if path is None:
                     self._states[key] = (None, why_not)
                 else:
-                    rc, out, err = self.module.run_command(inspect_argv(path, runtime, container_id))
-                    self._states[key] = parse_inspect(runtime, container_id, rc, out, err)
+                    self._states[key] = self._ask(runtime, container_id, inspect_argv(path, runtime, container_id))
         return self._states[key]
+
+    def _ask(self, runtime, container_id, argv):
+        """The runtime's answer, in a child under the probe deadline: a daemon that hangs confirms nothing."""
+        timeout = (self.module.params or {}).get("probe_timeout") or DEFAULT_TIMEOUT
+        try:
+            rc, out, err = run_with_deadline(lambda: list(self.module.run_command(argv)), timeout)
+        except ProbeTimeout:
+            return None, "%s inspect did not answer within %s s" % (RUNTIME_CLIS[runtime], timeout)
+        except ProbeFailed as exc:
+            return None, "%s inspect failed: %s" % (RUNTIME_CLIS[runtime], exc)
+        return parse_inspect(runtime, container_id, rc, out, err)
 
     def confirm(self, pid, claimed):
         """{"runtime", "id", "confirmed", "reason", "main_pid", "main_start_time", "same_pid_namespace"} for a process

@@ -157,6 +157,7 @@ journal:
 """
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import beyond_selection, refuse_outside
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import node_reset_evidence
@@ -222,8 +223,10 @@ class GraphicsRestartWorker:
             return
         if self.params["gpus"]:
             # The isolation ends the whole graphics stack: a run narrowed to some GPUs may not end a part of it elsewhere.
+            # The display manager's main process is started again with graphical.target; what runs under it is not.
+            restarted = set(pid for service in snapshot["services"] if service["unit"] == DISPLAY_MANAGER for pid in service["pids"])
             ended = [dict(h, why="ended with the graphics stack (systemctl isolate %s)" % MULTI_USER)
-                     for h in snapshot["holders"] if h["class"] == "graphics_session"]
+                     for h in snapshot["holders"] if h["class"] == "graphics_session" and h["pid"] not in restarted]
             refuse_outside(self.module, beyond_selection(ended, self.run.selected_gpus(snapshot)), self.run.selected_gpus(snapshot))
         self.result["changed"] = True
         self.result["plan"] = ["systemctl isolate %s" % MULTI_USER, "systemctl isolate %s" % GRAPHICAL]

@@ -273,3 +273,32 @@ def test_the_snapshot_keeps_a_container_only_when_the_runtime_confirms_it(tmp_pa
     assert holders[0]["container"] is None
     assert holders[0]["container_claim"] == dict(CLAIMED, reason="no CLI for container runtime docker (docker) on this node")
     assert holders[1] == {"pid": os.getpid(), "container": None}
+
+
+HANGING_CLI = """#!{python}
+import os, time
+with open({pid_file!r}, "w") as handle:
+    handle.write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def test_a_runtime_that_does_not_answer_confirms_nothing_within_the_probe_deadline(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "docker"
+    pid_file = tmp_path / "cli.pid"
+    cli.write_text(HANGING_CLI.format(python=sys.executable, pid_file=str(pid_file)))
+    cli.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with patch_module_args({"probe_timeout": 1.0}):
+        hung = AnsibleModule(argument_spec={"probe_timeout": {"type": "float"}})
+    started = time.monotonic()
+    try:
+        result = ContainerWitness(hung).confirm(os.getpid(), CLAIMED)
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the CLI the deadline abandoned
+    assert time.monotonic() - started < 30
+    assert result["confirmed"] is False
+    assert result["reason"] == "docker inspect did not answer within 1.0 s"
