@@ -409,7 +409,8 @@ class LadderWalk:
             raise WalkError("controller_result: the result of the %s tasks of scheduler %r (drain=%s), got scheduler=%r" % (
                 step, self.options.drain, self.options.drain, controller_result.get("scheduler")))
         state["pending"] = None
-        return getattr(self, "_after_" + step)(state, controller_result)
+        after_step = {"drain": self._after_drain, "reboot": self._after_reboot, "undrain": self._after_undrain}
+        return after_step[step](state, controller_result)
 
     def _after_drain(self, state, drain):
         drained, error, notes = drain_outcome(drain, self.check_mode)
@@ -489,9 +490,12 @@ class LadderWalk:
             return []
         return [gpu["index"] for gpu in state["first"]["gpus"]]
 
+    def rung_takers(self):
+        """{rung: the method that takes it}: one per rung of the platform's ladder but the reboot (the controller's)."""
+        return {"kill": self._take_kill, "reset": self._take_reset, "reload": self._take_reload, "graphics": self._take_graphics}
+
     def _take(self, state, rung):
-        taker = getattr(self, "_take_" + rung)
-        step, after = taker(state["last"])
+        step, after = self.rung_takers()[rung](state["last"])
         state["tried"].append(step)
         if not self.check_mode:
             if after and not after.get("failed") and "gpus" in after:
