@@ -2,14 +2,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """win_gpu_reset: the Windows rungs that act on the node itself, one method a run.
 
-- kill: `taskkill /F /T /PID <pid>` for each selected holder that is still the same process (pid + creation time,
-  checked against a fresh process list just before its taskkill; Windows reuses pids quickly); never a protected
+- kill: the terminate script (_win_terminate: each process opened by pid, its creation time compared on that handle,
+  that handle terminated; the tree member by member, deepest first) for each selected holder that is still the same
+  process (pid + creation time, checked against a fresh process list just before; Windows reuses pids quickly), taskkill
+  /F /T only where the script cannot be compiled; never a protected
   system process, the WSL VM, the shell, the connection's own host process, nor dwm unless allowed.
 - restart_adapter: `pnputil /restart-device <instance id>` on the one adapter of each chosen GPU, joined to it by PCI
   location (by name only where no location came back, and never when two GPUs share the name); never `/class Display`,
   which restarts every adapter; exit 3010 means the restart waits for a reboot.
 - logoff: `logoff <id>` for the sessions of one user, never session 0 (the services' session).
-- restart_explorer: end the session's explorer.exe alone (`taskkill /F /PID`, without /T: /T would end every program
+- restart_explorer: end the session's explorer.exe alone (the terminate script, no tree: it would end every program
   the user started from it) and wait for Winlogon to start it again (AutoRestartShell, on by default). It is not
   started from here: a process started over WinRM or SSH runs in that network logon, not on the user's desktop.
 
@@ -23,11 +25,10 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_journal, _win_pnputil, _win_processes, _win_protect, _win_sessions, _win_snapshot, _win_taskkill,
+    _win_journal, _win_pnputil, _win_processes, _win_protect, _win_sessions, _win_snapshot, _win_terminate,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, WindowsNodeError
 
@@ -209,30 +210,17 @@ def _who(process):
     return "pid %s %s (%s, session %s)" % (process["pid"], process.get("name"), user, process.get("session_id"))
 
 
-def _taskkill(node, journal, process, tree):
-    pid = process["pid"]
-    argv = _win_taskkill.taskkill_argv(pid, tree=tree)
-
-    parsed = {}
-
-    def judge(answer):
-        parsed.update(_win_taskkill.parse_taskkill(answer.stdout, answer.stderr, answer.rc, pid), rc=answer.rc, argv=argv)
-        return parsed["outcome"] == "ended", {"rc": answer.rc, "outcome": parsed["outcome"], "message": parsed["message"]}
-    journal.around("taskkill", lambda: node.command(argv), judge, pid=pid, creation_time_ms=process.get("creation_time_ms"),
-                   name=process.get("name"), user=process.get("user"), tree=tree, argv=argv, source=holder_source(process))
-    return parsed
-
-
 # ---- kill ----------------------------------------------------------------------------------------------------------
 
 def _kill(node, args, check_mode, _sleep, journal):
     entries, by_tree = [], {}  # by_tree: pid -> (the selected pid whose taskkill /T ended it, or would, its record)
     policy = _win_protect.Policy.from_args(args)
     processes = process_list(node)
+    fallback = _win_terminate.unavailable(node) if args["holders"] else None
     for holder in args["holders"]:
         if entries and not check_mode:
-            processes = process_list(node)  # fresh before each taskkill: Windows reuses pids quickly
-        entry = _kill_one(node, journal, holder, processes, by_tree, policy, check_mode)
+            processes = process_list(node)  # fresh before each end: Windows reuses pids quickly
+        entry = _kill_one(node, journal, holder, processes, by_tree, policy, check_mode, fallback)
         entries.append(entry)
         if entry["outcome"] in ("would_end", "taskkill_ran"):
             _note_tree(entry, processes, by_tree)
@@ -244,11 +232,11 @@ def _kill(node, args, check_mode, _sleep, journal):
               "processes": entries, "ended_pids": sorted(set(ended)),
               "plan": [e["line"] for e in entries] or ["no holder selected: nothing to end"]}
     if failures:
-        result["msg"] = "taskkill did not end %s" % "; ".join(e["line"] for e in failures)
+        result["msg"] = "not ended: %s" % "; ".join(e["line"] for e in failures)
     return result
 
 
-def _kill_one(node, journal, holder, processes, by_tree, policy, check_mode):
+def _kill_one(node, journal, holder, processes, by_tree, policy, check_mode, fallback):
     process = processes.get(holder["pid"])
     entry = {"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"], "name": holder.get("name"),
              "user": holder.get("user"), "session_id": holder.get("session_id"), "also_ended": [], "tree_of": None,
@@ -267,13 +255,14 @@ def _kill_one(node, journal, holder, processes, by_tree, policy, check_mode):
     if refused:
         return dict(entry, outcome="refused", reason=refused, line="left pid %s %s: %s" % (holder["pid"], process["name"], refused))
     if check_mode:
-        return dict(entry, outcome="would_end", line="would end %s with taskkill /F /T" % _who(process))
-    return dict(entry, outcome="taskkill_ran", taskkill=_taskkill(node, journal, process, tree=True), process=process)
+        return dict(entry, outcome="would_end", line="would end %s%s" % (_who(process), " with taskkill /F /T" if fallback else ""))
+    tree = [_identity(processes[pid]) for pid in reversed(_win_protect.descendants(processes, process))]
+    return dict(entry, outcome="taskkill_ran", taskkill=_win_terminate.end(node, journal, process, tree), process=process)
 
 
 def _note_tree(entry, processes, by_tree):
-    """The tree taskkill /T takes (or, in check mode, would take) with the selected process: its descendants as the
-    process list shows them just before (pid + creation time), whatever taskkill prints afterwards, in any language.
+    """The tree ended (or, in check mode, that would be) with the selected process: its descendants as the process
+    list shows them just before (pid + creation time), whatever a tool prints afterwards, in any language.
     In check mode they are all predicted ended; after the run, _judge_kills keeps those gone by pid + creation time."""
     pids = _win_protect.descendants(processes, processes[entry["pid"]])
     entry["tree"] = [_identity(processes[pid]) for pid in pids]
@@ -295,19 +284,20 @@ def _left_reason(holder, process, policy):
 
 def _judge_kills(entries, after):
     """The evidence: a process selected, or one of its tree, is ended only when it is gone by pid + creation time from
-    the process list read after taskkill (its words are kept for the report: they are localized)."""
+    the process list read afterwards (a tool's words are kept for the report: they are localized)."""
     for entry in entries:
         if "tree" in entry:
             entry["also_ended"] = sorted(member["pid"] for member in entry["tree"] if not _same(after.get(member["pid"]), member))
         if entry["outcome"] != "taskkill_ran":
             continue
         process, answer = entry.pop("process"), entry["taskkill"]
+        how = " with taskkill /F /T" if answer.get("method") == "taskkill" else ""
         if _same(after.get(entry["pid"]), entry):
-            reason = answer["outcome"] if answer["outcome"] != "ended" else "taskkill exited 0, the process still runs"
-            detail = " (%s)" % answer["message"] if answer["message"] else ""
-            entry.update(outcome="failed", reason=reason, line="could not end %s with taskkill /F /T: %s%s" % (_who(process), reason, detail))
+            reason = answer["outcome"] if answer["outcome"] != "ended" else "reported ended, the process still runs"
+            detail = " (%s)" % answer["message"] if answer["message"] and answer["message"] != reason else ""
+            entry.update(outcome="failed", reason=reason, line="could not end %s%s: %s%s" % (_who(process), how, reason, detail))
         else:
-            entry.update(outcome="ended", line="ended %s with taskkill /F /T" % _who(process))
+            entry.update(outcome="ended", line="ended %s%s" % (_who(process), how))
 
 
 # ---- restart_adapter -----------------------------------------------------------------------------------------------
@@ -530,13 +520,13 @@ def _identity(process):
 
 def _restart_shell(node, journal, entry, timeout, sleep):
     for shell in entry["explorer_before"]:
-        answer = _taskkill(node, journal, dict(shell, name="explorer.exe", user=entry["user"]), tree=False)
+        answer = _win_terminate.end(node, journal, dict(shell, name="explorer.exe", user=entry["user"]), [])
         entry["message"] = answer["message"]
     after = _new_shells(node, entry, timeout, sleep)
     old = [s for s in entry["explorer_before"] if s in after["all"]]
     entry.update(ended=len(old) < len(entry["explorer_before"]), explorer_after=after["new"])
     if old:
-        entry.update(outcome="failed", message="explorer.exe is still running: %s" % (entry["message"] or "taskkill said nothing"))
+        entry.update(outcome="failed", message="explorer.exe is still running: %s" % (entry["message"] or "no reason given"))
     elif not after["new"]:
         entry.update(outcome="failed", message="explorer.exe ended, Windows did not start it again within %d s (AutoRestartShell off?): "
                      "the user can start it from Task Manager, or log off and on" % timeout)
@@ -562,8 +552,8 @@ def _shell_line(entry, check_mode):
     if entry["outcome"] in ("no_shell", "not_needed", "refused"):
         return "left %s: %s" % (what, entry["message"])
     if check_mode:
-        return "would restart %s: end %s with taskkill /F, Windows starts it again" % (what, pids)
+        return "would restart %s: end %s alone, Windows starts it again" % (what, pids)
     if entry["outcome"] == "restarted":
-        return "restarted %s: ended %s with taskkill /F, Windows started %s" % (
+        return "restarted %s: ended %s alone, Windows started %s" % (
             what, pids, ", ".join("pid %s" % s["pid"] for s in entry["explorer_after"]))
     return "could not restart %s: %s" % (what, entry["message"])

@@ -86,3 +86,21 @@ def test_none_is_no_answer_for_an_optional_input():
     assert input_errors(dict(values, needed="x"), options) == []
     assert input_errors(dict(values, needed="x", gpu_reclaim_allow_reboot="maybe"), options) == [
         "gpu_reclaim_allow_reboot=maybe (true or false)"]
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"gpu_watch_samples": "0"}, "gpu_watch_samples=0 (at least 1)"),
+    ({"gpu_watch_high_usage_percent": 120}, "gpu_watch_high_usage_percent=120 (more than 0 and at most 100)"),
+    ({"gpu_watch_interval": "-1"}, "gpu_watch_interval=-1 (0 or more seconds)"),
+    ({"gpu_watch_state_max_age_minutes": 0}, "gpu_watch_state_max_age_minutes=0 (more than 0 minutes)"),
+])
+def test_the_watchs_ranges_are_the_modules_own(values, says):
+    errors = input_errors(values, role_options(["gpu_watch"]))
+    assert errors == [says]
+
+
+def test_none_for_every_watch_input_is_no_answer():
+    """The watch job template's survey defaults as AWX sends them: the empty Webhook URL (and any other empty answer)
+    is None, which the input check takes as no answer."""
+    options = role_options(["gpu_watch"])
+    assert input_errors(dict((name, None) for name in options), options) == []
