@@ -10,6 +10,7 @@ import time
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
     DISPLAY_PROCESSES, GPU_DAEMONS, PROCESS_STATES, first_name_match, process_names,
 )
@@ -325,6 +326,7 @@ def take_snapshot(module, layout, options):
     scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     holders = build_holders(scan, gpus)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
+    confirm_holders(module, holders)  # a cgroup name is a container only when its runtime says so
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)

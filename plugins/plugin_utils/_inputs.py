@@ -15,6 +15,7 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._watch_ranges import RANGED_OPTIONS, out_of_range
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_journal import checked_path as checked_windows_journal_path
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,6 +64,12 @@ def _windows_journal_path(value):
     return None
 
 
+def _watch_range(option):
+    def check(value):
+        return out_of_range(option, float(value))
+    return check
+
+
 # Values the types let through but the run cannot use: {variable: check(value) -> what it must be, or None}.
 VALUE_RULES = {
     "gpuops_max_fail_percentage": _percent,
@@ -70,6 +77,7 @@ VALUE_RULES = {
     "gpu_remediate_max_destructive_percent": _percent,
     "gpu_reclaim_windows_journal_path": _windows_journal_path,
 }
+VALUE_RULES.update(("gpu_watch_" + option, _watch_range(option)) for option in RANGED_OPTIONS)
 
 
 def _kind_error(kind, value):

@@ -73,3 +73,14 @@ def test_several_wrong_variables_each_named_once(options):
 def test_a_range_is_checked_only_on_a_number(options):
     errors = input_errors({"gpu_remediate_max_destructive_percent": "lots"}, options)
     assert len(errors) == 1 and "gpu_remediate_max_destructive_percent" in errors[0] and "0..100" not in errors[0]
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"gpu_watch_samples": "0"}, "gpu_watch_samples=0 (at least 1)"),
+    ({"gpu_watch_high_usage_percent": 120}, "gpu_watch_high_usage_percent=120 (more than 0 and at most 100)"),
+    ({"gpu_watch_interval": "-1"}, "gpu_watch_interval=-1 (0 or more seconds)"),
+    ({"gpu_watch_state_max_age_minutes": 0}, "gpu_watch_state_max_age_minutes=0 (more than 0 minutes)"),
+])
+def test_the_watchs_ranges_are_the_modules_own(values, says):
+    errors = input_errors(values, role_options(["gpu_watch"]))
+    assert errors == [says]
