@@ -34,26 +34,40 @@ options:
     choices: [stop, kill, skip]
     default: stop
   protect_names:
-    description: Process names never to signal.
+    description:
+      - Process names never to signal (the kernel's command name, or the base name of argv[0]).
+      - An empty name fails the module, naming it.
     type: list
     elements: str
     default: []
   protect_users:
-    description: Users (names or uids) whose processes are never signalled.
+    description:
+      - Users whose processes are never signalled, as user names (looked up in the node's user database) or numeric uids.
+      - A group is written C(@name) or C(@gid) (looked up in the node's group database); it protects every process whose
+        real, effective or supplementary groups hold it, and the processes of its member users.
+      - An entry that names no user or group on the node fails the module before anything is signalled, naming it.
     type: list
     elements: str
     default: []
   protect_units:
-    description: systemd units whose processes are never signalled.
+    description:
+      - systemd units whose processes are never signalled, as the init system says (the unit's main process and its
+        control group).
+      - A unit systemd does not know, or any entry on a node without systemctl, fails the module, naming it.
     type: list
     elements: str
     default: []
   allow_display:
-    description: Allow signalling display servers and desktop sessions (Xorg, gdm, gnome-shell, ...).
+    description:
+      - Allow signalling display servers, the processes of the display manager unit (C(display-manager.service)) as the
+        init system says (its main process, its control group, what its main process started); never a process
+        name.
     type: bool
     default: false
   allow_daemons:
-    description: Allow signalling GPU daemons (nvidia-persistenced, nv-fabricmanager, nv-hostengine).
+    description:
+      - Allow signalling GPU daemons, the processes of the GPU units (nvidia-persistenced, nvidia-fabricmanager, DCGM,
+        dcgm-exporter) as the init system says (the unit's main process or its control group); never a process name.
     type: bool
     default: false
   reap_zombies:

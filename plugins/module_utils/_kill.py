@@ -16,9 +16,13 @@ import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectEntryError, check_entries, check_units
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
 
 KILL_ARGUMENT_SPEC = dict(
@@ -46,8 +50,9 @@ SELECTION_ARGUMENT_SPEC = dict(
 )
 
 
-def validate_kill_params(module):
-    """Fail, naming the option and the value, before anything is signalled."""
+def validate_kill_params(module, on_node=False):
+    """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
+    ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
     params = module.params
     if params["grace"] <= 0:
         module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
@@ -59,12 +64,31 @@ def validate_kill_params(module):
             signal_number(name)
         except (AttributeError, ValueError):
             module.fail_json(msg="signals: %r is not a signal name (TERM, INT, KILL, ...)" % name)
+    try:
+        check_entries(params)
+    except ProtectEntryError as exc:
+        module.fail_json(msg=str(exc))
+    if on_node:
+        kill_policy(module)
 
 
-def kill_policy(params):
-    return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
-                  protect_units=params["protect_units"], allow_display=params["allow_display"],
-                  allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"])
+def kill_policy(module):
+    """The Policy of the module's kill options, every protect entry resolved on this node (the user and group
+    database, systemd): an entry that names nothing fails the module, naming the option and the entry."""
+    params = module.params
+    layout = current_layout()
+    try:
+        check_entries(params)
+        units = list(params["protect_units"] or [])
+        states = unit_states(module, layout.command(module, "systemctl"), units) if units else {}
+        check_units(units, states)
+        return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
+                      protect_units=units, allow_display=params["allow_display"],
+                      allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
+                      members=probe_unit_members(module, layout), unit_states=states)
+    except ProtectEntryError as exc:
+        module.fail_json(changed=False, msg=str(exc))
+    return None
 
 
 def _whole_number(value):
@@ -175,7 +199,7 @@ class HolderKiller:
         self.module = module
         self.params = module.params
         self.journal = journal
-        self.policy = kill_policy(module.params)
+        self.policy = kill_policy(module)
 
     def end(self, holders, predict_only=False):
         """{"signalled", "left_alone", "zombies", "containers", "changed"} for these holders.

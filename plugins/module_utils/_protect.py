@@ -11,21 +11,31 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_PROCESSES, GPU_DAEMONS, first_name_match, process_names
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import first_name_match, process_names
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectedUsers, primary_gid, process_gids
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import (
+    DAEMON, DISPLAY, read_text, by_text, member_of, systemd_cgroup)
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import terminate
 
 
 class Policy:
-    """What may be signalled beyond the rules that always hold."""
+    """What may be signalled beyond the rules that always hold.
+
+    members: UnitMembers of the GPU units (who is a GPU daemon or a display server, as the init system says; None:
+    nobody is). unit_states: protect_units as `systemctl show` gave them (_services.unit_states). protect_users is
+    resolved here through the node's user and group database: ProtectEntryError for an entry that names nobody.
+    """
 
     def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
-                 allow_daemons=False, allow_parents=False):
+                 allow_daemons=False, allow_parents=False, members=None, unit_states=None):
         self.protect_names = tuple(protect_names or ())
-        self.protect_users = tuple(str(user) for user in (protect_users or ()))
+        self.protect_users = ProtectedUsers(protect_users or ())
         self.protect_units = tuple(protect_units or ())
         self.allow_display = allow_display
         self.allow_daemons = allow_daemons
         self.allow_parents = allow_parents
+        self.members = members
+        self.unit_states = unit_states or {}
 
 
 # --- who is this process --------------------------------------------------------------------------------
@@ -34,42 +44,27 @@ def _names(info):
     return process_names(info.get("name"), info.get("cmdline"))
 
 
-def _systemd_unit(pid):
-    attribution = getattr(_procscan, "attribution", None)
-    if attribution is None:
-        return None
-    try:
-        return (attribution(pid) or {}).get("systemd_unit")
-    except OSError:
-        return None
-
-
-def _unit_matches(unit, wanted):
-    return unit == wanted or unit == wanted + ".service"
-
-
 def _protection(pid, info, policy):
-    """Why the policy protects this process, or None."""
-    names = _names(info)
-    name = first_name_match(names, policy.protect_names)
+    """Why the policy protects this process, or None. Units, daemons and display servers as the init system says."""
+    name = first_name_match(_names(info), policy.protect_names)
     if name:
         return "protected name: %s" % name
-    for user in policy.protect_users:
-        if user in (str(info.get("user")), str(info.get("uid"))):
-            return "protected user: %s" % user
+    uid = info.get("uid")
+    why = policy.protect_users.why(uid, info.get("user"), process_gids(pid), primary_gid(uid) if policy.protect_users.groups else None)
+    if why:
+        return why
     if policy.protect_units:
-        unit = _systemd_unit(pid)
+        cgroup = systemd_cgroup(read_text("/proc/%d/cgroup" % pid))
         for wanted in policy.protect_units:
-            if unit and _unit_matches(unit, wanted):
-                return "protected unit: %s" % unit
-    if not policy.allow_display:
-        name = first_name_match(names, sorted(DISPLAY_PROCESSES))
-        if name:
-            return "display server: %s" % name
-    if not policy.allow_daemons:
-        name = first_name_match(names, sorted(GPU_DAEMONS))
-        if name:
-            return "GPU daemon: %s" % name
+            state = policy.unit_states.get(wanted)
+            by = member_of(pid, state, cgroup)
+            if by:
+                return "protected unit: %s (%s)" % (state.get("id") or wanted, by.replace("_", " "))
+    role = policy.members.role(pid) if policy.members is not None else None
+    if role and role["role"] == DISPLAY and not policy.allow_display:
+        return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))
+    if role and role["role"] == DAEMON and not policy.allow_daemons:
+        return "GPU daemon: %s (%s; allow_daemons to end it)" % (role["unit"], by_text(role))
     return None
 
 

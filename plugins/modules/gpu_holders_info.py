@@ -148,7 +148,23 @@ holders:
     kubernetes_pod_uid: {description: "Kubernetes pod UID.", type: str, returned: when visible}
     slurm_job: {description: "Slurm job id.", type: str, returned: when visible}
     systemd_unit: {description: "systemd unit.", type: str, returned: when visible}
-    class: {description: "V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).", type: str, returned: always}
+    class:
+      description:
+        - V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable), from what the kernel, the driver and
+          the init system say, never from the process name.
+        - V(gpu_daemon) is a process the init system runs in a GPU unit (see RV(holders[].unit_role)); a process with a compute
+          context (type C) is V(compute) otherwise, and its memory counts toward its GPU's state.
+        - V(graphics_session) is a display server (the display manager's, see RV(holders[].unit_role)) or a process with only
+          graphics contexts (type G).
+      type: str
+      returned: always
+    unit_role:
+      description:
+        - What the init system says the process is; null for none. C(role) is V(gpu_daemon) or V(display_server),
+          C(unit) the unit's id, C(asked_as) the unit name asked, C(by) how it belongs to it (V(main_pid),
+          V(control_group), or V(started_by) its main process, for the display manager only).
+      type: dict
+      returned: when visible
     leader_exited:
       description: Its thread-group leader exited while other threads live on (the leader's stat says Z); alive, not a zombie.
       type: bool

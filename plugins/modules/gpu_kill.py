@@ -243,7 +243,7 @@ def main():
     spec = dict(SELECTION_ARGUMENT_SPEC, wait_timeout=dict(type="float", default=30.0))
     spec.update(KILL_ARGUMENT_SPEC)
     module = GpuModule(argument_spec=action_argument_spec(**spec), supports_check_mode=True)
-    validate_kill_params(module)
+    validate_kill_params(module, on_node=True)
     if module.params["wait_timeout"] < 0:
         module.fail_json(msg="wait_timeout must be 0 or more seconds, got %r" % module.params["wait_timeout"])
     GpuKillWorker(module, validate_selection_params(module)).execute()

@@ -1,0 +1,161 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Classes from what the driver and the init system say (_unit_members, _snapshot._holder_class), every protect
+entry resolved (_protect_entries), and a running job's process told from a leftover (_jobs), against the node's own
+user and group database, real /proc and the fixtures of tests/unit/plugins/fixtures/slurm."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import (
+    parse_job_state, parse_listpids, pod_live, slurm_job_live)
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import (
+    ProtectEntryError, ProtectedUsers, check_entries, check_units, process_gids)
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import _holder_class
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import (
+    DAEMON, DISPLAY, UnitMembers, in_control_group, member_of, systemd_cgroup)
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "slurm")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+# --- the init system's view ---------------------------------------------------------------------------
+
+def test_systemd_cgroup_prefers_name_systemd_on_v1_and_reads_v2():
+    assert systemd_cgroup("0::/system.slice/nvidia-persistenced.service\n") == "/system.slice/nvidia-persistenced.service"
+    v1 = "12:memory:/user.slice\n1:name=systemd:/system.slice/gdm.service\n0::/\n"
+    assert systemd_cgroup(v1) == "/system.slice/gdm.service"
+    assert systemd_cgroup("") is None
+
+
+@pytest.mark.parametrize("path, group, inside", [
+    ("/system.slice/nvidia-persistenced.service", "/system.slice/nvidia-persistenced.service", True),
+    ("/system.slice/gdm.service/session", "/system.slice/gdm.service", True),
+    # A sibling that shares the prefix, and a user's delegated subtree with the same unit name, are outside.
+    ("/system.slice/gdm.service-evil", "/system.slice/gdm.service", False),
+    ("/user.slice/user-1000.slice/user@1000.service/app.slice/nvidia-persistenced.service",
+     "/system.slice/nvidia-persistenced.service", False),
+    ("/", "/", False), ("/x", None, False), (None, "/x", False),
+])
+def test_in_control_group(path, group, inside):
+    assert in_control_group(path, group) is inside
+
+
+def test_member_of_needs_an_active_unit():
+    state = {"active": True, "main_pid": 4242, "control_group": "/system.slice/x.service"}
+    assert member_of(4242, state, None) == "main_pid"
+    assert member_of(7, state, "/system.slice/x.service") == "control_group"
+    assert member_of(7, state, "/user.slice", ancestors=[4242, 1]) == "started_by"
+    assert member_of(7, dict(state, active=False), "/system.slice/x.service") is None
+    # MainPID 0 (not running) or 1 never makes every process a member.
+    assert member_of(7, {"active": True, "main_pid": 1, "control_group": None}, None, ancestors=[1]) is None
+
+
+def test_unit_members_only_the_display_manager_counts_descendants():
+    me = os.getpid()
+    parent = os.getppid()
+    daemon_parent = UnitMembers({"nvidia-persistenced.service": {"id": "nvidia-persistenced.service", "active": True, "main_pid": parent}})
+    assert daemon_parent.role(me) is None
+    display_parent = UnitMembers({"display-manager.service": {"id": "gdm.service", "active": True, "main_pid": parent}})
+    assert display_parent.role(me) == {"role": DISPLAY, "unit": "gdm.service", "by": "started_by", "asked_as": "display-manager.service"}
+    assert UnitMembers({}).role(me) is None and not UnitMembers({}).known
+
+
+@pytest.mark.parametrize("types, role, expected", [
+    ({"C"}, None, "compute"),
+    ({"C"}, {"role": DISPLAY}, "compute"),      # a compute context counts whatever the process is
+    ({"C", "G"}, {"role": DISPLAY}, "compute"),
+    ({"C"}, {"role": DAEMON}, "gpu_daemon"),    # the init system's own GPU daemon
+    ({"G"}, None, "graphics_session"),          # the driver says graphics only
+    (set(), {"role": DISPLAY}, "graphics_session"),
+    (set(), None, "compute"),
+])
+def test_holder_class_never_from_a_name(types, role, expected):
+    record = {"state": "S", "name": "Xorg", "cmdline": ["nvidia-persistenced"]}
+    assert _holder_class(record, types, role) == expected
+
+
+# --- protect entries ----------------------------------------------------------------------------------
+
+def test_protect_users_resolves_users_uids_and_groups():
+    me = pwd.getpwuid(os.getuid())
+    group = grp.getgrgid(os.getgid())
+    users = ProtectedUsers([me.pw_name, "4000000", "@" + group.gr_name, "@%d" % group.gr_gid])
+    assert users.uids == {me.pw_uid: me.pw_name, 4000000: "4000000"}
+    assert set(users.groups) == {group.gr_gid}
+    assert users.why(4000000, None, set()) == "protected user: 4000000"
+    assert users.why(4000001, None, {group.gr_gid}).startswith("protected group: @")
+    assert users.why(4000001, None, set()) is None
+    assert users.why(4000001, None, set(), primary_gid=group.gr_gid).startswith("protected group: @")
+
+
+@pytest.mark.parametrize("entry, says", [
+    ("gpuops-no-such-user", "protect_users: 'gpuops-no-such-user': no user 'gpuops-no-such-user'"),
+    ("@gpuops-no-such-group", "protect_users: '@gpuops-no-such-group': no group 'gpuops-no-such-group'"),
+    ("@4000000", "no group with gid 4000000"),
+    ("@", "names no group"),
+    ("", "names nothing"),
+    (" root", "leading or trailing blanks"),
+    (17, "names nothing"),
+])
+def test_protect_users_refuses_an_entry_that_names_nobody(entry, says):
+    with pytest.raises(ProtectEntryError, match=says.replace("(", r"\(").replace(")", r"\)")):
+        ProtectedUsers([entry])
+
+
+def test_protect_options_checked_anywhere_and_units_on_the_node():
+    with pytest.raises(ProtectEntryError, match="protect_names: '' names nothing"):
+        check_entries({"protect_names": [""]})
+    with pytest.raises(ProtectEntryError, match="protect_units: ' ' names nothing"):
+        check_entries({"protect_units": [" "]})
+    check_entries({"protect_names": ["a"], "protect_users": ["@g"], "protect_units": ["x.service"]})
+    with pytest.raises(ProtectEntryError, match="systemd knows no such unit"):
+        check_units(["nope.service"], {"nope.service": {"loaded": False}})
+    with pytest.raises(ProtectEntryError, match="no systemctl"):
+        check_units(["x.service"], {})
+    check_units(["x.service"], {"x.service": {"loaded": True}})
+    check_units([], {})
+
+
+def test_process_gids_reads_the_kernels_credentials():
+    assert os.getgid() in process_gids(os.getpid())
+    assert set(os.getgroups()) <= process_gids(os.getpid())
+    assert process_gids(0) == set()
+
+
+# --- a running job's process --------------------------------------------------------------------------
+
+def test_listpids_and_state_parsers():
+    assert parse_listpids(fixture("scontrol-listpids")) == {20132: "4271", 20160: "4271", 20161: "4271"}
+    assert parse_job_state(fixture("squeue-state-running")) == "RUNNING"
+    assert parse_job_state("") is None
+
+
+def test_slurm_job_is_running_here_only_when_slurm_says_so():
+    listed = fixture("scontrol-listpids")
+    running = fixture("squeue-state-running")
+    assert slurm_job_live(20160, "4271", 0, listed, 0, running)["running"]
+    # The cgroup says job_4271, but slurmd does not list the pid: a leftover, or a name a user made.
+    outside = slurm_job_live(31337, "4271", 0, listed, 0, running)
+    assert not outside["running"] and "does not list pid 31337" in outside["why"]
+    # The job is completing: its processes are leftovers.
+    assert not slurm_job_live(20160, "4271", 0, listed, 0, fixture("squeue-state-completing"))["running"]
+    # slurmd has no steps of the job on this node (scontrol exits 1), squeue no longer knows the job.
+    assert not slurm_job_live(20160, "4271", 1, "", 1, "")["running"]
+    # Another job's number in the cgroup path is not this one.
+    assert not slurm_job_live(20160, "4270", 0, listed, 0, running)["running"]
+
+
+def test_pod_live():
+    assert pod_live("0e7f", 0, "5f3a9c1b2d\n")["running"]
+    assert not pod_live("0e7f", 0, "")["running"]
+    assert not pod_live("0e7f", 1, "whatever")["running"]
