@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
@@ -36,6 +37,7 @@ KILL_ARGUMENT_SPEC = dict(
     allow_daemons=dict(type="bool", default=False),
     reap_zombies=dict(type="bool", default=True),
     allow_parent_termination=dict(type="bool", default=False),
+    end_running_jobs=dict(type="bool", default=False),
 )
 
 SELECTION_ARGUMENT_SPEC = dict(
@@ -85,7 +87,8 @@ def kill_policy(module):
         return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
                       protect_units=units, allow_display=params["allow_display"],
                       allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
-                      members=probe_unit_members(module, layout), unit_states=states)
+                      members=probe_unit_members(module, layout), unit_states=states,
+                      jobs=JobProbe(module), end_running_jobs=params["end_running_jobs"])
     except ProtectEntryError as exc:
         module.fail_json(changed=False, msg=str(exc))
     return None
@@ -145,7 +148,8 @@ class HolderSelection:
         params = self.params
         if params["gpus"] and not set(holder["gpus"]) & gpu_indexes:
             return False
-        if holder["class"] not in params["classes"] and holder["class"] != "unkillable":
+        # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
+        if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", "busy"):
             return False
         if params["users"] and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False

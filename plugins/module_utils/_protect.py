@@ -24,10 +24,12 @@ class Policy:
     members: UnitMembers of the GPU units (who is a GPU daemon or a display server, as the init system says; None:
     nobody is). unit_states: protect_units as `systemctl show` gave them (_services.unit_states). protect_users is
     resolved here through the node's user and group database: ProtectEntryError for an entry that names nobody.
+    jobs: a _jobs.JobProbe (None: no scheduler is asked); a live job's process is refused unless end_running_jobs.
     """
 
     def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
-                 allow_daemons=False, allow_parents=False, members=None, unit_states=None):
+                 allow_daemons=False, allow_parents=False, members=None, unit_states=None, jobs=None,
+                 end_running_jobs=False):
         self.protect_names = tuple(protect_names or ())
         self.protect_users = ProtectedUsers(protect_users or ())
         self.protect_units = tuple(protect_units or ())
@@ -36,6 +38,8 @@ class Policy:
         self.allow_parents = allow_parents
         self.members = members
         self.unit_states = unit_states or {}
+        self.jobs = jobs
+        self.end_running_jobs = end_running_jobs
 
 
 # --- who is this process --------------------------------------------------------------------------------
@@ -60,6 +64,9 @@ def _protection(pid, info, policy):
             by = member_of(pid, state, cgroup)
             if by:
                 return "protected unit: %s (%s)" % (state.get("id") or wanted, by.replace("_", " "))
+    job = policy.jobs.job_of(pid, _procscan.attribution(pid)) if policy.jobs is not None and not policy.end_running_jobs else None
+    if job and job["running"]:
+        return "busy: %s (end_running_jobs to end it)" % job["why"]
     role = policy.members.role(pid) if policy.members is not None else None
     if role and role["role"] == DISPLAY and not policy.allow_display:
         return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))

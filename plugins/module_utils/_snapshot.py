@@ -12,6 +12,7 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import probe_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
@@ -24,6 +25,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members i
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
+# The classes a live scheduler job's process turns busy (a zombie, a D-state process or a GPU daemon stays what it is).
+JOB_CLASSES = ("compute", "graphics_session")
 
 
 class SnapshotOptions:
@@ -157,9 +160,10 @@ def _parent(ppid, proc_root):
     return {"ppid": ppid, "parent_name": parent["name"] if parent else None}
 
 
-def build_holders(scan, gpus, proc_root="/proc", members=None):
+def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None):
     """Join the /proc scan with the processes the driver lists, one record per pid; `members` (UnitMembers) says
-    which of them the init system runs as a GPU daemon or a display server."""
+    which of them the init system runs as a GPU daemon or a display server, `jobs` (_jobs.JobProbe) which belong to a
+    live scheduler job (class busy)."""
     members = members or UnitMembers({}, proc_root)
     by_pid = {}
     for gpu in gpus:
@@ -195,6 +199,9 @@ def build_holders(scan, gpus, proc_root="/proc", members=None):
         }
         holder.update(_parent(record["ppid"], proc_root))
         holder.update(attribution(pid, proc_root))
+        holder["job"] = jobs.job_of(pid, holder) if jobs is not None and holder["class"] in JOB_CLASSES else None
+        if holder["job"] and holder["job"]["running"]:
+            holder["class"] = "busy"
         holders.append(holder)
     return holders
 
@@ -322,7 +329,8 @@ def take_snapshot(module, layout, options):
     scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed)
     scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     members = probe_unit_members(module, layout) if scan or listed else UnitMembers({})
-    holders = build_holders(scan, gpus, members=members)
+    jobs = JobProbe(module) if scan or listed else None
+    holders = build_holders(scan, gpus, members=members, jobs=jobs)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.

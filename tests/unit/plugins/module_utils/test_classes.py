@@ -13,7 +13,7 @@ import pwd
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import (
-    parse_job_state, parse_listpids, pod_live, slurm_job_live)
+    parse_job_states, parse_listpids, pod_live, slurm_job, slurm_pids)
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import (
     ProtectEntryError, ProtectedUsers, check_entries, check_units, process_gids)
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import _holder_class
@@ -135,24 +135,34 @@ def test_process_gids_reads_the_kernels_credentials():
 # --- a running job's process --------------------------------------------------------------------------
 
 def test_listpids_and_state_parsers():
-    assert parse_listpids(fixture("scontrol-listpids")) == {20132: "4271", 20160: "4271", 20161: "4271"}
-    assert parse_job_state(fixture("squeue-state-running")) == "RUNNING"
-    assert parse_job_state("") is None
+    assert parse_listpids(fixture("scontrol-listpids")) == {20132: "4271", 20160: "4271", 20161: "4271", 20544: "4302"}
+    assert parse_job_states(fixture("squeue-states")) == {"4271": "RUNNING", "4302": "COMPLETING"}
+    assert parse_job_states("") == {}
+    # No step on this node is an answer; no configuration is none.
+    assert slurm_pids(1, "", "No job steps exist on this node.\n") == (True, {})
+    assert slurm_pids(1, "", "scontrol: fatal: Could not establish a configuration source\n") == (False, {})
+    assert slurm_pids(0, fixture("scontrol-listpids"), "")[0] is True
+
+
+def _job(pid, hint, listed=True):
+    answered, pids = slurm_pids(0, fixture("scontrol-listpids"), "") if listed else (False, {})
+    return slurm_job(pid, hint, answered, pids, parse_job_states(fixture("squeue-states")), "fatal: no configuration")
 
 
 def test_slurm_job_is_running_here_only_when_slurm_says_so():
-    listed = fixture("scontrol-listpids")
-    running = fixture("squeue-state-running")
-    assert slurm_job_live(20160, "4271", 0, listed, 0, running)["running"]
-    # The cgroup says job_4271, but slurmd does not list the pid: a leftover, or a name a user made.
-    outside = slurm_job_live(31337, "4271", 0, listed, 0, running)
-    assert not outside["running"] and "does not list pid 31337" in outside["why"]
-    # The job is completing: its processes are leftovers.
-    assert not slurm_job_live(20160, "4271", 0, listed, 0, fixture("squeue-state-completing"))["running"]
-    # slurmd has no steps of the job on this node (scontrol exits 1), squeue no longer knows the job.
-    assert not slurm_job_live(20160, "4271", 1, "", 1, "")["running"]
-    # Another job's number in the cgroup path is not this one.
-    assert not slurm_job_live(20160, "4270", 0, listed, 0, running)["running"]
+    assert _job(20160, "4271")["running"] and _job(20160, None)["running"]   # listed: the hint is not needed
+    assert _job(20160, None)["why"] == "Slurm job 4271 is RUNNING on this node"
+    # Listed in a job that is completing: its processes are leftovers.
+    assert _job(20544, "4302")["running"] is False
+    # The cgroup names job 4271, but slurmd does not list the pid: a leftover, or a name a user made.
+    outside = _job(31337, "4271")
+    assert outside["running"] is False and "lists no such process" in outside["why"]
+    # A process outside every job, with no hint: Slurm has nothing to say of it (ended as before).
+    assert _job(31337, None) is None
+    # Slurm could not answer: a process whose cgroup names a job is not ended on a guess.
+    unknown = _job(31337, "4271", listed=False)
+    assert unknown["running"] is True and "could not say" in unknown["why"]
+    assert _job(31337, None, listed=False) is None
 
 
 def test_pod_live():
