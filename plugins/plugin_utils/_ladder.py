@@ -510,7 +510,8 @@ class LadderWalk:
 
     def _kill(self, snapshot):
         """gpu_kill on the kill targets of the snapshot, by pid and start time; None when there are none."""
-        targets = [dict((key, h[key]) for key in ("pid", "start_time")) for h in kill_targets(snapshot, self.options.end_running_jobs)]
+        targets = [dict((key, h[key]) for key in ("pid", "start_time"))
+                   for h in kill_targets(snapshot, end_running_jobs=self.options.end_running_jobs)]
         if not targets:
             return None
         return self.execute(RUNG_MODULES["kill"], self._module_args(self.options.kill_args, holders=targets,

@@ -57,19 +57,6 @@ def role(name, pid):
     return None
 
 
-def kill_refusal(process, allow_dwm=False):
-    """Why a process must not be killed (a sentence), or None when it may be."""
-    kind = role(process.get("name"), process.get("pid"))
-    label = "pid %s (%s)" % (process.get("pid"), process.get("name"))
-    if kind == "wsl_vm":
-        return "%s is the WSL VM: stop its distributions (wsl --terminate / --shutdown), never kill it" % label
-    if kind == "protected":
-        return "%s is a protected Windows system process" % label
-    if kind == "dwm" and not allow_dwm:
-        return "%s is the Desktop Window Manager: killing it is allowed only with allow_dwm" % label
-    return None
-
-
 def parse_cim_processes(text):
     """ConvertTo-Json of Win32_Process (ProcessId, ParentProcessId, Name, ExecutablePath, CreationDate, SessionId,
     and a User the script adds) or of Get-Process (Id, ProcessName, Path, StartTime, SessionId) -> [process]:

@@ -46,7 +46,7 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
         holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
     snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, _pnp_locations(script, probes), probes),
-                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes), path=wsl_path),
+                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path),
                 "journal": journal, "probes": probes}
     for gpu in gpus:
         gpu["attributed_mib"] = sum(h["used_mib_by_gpu"].get(str(gpu["index"]), 0) for h in holders)
@@ -57,17 +57,27 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     return snapshot
 
 
-def running_distributions(node, wsl_path, probes):
-    """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user."""
+def running_distributions(node, wsl_path, probes, vm_running=None):
+    """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user. `vm_running`:
+    whether a WSL VM process runs (Win32_Process): with none, a wsl.exe that exits non-zero or cannot be started at all
+    (a host without WSL) means nothing runs."""
     try:
         answer = node.command(_win_wsl.list_argv(wsl_path, running=True), read_only=True)
     except WindowsNodeError as exc:
-        probes["wsl"] = {"ok": False, "error": str(exc)}
-        return {"running": [], "status": "unrecognised", "message": str(exc)}
-    listed = _win_wsl.parse_list(answer.stdout, answer.rc)
+        none = vm_running is False
+        probes["wsl"] = {"ok": none, "error": None if none else str(exc), "installed": False if none else None}
+        return {"running": [], "status": "ok" if none else "unrecognised", "message": str(exc)}
+    listed = _win_wsl.parse_list(answer.stdout, answer.rc, vm_running)
     probes["wsl"] = {"ok": listed.status == "ok", "error": listed.message if listed.status != "ok" else None,
-                     "encoding": answer.encoding}
+                     "encoding": answer.encoding, "rc": answer.rc}
     return {"running": listed.distributions, "status": listed.status, "message": listed.message}
+
+
+def vm_running(processes):
+    """Whether a WSL VM process (vmmemWSL, vmmem) runs, from a parsed process list; None when there is none."""
+    if not processes:
+        return None
+    return any(process.get("role") == "wsl_vm" for process in processes)
 
 
 def _probe(probes, name, call, default):

@@ -8,8 +8,9 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim, _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import (
-    WindowsWalk, logoff_users, windows_executor, windows_kill_targets,
+    WindowsWalk, logoff_users, windows_executor,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
 
 
@@ -91,7 +92,7 @@ def test_kill_targets_are_compute_processes_only():
         {"pid": 1, "gpus": [0], "class": "compute"}, {"pid": 2, "gpus": [0], "class": "wsl_vm"},
         {"pid": 3, "gpus": [0], "class": "graphics_session"}, {"pid": 4, "gpus": [0], "class": "system", "session_id": 1},
         {"pid": 5, "gpus": [], "class": "compute"}]}
-    assert [h["pid"] for h in windows_kill_targets(snapshot)] == [1]
+    assert [h["pid"] for h in kill_targets(snapshot, "windows")] == [1]
 
 
 def test_logoff_is_of_the_users_whose_session_system_processes_hold_a_gpu():

@@ -62,15 +62,6 @@ def test_roles(name, pid, role):
     assert _win_processes.role(name, pid) == role
 
 
-def test_kill_refusals_name_the_process_and_what_would_allow_it():
-    assert "WSL VM" in _win_processes.kill_refusal({"pid": 9120, "name": "vmmemWSL"})
-    assert "protected" in _win_processes.kill_refusal({"pid": 612, "name": "csrss.exe"})
-    dwm = {"pid": 2056, "name": "dwm.exe"}
-    assert "allow_dwm" in _win_processes.kill_refusal(dwm)
-    assert _win_processes.kill_refusal(dwm, allow_dwm=True) is None
-    assert _win_processes.kill_refusal({"pid": 3124, "name": "python.exe"}) is None
-
-
 def test_cim_rows_with_the_user_and_session_the_script_adds():
     text = json.dumps([{"ProcessId": 9120, "ParentProcessId": 4, "Name": "vmmemWSL", "SessionId": 0, "User": None,
                         "CreationDate": "/Date(1790000000000)/", "ExecutablePath": None},

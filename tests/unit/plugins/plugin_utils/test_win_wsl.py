@@ -49,18 +49,27 @@ def test_an_old_wsl_that_prints_its_usage_is_not_a_list(captures):
 
 
 @pytest.mark.parametrize("rc", [-1, 0xFFFFFFFF])
-def test_nothing_running_in_every_language_wsl_ships(captures, rc):
+def test_nothing_running_in_every_language_wsl_ships_is_decided_by_the_exit_and_the_process_list(captures, rc):
     sentences = no_running_sentences(captures)
     assert len(sentences) == 13
     for locale, sentence in sentences.items():
         for bom in (True, False):
-            listing = _win_wsl.parse_list(decode_output(as_wsl_writes(sentence + "\n", bom)).text, rc)
-            assert listing == (_win_wsl.WslList("ok", [], sentence)), locale
+            text = decode_output(as_wsl_writes(sentence + "\n", bom)).text
+            assert _win_wsl.parse_list(text, rc, vm_running=False) == (_win_wsl.WslList("ok", [], sentence)), locale
+            # the same words while a WSL VM runs conclude nothing: the words never decide
+            assert _win_wsl.parse_list(text, rc, vm_running=True).status == "unrecognised", locale
+            assert _win_wsl.parse_list(text, rc).status == "unrecognised", locale
 
 
-def test_a_sentence_no_locale_has_concludes_nothing():
-    listing = _win_wsl.parse_list("Il n'y a rien.\n", -1)
+def test_a_sentence_in_a_language_no_table_has_is_read_by_the_exit_and_the_process_list():
+    assert _win_wsl.parse_list("Il n'y a rien.\n", -1, vm_running=False) == ("ok", [], "Il n'y a rien.")
+    listing = _win_wsl.parse_list("Il n'y a rien.\n", -1, vm_running=True)
     assert listing.status == "unrecognised" and "Il n'y a rien." in listing.message
+
+
+def test_an_old_wsl_printing_its_usage_with_no_vm_running_is_nothing_running(captures):
+    text = decode_output(captures.bytes("windows", "wsl", "l-old-build-usage-fr-utf16le-truncated.bin")).text
+    assert _win_wsl.parse_list(text, 1, vm_running=False).distributions == []
 
 
 def test_the_quiet_running_list_is_names_or_nothing_with_exit_0():
