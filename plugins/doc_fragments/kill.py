@@ -53,7 +53,8 @@ options:
     description:
       - systemd units whose processes are never signalled, as the init system says (the unit's main process and its
         control group).
-      - A unit systemd does not know, or any entry on a node without systemctl, fails the module, naming it.
+      - A unit systemd does not know, a pattern (C(*), C(?), C([)), or any entry on a node without systemctl, fails the
+        module, naming it.
     type: list
     elements: str
     default: []

@@ -92,6 +92,8 @@ def check_entries(params):
             _blank(option, entry)
             if option == "protect_users" and entry == GROUP_PREFIX:
                 raise ProtectEntryError("%s: %r names no group (write @groupname or @gid)" % (option, entry))
+            if option == "protect_units" and set(entry) & set("*?["):
+                raise ProtectEntryError("%s: %r is a pattern; name each unit" % (option, entry))
 
 
 def check_units(entries, states, option="protect_units"):

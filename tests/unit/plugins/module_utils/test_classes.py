@@ -117,6 +117,8 @@ def test_protect_options_checked_anywhere_and_units_on_the_node():
         check_entries({"protect_names": [""]})
     with pytest.raises(ProtectEntryError, match="protect_units: ' ' names nothing"):
         check_entries({"protect_units": [" "]})
+    with pytest.raises(ProtectEntryError, match="protect_units: 'nvidia-[*]' is a pattern; name each unit"):
+        check_entries({"protect_units": ["nvidia-*"]})
     check_entries({"protect_names": ["a"], "protect_users": ["@g"], "protect_units": ["x.service"]})
     with pytest.raises(ProtectEntryError, match="systemd knows no such unit"):
         check_units(["nope.service"], {"nope.service": {"loaded": False}})
