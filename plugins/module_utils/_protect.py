@@ -116,20 +116,33 @@ def _permission(pid):
     return None
 
 
-# Parents that supervise others (a job step, a container, a session, a service manager): ending one to get a
-# zombie reaped would end everything it supervises, so allow_parents never reaches them.
-SUPERVISOR_PARENTS = ("slurmstepd", "slurmd", "containerd-shim", "containerd", "conmon", "dockerd", "crio", "runc",
-                      "kubelet", "sshd", "systemd", "init", "tini", "dumb-init", "su", "sudo")
+# A parent that supervises others (a job step, a container's shim, a session, a service manager) has live children
+# besides the zombie: ending it to get the zombie reaped would end or orphan them, so allow_parents never reaches it.
+# What the kernel says of its children decides, not its name (any process can call itself slurmstepd).
+
+def live_children(pid, proc_root="/proc"):
+    """The pids of pid's children that are not zombies (/proc/<pid>/task/<tid>/children, every thread's)."""
+    children = set()
+    try:
+        tids = os.listdir("%s/%d/task" % (proc_root, pid))
+    except OSError:
+        return []
+    for tid in tids:
+        try:
+            with open("%s/%d/task/%s/children" % (proc_root, pid, tid)) as handle:
+                children.update(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return sorted(child for child in children
+                  if (_procscan.read_process(child, proc_root) or {}).get("state") not in (None, "Z", "X"))
 
 
 def supervisor(parent):
-    """The supervisor name the parent matches, or None."""
-    names = process_names(parent.get("name"), None)
-    for name in names:
-        for supervisor in SUPERVISOR_PARENTS:
-            if name == supervisor or name.startswith(supervisor + "-"):
-                return supervisor
-    return None
+    """Why the parent supervises others ("N other live processes: pids ..."), or None."""
+    others = live_children(parent["pid"])
+    if not others:
+        return None
+    return "%d other live process%s (pid %s)" % (len(others), "" if len(others) == 1 else "es", ", ".join(map(str, others[:5])))
 
 
 # --- triage ---------------------------------------------------------------------------------------------
