@@ -137,6 +137,14 @@ def validate_selection_params(module):
     return patterns
 
 
+def _owned(holder):
+    """Whether a job, pod or container still owns the holder: the scheduler's word where it gave one (holder["job"]),
+    else the cgroup's (a node without a scheduler's tools)."""
+    if holder.get("job") is not None and not holder.get("container"):
+        return bool(holder["job"]["running"])
+    return bool(holder.get("slurm_job") or holder.get("container") or holder.get("kubernetes_pod_uid"))
+
+
 class HolderSelection:
     """Which holders of the snapshot the selection options select, and why the explicit ones not selected are not."""
 
@@ -162,7 +170,7 @@ class HolderSelection:
             return False
         if params["min_memory_mib"] is not None and (holder.get("used_mib") or 0) < params["min_memory_mib"]:
             return False
-        if params["orphans_only"] and (holder.get("slurm_job") or holder.get("container") or holder.get("kubernetes_pod_uid")):
+        if params["orphans_only"] and _owned(holder):
             return False
         return True
 

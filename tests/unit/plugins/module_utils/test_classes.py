@@ -171,3 +171,17 @@ def test_pod_live():
     assert pod_live("0e7f", 0, "5f3a9c1b2d\n")["running"]
     assert not pod_live("0e7f", 0, "")["running"]
     assert not pod_live("0e7f", 1, "whatever")["running"]
+
+
+def test_selection_busy_is_selected_and_orphans_only_takes_the_schedulers_word():
+    from ansible_collections.gpuops.remediation.plugins.module_utils._kill import HolderSelection
+    params = {"gpus": [], "classes": ["compute"], "users": [], "min_memory_mib": None, "orphans_only": False, "holders": None}
+    busy = {"pid": 1, "class": "busy", "gpus": [0], "slurm_job": "4271", "job": {"running": True}}
+    leftover = {"pid": 2, "class": "compute", "gpus": [0], "slurm_job": "4271", "job": {"running": False}}
+    hinted = {"pid": 3, "class": "compute", "gpus": [0], "slurm_job": "4271", "job": None}
+    plain = {"pid": 4, "class": "compute", "gpus": [0], "job": None}
+    every = HolderSelection(params, {})
+    assert [h["pid"] for h in (busy, leftover, hinted, plain) if every.matches(h, {0})] == [1, 2, 3, 4]
+    orphans = HolderSelection(dict(params, orphans_only=True), {})
+    # The job that ended owns nothing; without a scheduler's answer, the cgroup's word stands.
+    assert [h["pid"] for h in (busy, leftover, hinted, plain) if orphans.matches(h, {0})] == [2, 4]
