@@ -24,6 +24,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entrie
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, signal_number
 from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import probe_unit_members
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
 
 KILL_ARGUMENT_SPEC = dict(
@@ -157,7 +158,7 @@ class HolderSelection:
         if params["gpus"] and not set(holder["gpus"]) & gpu_indexes:
             return False
         # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
-        if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", "busy"):
+        if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
             return False
         if params["users"] and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False

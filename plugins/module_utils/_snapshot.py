@@ -22,7 +22,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._procscan impor
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, answer_events, gpu_state, verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
@@ -209,7 +209,7 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None):
         holder.update(attribution(pid, proc_root))
         holder["job"] = jobs.job_of(pid, holder) if jobs is not None and holder["class"] in JOB_CLASSES else None
         if holder["job"] and holder["job"]["running"]:
-            holder["class"] = "busy"
+            holder["class"] = BUSY_CLASS
         holders.append(holder)
     return holders
 
