@@ -81,6 +81,12 @@ def running_job_holders(snapshot):
     return [h for h in snapshot["holders"] if h["class"] == BUSY_CLASS]
 
 
+def wsl_targets(snapshot):
+    """What the Windows wsl rung gets back: the WSL VM processes holding a GPU. None, and the rung has nothing to do:
+    a running distribution whose VM holds no GPU memory (someone's idle shell) is left running."""
+    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "wsl_vm"]
+
+
 def beyond_reset(gpu):
     """Why no reset can bring this GPU back (only a reboot can), or None."""
     if gpu.get("lost"):

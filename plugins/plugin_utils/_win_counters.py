@@ -30,17 +30,6 @@ _COUNTER_PATH_RE = re.compile(r"\\([^\\]*)\(([^\\()]*)\)\\([^\\]+)$")
 CounterReading = namedtuple("CounterReading", "by_pid unrecognised")
 
 
-def counter_paths(pid=None, counters=("Dedicated Usage", "Shared Usage")):
-    """English counter paths for Get-Counter, for one pid (`pid_<n>_*`: the underscore keeps 12345 out of 1234)."""
-    instance = "*" if pid is None else "pid_%d_*" % int(pid)
-    return ["\\GPU Process Memory(%s)\\%s" % (instance, counter) for counter in counters]
-
-
-def instance_matches_pid(instance, pid):
-    """True when a counter instance is pid's: `pid_<n>_`, case-insensitive, the underscore included."""
-    return instance.lower().startswith("pid_%d_" % int(pid))
-
-
 def parse_process_instance(instance):
     """`pid_5388_luid_0x00000000_0x0000fa7a_phys_0` -> (5388, "0x00000000_0x0000fa7a", 0); None if not one."""
     match = _PROCESS_INSTANCE_RE.match(instance.strip())

@@ -12,7 +12,7 @@ which windows_executor() offers the walk under the modules' names.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets, wsl_targets
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_protect, _win_snapshot, _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, step_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
@@ -148,7 +148,11 @@ class WindowsWalk(LadderWalk):
         return steps
 
     def _wsl_step(self, snapshot):
-        del snapshot  # wsl_shutdown reads what runs itself
+        # Only a WSL VM that holds a GPU is stopped (_verdict.wsl_targets): a distribution holding nothing gives
+        # nothing back, and stopping it would end someone's work for nothing.
+        if not wsl_targets(snapshot):
+            return {"rung": "wsl", "changed": False, "failed": False, "msg": "no WSL VM holds a GPU: nothing to stop",
+                    "plan": []}, snapshot
         result = self.execute(WSL_MODULE, self._journal_args())
         verb = "would stop" if self.check_mode else "stopped"
         plan = ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]

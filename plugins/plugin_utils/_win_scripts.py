@@ -123,7 +123,7 @@ try {
         $properties = @()
         try {
             $properties = @(Get-PnpDeviceProperty -InstanceId $device.InstanceId -KeyName 'DEVPKEY_Device_BusNumber', 'DEVPKEY_Device_Address' |
-                Select-Object -Property KeyName, Type, Data)
+                Select-Object -Property 'KeyName', 'Type', 'Data')
         }
         catch {
             $properties = @()
@@ -156,14 +156,14 @@ function ConvertTo-JsonText($items) {
 $memory = @{ source = 'cim'; json = ''; error = $null }
 try {
     $rows = Get-CimInstance -ClassName %(cim_class)s |
-        Select-Object -Property Name, DedicatedUsage, SharedUsage, LocalUsage, NonLocalUsage, TotalCommitted
+        Select-Object -Property 'Name', 'DedicatedUsage', 'SharedUsage', 'LocalUsage', 'NonLocalUsage', 'TotalCommitted'
     $memory.json = ConvertTo-JsonText $rows
 }
 catch {
     $memory.error = $_.Exception.Message
     try {
         $paths = '\GPU Process Memory(*)\Dedicated Usage', '\GPU Process Memory(*)\Shared Usage'
-        $samples = (Get-Counter -Counter $paths).CounterSamples | Select-Object -Property Path, CookedValue
+        $samples = (Get-Counter -Counter $paths).CounterSamples | Select-Object -Property 'Path', 'CookedValue'
         $memory.source = 'counter'
         $memory.json = ConvertTo-JsonText $samples
     }

@@ -593,7 +593,10 @@ def _stop_vm(state, owner):
 # ---- PowerShell scripts (ConvertTo-Json as Windows PowerShell 5.1 writes it) --------------------------------------
 
 def _ps_json(items):
-    # 5.1 escapes the slashes of its date form: "\/Date(1790077571033)\/".
+    # 5.1 escapes the slashes of its date form: "\/Date(1790077571033)\/", and writes an empty pipeline
+    # collected with @(...) as [null].
+    if not items:
+        return "[\r\n    null\r\n]"
     return json.dumps(items, indent=4).replace('"/Date(', '"\\/Date(').replace(')/"', ')\\/"')
 
 

@@ -34,11 +34,6 @@ def list_argv(wsl_path=INBOX_WSL_PATH, running=False):
     return argv
 
 
-def list_verbose_argv(wsl_path=INBOX_WSL_PATH):
-    """argv of the NAME / STATE / VERSION table."""
-    return [wsl_path, "--list", "--verbose"]
-
-
 def terminate_argv(distribution, wsl_path=INBOX_WSL_PATH):
     """argv stopping one distribution; the name is checked so that it cannot pass for an option."""
     return [wsl_path, "--terminate", checked_distribution_name(distribution)]
@@ -74,31 +69,6 @@ def parse_list(text, rc, vm_running=None):
     if not all(_DISTRIBUTION_NAME_RE.fullmatch(name) for name in names):
         return WslList("unrecognised", [], "not a list of distribution names: %s" % stripped)
     return WslList("ok", names, None)
-
-
-def parse_list_verbose(text, rc):
-    """`wsl --list --verbose` -> WslList of {"name", "state", "version", "default", "running"}.
-
-    Cut by tokens, not columns: the table's columns shift with the longest name (and pastes misalign them).
-    """
-    if rc != 0:
-        return WslList("unrecognised", [], "wsl.exe exited %s: %s" % (rc, text.strip()))
-    rows = []
-    for line in text.splitlines():
-        row = _verbose_row(line)
-        if row is not None:
-            rows.append(row)
-    return WslList("ok", rows, None)
-
-
-def _verbose_row(line):
-    default = line.lstrip().startswith("*")
-    tokens = line.replace("*", " ", 1).split() if default else line.split()
-    if len(tokens) < 3 or not tokens[-1].isdigit() or not _DISTRIBUTION_NAME_RE.fullmatch(tokens[0]):
-        return None  # the header line, or a blank one
-    state = " ".join(tokens[1:-1])
-    return {"name": tokens[0], "state": state, "version": int(tokens[-1]), "default": default,
-            "running": state == "Running"}
 
 
 def stop_outcome(rc, text):
