@@ -71,7 +71,7 @@ options:
         this node (C(scontrol listpids)) whose state is live (C(squeue)), or when its pod runs (C(crictl pods --state
         ready)); a cgroup path naming a job is only a hint, and one that Slurm does not list is a leftover, ended as
         before. When Slurm cannot answer, a process whose cgroup names a job is treated as running.
-      - By default such a process is left alone with the reason (C(busy: ...)), and is never ended, even when
+      - By default such a process is left alone with the reason (C(busy - ...)), and is never ended, even when
         selected by pid. A node without C(scontrol)/C(squeue) or C(crictl) has no scheduler, and nothing changes.
     type: bool
     default: false

@@ -158,7 +158,7 @@ holders:
       description:
         - V(compute), V(graphics_session), V(gpu_daemon), V(busy), V(zombie) or V(unkillable), from what the kernel, the
           driver, the init system and the scheduler say, never from the process name.
-        - V(busy) is a process of a live scheduler job (see RV(holders[].job)): reported, never ended unless
+        - V(busy) is a process of a live scheduler job (see RV(holders[].job)), reported and never ended unless
           O(gpuops.remediation.gpu_kill#module:end_running_jobs) says so.
         - V(gpu_daemon) is a process the init system runs in a GPU unit (see RV(holders[].unit_role)); a process with a compute
           context (type C) is V(compute) otherwise, and its memory counts toward its GPU's state.
@@ -178,7 +178,7 @@ holders:
         - The scheduler's word on the job the process belongs to; null when no scheduler of the node has anything to say
           of it (no scheduler, or a process outside every job).
         - C(scheduler) (V(slurm) or V(kubernetes)), C(id), C(state) (Slurm's job state, or V(ready)), C(running) (a live
-          job: the process is V(busy)), C(why).
+          job, the process is V(busy)), C(why).
         - A cgroup path naming a job is only a hint; a job Slurm does not list this process in is a leftover
           (C(running) false).
       type: dict
