@@ -36,7 +36,7 @@ options:
         ended, and one that still runs fails the run, named with its container.
       - The kubelet starts a stopped pod container again; drain or cordon the node first (the C(gpu_reclaim) role does
         with C(gpu_reclaim_drain=kubernetes)). Containers that nerdctl started live outside the CRI namespace that
-        crictl sees; their stop fails and is reported as failed.
+        crictl sees, so crictl does not confirm them and their processes are plain processes.
     type: str
     choices: [stop, kill, skip]
     default: stop

@@ -12,7 +12,9 @@ gpuops.remediation.kill.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import ContainerWitness, namespace_members
@@ -20,7 +22,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._containers imp
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process, scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
@@ -206,6 +209,26 @@ class HolderSelection:
         return "does not hold a selected GPU, or is not selected by the other options"
 
 
+def holdings_now(pid, snapshot):
+    """{"gpus", "devices", "seen_by"} of what pid holds now, from its own /proc entry (the scan of that one process),
+    with the GPU indexes of the snapshot's device minors."""
+    layout = current_layout()
+    with tempfile.TemporaryDirectory() as root:
+        os.symlink("/proc/%d" % pid, os.path.join(root, str(pid)))
+        found = scan_holders_report(layout.dev_dir, proc_root=root, sys_dir=layout.sys_dir, workers=1,
+                                    nvidia_dri=layout.dri_node_rule)["holders"].get(pid) or {}
+    devices = found.get("devices") or []
+    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in snapshot["gpus"] if gpu.get("minor_number") is not None)
+    return {"gpus": sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices))), "devices": devices,
+            "seen_by": list(found.get("via") or [])}
+
+
+def _claimed(holder):
+    """{"runtime", "id"} of the container a holder's cgroup path names, confirmed or not."""
+    claim = holder.get("container") or holder.get("container_claim") or {}
+    return {"runtime": claim.get("runtime"), "id": claim.get("id")}
+
+
 def _left(holder, reason):
     return {"pid": holder["pid"], "start_time": holder.get("start_time"), "name": holder.get("name"), "reason": reason}
 
@@ -251,7 +274,11 @@ class HolderKiller:
             return "unkillable", None
         if holder["class"] == "zombie":
             return "zombie", None
-        if not holder.get("container") or self.params["containers"] == "kill":
+        if self.params["containers"] == "kill":
+            return "plain", None
+        if holder.get("container_claim"):  # the snapshot asked the runtime already: no container
+            return "plain", {"confirmed": False, "reason": holder["container_claim"]["reason"]}
+        if not holder.get("container"):
             return "plain", None
         confirmation = self.witness.confirm(holder["pid"], holder["container"])
         if not confirmation["confirmed"]:
@@ -265,7 +292,7 @@ class HolderKiller:
         for holder in holders:
             kind, confirmation = self._kind(holder)
             if confirmation and not confirmation["confirmed"]:
-                result["unconfirmed_containers"].append(dict(_left(holder, confirmation["reason"]), claimed=holder["container"]))
+                result["unconfirmed_containers"].append(dict(_left(holder, confirmation["reason"]), claimed=_claimed(holder)))
             if kind == "unkillable":
                 left_alone.append(_left(holder, "unkillable: uninterruptible sleep (D); a reset, reload or reboot is needed"))
             elif kind == "zombie":
@@ -296,7 +323,8 @@ class HolderKiller:
 
         def add(pid, start_time, name, why):
             if pid not in ended:
-                record = by_pid.get(pid) or {}
+                # A process the snapshot does not list (a zombie's parent, say) is looked at now: unknown is not nothing.
+                record = by_pid.get(pid) or holdings_now(pid, snapshot)
                 ended[pid] = {"pid": pid, "start_time": start_time, "name": name or record.get("name"),
                               "gpus": list(record.get("gpus") or []), "devices": list(record.get("devices") or []),
                               "seen_by": list(record.get("seen_by") or []), "why": why}
@@ -393,7 +421,11 @@ def refuse_beyond_selection(module, killer, holders, snapshot, selected):
     process that holds a GPU outside the selection or is a client of the whole driver, naming each and the GPU."""
     if not module.params["gpus"]:
         return
-    outside = beyond_selection(killer.would_end(holders, snapshot), selected)
+    refuse_outside(module, beyond_selection(killer.would_end(holders, snapshot), selected), selected)
+
+
+def refuse_outside(module, outside, selected):
+    """Fail, changing nothing, naming each process of beyond_selection() and why it would end; nothing when none."""
     if outside:
         module.fail_json(changed=False, beyond_selection=outside, msg=(
             "refused: gpus=%s narrows this run to GPU %s, but it would end %s; leave gpus empty, or select those GPUs "

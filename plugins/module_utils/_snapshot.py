@@ -10,6 +10,7 @@ import time
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
@@ -196,6 +197,7 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None):
         role = members.role(pid)
         holder = {
             "pid": pid, "start_time": record["start_time"], "name": record["name"], "cmdline": record["cmdline"],
+            "exe": _exe(pid, proc_root),
             "user": record["user"], "uid": record["uid"], "state": PROCESS_STATES.get(record["state"], record["state"]),
             "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(_device_gpus(devices, index_by_minor))),
             "used_mib": _total(driver_view["memory"]), "used_mib_per_gpu": driver_view["memory"],
@@ -212,6 +214,15 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None):
             holder["class"] = BUSY_CLASS
         holders.append(holder)
     return holders
+
+
+def _exe(pid, proc_root):
+    """The path of the process's executable (/proc/<pid>/exe), or None where it cannot be read (another user's process
+    without privileges, a kernel thread): what names the process in reports, with its argv[0]."""
+    try:
+        return os.readlink("%s/%d/exe" % (proc_root, pid))
+    except OSError:
+        return None
 
 
 def _total(memory):
@@ -340,6 +351,7 @@ def take_snapshot(module, layout, options):
     jobs = JobProbe(module) if scan or listed else None
     holders = build_holders(scan, gpus, members=members, jobs=jobs)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
+    confirm_holders(module, holders)  # a cgroup name is a container only when its runtime says so
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)

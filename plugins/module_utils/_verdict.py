@@ -16,6 +16,9 @@ RUNGS = ("kill", "reset", "reload", "graphics", "reboot")
 WINDOWS_RUNGS = ("kill", "wsl", "restart_adapter", "logoff", "reboot")
 # The verdict's rung when the evidence asks for none.
 NO_RUNG = "none"
+# The rungs evidence on a Linux node can ask for. The reload and graphics rungs are climbed to when a reset did not
+# free the memory, never entered: no evidence points at them first.
+ENTRY_RUNGS = ("kill", "reset", "reboot")
 # GPU states (gpu_state) in which the GPU still holds memory that the ladder is there to get back.
 HELD_STATES = ("busy", "stuck", "lost", "unresponsive")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
