@@ -127,6 +127,7 @@ def run_holder(spec_path):
         _hold_in_thread(spec)
     else:
         fds = _open_devices(spec["devices"])
+        _start_children(spec)
         _report(spec, _own_identity())
         if spec.get("freeze") == "at_start":
             _freeze(spec["cgroup"])
@@ -220,6 +221,17 @@ def _hold_as_vfork_parent(spec):
     if child < 0:
         raise OSError(ctypes.get_errno(), "clone(CLONE_VFORK) failed")
     os._exit(0)  # reached only if the child exited: it never does
+def _start_children(spec):
+    """Start the processes a service starts itself (the display manager's Xorg): our children, reaped by the kernel
+    (SIGCHLD ignored) like a display manager reaps the server it started."""
+    if not spec.get("children"):
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    launcher = load_state(spec["root"])
+    for child in spec["children"]:
+        path = os.path.join(spec["root"], "run", "specs", child["id"] + ".json")
+        write_json_atomic(path, child)
+        launch(launcher, child["name"], [program_path(spec["root"]), "holder", path])
 
 
 def _hold_mapped(spec):
