@@ -115,7 +115,7 @@ def wait_ready(root, spec):
             _wait_state(report["pid"], STOPPED_KINDS.get(spec.get("kind")), deadline)
             if spec.get("freeze") == "at_start":
                 _wait_frozen(report["pid"], deadline)
-            report["spawn_id"] = request_id
+            report["spawn_id"] = spec["id"]
             return report
         if os.path.exists(failed):
             with open(failed) as handle:
