@@ -278,3 +278,83 @@ def test_policy_file_errors_named(tmp_path):
         load_policy("s", None, str(bad))
     with pytest.raises(OptionError, match="cannot read"):
         load_policy("s", None, str(tmp_path / "missing.yml"))
+
+
+SECRET = "s3cret"
+AM_BODY = {"version": "4", "status": "firing", "receiver": "eda", "alerts": [
+    {"status": "firing", "labels": {"alertname": "GpuopsGhostMemory", "instance": "node07:9100", "gpu": "0",
+                                    "pci_bus_id": "00000000:18:00.0", "kind": "ghost_memory"},
+     "annotations": {"summary": "GPU 0 of node07:9100 holds ghost memory"}, "fingerprint": "ab12"},
+    {"status": "resolved", "labels": {"alertname": "GpuopsGhostMemory", "instance": "node08:9100", "gpu": "1"}}]}
+
+
+def _post(port, body, headers):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request("http://127.0.0.1:%d/alerts" % port, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_webhook_takes_signed_alerts_and_rejects_the_rest():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import sign
+
+    port = _free_port()
+    body = json.dumps(AM_BODY).encode()
+    statuses = []
+
+    async def act():
+        loop = asyncio.get_running_loop()
+        now = int(__import__("time").time())
+
+        async def post(data, headers):
+            statuses.append(await loop.run_in_executor(None, _post, port, data, headers))
+
+        await post(body, {})  # unsigned
+        await post(body, {"X-Gpuops-Timestamp": str(now - 900), "X-Gpuops-Signature": sign(SECRET, now - 900, body)})  # stale
+        await post(body, {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign("other", now, body)})  # wrong secret
+        await post(body + b" ", {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign(SECRET, now, body)})  # body changed
+        good = {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign(SECRET, now, body)}
+        await post(body, good)
+        await post(body, good)  # a replay
+        nohost = json.dumps({"alerts": [{"status": "firing", "labels": {"alertname": "GpuopsGhostMemory"}}]}).encode()
+        await post(nohost, {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign(SECRET, now, nohost)})
+
+    events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1))
+    assert statuses == [401, 401, 401, 401, 202, 401, 422]
+    assert len(events) == 1
+    assert events[0]["meta"] == {"hosts": "node07"}
+    assert {key: events[0]["gpuops"][key] for key in ("type", "alert", "host", "gpu", "rung")} == {
+        "type": "alert", "alert": "GpuopsGhostMemory", "host": "node07", "gpu": "00000000:18:00.0", "rung": "reset"}
+
+
+def test_webhook_needs_a_secret(monkeypatch):
+    monkeypatch.delenv("GPUOPS_WEBHOOK_SECRET", raising=False)
+    with pytest.raises(OptionError, match="no secret: set option secret, or the environment variable GPUOPS_WEBHOOK_SECRET"):
+        asyncio.run(_source("gpu_alert_webhook")["main"](asyncio.Queue(), {}))
+
+
+def test_gpu_watch_body_and_instance_labels():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import alert_events
+
+    watch = {"source": "gpuops.remediation.gpu_watch", "host": "node07", "alerts": [
+        {"status": "firing", "kind": "unresponsive", "gpu_index": 1, "pci_bus_id": "00000000:19:00.0"},
+        {"status": "resolved", "kind": "ghost_memory", "gpu_index": 0}]}
+    events, problems = alert_events(watch)
+    assert problems == [] and [(e["gpuops"]["host"], e["gpuops"]["rung"]) for e in events] == [("node07", "reboot")]
+    ipv6 = {"alerts": [{"labels": {"alertname": "GpuopsNewXid", "instance": "[fd00::7]:9100"}}]}
+    assert alert_events(ipv6)[0][0]["gpuops"]["host"] == "fd00::7"
+    assert alert_events({"alerts": [{"labels": {"alertname": "X", "node": "n9"}}]}, host_label="node")[0][0]["meta"] == {"hosts": "n9"}
+    assert alert_events({"nope": 1}) == ([], ["the body is not an Alertmanager or gpu_watch webhook (no alerts list)"])
