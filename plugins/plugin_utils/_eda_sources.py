@@ -12,6 +12,7 @@ import os
 import re
 import socket
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import (
     _MULTILINE_START_RE, _split_nvrm, device_key, parse_kernel_log,
 )
@@ -19,9 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy imp
     PolicyError, apply_policy, event_rung, parse_policy,
 )
 
-# The identifier of the syslog line each remediation writes (the closed loop: a source that reads it drops the events
-# that remediation answered). _journal.syslog_line writes it; remediation_of reads it.
-SYSLOG_IDENTIFIER = "gpuops-remediation"
+# The syslog line each remediation writes (_journal.remediation_line, the closed loop): remediation_of reads it.
 _REMEDIATION_RE = re.compile(SYSLOG_IDENTIFIER + r"(?:\[\d+\])?: (?P<fields>(?:\S+=\S*\s*)+)$")
 
 

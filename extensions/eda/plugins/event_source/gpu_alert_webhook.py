@@ -68,6 +68,7 @@ import os
 import sys
 import time
 
+
 def _import_collection():
     """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
     try:

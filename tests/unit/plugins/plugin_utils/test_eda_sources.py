@@ -139,7 +139,8 @@ def test_kernel_log_closed_loop_drops_what_a_remediation_answered(tmp_path):
     ({"xid_policy": {"x": "reset"}}, "xid_policy: the Xid code 'x' is not a number"),
     ({"xid_policy": {13: "fix"}}, "Xid 13 maps to 'fix'"),
     ({"paths": {"n1": "/x"}, "source": "kmsg"}, "option paths needs source=file, got source='kmsg'"),
-    ({"paths": {"n1": ""}}, "option paths: host n1 has no file name, got ''"),
+    ({"paths": {"n1": ""}}, "option paths: host n1 needs a file name or a list of them, got ''"),
+    ({"paths": {"n1": ["/x", 3]}}, "option paths: host n1 needs a file name or a list of them, got ['/x', 3]"),
 ])
 def test_kernel_log_bad_options_named_before_reading(args, says):
     with pytest.raises(OptionError) as caught:
@@ -358,3 +359,28 @@ def test_gpu_watch_body_and_instance_labels():
     assert alert_events(ipv6)[0][0]["gpuops"]["host"] == "fd00::7"
     assert alert_events({"alerts": [{"labels": {"alertname": "X", "node": "n9"}}]}, host_label="node")[0][0]["meta"] == {"hosts": "n9"}
     assert alert_events({"nope": 1}) == ([], ["the body is not an Alertmanager or gpu_watch webhook (no alerts list)"])
+
+
+def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
+    """The remediation line the node's journal sends (_journal.Journal, simulated node: its var/log/syslog), read by the
+    source from the host's second file: the Xid it answered, delivered late, is dropped."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+
+    kernel, syslog = str(tmp_path / "kernel.log"), str(tmp_path / "syslog")
+    _append(kernel)
+    _append(syslog)
+    journal = Journal(str(tmp_path / "journal.jsonl"), run_id="run 7", syslog_file=syslog)
+
+    async def act():
+        entry = journal.intent("gpu_reset", argv=["nvidia-smi", "--gpu-reset", "-i", "00000000:3B:00.0"])
+        journal.outcome(entry, True)
+        await asyncio.sleep(0.3)
+        _append(kernel, XID_119.replace("2026-11-30T10:00:00", "2000-01-01T00:00:00"),  # before the reset: answered
+                XID_119.replace("2026-11-30T10:00:00", "2099-01-01T00:00:00"))  # after it: new
+
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": {"node7": [kernel, syslog]}, "poll_interval": 0.05,
+                                                            "throttle_seconds": 0}, act, 1))
+    assert [event["gpuops"]["time"] for event in events] == ["2099-01-01T00:00:00+00:00"]
+    with open(syslog) as handle:
+        line = handle.read()
+    assert "gpuops-remediation[" in line and "action=gpu_reset gpus=00000000:3B:00.0 epoch=" in line and line.rstrip().endswith("run=run_7")
