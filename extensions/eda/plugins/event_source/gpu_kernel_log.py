@@ -129,9 +129,10 @@ async def _put(queue, events):
 
 
 async def _follow_files(queue, tails, options):
+    """tails: [(KernelLines of a host, [FileTail of each of its files])]."""
     while True:
-        for lines_of, tail in tails:
-            lines = tail.read()
+        for lines_of, files in tails:
+            lines = [line for tail in files for line in tail.read()]
             if lines or lines_of.held:
                 await _put(queue, lines_of.feed(lines, time.time(), final=not lines))
         await asyncio.sleep(options["poll_interval"])
@@ -191,12 +192,11 @@ async def main(queue, args):
             files = [paths] if isinstance(paths, str) else paths
             if not isinstance(files, list) or not files or not all(isinstance(path, str) and path for path in files):
                 raise eda.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
-            lines_of = eda.KernelLines(str(host), policy, throttle, boot)
-            tails.extend((lines_of, eda.FileTail(path)) for path in files)
+            tails.append((eda.KernelLines(str(host), policy, throttle, boot), [eda.FileTail(path) for path in files]))
         await _follow_files(queue, tails, options)
     lines_of = eda.KernelLines(options["host"] or eda.default_host(), policy, throttle, boot)
     if options["source"] == "file":
-        await _follow_files(queue, [(lines_of, eda.FileTail(options["path"]))], options)
+        await _follow_files(queue, [(lines_of, [eda.FileTail(options["path"])])], options)
     elif options["source"] == "kmsg":
         await _follow_kmsg(queue, lines_of, options, eda)
     else:
