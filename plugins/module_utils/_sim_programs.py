@@ -106,8 +106,22 @@ def run_holder(spec_path):
         _hold_in_thread(spec)
     else:
         fds = _open_devices(spec["devices"])
+        _start_children(spec)
         _report(spec, _own_identity())
         _sleep_forever(fds)
+
+
+def _start_children(spec):
+    """Start the processes a service starts itself (the display manager's Xorg): our children, reaped by the kernel
+    (SIGCHLD ignored) like a display manager reaps the server it started."""
+    if not spec.get("children"):
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    launcher = load_state(spec["root"])
+    for child in spec["children"]:
+        path = os.path.join(spec["root"], "run", "specs", child["id"] + ".json")
+        write_json_atomic(path, child)
+        launch(launcher, child["name"], [program_path(spec["root"]), "holder", path])
 
 
 def _hold_mapped(spec):
@@ -144,6 +158,7 @@ def _hold_inherited(spec):
 
 def _hold_as_zombie(spec):
     _set_process_name(spec.get("parent_name") or "job-launcher")
+    held = _open_devices(spec.get("parent_devices") or [])  # the parent's own job, when it has one
     child = os.fork()
     if child == 0:
         _set_process_name(spec["name"])
@@ -153,7 +168,7 @@ def _hold_as_zombie(spec):
     parent = _own_identity()
     _report(spec, {"pid": child, "start_time": start_time(child), "parent_pid": parent["pid"],
                    "parent_start_time": parent["start_time"]})
-    _sleep_forever()
+    _sleep_forever(held)
 
 
 def _hold_in_thread(spec):

@@ -13,6 +13,8 @@ checks).
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, windows_verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
@@ -38,36 +40,87 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     gpus = _gpus(node, nvidia_smi, probes)
     counters = _counters(script.get("process_memory") or {}, probes)
     processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
-    luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes)
+    locations = _pnp_locations(script, probes)
+    luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes, locations,
+                        script.get("d3dkmt_error"))
     holders = _holders(gpus, luids, counters, processes, probes)
     journal = _win_journal.journal_report(node, journal_path)
     probes["journal"] = dict((key, journal[key]) for key in ("path", "ok", "error", "records", "read"))
     for holder in holders:
         holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
-    snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, _pnp_locations(script, probes), probes),
-                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes), path=wsl_path),
+    snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, locations, probes),
+                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path),
                 "journal": journal, "probes": probes}
+    adapter_memory = _adapter_memory(script.get("adapter_memory") or {}, probes)
     for gpu in gpus:
-        gpu["attributed_mib"] = sum(h["used_mib_by_gpu"].get(str(gpu["index"]), 0) for h in holders)
-        used = gpu.get("memory_used_mib")
-        gpu["unattributed_mib"] = max(0, used - gpu["attributed_mib"]) if used is not None and gpu.get("luid") else None
+        ghost = ghost_memory(gpu, adapter_memory.get(gpu.get("luid")) if gpu.get("luid") else None)
+        gpu.update(attributed_mib=ghost["attributed_mib"], unattributed_mib=ghost["ghost_mib"], ghost_source=ghost["source"],
+                   ghost_reason=ghost["reason"])
         gpu["state"] = gpu_state(gpu, holders, ghost_threshold_mib, probes["gpu"])
     snapshot["verdict"] = windows_verdict(snapshot, ghost_threshold_mib)
     return snapshot
 
 
-def running_distributions(node, wsl_path, probes):
-    """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user."""
+def ghost_memory(gpu, adapter_dedicated_bytes):
+    """A GPU's ghost memory (memory the driver counts used that no live process holds): {"ghost_mib" (None: unknown,
+    never 0 for unknown), "attributed_mib", "source", "reason"}.
+
+    From the driver's own per-process view where it gives one (TCC, MCDM: nvidia-smi's used_memory of every process it
+    lists), else from the adapter-level figure (GPU Adapter Memory's Dedicated Usage of the GPU's LUID: what WDDM
+    accounts to the adapter for the live processes together). The per-process counters are never summed for it: they
+    say who touches a GPU, not how much (one process's counter can exceed what the whole adapter uses)."""
+    used = gpu.get("memory_used_mib")
+    if used is None:
+        return {"ghost_mib": None, "attributed_mib": None, "source": None, "reason": "nvidia-smi gave no memory in use"}
+    listed = gpu.get("processes") or []
+    if all(process.get("used_mib") is not None for process in listed):
+        attributed = sum(process["used_mib"] for process in listed)
+        return {"ghost_mib": max(0, used - attributed), "attributed_mib": attributed, "source": "nvidia_smi_processes", "reason": None}
+    if adapter_dedicated_bytes is not None:
+        attributed = min(used, adapter_dedicated_bytes // MIB)
+        return {"ghost_mib": used - attributed, "attributed_mib": attributed, "source": "adapter_counter", "reason": None}
+    why = "no GPU Adapter Memory figure for its adapter" if gpu.get("luid") else "its adapter's LUID is not joined"
+    return {"ghost_mib": None, "attributed_mib": None, "source": None,
+            "reason": "unknown: WDDM gives no per-process memory (N/A) and %s" % why}
+
+
+def _adapter_memory(memory, probes):
+    """{luid: dedicated bytes} of the GPU Adapter Memory counters (probes["adapter_memory"] says whether they answered)."""
+    text = memory.get("json")
+    if memory.get("source") != "cim" or text is None:
+        probes["adapter_memory"] = {"ok": False, "error": memory.get("error") or "no GPU Adapter Memory source answered"}
+        return {}
+    try:
+        figures = _win_counters.parse_adapter_memory(text)
+    except ValueError as exc:
+        probes["adapter_memory"] = {"ok": False, "error": str(exc)}
+        return {}
+    probes["adapter_memory"] = {"ok": True, "error": None, "luids": sorted(figures)}
+    return figures
+
+
+def running_distributions(node, wsl_path, probes, vm_running=None):
+    """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user. `vm_running`:
+    whether a WSL VM process runs (Win32_Process): with none, a wsl.exe that exits non-zero or cannot be started at all
+    (a host without WSL) means nothing runs."""
     try:
         answer = node.command(_win_wsl.list_argv(wsl_path, running=True), read_only=True)
     except WindowsNodeError as exc:
-        probes["wsl"] = {"ok": False, "error": str(exc)}
-        return {"running": [], "status": "unrecognised", "message": str(exc)}
-    listed = _win_wsl.parse_list(answer.stdout, answer.rc)
+        none = vm_running is False
+        probes["wsl"] = {"ok": none, "error": None if none else str(exc), "installed": False if none else None}
+        return {"running": [], "status": "ok" if none else "unrecognised", "message": str(exc)}
+    listed = _win_wsl.parse_list(answer.stdout, answer.rc, vm_running)
     probes["wsl"] = {"ok": listed.status == "ok", "error": listed.message if listed.status != "ok" else None,
-                     "encoding": answer.encoding}
+                     "encoding": answer.encoding, "rc": answer.rc}
     return {"running": listed.distributions, "status": listed.status, "message": listed.message}
+
+
+def vm_running(processes):
+    """Whether a WSL VM process (vmmemWSL, vmmem) runs, from a parsed process list; None when there is none."""
+    if not processes:
+        return None
+    return any(process.get("role") == "wsl_vm" for process in processes)
 
 
 def _probe(probes, name, call, default):
@@ -138,8 +191,10 @@ def _adapters(text):
             continue
         location = tuple(_win_json.integer(item.get(key)) for key in ("BusNumber", "DeviceNumber", "FunctionNumber"))
         adapters.append({"key": item.get("Key"), "description": item.get("Description"), "vendor_id": _win_json.integer(item.get("VendorId")),
-                         "device_id": _win_json.integer(item.get("DeviceId")), "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
-                         "pci_location": list(location) if None not in location else None})
+                         "device_id": _win_json.integer(item.get("DeviceId")), "subsys_id": _win_json.integer(item.get("SubSysId")),
+                         "revision_id": _win_json.integer(item.get("RevisionId")),
+                         "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
+                         "pci_location": list(location) if None not in location else None, "located_by": "d3dkmt" if None not in location else None})
     return adapters
 
 
@@ -154,22 +209,50 @@ def pci_location(bus_id):
     return [int(bus, 16), int(device, 16), int(function, 16)]
 
 
-def _join_luids(gpus, adapters, counters, probes):
+_PCI_IDS_RE = re.compile(r"^PCI\\VEN_([0-9A-F]{4})&DEV_([0-9A-F]{4})(?:&SUBSYS_([0-9A-F]{8}))?(?:&REV_([0-9A-F]{2}))?\\", re.IGNORECASE)
+
+
+def locate_by_pnp(adapter, locations):
+    """The PCI location of a DirectX adapter the graphics kernel gave none for (Add-Type refused): the one present PnP
+    device whose instance id carries the adapter's vendor, device, subsystem and revision ids (registry values of the
+    DirectX key), at its Get-PnpDeviceProperty location; None when not exactly one matches (identical GPUs)."""
+    wanted = (adapter.get("vendor_id"), adapter.get("device_id"), adapter.get("subsys_id"), adapter.get("revision_id"))
+    found = []
+    for instance_id, known in locations.items():
+        match = _PCI_IDS_RE.match(instance_id)
+        if not match or known.get("present") is False or known.get("pci_location") is None:
+            continue
+        ids = tuple(int(part, 16) if part else None for part in match.groups())
+        if all(want is None or want == have for want, have in zip(wanted, ids)) and None not in wanted[:2]:
+            found.append(known["pci_location"])
+    return found[0] if len(found) == 1 else None
+
+
+def _join_luids(gpus, adapters, counters, probes, locations=None, d3dkmt_error=None):
     """{luid: gpu index} for the NVIDIA adapters joined to one nvidia-smi GPU; each GPU gets "luid" (None when unjoined)
     and "luid_join" (how: "pci_location", "name", or None).
 
     By PCI location where the graphics kernel gave the adapters' (the LUID order says nothing of nvidia-smi's index
-    order); else by name (two adapters of one name: the one the counters show), and a single NVIDIA GPU and adapter
+    order); where it gave none (Add-Type refused), by the location of the one PnP device with the adapter's ids
+    ("pnp_location"); else by name (two adapters of one name: the one the counters show), and a single NVIDIA GPU and adapter
     always join. An adapter of another vendor (an Intel or AMD iGPU) is never joined to an NVIDIA GPU.
     """
     nvidia = [a for a in adapters if a["vendor_id"] == NVIDIA_VENDOR_ID]
+    for adapter in nvidia:
+        if adapter["pci_location"] is None and locations:
+            adapter.update(pci_location=locate_by_pnp(adapter, locations))
+            adapter["located_by"] = "pnp" if adapter["pci_location"] is not None else None
     seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
     joined, method, problems = _join_to_gpus(gpus, nvidia, seen, "NVIDIA DirectX adapters")
+    if method == "pci_location" and any(a["located_by"] == "pnp" for a in nvidia):
+        method = "pnp_location"
     for gpu in gpus:
         adapter = joined.get(gpu["index"])
         gpu.update(luid=adapter["luid"] if adapter else None, luid_join=method if adapter else None)
     problems = ["%s; its LUID is not known, its processes' memory is not counted on it" % problem for problem in problems]
     probes["luid_join"] = {"ok": not problems, "error": "; ".join(problems) or None, "method": method}
+    if d3dkmt_error:
+        probes["luid_join"]["d3dkmt_error"] = str(d3dkmt_error)  # why the kernel gave no location: joined as "method" says
     return dict((adapter["luid"], index) for index, adapter in joined.items())
 
 
