@@ -30,20 +30,66 @@ def _source(name):
     return runpy.run_path(os.path.join(SOURCES, name + ".py"))
 
 
-async def _collect(name, args, act, count, timeout=10.0):
-    """Start the source, run act() once it polls, take `count` events, then cancel it; (events, task)."""
+# A line the kernel log sources turn into an event: appended until one comes back, it tells that the source is
+# following the file (it starts at the file's end, so a line written before that is never read).
+PROBE = "2026-11-30T09:00:00+00:00 probe kernel: NVRM: Xid (PCI:0000:ff:00): 14, pid=1, name=probe, following"
+
+
+def _is_probe(event):
+    return event["gpuops"].get("xid") == 14 and event["gpuops"].get("pci_bus_id") == "00000000:FF:00.0"
+
+
+def following(path):
+    """ready() for a kernel log source: append PROBE to path until the source puts its event."""
+    async def ready(queue, task):
+        while True:
+            assert not task.done(), task.exception() if task.done() else None
+            _append(path, PROBE)
+            try:
+                if _is_probe(await asyncio.wait_for(queue.get(), 0.2)):
+                    return
+            except asyncio.TimeoutError:
+                continue
+    return ready
+
+
+def listening(port):
+    """ready() for the webhook: until its port takes a connection."""
+    async def ready(queue, task):
+        while True:
+            assert not task.done(), task.exception() if task.done() else None
+            try:
+                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            return
+    return ready
+
+
+async def _collect(name, args, act, count, timeout=20.0, ready=None):
+    """Start the source, run act() once it is ready (or has run a while: the snapshot tests, whose conditions must
+    last, do not race it), take `count` events other than probes, then cancel it; (events, task)."""
     queue = asyncio.Queue()
     task = asyncio.ensure_future(_source(name)["main"](queue, args))
-    await asyncio.sleep(0.3)
-    assert not task.done(), task.exception() if task.done() else None
-    await act()
-    events = []
     try:
-        for _ in range(count):
-            events.append(await asyncio.wait_for(queue.get(), timeout))
+        if ready:
+            await asyncio.wait_for(ready(queue, task), timeout)
+        else:
+            await asyncio.sleep(0.3)
+        assert not task.done(), task.exception() if task.done() else None
+        await act()
+        events = []
+        while len(events) < count:
+            event = await asyncio.wait_for(queue.get(), timeout)
+            if not _is_probe(event):
+                events.append(event)
         await asyncio.sleep(0.5)  # anything more it would put
         while not queue.empty():
-            events.append(queue.get_nowait())
+            event = queue.get_nowait()
+            if not _is_probe(event):
+                events.append(event)
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -65,7 +111,7 @@ def test_kernel_log_follows_the_file_from_its_end(tmp_path):
         await asyncio.sleep(0.3)
         _append(log, *FALLEN)
 
-    events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 2))
+    events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 2, ready=following(log)))
     assert task.cancelled()
     assert [event["gpuops"]["type"] for event in events] == ["xid", "fallen_off_bus"]
     xid = events[0]
@@ -84,7 +130,7 @@ def test_kernel_log_throttles_repeats_per_host_and_gpu(tmp_path):
     async def act():
         _append(log, XID_119, XID_119.replace("10:00:00", "10:00:30"), XID_119.replace("3b:00", "86:00"), XID_79)
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 3))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 3, ready=following(log)))
     assert [(event["gpuops"]["xid"], event["gpuops"]["pci_bus_id"]) for event in events] == [
         (119, "00000000:3B:00.0"), (119, "00000000:86:00.0"), (79, "00000000:18:00.0")]
 
@@ -98,7 +144,7 @@ def test_kernel_log_policy_from_the_inventory_file(tmp_path):
         _append(log, XID_119, XID_79)
 
     events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "n", "poll_interval": 0.05,
-                                                            "xid_policy_file": str(policy), "xid_policy": {"79": "reset"}}, act, 2))
+                                                            "xid_policy_file": str(policy), "xid_policy": {"79": "reset"}}, act, 2, ready=following(log)))
     assert [(e["gpuops"]["xid"], e["gpuops"]["rung"], e["gpuops"]["catalog_action"], e["gpuops"]["policy"]) for e in events] == [
         (119, "reboot", "reset_gpu", "site"), (79, "reset", "reboot", "site")]
 
@@ -112,7 +158,7 @@ def test_kernel_log_several_hosts_files(tmp_path):
         _append(paths["n2"], XID_119)
         _append(paths["n0"], XID_119)
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": paths, "poll_interval": 0.05}, act, 2))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": paths, "poll_interval": 0.05}, act, 2, ready=following(paths["n1"])))
     assert sorted(event["meta"]["hosts"] for event in events) == ["n0", "n2"]
 
 
@@ -127,7 +173,7 @@ def test_kernel_log_closed_loop_drops_what_a_remediation_answered(tmp_path):
         _append(log, answered, XID_119, XID_119.replace("10:00:00", "10:05:00"))
 
     events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05,
-                                                            "throttle_seconds": 0}, act, 1))
+                                                            "throttle_seconds": 0}, act, 1, ready=following(log)))
     assert [event["gpuops"]["time"] for event in events] == ["2026-11-30T10:05:00+00:00"]
 
 
@@ -333,7 +379,7 @@ def test_webhook_takes_signed_alerts_and_rejects_the_rest():
         nohost = json.dumps({"alerts": [{"status": "firing", "labels": {"alertname": "GpuopsGhostMemory"}}]}).encode()
         await post(nohost, {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign(SECRET, now, nohost)})
 
-    events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1))
+    events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1, ready=listening(port)))
     assert statuses == [401, 401, 401, 401, 202, 401, 422]
     assert len(events) == 1
     assert events[0]["meta"] == {"hosts": "node07"}
@@ -379,7 +425,7 @@ def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
                 XID_119.replace("2026-11-30T10:00:00", "2099-01-01T00:00:00"))  # after it: new
 
     events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": {"node7": [kernel, syslog]}, "poll_interval": 0.05,
-                                                            "throttle_seconds": 0}, act, 1))
+                                                            "throttle_seconds": 0}, act, 1, ready=following(kernel)))
     assert [event["gpuops"]["time"] for event in events] == ["2099-01-01T00:00:00+00:00"]
     with open(syslog) as handle:
         line = handle.read()
