@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Names of the processes and units that make up a node's GPU stack."""
+"""Names of the units that make up a node's GPU stack, and how a process name is matched (protect_names)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,7 @@ import unicodedata
 # The kernel keeps only the first 15 bytes of a command name (TASK_COMM_LEN - 1).
 COMM_LEN = 15
 
-# Daemon process name -> the systemd unit that runs it.
-GPU_DAEMONS = {
-    "nvidia-persistenced": "nvidia-persistenced.service",
-    "nv-fabricmanager": "nvidia-fabricmanager.service",
-    "nv-hostengine": "nvidia-dcgm.service",
-    "dcgm-exporter": "dcgm-exporter.service",
-}
-
-DISPLAY_PROCESSES = frozenset((
-    "Xorg", "X", "Xwayland", "gdm", "gdm3", "gdm-x-session", "gdm-wayland-session", "sddm", "lightdm",
-    "gnome-shell", "kwin_x11", "kwin_wayland", "Xvnc",
-))
-
+# Which process is a GPU daemon or a display server is the init system's word (_unit_members.py), never a name.
 DISPLAY_MANAGER = "display-manager.service"
 
 # Units stopped before a reset or a driver reload and started again afterwards (in reverse), in stop order.
