@@ -32,6 +32,8 @@ if child == 0:
         time.sleep(3600)
 os.close(ready_write)
 os.read(ready_read, 1)
+
+
 def start_time(pid):
     with open("/proc/%d/stat" % pid) as stat:
         return int(stat.read().rsplit(")", 1)[1].split()[19])
