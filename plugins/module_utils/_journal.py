@@ -13,9 +13,13 @@ import datetime
 import fcntl
 import json
 import os
+import re
 import shlex
+import socket
 import time
 import uuid
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 
 DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
 # What the acting modules read of the journal (across its rotated files): its last 4 MiB, far more than a node writes
@@ -45,6 +49,9 @@ def holder_source(holder):
     """What the journal keeps of a holder it acts on, so that repeated leaks can be traced to who made them: the
     process, its user, its parent and what owns it (container, pod, Slurm job, systemd unit), and the memory it held."""
     source = dict((key, holder.get(key)) for key in SOURCE_KEYS if holder.get(key) is not None)
+    if isinstance(holder.get("cmdline"), list) or holder.get("exe"):
+        # The process as ps -f names it (argv[0], its executable), for the reports: not the 15-byte comm.
+        source["command"] = holder_command(holder)
     if "cmdline" in source:
         source["cmdline"] = command_line(source["cmdline"])
     return source
@@ -191,9 +198,11 @@ class JournalUnwritable(OSError):
 class Journal:
     """Writes this run's intents and outcomes to the journal at path; entries() returns what it wrote."""
 
-    def __init__(self, path=DEFAULT_JOURNAL_PATH, run_id=None):
+    def __init__(self, path=DEFAULT_JOURNAL_PATH, run_id=None, syslog_file=None):
         self.path = path
         self.run_id = run_id or uuid.uuid4().hex
+        # None: syslog itself; a file (a simulated node's var/log/syslog): the same line appended there.
+        self.syslog_file = syslog_file
         self._entries = []
         self._counter = 0
         self._token = uuid.uuid4().hex[:12]
@@ -226,7 +235,12 @@ class Journal:
         record = {"ts": _utc_now(), "run_id": self.run_id, "id": entry_id, "phase": "outcome", "action": action,
                   "ok": bool(ok)}
         record.update(details)
-        return self._write(record)
+        written = self._write(record)
+        if ok and action in ANSWERING_ACTIONS:
+            intent = next((entry for entry in self._entries if entry["id"] == entry_id and entry["phase"] == "intent"), {})
+            send_remediation_line(remediation_line(action, _reset_bus_ids(intent.get("argv")), journal_epoch(record["ts"]), self.run_id),
+                                  self.syslog_file)
+        return written
 
     def close_interrupted(self, record):
         """Write the outcome that an interrupted run never wrote for its intent `record` (not ok, marked interrupted),
@@ -237,6 +251,42 @@ class Journal:
     def entries(self):
         """The records this run wrote, in order (copies, safe to put in a module result)."""
         return [dict(entry) for entry in self._entries]
+
+
+# The actions whose success answers earlier evidence (completed_resets): each also writes a syslog line with its own
+# identifier, which the event sources of extensions/eda read to drop the events it answered (the closed loop).
+ANSWERING_ACTIONS = ("gpu_reset", "module_load")
+SYSLOG_IDENTIFIER = "gpuops-remediation"
+
+
+def remediation_line(action, bus_ids, epoch, run_id):
+    """The syslog message: "action=<action> gpus=<bus ids, comma-separated; empty: every GPU> epoch=<s> run=<run id>"."""
+    return "action=%s gpus=%s epoch=%.3f run=%s" % (action, ",".join(bus_ids), epoch or 0.0, re.sub(r"\s+", "_", str(run_id)))
+
+
+def send_remediation_line(message, syslog_file=None):
+    """To syslog with the identifier gpuops-remediation, or appended to syslog_file as a syslog daemon writes it.
+    Best effort: the journal line is the record; a syslog that is down never fails the remediation."""
+    if syslog_file:
+        line = "%s %s %s[%d]: %s" % (_utc_now(), socket.gethostname(), SYSLOG_IDENTIFIER, os.getpid(), message)
+        try:
+            append_line_text(syslog_file, line)
+        except (IOError, OSError):
+            pass
+        return
+    try:
+        import syslog
+
+        syslog.openlog(SYSLOG_IDENTIFIER, syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_NOTICE, message)
+    except (ImportError, OSError):
+        pass
+
+
+def append_line_text(path, line):
+    _ensure_parent(path)
+    with open(path, "a") as handle:
+        handle.write(line + "\n")
 
 
 def recent_records(path):
@@ -522,7 +572,8 @@ def leak_sources(records, since=None):
         if since is not None and (epoch is None or epoch < since):
             continue
         key = (str(source.get("user")), str(source.get("name")))
-        group = groups.setdefault(key, {"user": source.get("user"), "name": source.get("name"), "ended": 0, "runs": set(),
+        group = groups.setdefault(key, {"user": source.get("user"), "name": source.get("name"),
+                                        "command": source.get("command") or source.get("name"), "ended": 0, "runs": set(),
                                         "first": intent["ts"], "last": intent["ts"], "used_mib": 0, "owners": [], "cmdlines": []})
         group["ended"] += 1
         group["runs"].add(intent.get("run_id"))
