@@ -228,7 +228,7 @@ def gate_unfinished(records, run):
     intent = records[last]
     ended = [record for record in later if record.get("phase") == "outcome" and record.get("id") == intent.get("id")]
     if not ended:
-        return "the GPU health check that run %s began at %s never finished" % (run, intent.get("ts"))
+        return "the health check run %s began at %s never finished" % (run, intent.get("ts"))
     return "the GPU health check of run %s failed at %s (%s), and the node was not held" % (
         run, ended[0].get("ts"), ended[0].get("reason") or ended[0].get("result"))
 

@@ -364,7 +364,8 @@ class SlurmDrain:
             self.result.update(changed=True, msg="would hold the node drained with reason %r" % reason)
             return dict(before, state="drained", reason=reason)
         self._act("slurm_hold", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
-        self.result["msg"] = "held drained with reason %r; resume it by hand once the GPUs are repaired" % reason
+        self.result["msg"] = "held drained with reason %r; resume it by hand once the GPUs are repaired%s" % (
+            reason, " (not resumed: %s)" % why if why else "")
         return self.read()
 
     @staticmethod
