@@ -19,8 +19,9 @@ description:
     and systemd unit, and identifies it by pid and start time, the identity every later action checks.
   - Reads the loaded kernel modules, the C(nvidia_drm) modeset, the GPU daemons, and the Xid events of the kernel
     log mapped to the action of NVIDIA's Xid catalog.
-  - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reload), V(reboot)) expected
-    to free the memory, with the evidence for it.
+  - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reboot)) expected to free the memory,
+    with the evidence for it. No evidence asks for V(reload) or V(graphics) first - the ladder climbs to them when a
+    reset did not free the memory.
   - Reads the node's journal back. Kernel log evidence older than a later successful reset of its GPU or a driver
     reload recorded there, or older than the current boot, stays in C(xid_events) with C(answered_by) set and no
     longer chooses the rung.
@@ -144,7 +145,19 @@ holders:
     used_mib_per_gpu: {description: "The same, per GPU index.", type: dict, returned: always}
     seen_by: {description: "How it was found: V(nvml), V(fd), V(mmap), V(task_fd).", type: list, elements: str, returned: always}
     devices: {description: "The device nodes it holds.", type: list, elements: str, returned: always}
-    container: {description: "C(runtime) and C(id) of its container, from its cgroup.", type: dict, returned: when visible}
+    container:
+      description:
+        - C(runtime), C(id) and C(main_pid) of its container, when the runtime confirms it (C(docker|podman container
+          inspect), C(crictl inspect)) - the container runs, the cgroup of its main process is the container's and in no
+          user's delegated subtree, and this process is in that cgroup. Null otherwise, whatever its cgroup path names.
+      type: dict
+      returned: when visible
+    container_claim:
+      description:
+        - What its cgroup path named (C(runtime), C(id)) when the runtime does not confirm it, with the C(reason) (a
+          C(docker-<id>.scope) that anyone can create in their own subtree, a stopped container, no runtime CLI).
+      type: dict
+      returned: when its cgroup names a container that its runtime does not confirm
     kubernetes_pod_uid: {description: "Kubernetes pod UID.", type: str, returned: when visible}
     slurm_job: {description: "Slurm job id.", type: str, returned: when visible}
     systemd_unit: {description: "systemd unit.", type: str, returned: when visible}

@@ -242,6 +242,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
     FINDING_KINDS, Thresholds, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import metric_series, render
+from ansible_collections.gpuops.remediation.plugins.module_utils._watch_ranges import RANGED_OPTIONS, out_of_range
 
 STATE_FILE = os.path.join("var", "lib", "gpuops", "watch_state.json")
 METRICS_FILE = os.path.join("var", "lib", "node_exporter", "textfile_collector", "gpuops.prom")
@@ -264,22 +265,12 @@ ARGUMENT_SPEC = dict(
 )
 
 # (option, test, what it must be)
-RANGES = (
-    ("samples", lambda value: value >= 1, "at least 1"),
-    ("interval", lambda value: value >= 0, "0 or more seconds"),
-    ("high_usage_percent", lambda value: 0 < value <= 100, "more than 0 and at most 100"),
-    ("high_usage_minutes", lambda value: value > 0, "more than 0 minutes"),
-    ("ghost_samples", lambda value: value >= 1, "at least 1"),
-    ("state_max_age_minutes", lambda value: value > 0, "more than 0 minutes"),
-    ("lock_timeout", lambda value: value >= 0, "0 or more seconds"),
-)
-
-
 def validate(module):
     validate_snapshot_params(module)
-    for option, within, what in RANGES:
-        if not within(module.params[option]):
-            module.fail_json(msg="%s must be %s, got %r" % (option, what, module.params[option]))
+    for option in RANGED_OPTIONS:
+        must_be = out_of_range(option, module.params[option])
+        if must_be:
+            module.fail_json(msg="%s must be %s, got %r" % (option, must_be, module.params[option]))
     # A run whose samples outlast the state file's max age judges nothing the state could carry on (and sleeps on).
     params = module.params
     span = (params["samples"] - 1) * params["interval"]

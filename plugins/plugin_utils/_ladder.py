@@ -19,6 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import co
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
     RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line
 
 INSPECT_MODULE = "gpuops.remediation.gpu_holders_info"
 RUNG_MODULES = {
@@ -58,6 +59,11 @@ LADDER_ARGUMENT_SPEC = dict(
     state=dict(type="dict", default={}),
     controller_result=dict(type="dict", default={}),
     option_names=dict(type="dict", default={}),
+    windows=dict(type="dict", options=dict(
+        max_rung=dict(type="str", choices=list(WINDOWS_RUNGS)),
+        destructive_rungs=dict(type="list", elements="str", choices=list(WINDOWS_RUNGS)),
+        journal_path=dict(type="str"),
+    )),
 )
 
 
@@ -119,6 +125,22 @@ class WalkOptions:
 
     def limits_text(self):
         return "%s, %s" % (self.named("max_rung", self.max_rung), self.named("allow_reboot", self.allow_reboot))
+
+
+def platform_args(args):
+    """The walk's arguments for its platform: on a Windows host the `windows` option's values replace the walk's own
+    (each named, in messages, as the caller named the Windows one: option_names["windows.max_rung"])."""
+    resolved = dict((name, value) for name, value in args.items() if name != "windows")
+    if args.get("platform") != "windows":
+        return resolved
+    names = dict(args.get("option_names") or {})
+    for name, value in (args.get("windows") or {}).items():
+        if value is not None:
+            resolved[name] = value
+            if "windows." + name in names:
+                names[name] = names["windows." + name]
+    resolved["option_names"] = names
+    return resolved
 
 
 def _present(args, names):
@@ -408,7 +430,8 @@ class LadderWalk:
             raise WalkError("controller_result: the result of the %s tasks of scheduler %r (drain=%s), got scheduler=%r" % (
                 step, self.options.drain, self.options.drain, controller_result.get("scheduler")))
         state["pending"] = None
-        return getattr(self, "_after_" + step)(state, controller_result)
+        after_step = {"drain": self._after_drain, "reboot": self._after_reboot, "undrain": self._after_undrain}
+        return after_step[step](state, controller_result)
 
     def _after_drain(self, state, drain):
         rung, state["pending_rung"] = state["pending_rung"], None
@@ -497,9 +520,12 @@ class LadderWalk:
             return []
         return [gpu["index"] for gpu in state["first"]["gpus"]]
 
+    def rung_takers(self):
+        """{rung: the method that takes it}: one per rung of the platform's ladder but the reboot (the controller's)."""
+        return {"kill": self._take_kill, "reset": self._take_reset, "reload": self._take_reload, "graphics": self._take_graphics}
+
     def _take(self, state, rung):
-        taker = getattr(self, "_take_" + rung)
-        step, after = taker(state["last"])
+        step, after = self.rung_takers()[rung](state["last"])
         state["tried"].append(step)
         if not self.check_mode:
             if after and not after.get("failed") and "gpus" in after:
@@ -631,11 +657,7 @@ def held_by(snapshot):
 
 def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None, drain_notes=()):
     lines = ["%s: %s - %s" % (host, status, msg)]
-    for holder in holders:
-        where = "GPU " + ",".join(str(index) for index in holder["gpus"]) if holder["gpus"] else "no GPU (node-wide device files only)"
-        lines.append("  held by pid %s %s (%s, %s) on %s: %s MiB" % (
-            holder["pid"], holder["name"], holder["user"] or "?", holder["class"], where,
-            holder["used_mib"] if holder["used_mib"] is not None else "N/A"))
+    lines += [holder_line(holder) for holder in holders]
     lines += ["  ghost memory on GPU %s: %s MiB" % (gpu["index"], gpu["ghost_mib_before"]) for gpu in gpus if gpu["ghost_mib_before"]]
     for step in tried:
         done = ": failed - " + step["msg"] if step["failed"] else ": changed" if step["changed"] else ": nothing to do"

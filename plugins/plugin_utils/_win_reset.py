@@ -2,14 +2,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """win_gpu_reset: the Windows rungs that act on the node itself, one method a run.
 
-- kill: `taskkill /F /T /PID <pid>` for each selected holder that is still the same process (pid + creation time,
-  checked against a fresh process list just before its taskkill; Windows reuses pids quickly); never a protected
+- kill: the terminate script (_win_terminate: each process opened by pid, its creation time compared on that handle,
+  that handle terminated; the tree member by member, deepest first) for each selected holder that is still the same
+  process (pid + creation time, checked against a fresh process list just before; Windows reuses pids quickly), taskkill
+  /F /T only where the script cannot be compiled; never a protected
   system process, the WSL VM, the shell, the connection's own host process, nor dwm unless allowed.
 - restart_adapter: `pnputil /restart-device <instance id>` on the one adapter of each chosen GPU, joined to it by PCI
   location (by name only where no location came back, and never when two GPUs share the name); never `/class Display`,
   which restarts every adapter; exit 3010 means the restart waits for a reboot.
 - logoff: `logoff <id>` for the sessions of one user, never session 0 (the services' session).
-- restart_explorer: end the session's explorer.exe alone (`taskkill /F /PID`, without /T: /T would end every program
+- restart_explorer: end the session's explorer.exe alone (the terminate script, no tree: it would end every program
   the user started from it) and wait for Winlogon to start it again (AutoRestartShell, on by default). It is not
   started from here: a process started over WinRM or SSH runs in that network logon, not on the user's desktop.
 
@@ -23,11 +25,10 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_journal, _win_pnputil, _win_processes, _win_sessions, _win_snapshot, _win_taskkill,
+    _win_journal, _win_pnputil, _win_processes, _win_protect, _win_sessions, _win_snapshot, _win_terminate,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, WindowsNodeError
 
@@ -36,6 +37,8 @@ WIN_RESET_ARGUMENT_SPEC = {
     "method": {"type": "str", "required": True, "choices": list(METHODS)},
     "holders": {"type": "list", "elements": "dict", "default": []},
     "allow_dwm": {"type": "bool", "default": False},
+    "protect_names": {"type": "list", "elements": "str", "default": []},
+    "protect_users": {"type": "list", "elements": "str", "default": []},
     "gpu": {"type": "raw"},
     "force": {"type": "bool", "default": False},
     "user": {"type": "str"},
@@ -46,9 +49,7 @@ WIN_RESET_ARGUMENT_SPEC = {
     "journal_path": {"type": "str"},
     "run_id": {"type": "str"},
 }
-# The host processes of the connection Ansible runs through: ending one cuts the run itself.
-CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd"))
-SHELL_NAME = "explorer"
+SHELL_NAME = _win_protect.SHELL_NAME
 SERVICES_SESSION = 0
 _MAX_BACKOFF_S = 12
 _SHELL_POLL_S = 1
@@ -99,6 +100,8 @@ def checked_args(args):
         if isinstance(full[name], bool) or not isinstance(full[name], int) or full[name] < 0:
             raise WinResetInputError("%s: %r is not a whole number of 0 or more" % (name, full[name]))
     full["holders"] = _checked_holders(full["holders"])
+    for name in ("protect_names", "protect_users"):
+        _checked_names(name, full[name])
     if full["gpu"] is not None:
         _checked_gpu_form(full["gpu"])
     if full["method"] in ("logoff", "restart_explorer"):
@@ -127,6 +130,14 @@ def _checked_holders(holders):
                                          "it)" % (at, key, value))
         checked.append(holder)
     return checked
+
+
+def _checked_names(option, names):
+    if not isinstance(names, (list, tuple)):
+        raise WinResetInputError("%s: %r is not a list of names" % (option, names))
+    for at, name in enumerate(names):
+        if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
+            raise WinResetInputError("%s[%d]: %r is not a name" % (option, at, name))
 
 
 def _checked_gpu_form(gpu):
@@ -199,33 +210,21 @@ def _who(process):
     return "pid %s %s (%s, session %s)" % (process["pid"], process.get("name"), user, process.get("session_id"))
 
 
-def _taskkill(node, journal, process, tree):
-    pid = process["pid"]
-    argv = _win_taskkill.taskkill_argv(pid, tree=tree)
-
-    parsed = {}
-
-    def judge(answer):
-        parsed.update(_win_taskkill.parse_taskkill(answer.stdout, answer.stderr, answer.rc, pid), rc=answer.rc, argv=argv)
-        return parsed["outcome"] == "ended", {"rc": answer.rc, "outcome": parsed["outcome"], "message": parsed["message"]}
-    journal.around("taskkill", lambda: node.command(argv), judge, pid=pid, creation_time_ms=process.get("creation_time_ms"),
-                   name=process.get("name"), user=process.get("user"), tree=tree, argv=argv, source=holder_source(process))
-    return parsed
-
-
 # ---- kill ----------------------------------------------------------------------------------------------------------
 
 def _kill(node, args, check_mode, _sleep, journal):
     entries, by_tree = [], {}  # by_tree: pid -> (the selected pid whose taskkill /T ended it, or would, its record)
+    policy = _win_protect.Policy.from_args(args)
     processes = process_list(node)
+    fallback = _win_terminate.unavailable(node) if args["holders"] else None
     for holder in args["holders"]:
         if entries and not check_mode:
-            processes = process_list(node)  # fresh before each taskkill: Windows reuses pids quickly
-        entry = _kill_one(node, journal, holder, processes, by_tree, args["allow_dwm"], check_mode)
+            processes = process_list(node)  # fresh before each end: Windows reuses pids quickly
+        entry = _kill_one(node, journal, holder, processes, by_tree, policy, check_mode, fallback)
         entries.append(entry)
         if entry["outcome"] in ("would_end", "taskkill_ran"):
             _note_tree(entry, processes, by_tree)
-    if any(e["outcome"] == "taskkill_ran" for e in entries):
+    if not check_mode and any(e["outcome"] == "taskkill_ran" for e in entries):
         _judge_kills(entries, process_list(node))
     failures = [e for e in entries if e["outcome"] == "failed"]
     ended = [pid for e in entries if e["outcome"] in ("ended", "would_end") for pid in [e["pid"]] + e["also_ended"]]
@@ -233,11 +232,11 @@ def _kill(node, args, check_mode, _sleep, journal):
               "processes": entries, "ended_pids": sorted(set(ended)),
               "plan": [e["line"] for e in entries] or ["no holder selected: nothing to end"]}
     if failures:
-        result["msg"] = "taskkill did not end %s" % "; ".join(e["line"] for e in failures)
+        result["msg"] = "not ended: %s" % "; ".join(e["line"] for e in failures)
     return result
 
 
-def _kill_one(node, journal, holder, processes, by_tree, allow_dwm, check_mode):
+def _kill_one(node, journal, holder, processes, by_tree, policy, check_mode, fallback):
     process = processes.get(holder["pid"])
     entry = {"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"], "name": holder.get("name"),
              "user": holder.get("user"), "session_id": holder.get("session_id"), "also_ended": [], "tree_of": None,
@@ -247,83 +246,58 @@ def _kill_one(node, journal, holder, processes, by_tree, allow_dwm, check_mode):
         verb = "would end" if check_mode else "ended"
         return dict(entry, outcome=verb.replace(" ", "_"), tree_of=parent, name=record["name"],
                     line="%s %s with the tree of pid %s" % (verb, _who(record), parent))
-    left = _left_reason(holder, process, allow_dwm)
+    left = _left_reason(holder, process, policy)
     if left:
         outcome, reason = left
         return dict(entry, outcome=outcome, reason=reason, line="left pid %s %s: %s" % (holder["pid"], holder.get("name") or "", reason))
     entry.update(name=process["name"], user=process.get("user"), session_id=process.get("session_id"))
-    refused = _tree_refusal(processes, process, allow_dwm)
+    refused = _win_protect.tree_refusal(processes, process, policy)
     if refused:
         return dict(entry, outcome="refused", reason=refused, line="left pid %s %s: %s" % (holder["pid"], process["name"], refused))
     if check_mode:
-        return dict(entry, outcome="would_end", line="would end %s with taskkill /F /T" % _who(process))
-    return dict(entry, outcome="taskkill_ran", taskkill=_taskkill(node, journal, process, tree=True), process=process)
+        return dict(entry, outcome="would_end", line="would end %s%s" % (_who(process), " with taskkill /F /T" if fallback else ""))
+    tree = [_identity(processes[pid]) for pid in reversed(_win_protect.descendants(processes, process))]
+    return dict(entry, outcome="taskkill_ran", taskkill=_win_terminate.end(node, journal, process, tree), process=process)
 
 
 def _note_tree(entry, processes, by_tree):
-    """What taskkill /T took (or, in check mode, would take) with the selected process: its descendants."""
-    if entry["taskkill"] is not None:
-        pids = [pid for pid, line in entry["taskkill"]["pids"].items() if pid != entry["pid"] and line["ended"]]
-    else:
-        pids = _descendants(processes, processes[entry["pid"]])
+    """The tree ended (or, in check mode, that would be) with the selected process: its descendants as the process
+    list shows them just before (pid + creation time), whatever a tool prints afterwards, in any language.
+    In check mode they are all predicted ended; after the run, _judge_kills keeps those gone by pid + creation time."""
+    pids = _win_protect.descendants(processes, processes[entry["pid"]])
+    entry["tree"] = [_identity(processes[pid]) for pid in pids]
     entry["also_ended"] = sorted(pids)
     for pid in pids:
-        if pid in processes:
-            by_tree.setdefault(pid, (entry["pid"], processes[pid]))
+        by_tree.setdefault(pid, (entry["pid"], processes[pid]))
 
 
-def _tree_refusal(processes, process, allow_dwm):
-    """Why taskkill /T must not end this process's tree, or None: a descendant (what /T ends with it) that would be
-    refused on its own - a protected system process, dwm, the shell, a remote connection's host."""
-    for pid in _descendants(processes, process):
-        left = _left_reason(processes[pid], processes[pid], allow_dwm)
-        if left and left[0] == "refused":
-            return "its tree (what taskkill /T ends with it) holds pid %s %s, which is never ended: %s" % (
-                pid, processes[pid].get("name") or "", left[1])
-    return None
-
-
-def _descendants(processes, root):
-    """The processes whose parent chain leads to root (a child is younger than its parent: Windows keeps a parent's
-    pid in ParentProcessId after the parent exits, and that pid may name a newer process)."""
-    found, frontier = [], [root]
-    while frontier:
-        children = [p for p in processes.values() for parent in frontier
-                    if p.get("ppid") == parent["pid"] and p["pid"] != parent["pid"] and p["pid"] not in found
-                    and (p.get("creation_time_ms") or 0) >= (parent.get("creation_time_ms") or 0)]
-        found.extend(p["pid"] for p in children)
-        frontier = children
-    return found
-
-
-def _left_reason(holder, process, allow_dwm):
+def _left_reason(holder, process, policy):
     """(outcome, reason) for a holder left alone, or None when it is to be ended."""
     if process is None:
         return "gone", "already gone"
     if not _same(process, holder):
         return "pid_reused", "pid reused: pid %s is now %s, started at %s ms, not the process selected (started at %s ms)" % (
             holder["pid"], process.get("name"), process.get("creation_time_ms"), holder["creation_time_ms"])
-    base = _win_processes.base_name(process.get("name"))
-    refusal = _win_processes.kill_refusal(process, allow_dwm=allow_dwm)
-    if refusal is None and base == SHELL_NAME:
-        refusal = "%s is the user's shell: use method restart_explorer (taskkill /T would end every program started from it)" % _who(process)
-    if refusal is None and base in CONNECTION_NAMES:
-        refusal = "%s hosts a remote connection (maybe Ansible's own): never ended" % _who(process)
+    refusal = _win_protect.refusal(process, policy)
     return ("refused", refusal) if refusal else None
 
 
 def _judge_kills(entries, after):
-    """The evidence: a process selected is ended only when it is gone by pid + creation time."""
+    """The evidence: a process selected, or one of its tree, is ended only when it is gone by pid + creation time from
+    the process list read afterwards (a tool's words are kept for the report: they are localized)."""
     for entry in entries:
+        if "tree" in entry:
+            entry["also_ended"] = sorted(member["pid"] for member in entry["tree"] if not _same(after.get(member["pid"]), member))
         if entry["outcome"] != "taskkill_ran":
             continue
         process, answer = entry.pop("process"), entry["taskkill"]
+        how = " with taskkill /F /T" if answer.get("method") == "taskkill" else ""
         if _same(after.get(entry["pid"]), entry):
-            reason = answer["outcome"] if answer["outcome"] != "ended" else "taskkill reported success, the process still runs"
-            detail = " (%s)" % answer["message"] if answer["message"] else ""
-            entry.update(outcome="failed", reason=reason, line="could not end %s with taskkill /F /T: %s%s" % (_who(process), reason, detail))
+            reason = answer["outcome"] if answer["outcome"] != "ended" else "reported ended, the process still runs"
+            detail = " (%s)" % answer["message"] if answer["message"] and answer["message"] != reason else ""
+            entry.update(outcome="failed", reason=reason, line="could not end %s%s: %s%s" % (_who(process), how, reason, detail))
         else:
-            entry.update(outcome="ended", line="ended %s with taskkill /F /T" % _who(process))
+            entry.update(outcome="ended", line="ended %s%s" % (_who(process), how))
 
 
 # ---- restart_adapter -----------------------------------------------------------------------------------------------
@@ -511,7 +485,8 @@ def _restart_explorer(node, args, check_mode, sleep, journal):
     sessions = [s for s in _win_sessions.sessions_of(_sessions(node), args["user"]) if s["id"] != SERVICES_SESSION]
     snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
     processes = process_list(node)
-    entries = [_shell_plan(session, processes, snapshot, args["force"]) for session in sessions]
+    policy = _win_protect.Policy.from_args(args, allow_shell=True)
+    entries = [_shell_plan(session, processes, snapshot, args["force"], policy) for session in sessions]
     for entry in entries:
         if entry["outcome"] == "restart" and not check_mode:
             _restart_shell(node, journal, entry, args["shell_timeout"], sleep)
@@ -524,13 +499,16 @@ def _restart_explorer(node, args, check_mode, sleep, journal):
     return result
 
 
-def _shell_plan(session, processes, snapshot, force):
+def _shell_plan(session, processes, snapshot, force, policy):
     shells = [p for p in processes.values() if p.get("session_id") == session["id"] and _win_processes.base_name(p.get("name")) == SHELL_NAME]
     held = sum(h.get("used_mib") or 0 for h in snapshot["holders"] if h["pid"] in [p["pid"] for p in shells])
     entry = {"id": session["id"], "user": session["user"], "explorer_before": [_identity(p) for p in shells], "explorer_after": None,
              "gpu_memory_mib": held, "ended": False, "message": None}
     if not shells:
         return dict(entry, outcome="no_shell", message="no explorer.exe runs in it")
+    refused = [why for why in (_win_protect.refusal(shell, policy) for shell in shells) if why]
+    if refused:
+        return dict(entry, outcome="refused", message="; ".join(refused))
     if not held and not force:
         return dict(entry, outcome="not_needed", message="its explorer.exe holds no GPU memory (force=true restarts it anyway)")
     return dict(entry, outcome="restart")
@@ -542,13 +520,13 @@ def _identity(process):
 
 def _restart_shell(node, journal, entry, timeout, sleep):
     for shell in entry["explorer_before"]:
-        answer = _taskkill(node, journal, dict(shell, name="explorer.exe", user=entry["user"]), tree=False)
+        answer = _win_terminate.end(node, journal, dict(shell, name="explorer.exe", user=entry["user"]), [])
         entry["message"] = answer["message"]
     after = _new_shells(node, entry, timeout, sleep)
     old = [s for s in entry["explorer_before"] if s in after["all"]]
     entry.update(ended=len(old) < len(entry["explorer_before"]), explorer_after=after["new"])
     if old:
-        entry.update(outcome="failed", message="explorer.exe is still running: %s" % (entry["message"] or "taskkill said nothing"))
+        entry.update(outcome="failed", message="explorer.exe is still running: %s" % (entry["message"] or "no reason given"))
     elif not after["new"]:
         entry.update(outcome="failed", message="explorer.exe ended, Windows did not start it again within %d s (AutoRestartShell off?): "
                      "the user can start it from Task Manager, or log off and on" % timeout)
@@ -571,11 +549,11 @@ def _new_shells(node, entry, timeout, sleep, clock=time.monotonic):
 def _shell_line(entry, check_mode):
     what = "explorer.exe of session %s (%s)" % (entry["id"], entry["user"])
     pids = ", ".join("pid %s" % s["pid"] for s in entry["explorer_before"])
-    if entry["outcome"] in ("no_shell", "not_needed"):
+    if entry["outcome"] in ("no_shell", "not_needed", "refused"):
         return "left %s: %s" % (what, entry["message"])
     if check_mode:
-        return "would restart %s: end %s with taskkill /F, Windows starts it again" % (what, pids)
+        return "would restart %s: end %s alone, Windows starts it again" % (what, pids)
     if entry["outcome"] == "restarted":
-        return "restarted %s: ended %s with taskkill /F, Windows started %s" % (
+        return "restarted %s: ended %s alone, Windows started %s" % (
             what, pids, ", ".join("pid %s" % s["pid"] for s in entry["explorer_after"]))
     return "could not restart %s: %s" % (what, entry["message"])

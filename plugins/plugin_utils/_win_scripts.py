@@ -12,7 +12,7 @@ The simulated node (_win_sim) answers the same names.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_counters import CIM_CLASS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_counters import ADAPTER_CIM_CLASS, CIM_CLASS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell import literal
 
 # One round trip for everything the snapshot reads through PowerShell: the GPU Process Memory counters (the
@@ -123,7 +123,7 @@ try {
         $properties = @()
         try {
             $properties = @(Get-PnpDeviceProperty -InstanceId $device.InstanceId -KeyName 'DEVPKEY_Device_BusNumber', 'DEVPKEY_Device_Address' |
-                Select-Object -Property KeyName, Type, Data)
+                Select-Object -Property 'KeyName', 'Type', 'Data')
         }
         catch {
             $properties = @()
@@ -156,14 +156,14 @@ function ConvertTo-JsonText($items) {
 $memory = @{ source = 'cim'; json = ''; error = $null }
 try {
     $rows = Get-CimInstance -ClassName %(cim_class)s |
-        Select-Object -Property Name, DedicatedUsage, SharedUsage, LocalUsage, NonLocalUsage, TotalCommitted
+        Select-Object -Property 'Name', 'DedicatedUsage', 'SharedUsage', 'LocalUsage', 'NonLocalUsage', 'TotalCommitted'
     $memory.json = ConvertTo-JsonText $rows
 }
 catch {
     $memory.error = $_.Exception.Message
     try {
         $paths = '\GPU Process Memory(*)\Dedicated Usage', '\GPU Process Memory(*)\Shared Usage'
-        $samples = (Get-Counter -Counter $paths).CounterSamples | Select-Object -Property Path, CookedValue
+        $samples = (Get-Counter -Counter $paths).CounterSamples | Select-Object -Property 'Path', 'CookedValue'
         $memory.source = 'counter'
         $memory.json = ConvertTo-JsonText $samples
     }
@@ -171,6 +171,16 @@ catch {
         $memory.source = $null
         $memory.error = '{0} / {1}' -f $memory.error, $_.Exception.Message
     }
+}
+
+$adapterMemory = @{ source = 'cim'; json = ''; error = $null }
+try {
+    $adapterRows = Get-CimInstance -ClassName %(adapter_class)s | Select-Object -Property 'Name', 'DedicatedUsage', 'SharedUsage'
+    $adapterMemory.json = ConvertTo-JsonText $adapterRows
+}
+catch {
+    $adapterMemory.source = $null
+    $adapterMemory.error = $_.Exception.Message
 }
 
 %(processes)s
@@ -201,13 +211,14 @@ $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -Error
 
 $Ansible.Result = @{
     process_memory = $memory
+    adapter_memory = $adapterMemory
     processes = ConvertTo-JsonText $processes
     adapters = ConvertTo-JsonText $adapters
     pnp_locations = $pnpLocations
     pnp_error = $pnpError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
+""" % {"cim_class": literal(CIM_CLASS), "adapter_class": literal(ADAPTER_CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]
@@ -219,7 +230,7 @@ $Ansible.Changed = $false
 $Ansible.Result = @{ exists = Test-Path -LiteralPath $Path -PathType Leaf }
 """
 
-# A fresh process list alone (pid + creation time: what win_gpu_reset checks before each taskkill).
+# A fresh process list alone (pid + creation time: what win_gpu_reset checks before each end).
 PROCESSES = r"""[CmdletBinding(SupportsShouldProcess)]
 param ()
 $ErrorActionPreference = 'Stop'
@@ -229,8 +240,9 @@ $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Dept
 """ % {"processes": _PROCESSES}
 
 # One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
-# the disk before the action goes ahead, the folder made when missing. Acts: it does not run in check mode (no action
-# runs then either).
+# the disk before the action goes ahead. The folder is made when missing, with an explicit protected DACL (SYSTEM and
+# Administrators only); a folder or file that is a reparse point or is owned by anyone else (planted) is refused.
+# Acts: in check mode it creates and writes nothing (no action runs then either).
 JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
     [Parameter(Mandatory)]
@@ -243,15 +255,41 @@ $Ansible.Changed = $false
 if ($Line.Contains("`n") -or $Line.Contains("`r")) {
     throw 'a journal line holds no newline'
 }
-$folder = [System.IO.Path]::GetDirectoryName($Path)
-if (-not [System.IO.Directory]::Exists($folder)) {
-    [void][System.IO.Directory]::CreateDirectory($folder)
-}
-$bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
 if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
     $Ansible.Result = @{ written = 0 }
     return
 }
+# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file:
+# the folder is made with an explicit, protected DACL of the two; a folder or file that is a reparse point, or that
+# someone else owns (planted before the first run: ProgramData lets users create folders), is refused.
+$trusted = @('S-1-5-18', 'S-1-5-32-544')
+$folder = [System.IO.Path]::GetDirectoryName($Path)
+function Test-Trusted($itemPath) {
+    $item = Get-Item -LiteralPath $itemPath -Force
+    if ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {
+        throw ('{0} is a reparse point (a link): the journal is never written through one' -f $itemPath)
+    }
+    $owner = (Get-Acl -LiteralPath $itemPath).GetOwner([System.Security.Principal.SecurityIdentifier]).Value
+    if ($trusted -notcontains $owner) {
+        throw ('{0} is owned by {1}, not by SYSTEM or Administrators: refused (remove it, or choose another journal_path)' -f $itemPath, $owner)
+    }
+}
+$security = [System.Security.AccessControl.DirectorySecurity]::new()
+$security.SetAccessRuleProtection($true, $false)
+foreach ($sid in $trusted) {
+    $identity = [System.Security.Principal.SecurityIdentifier]::new($sid)
+    $rule = [System.Security.AccessControl.FileSystemAccessRule]::new($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')
+    $security.AddAccessRule($rule)
+}
+if (-not [System.IO.Directory]::Exists($folder)) {
+    [void][System.IO.Directory]::CreateDirectory($folder)
+}
+Test-Trusted $folder
+Set-Acl -LiteralPath $folder -AclObject $security
+if ([System.IO.File]::Exists($Path)) {
+    Test-Trusted $Path
+}
+$bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
 $stream = [System.IO.FileStream]::new($Path, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
 try {
     $stream.Write($bytes, 0, $bytes.Length)
@@ -301,5 +339,108 @@ finally {
 $Ansible.Result = @{ exists = $true; cut = $cut; base64 = [Convert]::ToBase64String($buffer, 0, $read) }
 """
 
-SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
+# Ends processes by pid and creation time (_win_terminate): each opened by its pid, its creation time compared on that
+# handle, that handle terminated, so a pid reused between the check and the end is never ended. A tree is given member
+# by member (deepest first). Acts: not run in check mode. Where Add-Type is refused it says so (unavailable).
+TERMINATE = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [AllowEmptyCollection()]
+    [long[]]$ProcessIds,
+    [Parameter(Mandatory)]
+    [AllowEmptyCollection()]
+    [long[]]$CreationTimesMs
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if ($ProcessIds.Count -ne $CreationTimesMs.Count) {
+    throw 'one creation time per process id'
+}
+if (-not ('GpuopsTerminate' -as [type])) {
+    try {
+        Add-Type -TypeDefinition @'
+using System;
+using System.Runtime.InteropServices;
+
+public static class GpuopsTerminate
+{
+    private const uint ProcessTerminate = 0x0001;
+    private const uint ProcessQueryLimitedInformation = 0x1000;
+    private const long UnixEpochFileTime = 116444736000000000L;
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern IntPtr OpenProcess(uint access, bool inherit, uint processId);
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool GetProcessTimes(IntPtr process, out long creation, out long exit, out long kernel, out long user);
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool TerminateProcess(IntPtr process, uint exitCode);
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool CloseHandle(IntPtr handle);
+
+    // One process, by the handle opened for it: its creation time is compared on that handle, and that handle is
+    // terminated, so the pid cannot pass to another process between the check and the end.
+    // -> { outcome: 0 ended, 1 could not open (error: the Win32 code; 87 when no process has the pid), 2 another
+    // process now (its creation time in ms), 3 terminate failed (error) }
+    public static long[] End(uint processId, long creationTimeMs)
+    {
+        IntPtr handle = OpenProcess(ProcessTerminate | ProcessQueryLimitedInformation, false, processId);
+        if (handle == IntPtr.Zero)
+        {
+            return new long[] { 1, Marshal.GetLastWin32Error() };
+        }
+        try
+        {
+            long creation, exit, kernel, user;
+            if (!GetProcessTimes(handle, out creation, out exit, out kernel, out user))
+            {
+                return new long[] { 1, Marshal.GetLastWin32Error() };
+            }
+            long createdMs = (creation - UnixEpochFileTime) / 10000;
+            if (createdMs != creationTimeMs)
+            {
+                return new long[] { 2, createdMs };
+            }
+            if (!TerminateProcess(handle, 1))
+            {
+                return new long[] { 3, Marshal.GetLastWin32Error() };
+            }
+            return new long[] { 0, 0 };
+        }
+        finally
+        {
+            CloseHandle(handle);
+        }
+    }
+}
+'@
+    }
+    catch {
+        # Constrained Language Mode or AppLocker: the caller falls back to taskkill, and says so.
+        $Ansible.Result = @{ unavailable = $_.Exception.Message; results = '[]' }
+        return
+    }
+}
+$outcomes = @('ended', 'not_opened', 'pid_reused', 'not_terminated')
+$results = for ($at = 0; $at -lt $ProcessIds.Count; $at++) {
+    $processId = $ProcessIds[$at]
+    if (-not $PSCmdlet.ShouldProcess([string]$processId, 'terminate')) {
+        continue
+    }
+    $answer = [GpuopsTerminate]::End([uint32]$processId, $CreationTimesMs[$at])
+    if ($answer[0] -eq 0) {
+        $Ansible.Changed = $true
+    }
+    [pscustomobject]@{
+        ProcessId = $processId
+        Outcome = $outcomes[$answer[0]]
+        Code = $answer[1]
+    }
+}
+$Ansible.Result = @{ results = ConvertTo-Json -InputObject @($results) -Depth 2 }
+"""
+
+SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
            "journal_read": JOURNAL_READ}
