@@ -20,7 +20,7 @@ description:
     state flag DOWN, FAIL, MAINTENANCE, REBOOT_ISSUED or REBOOT_REQUESTED, powered down or powering, FUTURE or UNKNOWN,
     or any reason that is not exactly one this module writes (someone else's drain, a note, Slurm's own). Our drain is
     never applied over it (DRAIN would replace the reason; RESUME would clear DOWN and FAIL too). When such a node is
-    out of service (drained, down or failing: no job can start) the drain succeeds without ours; otherwise it fails,
+    out of service (drained, down or failing - no job can start) the drain succeeds without ours; otherwise it fails,
     saying that draining it yourself allows the rung.
   - With O(state=confirmed), before a later destructive rung of the same run, checks that the node is still out of
     service with no job on it, and fails naming what changed (an administrator resumed it, a job started). Changes
