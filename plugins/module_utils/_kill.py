@@ -19,12 +19,17 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import ContainerWitness, namespace_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process, scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectEntryError, check_entries, check_units
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import POLL_INTERVAL, Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import probe_unit_members
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
 
 KILL_ARGUMENT_SPEC = dict(
@@ -38,6 +43,7 @@ KILL_ARGUMENT_SPEC = dict(
     allow_daemons=dict(type="bool", default=False),
     reap_zombies=dict(type="bool", default=True),
     allow_parent_termination=dict(type="bool", default=False),
+    end_running_jobs=dict(type="bool", default=False),
 )
 
 # What HolderKiller.end() reports, as gpu_reset and nvidia_driver_reload return it under `killed`.
@@ -55,8 +61,9 @@ SELECTION_ARGUMENT_SPEC = dict(
 )
 
 
-def validate_kill_params(module):
-    """Fail, naming the option and the value, before anything is signalled."""
+def validate_kill_params(module, on_node=False):
+    """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
+    ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
     params = module.params
     if params["grace"] <= 0:
         module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
@@ -68,12 +75,32 @@ def validate_kill_params(module):
             signal_number(name)
         except (AttributeError, ValueError):
             module.fail_json(msg="signals: %r is not a signal name (TERM, INT, KILL, ...)" % name)
+    try:
+        check_entries(params)
+    except ProtectEntryError as exc:
+        module.fail_json(msg=str(exc))
+    if on_node:
+        kill_policy(module)
 
 
-def kill_policy(params):
-    return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
-                  protect_units=params["protect_units"], allow_display=params["allow_display"],
-                  allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"])
+def kill_policy(module):
+    """The Policy of the module's kill options, every protect entry resolved on this node (the user and group
+    database, systemd): an entry that names nothing fails the module, naming the option and the entry."""
+    params = module.params
+    layout = current_layout()
+    try:
+        check_entries(params)
+        units = list(params["protect_units"] or [])
+        states = unit_states(module, layout.command(module, "systemctl"), units) if units else {}
+        check_units(units, states)
+        return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
+                      protect_units=units, allow_display=params["allow_display"],
+                      allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
+                      members=probe_unit_members(module, layout), unit_states=states,
+                      jobs=JobProbe(module), end_running_jobs=params["end_running_jobs"])
+    except ProtectEntryError as exc:
+        module.fail_json(changed=False, msg=str(exc))
+    return None
 
 
 def _whole_number(value):
@@ -119,6 +146,14 @@ def validate_selection_params(module):
     return patterns
 
 
+def _owned(holder):
+    """Whether a job, pod or container still owns the holder: the scheduler's word where it gave one (holder["job"]),
+    else the cgroup's (a node without a scheduler's tools)."""
+    if holder.get("job") is not None and not holder.get("container"):
+        return bool(holder["job"]["running"])
+    return bool(holder.get("slurm_job") or holder.get("container") or holder.get("kubernetes_pod_uid"))
+
+
 class HolderSelection:
     """Which holders of the snapshot the selection options select, and why the explicit ones not selected are not."""
 
@@ -130,7 +165,8 @@ class HolderSelection:
         params = self.params
         if params["gpus"] and not set(holder["gpus"]) & gpu_indexes:
             return False
-        if holder["class"] not in params["classes"] and holder["class"] != "unkillable":
+        # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
+        if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
             return False
         if params["users"] and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False
@@ -143,7 +179,7 @@ class HolderSelection:
             return False
         if params["min_memory_mib"] is not None and (holder.get("used_mib") or 0) < params["min_memory_mib"]:
             return False
-        if params["orphans_only"] and (holder.get("slurm_job") or holder.get("container") or holder.get("kubernetes_pod_uid")):
+        if params["orphans_only"] and _owned(holder):
             return False
         return True
 
@@ -204,7 +240,7 @@ class HolderKiller:
         self.module = module
         self.params = module.params
         self.journal = journal
-        self.policy = kill_policy(module.params)
+        self.policy = kill_policy(module)
         self.witness = ContainerWitness(module)
 
     def end(self, holders, predict_only=False):

@@ -121,7 +121,13 @@ gpus:
     processes: {description: "The processes the driver lists on this GPU.", type: list, elements: dict, returned: always}
     holders: {description: "Pids of the holders of this GPU.", type: list, elements: int, returned: always}
     lost: {description: "The driver reports the GPU lost (fallen off the bus).", type: bool, returned: always}
-    state: {description: "V(ok), V(busy), V(stuck), V(lost), V(unresponsive) or V(unknown).", type: str, returned: always}
+    state:
+      description:
+        - V(ok), V(busy), V(in_use), V(stuck), V(lost), V(unresponsive) or V(unknown).
+        - V(busy) - processes the kill rung ends hold it; V(in_use) - only processes of live scheduler jobs do (class
+          V(busy)), which the ladder leaves alone unless told to end running jobs.
+      type: str
+      returned: always
 holders:
   description: One entry per process that holds a selected GPU or a node-wide device node.
   returned: always
@@ -161,7 +167,35 @@ holders:
     kubernetes_pod_uid: {description: "Kubernetes pod UID.", type: str, returned: when visible}
     slurm_job: {description: "Slurm job id.", type: str, returned: when visible}
     systemd_unit: {description: "systemd unit.", type: str, returned: when visible}
-    class: {description: "V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).", type: str, returned: always}
+    class:
+      description:
+        - V(compute), V(graphics_session), V(gpu_daemon), V(busy), V(zombie) or V(unkillable), from what the kernel, the
+          driver, the init system and the scheduler say, never from the process name.
+        - V(busy) is a process of a live scheduler job (see RV(holders[].job)), reported and never ended unless
+          O(gpuops.remediation.gpu_kill#module:end_running_jobs) says so.
+        - V(gpu_daemon) is a process the init system runs in a GPU unit (see RV(holders[].unit_role)); a process with a compute
+          context (type C) is V(compute) otherwise, and its memory counts toward its GPU's state.
+        - V(graphics_session) is a display server (the display manager's, see RV(holders[].unit_role)) or a process with only
+          graphics contexts (type G).
+      type: str
+      returned: always
+    unit_role:
+      description:
+        - What the init system says the process is; null for none. C(role) is V(gpu_daemon) or V(display_server),
+          C(unit) the unit's id, C(asked_as) the unit name asked, C(by) how it belongs to it (V(main_pid),
+          V(control_group), or V(started_by) its main process, for the display manager only).
+      type: dict
+      returned: when visible
+    job:
+      description:
+        - The scheduler's word on the job the process belongs to; null when no scheduler of the node has anything to say
+          of it (no scheduler, or a process outside every job).
+        - C(scheduler) (V(slurm) or V(kubernetes)), C(id), C(state) (Slurm's job state, or V(ready)), C(running) (a live
+          job, the process is V(busy)), C(why).
+        - A cgroup path naming a job is only a hint; a job Slurm does not list this process in is a leftover
+          (C(running) false).
+      type: dict
+      returned: when visible
     leader_exited:
       description: Its thread-group leader exited while other threads live on (the leader's stat says Z); alive, not a zombie.
       type: bool

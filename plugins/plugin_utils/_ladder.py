@@ -16,8 +16,9 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import LEVELS as HEALTH_CHECK_LEVELS
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text, health_check
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
-    RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
+    NO_RUNG, RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index, running_job_holders,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line
 
@@ -114,6 +115,8 @@ class WalkOptions:
         self.snapshot_args = _present(args, snapshot_spec)
         self.action_args = _present(args, action_spec)
         self.kill_args = _present(args, kill_spec)
+        # Ending a live scheduler job's processes (busy) is asked for: the kill rung then ends a running job.
+        self.end_running_jobs = bool(args.get("end_running_jobs"))
 
     @property
     def ceiling(self):
@@ -196,10 +199,12 @@ def next_rung(floor, tried, ceiling, rungs=RUNGS):
 
 def needs_drain(rung, options, state):
     """Whether the walk pauses for the scheduler before this rung: the first destructive rung of a walk that drains (the
-    drain), and with Slurm every later one too (the drain checked again: an administrator's resume stops the walk)."""
-    if options.drain == "none" or rung not in options.destructive_rungs or state.get("drain_checked") == rung:
+    drain) - a rung that would end a running job's processes (end_running_jobs) is destructive, the kill rung too - and
+    with Slurm every later destructive rung too (the drain checked again: an administrator's resume stops the walk)."""
+    if options.drain == "none" or state.get("drain_checked") == rung:
         return False
-    return not state["drain_taken"] or options.drain == "slurm"
+    destructive = rung in options.destructive_rungs or ends_running_jobs(state["last"], options.end_running_jobs)
+    return destructive and (not state["drain_taken"] or options.drain == "slurm")
 
 
 def slurm_drain_state(state):
@@ -207,9 +212,14 @@ def slurm_drain_state(state):
     return "confirmed" if state.get("drain_taken") else "drained"
 
 
+def ends_running_jobs(snapshot, end_running_jobs):
+    """Whether a rung on this snapshot would end a live scheduler job's processes: destructive, whatever the rung."""
+    return bool(end_running_jobs and running_job_holders(snapshot))
+
+
 def refusal(snapshot, floor, options):
     """Why the walk refuses before any action (the evidence needs a rung above the ceiling), or ""."""
-    if not memory_held(snapshot) or floor <= options.ceiling:
+    if not memory_held(snapshot, options.end_running_jobs) or floor <= options.ceiling:
         return ""
     rungs = options.rungs
     allow = options.named("max_rung", rungs[floor])
@@ -309,9 +319,11 @@ def cordon_is_ours(node_resources, annotation, reason):
     return marks == [reason]
 
 
-def destructive_entry(snapshot, destructive_rungs, platform="linux"):
-    """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts)."""
-    return entry_rung(snapshot, LADDERS[platform]) in destructive_rungs
+def destructive_entry(snapshot, destructive_rungs, platform="linux", end_running_jobs=False):
+    """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts): one of
+    destructive_rungs, or any rung that would end a running job's processes (end_running_jobs)."""
+    rung = entry_rung(snapshot, LADDERS[platform], end_running_jobs)
+    return rung in destructive_rungs or (rung != NO_RUNG and ends_running_jobs(snapshot, end_running_jobs))
 
 
 def fleet_guard(destructive_hosts, host_count, max_percent):
@@ -466,7 +478,7 @@ class LadderWalk:
         return self._end(state)
 
     def _climb(self, state):
-        while memory_held(state["last"]) and not state["error"]:
+        while memory_held(state["last"], self.options.end_running_jobs) and not state["error"]:
             rung = next_rung(state["floor"], state["tried"], self.options.ceiling, self.options.rungs)
             if rung is None:
                 break
@@ -480,7 +492,7 @@ class LadderWalk:
         return self._end(state)
 
     def _end(self, state):
-        held = memory_held(state["last"])
+        held = memory_held(state["last"], self.options.end_running_jobs)
         if "health_check" not in state:  # once per walk: the end after the undrain has it already
             state["health_check"] = self._health_gate(state, held)
         followup = drain_followup(self.options.drain, state["drained"], held, self.check_mode,
@@ -554,7 +566,8 @@ class LadderWalk:
 
     def _kill(self, snapshot):
         """gpu_kill on the kill targets of the snapshot, by pid and start time; None when there are none."""
-        targets = [dict((key, h[key]) for key in ("pid", "start_time")) for h in kill_targets(snapshot)]
+        targets = [dict((key, h[key]) for key in ("pid", "start_time"))
+                   for h in kill_targets(snapshot, end_running_jobs=self.options.end_running_jobs)]
         if not targets:
             return None
         return self.execute(RUNG_MODULES["kill"], self._module_args(self.options.kill_args, holders=targets,
@@ -623,7 +636,7 @@ def gpu_outcomes(first, last, check_mode):
 def outcome_status(state, options, check_mode, freed_mib):
     """(status, message) of the walk: refused, clean, planned, fixed or failed."""
     tried = [step["rung"] for step in state["tried"]]
-    held = memory_held(state["last"])
+    held = memory_held(state["last"], options.end_running_jobs)
     if state["refused"] and not tried:
         return "refused", state["refused"]
     if state["error"]:
@@ -652,7 +665,8 @@ def outcome_status(state, options, check_mode, freed_mib):
 
 
 def held_by(snapshot):
-    return [dict((key, holder.get(key)) for key in _HOLDER_FIELDS) for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
+    return [dict([(key, holder.get(key)) for key in _HOLDER_FIELDS] + [("command", holder_command(holder))])
+            for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
 
 
 def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None, drain_notes=()):

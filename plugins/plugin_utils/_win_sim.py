@@ -657,11 +657,13 @@ def _snapshot_script(state, parameters, _caller):
             adapter_rows[luid] = adapter_rows.get(luid, 0) + usage["dedicated_bytes"]
     adapter_memory = [{"Name": "luid_%s_%s_phys_0" % tuple(luid.split("_")), "DedicatedUsage": value, "SharedUsage": 0}
                       for luid, value in sorted(adapter_rows.items())]
-    adapters = [_registry_adapter(adapter) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
+    constrained = bool(state.get("constrained_language"))
+    adapters = [_registry_adapter(adapter, constrained) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
     answer = {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None}, "processes": _processes_json(state),
               "adapter_memory": {"source": "cim", "json": _ps_json(adapter_memory), "error": None},
               "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath")),
-              "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None}
+              "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None,
+              "d3dkmt_error": "Cannot add type. Definition of new types is not supported in this language mode." if constrained else None}
     if not state.get("pnp_properties", True):
         # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
         answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "
@@ -669,14 +671,21 @@ def _snapshot_script(state, parameters, _caller):
     return answer
 
 
-def _registry_adapter(adapter):
+def _registry_adapter(adapter, constrained=False):
     """One DirectX key's values as the snapshot script selects them (AdapterLuid: the QWORD as text) and the adapter's
     PCI location as D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) gives it (bus, device, function; no domain)."""
     dummy, bus, rest = adapter["pci_bus_id"].split(":")
     device, function = rest.split(".")
     return {"Key": adapter["registry_key"], "Description": adapter["name"], "AdapterLuid": str(_win_counters.luid_value(adapter["luid"])),
             "VendorId": adapter["vendor_id"], "DeviceId": int(adapter["instance_id"].split("DEV_")[1][:4], 16),
-            "BusNumber": int(bus, 16), "DeviceNumber": int(device, 16), "FunctionNumber": int(function, 16)}
+            "SubSysId": _id_after(adapter["instance_id"], "SUBSYS_", 8), "RevisionId": _id_after(adapter["instance_id"], "REV_", 2),
+            "BusNumber": None if constrained else int(bus, 16), "DeviceNumber": None if constrained else int(device, 16),
+            "FunctionNumber": None if constrained else int(function, 16)}
+
+
+def _id_after(instance_id, marker, width):
+    at = instance_id.upper().find(marker)
+    return int(instance_id[at + len(marker):at + len(marker) + width], 16) if at >= 0 else None
 
 
 def _processes_json(state):
