@@ -169,9 +169,9 @@ def test_the_markdown_and_the_html_say_what_the_scheduler_was_told():
 def test_a_plan_never_replaces_the_last_real_report(tmp_path):
     directory = str(tmp_path / "reports")
     real = build_report([host_entry("node07", outcome=OUTCOME)], "reset_gpu-1", "reset_gpu", False, "t")
-    write_report(directory, real, render_markdown(real), "real page", latest_name("reset_gpu", False))
+    write_report(directory, real, render_markdown(real), "real page", latest=latest_name("reset_gpu", False))
     plan = build_report([host_entry("node07", outcome=dict(OUTCOME, status="planned"))], "reset_gpu-2", "reset_gpu", True, "t")
-    paths = write_report(directory, plan, render_markdown(plan), "plan page", latest_name("reset_gpu", True))
+    paths = write_report(directory, plan, render_markdown(plan), "plan page", latest=latest_name("reset_gpu", True))
     assert [os.path.basename(p) for p in paths] == ["reset_gpu-2.json", "reset_gpu-2.md", "reset_gpu-2.html",
                                                     "latest-plan.json", "latest-plan.md", "latest-plan.html"]
     with open(os.path.join(directory, "latest.json")) as handle:
