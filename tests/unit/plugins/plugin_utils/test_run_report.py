@@ -156,7 +156,7 @@ def test_the_markdown_and_the_html_say_what_the_scheduler_was_told():
     report = build_report([host_entry("node07", outcome=outcome)], "r", "reset_gpu", False, "t")
     text = render_markdown(report)
     assert "Scheduler:\n\n- slurm drain: left as found: gpunode1 its state is DOWN" in text
-    assert "'admin: <down>\\n PSU \\| swap'" in text  # a bar in a reason cannot break the page
+    assert "'admin: &lt;down>\\n PSU \\| swap'" in text  # a bar or a tag in a reason cannot break the page
     assert "- slurm resume: resumed: the drain is this run's (reason 'gpuops: reclaiming" in text
     page = render_html(report)
     assert "<h3>Scheduler</h3><ul><li>slurm drain: left as found: gpunode1 its state is DOWN" in page
