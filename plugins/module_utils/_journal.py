@@ -13,7 +13,9 @@ import datetime
 import fcntl
 import json
 import os
+import re
 import shlex
+import socket
 import time
 import uuid
 
@@ -122,9 +124,11 @@ def append_line(path, record):
 class Journal:
     """Writes this run's intents and outcomes to the journal at path; entries() returns what it wrote."""
 
-    def __init__(self, path=DEFAULT_JOURNAL_PATH, run_id=None):
+    def __init__(self, path=DEFAULT_JOURNAL_PATH, run_id=None, syslog_file=None):
         self.path = path
         self.run_id = run_id or uuid.uuid4().hex
+        # None: syslog itself; a file (a simulated node's var/log/syslog): the same line appended there.
+        self.syslog_file = syslog_file
         self._entries = []
         self._counter = 0
         self._token = uuid.uuid4().hex[:12]
@@ -153,7 +157,12 @@ class Journal:
         record = {"ts": _utc_now(), "run_id": self.run_id, "id": entry_id, "phase": "outcome", "action": action,
                   "ok": bool(ok)}
         record.update(details)
-        return self._write(record)
+        written = self._write(record)
+        if ok and action in ANSWERING_ACTIONS:
+            intent = next((entry for entry in self._entries if entry["id"] == entry_id and entry["phase"] == "intent"), {})
+            send_remediation_line(remediation_line(action, _reset_bus_ids(intent.get("argv")), journal_epoch(record["ts"]), self.run_id),
+                                  self.syslog_file)
+        return written
 
     def close_interrupted(self, record):
         """Write the outcome that an interrupted run never wrote for its intent `record` (not ok, marked interrupted),
@@ -164,6 +173,42 @@ class Journal:
     def entries(self):
         """The records this run wrote, in order (copies, safe to put in a module result)."""
         return [dict(entry) for entry in self._entries]
+
+
+# The actions whose success answers earlier evidence (completed_resets): each also writes a syslog line with its own
+# identifier, which the event sources of extensions/eda read to drop the events it answered (the closed loop).
+ANSWERING_ACTIONS = ("gpu_reset", "module_load")
+SYSLOG_IDENTIFIER = "gpuops-remediation"
+
+
+def remediation_line(action, bus_ids, epoch, run_id):
+    """The syslog message: "action=<action> gpus=<bus ids, comma-separated; empty: every GPU> epoch=<s> run=<run id>"."""
+    return "action=%s gpus=%s epoch=%.3f run=%s" % (action, ",".join(bus_ids), epoch or 0.0, re.sub(r"\s+", "_", str(run_id)))
+
+
+def send_remediation_line(message, syslog_file=None):
+    """To syslog with the identifier gpuops-remediation, or appended to syslog_file as a syslog daemon writes it.
+    Best effort: the journal line is the record; a syslog that is down never fails the remediation."""
+    if syslog_file:
+        line = "%s %s %s[%d]: %s" % (_utc_now(), socket.gethostname(), SYSLOG_IDENTIFIER, os.getpid(), message)
+        try:
+            append_line_text(syslog_file, line)
+        except (IOError, OSError):
+            pass
+        return
+    try:
+        import syslog
+
+        syslog.openlog(SYSLOG_IDENTIFIER, syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_NOTICE, message)
+    except (ImportError, OSError):
+        pass
+
+
+def append_line_text(path, line):
+    _ensure_parent(path)
+    with open(path, "a") as handle:
+        handle.write(line + "\n")
 
 
 def recent_records(path):
