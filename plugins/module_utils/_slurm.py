@@ -117,6 +117,37 @@ def parse_node(text, node):
     raise SlurmNodeUnknown(node)
 
 
+# The sinfo reading the code used before scontrol (plugin_utils/_breaker.py still reads the cluster with it): %N the
+# node name, %T the long state, %U who set the reason, %H when, %E the whole reason, last (it may hold "|"). sinfo prints
+# a reason's later lines as lines of their own and DOWN+DRAIN as "drained": prefer parse_nodes on scontrol's output.
+SINFO_FORMAT = "%N|%T|%U|%H|%E"
+SINFO_FLAGS = "*~#!%$@^-"
+
+
+def sinfo_argv(sinfo, node):
+    return [sinfo, "--noheader", "--Node", "--nodes", node, "--format", SINFO_FORMAT]
+
+
+def base_state(state):
+    """'drained*' -> 'drained' (lower case, sinfo's flag characters off)."""
+    return state.strip().lower().rstrip(SINFO_FLAGS)
+
+
+def parse_sinfo(text, node):
+    """{"node", "state", "raw_state", "reason", "reason_user", "reason_time"} of node from sinfo's SINFO_FORMAT lines;
+    SlurmNodeUnknown if absent."""
+    for line in text.splitlines():
+        fields = line.split("|", 4)
+        if len(fields) != 5 or fields[0].strip() != node:
+            continue
+        name, raw_state, user, when, reason = (field.strip() for field in fields)
+        reason = None if reason in ("", "none", "(null)") else reason
+        return {"node": name, "state": base_state(raw_state), "raw_state": raw_state, "reason": reason,
+                "reason_user": None if user in ("", "Unknown", "N/A") else user,
+                "reason_time": None if when in ("", "Unknown", "N/A") else when}
+    raise SlurmNodeUnknown(node)
+
+
 def parse_squeue(text):
     """[{"job_id", "user", "state", "name"}] of the jobs squeue listed."""
     jobs = []
