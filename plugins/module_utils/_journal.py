@@ -19,6 +19,8 @@ import socket
 import time
 import uuid
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
+
 DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
 # What the acting modules read of the journal (across its rotated files): its last 4 MiB, far more than a node writes
 # between two boots or during one run.
@@ -47,6 +49,9 @@ def holder_source(holder):
     """What the journal keeps of a holder it acts on, so that repeated leaks can be traced to who made them: the
     process, its user, its parent and what owns it (container, pod, Slurm job, systemd unit), and the memory it held."""
     source = dict((key, holder.get(key)) for key in SOURCE_KEYS if holder.get(key) is not None)
+    if isinstance(holder.get("cmdline"), list) or holder.get("exe"):
+        # The process as ps -f names it (argv[0], its executable), for the reports: not the 15-byte comm.
+        source["command"] = holder_command(holder)
     if "cmdline" in source:
         source["cmdline"] = command_line(source["cmdline"])
     return source
@@ -480,7 +485,8 @@ def leak_sources(records, since=None):
         if since is not None and (epoch is None or epoch < since):
             continue
         key = (str(source.get("user")), str(source.get("name")))
-        group = groups.setdefault(key, {"user": source.get("user"), "name": source.get("name"), "ended": 0, "runs": set(),
+        group = groups.setdefault(key, {"user": source.get("user"), "name": source.get("name"),
+                                        "command": source.get("command") or source.get("name"), "ended": 0, "runs": set(),
                                         "first": intent["ts"], "last": intent["ts"], "used_mib": 0, "owners": [], "cmdlines": []})
         group["ended"] += 1
         group["runs"].add(intent.get("run_id"))
