@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.module_utils.common.validation import check_type_list
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
     DEFAULT_DESTRUCTIVE, LADDERS, cordon_is_ours, destructive_entry, fleet_guard,
@@ -30,13 +31,22 @@ def _platform(platform, filter_name):
     return platform
 
 
-def ladder_entry_rung(snapshot, platform="linux"):
-    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")])
+def _end_running_jobs(value, filter_name):
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise AnsibleFilterError("%s: gpu_reclaim_end_running_jobs must be a boolean, got %r" % (filter_name, value)) from None
 
 
-def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", windows_destructive_rungs=None):
+def ladder_entry_rung(snapshot, platform="linux", end_running_jobs=False):
+    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")],
+                      _end_running_jobs(end_running_jobs, "ladder_entry_rung"))
+
+
+def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", windows_destructive_rungs=None,
+                           end_running_jobs=False):
     """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string); a Windows host
-    reads windows_destructive_rungs, as the walk does."""
+    reads windows_destructive_rungs, as the walk does. end_running_jobs: gpu_reclaim_end_running_jobs."""
     platform = _platform(platform, "needs_destructive_rung")
     if platform == "windows":
         destructive_rungs = windows_destructive_rungs
@@ -49,7 +59,8 @@ def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", w
     if unknown:
         raise AnsibleFilterError("needs_destructive_rung: %s names no rung %s of the %s ladder (%s)"
                                  % (_rungs_variable(platform), ", ".join(map(repr, unknown)), platform, ", ".join(LADDERS[platform])))
-    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform)
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform,
+                             _end_running_jobs(end_running_jobs, "needs_destructive_rung"))
 
 
 def _rungs_variable(platform):

@@ -65,13 +65,19 @@ options:
     description: Only holders that the driver says use at least this much GPU memory.
     type: int
   classes:
-    description: Only holders of these classes (RV(gpuops.remediation.gpu_holders_info#module:holders[].class)).
+    description:
+      - Only holders of these classes (RV(gpuops.remediation.gpu_holders_info#module:holders[].class)).
+      - Holders of class V(unkillable) and V(busy) (a live scheduler job's) are selected whatever this says, and left
+        alone with the reason (V(busy) ones unless O(end_running_jobs)).
     type: list
     elements: str
     choices: [compute, graphics_session, gpu_daemon, zombie]
     default: [compute, graphics_session, gpu_daemon, zombie]
   orphans_only:
-    description: Only holders that no Slurm job, container or Kubernetes pod owns any more.
+    description:
+      - Only holders that no Slurm job, container or Kubernetes pod owns any more.
+      - Where the node's scheduler answered (RV(gpuops.remediation.gpu_holders_info#module:holders[].job)), its word
+        decides (a job that no longer runs owns nothing); elsewhere the holder's cgroup.
     type: bool
     default: false
   wait_timeout:
@@ -102,7 +108,22 @@ EXAMPLES = r"""
 
 RETURN = r"""
 signalled:
-  description: The processes signalled (in check mode, that would be), with the signals sent and whether they exited.
+  description:
+    - The processes signalled (in check mode, that would be), with the signals sent and whether they exited.
+    - Each also says what its kernel signal state predicted, in check mode and in the run alike - C(expected) (V(term)
+      its default action ends it, V(handler) its handler runs, V(pending) it blocks the signal, V(kill_needed) the
+      signal cannot act), C(why) (the kernel fact), C(kill_follows) (V(at_once), V(after_grace) if it still runs, V(no)),
+      C(not_sent) (signals skipped because they cannot act, each with C(why)) and C(state) (its State letter).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pid: 4242, start_time: 73695, name: trainer, signals: [TERM, CONT], exited: true, seconds: 0.21,
+            expected: handler, kill_follows: after_grace, not_sent: [], state: T,
+            why: "TERM has a handler (SigCgt); it is stopped (T): SIGCONT follows so that it acts"}]
+thawed:
+  description:
+    - Frozen cgroups thawed (in check mode, that would be) before their processes were signalled, with O(thaw_frozen)
+      (C(cgroup), C(file), C(version), C(pids), C(ok), C(message)).
   returned: always
   type: list
   elements: dict
@@ -198,7 +219,8 @@ class GpuKillWorker:
         self.params = module.params
         self.run = Remediation(module)
         self.selection = HolderSelection(self.params, patterns)
-        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "gpus": [],
+        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "thawed": [],
+                       "gpus": [],
                        "still_listed": [], "journal": []}
 
     def _wait_driver_release(self, pids):
@@ -222,7 +244,7 @@ class GpuKillWorker:
         killer = HolderKiller(self.module, self.run.journal)
         refuse_beyond_selection(self.module, killer, holders, snapshot, gpu_indexes)
         outcome = killer.end(holders)
-        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "unconfirmed_containers", "changed"))
+        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "unconfirmed_containers", "thawed", "changed"))
         self.result["left_alone"] = left_alone + outcome["left_alone"]
         return snapshot, gpu_indexes
 
@@ -269,7 +291,7 @@ def main():
     spec = dict(SELECTION_ARGUMENT_SPEC, wait_timeout=dict(type="float", default=30.0))
     spec.update(KILL_ARGUMENT_SPEC)
     module = GpuModule(argument_spec=action_argument_spec(**spec), supports_check_mode=True)
-    validate_kill_params(module)
+    validate_kill_params(module, on_node=True)
     if module.params["wait_timeout"] < 0:
         module.fail_json(msg="wait_timeout must be 0 or more seconds, got %r" % module.params["wait_timeout"])
     GpuKillWorker(module, validate_selection_params(module)).execute()

@@ -100,13 +100,16 @@ def input_errors(values, options):
         if spec is None:
             continue
         value = values[name]
+        if value is None and not spec.get("required"):
+            continue  # no answer (AWX's empty survey answer, ansible/awx#16205): the default applies
         must_be = _kind_error(spec.get("type", "str"), value)
         if must_be is None and name in VALUE_RULES and _kind_error_free(spec, value):
             must_be = VALUE_RULES[name](value)
         if must_be:
             errors.append("%s=%s (%s)" % (name, value, must_be))
             named.add(name)
-    rest = {name: values[name] for name in values if name in options and name not in named}
+    rest = {name: values[name] for name in values if name in options and name not in named
+            and (values[name] is not None or options[name].get("required"))}
     rest_spec = {name: _validator_spec(options[name]) for name in rest}
     result = ArgumentSpecValidator(rest_spec).validate(rest)
     errors.extend(result.error_messages)

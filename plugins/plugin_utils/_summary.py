@@ -5,6 +5,8 @@ outcome summary shares with it (_ladder.summary_lines)."""
 
 from __future__ import annotations
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
+
 
 def _mib(value):
     """0 MiB is a value: only an unknown one prints as ?."""
@@ -16,7 +18,7 @@ def holder_line(holder):
     where = "GPU " + ",".join(str(index) for index in holder["gpus"]) if holder.get("gpus") else "no GPU (node-wide device files only)"
     zombie = ", zombie of pid %s %s" % (holder.get("ppid"), holder.get("parent_name") or "") if holder.get("state") == "zombie" else ""
     return "  held by pid %s %s (%s, %s%s) on %s: %s MiB" % (
-        holder["pid"], holder["name"], holder.get("user") or "?", holder["class"], zombie.rstrip(), where,
+        holder["pid"], holder.get("command") or holder_command(holder), holder.get("user") or "?", holder["class"], zombie.rstrip(), where,
         holder["used_mib"] if holder.get("used_mib") is not None else "N/A")
 
 

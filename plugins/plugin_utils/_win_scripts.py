@@ -43,9 +43,12 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
 
 # The PCI location (bus, device, function) of the adapter with a LUID, from the graphics kernel: D3DKMTOpenAdapterFromLuid
 # and D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) in gdi32.dll, the one source that links a LUID to a PCI
-# location (the DirectX registry key has none). Null when the kernel does not answer.
-_PCI_ADDRESS = r"""if (-not ('GpuopsD3dkmt' -as [type])) {
-    Add-Type -TypeDefinition @'
+# location (the DirectX registry key has none). Null when the kernel does not answer; $d3dkmtError says why when
+# Add-Type itself is refused.
+_PCI_ADDRESS = r"""$d3dkmtError = $null
+if (-not ('GpuopsD3dkmt' -as [type])) {
+    try {
+        Add-Type -TypeDefinition @'
 using System;
 using System.Runtime.InteropServices;
 
@@ -108,6 +111,12 @@ public static class GpuopsD3dkmt
     }
 }
 '@
+    }
+    catch {
+        # Constrained Language Mode or AppLocker: no adapter location from the kernel; the snapshot joins by the PnP
+        # device's location, then by name, and says which.
+        $d3dkmtError = $_.Exception.Message
+    }
 }
 """
 
@@ -202,6 +211,8 @@ $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -Error
             AdapterLuid = [string]$values.AdapterLuid
             VendorId = $values.VendorId
             DeviceId = $values.DeviceId
+            SubSysId = $values.SubSysId
+            RevisionId = $values.RevisionId
             BusNumber = if ($address) { $address[0] } else { $null }
             DeviceNumber = if ($address) { $address[1] } else { $null }
             FunctionNumber = if ($address) { $address[2] } else { $null }
@@ -216,9 +227,11 @@ $Ansible.Result = @{
     adapters = ConvertTo-JsonText $adapters
     pnp_locations = $pnpLocations
     pnp_error = $pnpError
+    d3dkmt_error = $d3dkmtError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS), "adapter_class": literal(ADAPTER_CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
+""" % {"cim_class": literal(CIM_CLASS), "adapter_class": literal(ADAPTER_CIM_CLASS), "processes": _PROCESSES,
+       "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]

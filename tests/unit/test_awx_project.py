@@ -128,3 +128,20 @@ def test_the_watch_survey_offers_only_the_roles_answers():
     assert survey["gpu_watch_remediate"]["default"] == "false"  # off unless someone asks
     assert options["gpu_watch_samples"]["type"] == "int" and survey["gpu_watch_samples"]["type"] == "integer"
     assert survey["gpu_watch_samples"]["min"] >= 1
+
+
+def test_the_reset_job_template_asks_for_its_hosts_and_has_no_fleet_wide_default():
+    """A remediation names its hosts at launch: the limit is prompted, and the Nodes question is required with no
+    default (an empty answer is refused by AWX), so no launch takes the whole fleet by default."""
+    reset = job_templates()[0]
+    assert reset["playbook"] == "playbooks/reset_gpu.yml"
+    assert reset["ask_limit_on_launch"] is True
+    assert "limit" not in reset
+    nodes = [question for question in questions(reset) if question["variable"] == "gpuops_hosts"]
+    assert len(nodes) == 1 and nodes[0]["required"] is True and nodes[0]["min"] >= 1
+    assert not nodes[0].get("default")
+    with open(os.path.join(ROOT, "awx", "configure.yml")) as handle:
+        assert 'ask_limit_on_launch: "{{ item.ask_limit_on_launch | default(false) }}"' in handle.read()
+    # The read-only templates keep their fleet-wide default, and prompt for no limit.
+    for template in job_templates()[1:]:
+        assert not template.get("ask_limit_on_launch"), template["name"]

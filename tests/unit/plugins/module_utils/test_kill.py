@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import os
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
-    beyond_selection, ended_pids, failures, still_holding, whole_driver_client)
+    beyond_selection, ended_pids, failures, holdings_now, still_holding, whole_driver_client)
 
 CONTAINER_ID = "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"
 
@@ -77,3 +79,32 @@ def test_a_failed_stop_ends_nothing():
     result = _stopped([], ok=False)
     assert ended_pids(result) == set()
     assert failures(result) == ["could not stop docker container %s: no message" % CONTAINER_ID]
+
+
+def test_a_survivor_is_named_with_what_was_sent_and_what_was_not():
+    result = {"signalled": [{"pid": 5, "name": "deaf", "signals": [], "exited": False,
+                             "not_sent": [{"signal": "TERM", "why": "TERM is ignored (SigIgn): the kernel discards it"}]}],
+              "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "thawed": []}
+    assert failures(result) == ["pid 5 (deaf) still runs after no signal (TERM not sent: TERM is ignored (SigIgn): "
+                                "the kernel discards it)"]
+
+
+def test_a_cgroup_that_did_not_thaw_is_a_failure():
+    result = {"signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [],
+              "thawed": [{"cgroup": "/sys/fs/cgroup/freezer/job", "ok": False, "message": "still frozen after 2.0 s"}]}
+    assert failures(result) == ["could not thaw cgroup /sys/fs/cgroup/freezer/job: still frozen after 2.0 s"]
+
+
+def test_what_a_process_the_snapshot_does_not_list_holds_is_read_from_its_own_fds(tmp_path, monkeypatch):
+    """A zombie's parent the snapshot missed still counts with what it holds: unknown is not nothing."""
+    (tmp_path / "dev").mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl"):
+        (tmp_path / "dev" / name).write_bytes(b"")
+    monkeypatch.setenv("GPUOPS_SIM_ROOT", str(tmp_path))
+    snapshot = {"gpus": [{"index": 0, "minor_number": 0}, {"index": 1, "minor_number": 1}]}
+    assert holdings_now(os.getpid(), snapshot) == {"gpus": [], "devices": [], "seen_by": []}
+    with open(str(tmp_path / "dev" / "nvidia1"), "rb"), open(str(tmp_path / "dev" / "nvidiactl"), "rb"):
+        held = holdings_now(os.getpid(), snapshot)
+    assert held["gpus"] == [1]
+    assert sorted(os.path.basename(path) for path in held["devices"]) == ["nvidia1", "nvidiactl"]
+    assert held["seen_by"] == ["fd"]

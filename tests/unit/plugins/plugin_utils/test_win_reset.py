@@ -12,7 +12,7 @@ from ansible.errors import AnsibleConnectionFailure
 
 from ansible_collections.gpuops.remediation.plugins.doc_fragments import win_journal
 from ansible_collections.gpuops.remediation.plugins.modules import win_gpu_reset
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_node, _win_reset, _win_sim, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_reset, _win_sim, _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, SimulatedNode, WindowsNodeError
 
 
@@ -250,7 +250,7 @@ def test_tolerating_drop_waits_with_a_backoff_reconnects_and_lets_the_node_decid
     root = build(tmp_path)
     node, sleeps = DroppingNode(root, ["pnputil", "/restart-device"], down=3), []
     instance = _win_sim.snapshot_of_state(root)["gpus"][0]["instance_id"]
-    answer, dropped = _win_reset.tolerating_drop(node, lambda: node.command(["pnputil", "/restart-device", instance]), "a restart",
+    answer, dropped = _win_act.tolerating_drop(node, lambda: node.command(["pnputil", "/restart-device", instance]), "a restart",
                                                  timeout=600, sleep=sleeps.append)
     assert (answer, dropped) == (None, True)
     assert sleeps == [1, 2, 4, 8] and node.reconnects == 4
@@ -265,13 +265,13 @@ def test_tolerating_drop_gives_up_after_the_timeout(tmp_path):
         now[0] += seconds
 
     with pytest.raises(WindowsNodeError, match="did not answer again within 30 s"):
-        _win_reset.tolerating_drop(node, lambda: node.command(["quser"]), "a logoff", timeout=30, sleep=sleep, clock=lambda: now[0])
+        _win_act.tolerating_drop(node, lambda: node.command(["quser"]), "a logoff", timeout=30, sleep=sleep, clock=lambda: now[0])
     assert 30 <= now[0] < 31
 
 
 def test_an_answer_without_a_drop_is_returned_as_is(tmp_path):
     root = build(tmp_path)
-    answer, dropped = _win_reset.tolerating_drop(SimulatedNode(root), lambda: "answer", "nothing", timeout=1, sleep=pytest.fail)
+    answer, dropped = _win_act.tolerating_drop(SimulatedNode(root), lambda: "answer", "nothing", timeout=1, sleep=pytest.fail)
     assert (answer, dropped) == ("answer", False)
 
 
