@@ -77,17 +77,25 @@ class SysfsDriNodes:
         return self._cache[node]
 
 
-def device_identity(st):
-    """What makes two opened files the same device, from their stat: the one place that decides it.
+def device_identity(mode, ino, dev, rdev):
+    """What makes two opened files the same device, from their stat fields: the one place that decides it.
 
     A character device is its device number: every node with that major:minor (another path, a bind mount,
     another mount namespace, a chroot, a second node made with mknod, a deleted node) opens the same device.
-    Any other file (a simulated node's devices are regular files) is its (filesystem, inode) pair, which its
-    hard links and bind mounts share.
+    A regular file (a simulated node's devices are regular files) is its (filesystem, inode) pair, which its
+    hard links and bind mounts share. Anything else (a socket, a pipe, a directory) is no device: None.
     """
-    if stat_module.S_ISCHR(st.st_mode):
-        return ("rdev", st.st_rdev)
-    return ("inode", st.st_dev, st.st_ino)
+    kind = stat_module.S_IFMT(mode)
+    if kind == stat_module.S_IFCHR:
+        return ("rdev", rdev)
+    if kind == stat_module.S_IFREG:
+        return ("inode", dev, ino)
+    return None
+
+
+def _stat_fields(st):
+    """(mode, ino, dev, rdev) of an os.stat result."""
+    return st.st_mode, st.st_ino, st.st_dev, st.st_rdev
 
 
 def _map_fields(st_dev, st_ino):
@@ -152,6 +160,8 @@ class DeviceTable:
         # {b" MAJ:MIN ": {b"INODE": device path}}: what a maps line shows for each known node.
         self.map_fields = {}
         self._majors = {}
+        # The file types a device of this node can have (S_IFCHR, and S_IFREG on a simulated node).
+        self.kinds = {stat_module.S_IFCHR}
         modes = set()
         for relative in self._node_names(self.dev_dir):
             st = self._add_node(os.path.join(self.dev_dir, relative), relative)
@@ -161,6 +171,19 @@ class DeviceTable:
             self._add_node(os.path.join(registry, relative), relative)
         if stat_module.S_IFCHR in modes or stat_module.S_IFREG not in modes:
             self._majors = _driver_majors(proc_root)
+            self._name_by_number()
+
+    def _name_by_number(self):
+        """A character device of the driver's majors is reported by the name its number gives (nvidia<minor>),
+        whatever its node under dev_dir is called."""
+        renamed = {}
+        for identity, device in self._by_identity.items():
+            if identity[0] == "rdev":
+                renamed[device] = self._by_number(identity[1]) or device
+                self._by_identity[identity] = renamed[device]
+        for inodes in self.map_fields.values():
+            for inode, device in inodes.items():
+                inodes[inode] = renamed.get(device, device)
 
     def _node_names(self, directory):
         """Paths relative to directory of the entries that name GPU devices (not followed below one level), the
@@ -190,8 +213,16 @@ class DeviceTable:
         if stat_module.S_ISDIR(st.st_mode):
             return None
         device = os.path.join(self.dev_dir, relative)
-        self._by_identity.setdefault(device_identity(st), device)
+        identity = device_identity(*_stat_fields(st))
+        if identity is None:
+            return None
+        self._by_identity.setdefault(identity, device)
+        self.kinds.add(stat_module.S_IFMT(st.st_mode))
         self.add_map_fields(st.st_dev, st.st_ino, device)
+        if stat_module.S_ISREG(st.st_mode):
+            mapped = _fields_as_mapped(path)
+            if mapped is not None:
+                self.map_fields.setdefault(mapped[0], {}).setdefault(mapped[1], device)
         return st
 
     def add_map_fields(self, st_dev, st_ino, device):
@@ -199,12 +230,15 @@ class DeviceTable:
         dev_field, inode = _map_fields(st_dev, st_ino)
         self.map_fields.setdefault(dev_field, {}).setdefault(inode, device)
 
-    def device(self, st):
-        """The device path of the file of st when it is a GPU device of this node, else None."""
-        identity = device_identity(st)
+    def device(self, fields):
+        """The device path of a file, from its stat fields (mode, ino, dev, rdev), when it is a GPU device of this
+        node, else None."""
+        identity = device_identity(*fields)
+        if identity is None:
+            return None
         found = self._by_identity.get(identity)
         if found is None and identity[0] == "rdev" and self._majors:
-            found = self._by_number(st.st_rdev)
+            found = self._by_number(identity[1])
             self._by_identity[identity] = found
         return found
 
@@ -221,6 +255,37 @@ class DeviceTable:
                 return None
             return os.path.join(self.dev_dir, "dri", node) if self._is_nvidia_dri(node) else None
         return os.path.join(self.dev_dir, name(os.minor(rdev)))
+
+
+def _fields_as_mapped(path):
+    """(b" MAJ:MIN ", b"INODE") that a maps line shows for a mapping of the regular file at path, read from a
+    mapping of it made here, or None. On overlayfs and btrfs they are not the numbers stat gives (a mapping shows
+    the inode of the layer below, or the filesystem's own device number). Never called for a device: mapping one
+    would be an act on the driver."""
+    try:
+        import ctypes  # only for a simulated node's regular files
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            address = libc.mmap(None, 1, 0x1, 0x1, fd, 0)  # PROT_READ, MAP_SHARED
+        finally:
+            os.close(fd)
+        if address in (None, ctypes.c_void_p(-1).value):
+            return None
+        try:
+            for line in _read_all("/proc/self/maps").splitlines():
+                fields = line.split(None, 5)
+                if len(fields) >= 5 and int(fields[0].split(b"-")[0], 16) == address:
+                    return b" %s " % fields[3], fields[4]
+        finally:
+            libc.munmap(address, 1)
+    except (ImportError, OSError, AttributeError, ValueError):
+        pass
+    return None
 
 
 def _listdir(path):
@@ -246,36 +311,35 @@ def _opened_with_o_path(fdinfo_path):
     return bool(int(data[at + 6:data.index(b"\n", at)].strip(), 8) & O_PATH)
 
 
-class _Stat(tuple):
-    """The fields of a stat result device_identity reads."""
-
-    __slots__ = ()
-    st_mode = property(lambda self: self[0])
-    st_ino = property(lambda self: self[1])
-    st_dev = property(lambda self: self[2])
-    st_rdev = property(lambda self: self[3])
-
-
 _STATX = []
+
+
+def _os_stat_fields(path):
+    try:
+        return _stat_fields(os.stat(path))
+    except OSError:
+        return None
+
+
 AT_STATX_DONT_SYNC = 0x4000
 STATX_TYPE_MODE_INO = 0x1 | 0x2 | 0x100
 
 
 def _fd_stat_function():
-    """A function path -> stat of the file an fd link leads to, raising OSError; loaded once, before any fork.
+    """A function path -> (mode, ino, dev, rdev) of the file an fd link leads to, None when it cannot be had (the
+    fd was closed, or may not be read); loaded once, before any fork.
 
     statx with AT_STATX_DONT_SYNC where the C library has it: a file on a network or FUSE filesystem whose
     server is gone is answered from the attributes the kernel has, where stat would wait for the server (the
     type, the inode and the device numbers never change). os.stat elsewhere.
     """
     if not _STATX:
-        function = os.stat
+        function = _os_stat_fields
         try:
             import ctypes  # only for statx
             import struct
 
-            libc = ctypes.CDLL(None, use_errno=True)
-            statx = libc.statx
+            statx = ctypes.CDLL(None).statx
             statx.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_char_p]
             buffer = ctypes.create_string_buffer(256)
             unpack = struct.Struct("=H2xQ88xIIII").unpack_from  # stx_mode at 28, stx_ino at 32, rdev/dev at 128
@@ -284,39 +348,38 @@ def _fd_stat_function():
 
             def statx_stat(path):
                 if statx(at_fdcwd, path.encode(), AT_STATX_DONT_SYNC, STATX_TYPE_MODE_INO, buffer) != 0:
-                    number = ctypes.get_errno()
-                    raise OSError(number, os.strerror(number), path)
+                    return None
                 mode, ino, rdev_major, rdev_minor, dev_major, dev_minor = unpack(buffer, 28)
-                return _Stat((mode, ino, makedev(dev_major, dev_minor), makedev(rdev_major, rdev_minor)))
+                return mode, ino, makedev(dev_major, dev_minor), makedev(rdev_major, rdev_minor)
 
-            statx_stat("/")  # ENOSYS on a kernel without statx: os.stat then
-            function = statx_stat
+            if statx_stat("/") is not None:  # None on a kernel without statx (ENOSYS): os.stat then
+                function = statx_stat
         except (ImportError, OSError, AttributeError):
-            function = os.stat
+            function = _os_stat_fields
         _STATX.append(function)
     return _STATX[0]
 
 
 def _fd_devices(table_dir, table, found_nodes):
-    """(number of fds, [device paths] or None) of the fds of table_dir (/proc/<pid> or a task's dir); raises
+    """([fd names], [device paths] or None) of the fds of table_dir (/proc/<pid> or a task's dir); raises
     OSError. The nodes the GPU devices were opened through go into found_nodes ({(st_dev, st_ino): device})."""
     fd_dir = table_dir + "/fd/"
     names = os.listdir(fd_dir)
     devices = None
     stat = _fd_stat_function()
     device_of = table.device
+    kinds = table.kinds
     for name in names:
-        try:
-            st = stat(fd_dir + name)
-        except OSError:
-            continue  # closed between the listing and the stat, or a file that cannot be stat'ed
-        device = device_of(st)
+        fields = stat(fd_dir + name)
+        if fields is None or stat_module.S_IFMT(fields[0]) not in kinds:
+            continue  # closed meanwhile, not ours to read, or of a kind no device of this node is
+        device = device_of(fields)
         if device is not None:
             if _opened_with_o_path("%s/fdinfo/%s" % (table_dir, name)) is not False:
                 continue  # O_PATH, or closed meanwhile
             devices = (devices or []) + [device]
-            found_nodes[(st.st_dev, st.st_ino)] = device
-    return len(names), devices
+            found_nodes[(fields[2], fields[1])] = device
+    return names, devices
 
 
 def _read_all(path):
@@ -334,27 +397,34 @@ def _read_all(path):
         os.close(fd)
 
 
-def _map_patterns(map_fields):
-    """[(compiled pattern, {b"INODE": device path})]: one pattern per filesystem number, matching " MAJ:MIN INODE "
-    for the inodes of the device nodes on that filesystem (the literal prefix keeps the search in C)."""
-    return [(re.compile(re.escape(dev_field) + b"(" + b"|".join(sorted(inodes)) + b") "), inodes)
-            for dev_field, inodes in sorted(map_fields.items())]
+def _map_needles(map_fields):
+    """[(needle, length of its MAJ:MIN part, {b"INODE": device path})] to search maps files with: b" MAJ:MIN "
+    and the inode's digits but its last two, so that the search (bytes.find, in C) stops at few lines even where
+    the device nodes share their filesystem with every library (a simulated node)."""
+    groups = {}
+    for dev_field, inodes in map_fields.items():
+        for inode, device in inodes.items():
+            groups.setdefault((dev_field, inode[:-2]), {})[inode] = device
+    return [(dev_field + prefix, len(dev_field), inodes) for (dev_field, prefix), inodes in sorted(groups.items())]
 
 
-def _maps_devices(path, patterns):
+def _maps_devices(path, needles):
     """(bytes in the maps file, [device paths mapped] or None); raises OSError.
 
     A line is "start-end perms offset MAJ:MIN INODE   path": a mapping is the device's when its MAJ:MIN and
-    INODE are those of one of the device's nodes (patterns, from _map_patterns); the path is never read.
+    INODE are those of one of the device's nodes (needles, from _map_needles); the path is never read.
     """
     data = _read_all(path)
     devices = None
-    for pattern, inodes in patterns:
-        for match in pattern.finditer(data):
-            at = match.start()
+    for needle, inode_at, inodes in needles:
+        at = data.find(needle)
+        while at != -1:
+            start = at + inode_at
+            device = inodes.get(data[start:data.find(b" ", start)])
             # The fields are the 4th and 5th of their line (two spaces before them), not text in a path.
-            if data.count(b" ", data.rfind(b"\n", 0, at) + 1, at) == 2:
-                devices = (devices or []) + [inodes[match.group(1)]]
+            if device is not None and data.count(b" ", data.rfind(b"\n", 0, at) + 1, at) == 2:
+                devices = (devices or []) + [device]
+            at = data.find(needle, start)
     return len(data), devices
 
 
@@ -408,19 +478,30 @@ def _other_threads(proc_dir, pid):
         return []
 
 
-def _other_tables(proc_dir, pid, leader_readable):
-    """The task dirs of the threads whose file table is not their leader's (leader_readable: the leader's fds were
-    read) nor one already listed. When the kernel cannot compare tables (kcmp missing or refused) every thread
-    is listed."""
+def _other_tables(proc_dir, pid, leader_fds):
+    """The task dirs of the threads whose file table is neither their leader's (leader_fds: the set of the leader's
+    fd names, None when they could not be read or there are none) nor one already listed.
+
+    Where the kernel does not compare two tables (kcmp missing, or refused for a process whose capabilities the
+    caller lacks), a thread whose fd numbers are exactly its leader's is taken for sharing its table (an unshared
+    table that reused every number of the leader's is the one thing missed then), any other is read.
+    """
     tids = _other_threads(proc_dir, pid)
     if not tids:
         return []
     same_table = _kcmp_files()
-    read = [pid] if leader_readable else []
+    read = [pid] if leader_fds else []
     tables = []
     for tid in tids:
-        if any(same_table(other, tid) for other in read):
+        answers = [same_table(other, tid) for other in read]
+        if True in answers:
             continue
+        if None in answers and leader_fds:
+            try:
+                if set(os.listdir("%s/task/%d/fd" % (proc_dir, tid))) == leader_fds:
+                    continue
+            except OSError:
+                continue  # gone, or not ours to read
         read.append(tid)
         tables.append("%s/task/%d" % (proc_dir, tid))
     return tables
@@ -435,16 +516,16 @@ def _scan_fds(proc_dir, pid, table, found_nodes):
     is gone."""
     found = None
     try:
-        fd_count, devices = _fd_devices(proc_dir, table, found_nodes)
+        names, devices = _fd_devices(proc_dir, table, found_nodes)
         found = _add(found, "fd", devices)
         denied = False
     except OSError as error:
         if error.errno not in _DENIED:
             return None, False  # gone (ENOENT, ESRCH) or not a process directory
-        fd_count, denied = 0, True
+        names, denied = [], True
     # An exited leader's table is empty and its live threads have the process's; a thread that unshared its
     # table (clone without CLONE_FILES, unshare(CLONE_FILES)) has one of its own.
-    for task_dir in _other_tables(proc_dir, pid, leader_readable=not denied and fd_count > 0):
+    for task_dir in _other_tables(proc_dir, pid, set(names) or None):
         try:
             _count, devices = _fd_devices(task_dir, table, found_nodes)
         except OSError:
@@ -454,17 +535,17 @@ def _scan_fds(proc_dir, pid, table, found_nodes):
     return found, denied
 
 
-def _scan_maps(proc_dir, pid, patterns):
+def _scan_maps(proc_dir, pid, needles):
     """(findings or None, denied: bool) of one process's memory maps (an exited leader's are read through a live
     thread: threads share one memory map); (None, False) when it is gone."""
     try:
-        size, mapped = _maps_devices(proc_dir + "/maps", patterns)
+        size, mapped = _maps_devices(proc_dir + "/maps", needles)
     except OSError as error:
         return None, error.errno in _DENIED
     if size == 0:
         for tid in _other_threads(proc_dir, pid):
             try:
-                size, mapped = _maps_devices("%s/task/%d/maps" % (proc_dir, tid), patterns)
+                size, mapped = _maps_devices("%s/task/%d/maps" % (proc_dir, tid), needles)
             except OSError:
                 continue
             if size:
@@ -485,11 +566,11 @@ def _fds_of(names, proc_root, table):
     return [holders, denied, [[dev, ino, device] for (dev, ino), device in found_nodes.items()]]
 
 
-def _maps_of(names, proc_root, patterns):
+def _maps_of(names, proc_root, needles):
     """The maps pass over names: [[pid, findings] of holders, [denied pids]]."""
     holders, denied = [], []
     for name in names:
-        found, refused = _scan_maps(proc_root + "/" + name, int(name), patterns)
+        found, refused = _scan_maps(proc_root + "/" + name, int(name), needles)
         if refused:
             denied.append(int(name))
         if found is not None:
@@ -595,9 +676,9 @@ def _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri):
             # device's too.
             table.add_map_fields(dev, ino, device)
     map_names = names if maps is True else [name for name in names if name in maps]
-    patterns = _map_patterns(table.map_fields)
+    needles = _map_needles(table.map_fields)
     for holders, refused in _shared(map_names, workers if maps is True else 1,
-                                    lambda share: _maps_of(share, proc_root, patterns)):
+                                    lambda share: _maps_of(share, proc_root, needles)):
         _merge(findings, holders)
         denied.update(refused)
     return findings, len(denied)

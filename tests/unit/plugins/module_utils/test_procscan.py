@@ -349,16 +349,20 @@ def _table(dev_dir, tmp_path, vendors=(), devices_text=None):
     return procscan.DeviceTable(dev_dir, str(sys_dir), proc_root=str(proc_root))
 
 
+def _device(table, path):
+    return table.device(procscan._stat_fields(os.stat(path)))  # pylint: disable=protected-access
+
+
 def test_dri_nodes_count_only_for_nvidia_cards(dev_dir, tmp_path):
     for name in ("dri/card0", "dri/renderD129", "dri/card7"):
         (tmp_path / "dev" / name).write_bytes(b"\0" * 4096)
     table = _table(dev_dir, tmp_path, vendors=(("card0", "0x10de"), ("card1", "0x10de"), ("renderD129", "0x8086")))
     real = os.path.realpath(dev_dir)
-    assert table.device(os.stat(os.path.join(dev_dir, "dri/card0"))) == real + "/dri/card0"
-    assert table.device(os.stat(os.path.join(dev_dir, "dri/renderD129"))) is None
-    assert table.device(os.stat(os.path.join(dev_dir, "dri/card7"))) is None  # no sysfs entry: not known to be NVIDIA
-    assert table.device(os.stat(os.path.join(dev_dir, "nvidia-caps/nvidia-cap1"))) == real + "/nvidia-caps/nvidia-cap1"
-    assert table.device(os.stat(os.path.join(dev_dir, "zero"))) is None
+    assert _device(table, os.path.join(dev_dir, "dri/card0")) == real + "/dri/card0"
+    assert _device(table, os.path.join(dev_dir, "dri/renderD129")) is None
+    assert _device(table, os.path.join(dev_dir, "dri/card7")) is None  # no sysfs entry: not known to be NVIDIA
+    assert _device(table, os.path.join(dev_dir, "nvidia-caps/nvidia-cap1")) == real + "/nvidia-caps/nvidia-cap1"
+    assert _device(table, os.path.join(dev_dir, "zero")) is None
 
 
 def test_a_character_device_is_known_by_its_number_through_the_drivers_majors(tmp_path):
@@ -368,10 +372,10 @@ def test_a_character_device_is_known_by_its_number_through_the_drivers_majors(tm
     dev_dir.mkdir()
     text = "Character devices:\n  1 nvidia-frontend\n  5 /dev/tty\n\nBlock devices:\n  7 nvidia-uvm\n"
     table = _table(str(dev_dir), tmp_path, devices_text=text)
-    assert table.device(os.stat("/dev/null")) == str(dev_dir) + "/nvidia3"
-    assert table.device(os.stat("/dev/zero")) == str(dev_dir) + "/nvidia5"
-    assert table.device(os.stat("/dev/tty")) is None
-    assert table.device(os.stat(str(tmp_path))) is None
+    assert _device(table, "/dev/null") == str(dev_dir) + "/nvidia3"
+    assert _device(table, "/dev/zero") == str(dev_dir) + "/nvidia5"
+    assert _device(table, "/dev/tty") is None
+    assert _device(table, str(tmp_path)) is None
     for name, minor, node in (("nvidia-frontend", 255, "nvidiactl"), ("nvidia-frontend", 254, "nvidia-modeset"),
                               ("nvidia-uvm", 1, "nvidia-uvm-tools"), ("nvidia-caps", 2, "nvidia-caps/nvidia-cap2")):
         assert procscan._DRIVER_MAJORS[name](minor) == node  # pylint: disable=protected-access
@@ -380,7 +384,7 @@ def test_a_character_device_is_known_by_its_number_through_the_drivers_majors(tm
 def test_a_node_of_regular_files_never_takes_the_drivers_majors(dev_dir, tmp_path):
     # A simulated node (regular files) on a host whose driver has nodes: the host's devices are not the node's.
     table = _table(dev_dir, tmp_path, devices_text="Character devices:\n  1 nvidia-frontend\n")
-    assert table.device(os.stat("/dev/null")) is None
+    assert _device(table, "/dev/null") is None
 
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device and mount namespaces need root")
@@ -412,6 +416,18 @@ def test_another_node_with_the_same_major_minor_is_the_same_device(children, tmp
     assert holders[through_null]["via"] == ["fd"]
     assert through_zero not in holders
     assert holders[through_deleted]["devices"] == [str(dev_dir / "nvidia1")]
+
+
+@needs_root
+def test_a_node_of_the_drivers_major_is_named_by_its_number(tmp_path):
+    # dev/nvidia0 made with /dev/null's numbers (1:3) where major 1 is the driver's: it is nvidia3, the name the
+    # device number gives, whatever the node is called.
+    dev_dir = tmp_path / "dev"
+    dev_dir.mkdir()
+    os.mknod(str(dev_dir / "nvidia0"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    table = _table(str(dev_dir), tmp_path, devices_text="Character devices:\n  1 nvidia-frontend\n")
+    assert _device(table, str(dev_dir / "nvidia0")) == str(dev_dir / "nvidia3")
+    assert _device(table, "/dev/null") == str(dev_dir / "nvidia3")
 
 
 @needs_root
@@ -795,7 +811,15 @@ os.read(0, 1)
 """
 
 
-def test_a_thread_with_a_file_table_of_its_own_is_read(children, dev_dir):
+@pytest.fixture(params=["kcmp", "no kcmp"])
+def kcmp(request, monkeypatch):
+    """The scan with the kernel's comparison of file tables, and as where kcmp is missing or refused."""
+    if request.param == "no kcmp":
+        monkeypatch.setattr(procscan, "_KCMP_CALL", [lambda pid, tid: None])
+    return request.param
+
+
+def test_a_thread_with_a_file_table_of_its_own_is_read(children, dev_dir, kcmp):  # pylint: disable=unused-argument
     device = os.path.join(dev_dir, "nvidia0")
     _proc, line = children.start(OWN_FD_TABLE, device)
     pid, tid, fd = (int(field) for field in line.split())
@@ -810,7 +834,7 @@ def test_a_thread_with_a_file_table_of_its_own_is_read(children, dev_dir):
     assert tid != pid
 
 
-def test_threads_that_share_the_table_are_read_once(children, dev_dir):
+def test_threads_that_share_the_table_are_read_once(children, dev_dir, kcmp):  # pylint: disable=unused-argument
     device = os.path.join(dev_dir, "nvidia1")
     _proc, line = children.start(SHARED_THREADS, device)
     pid = int(line)
