@@ -126,11 +126,11 @@ options:
             C(inherited) holds fds its parent opened and exited; C(zombie) is an exited child whose parent runs on
             and never reaps it (the zombie holds the memory); C(ignores_term) ignores SIGTERM; C(leader_exited) holds
             the files in a thread after its main thread exited; C(leader_exited_ignores_term) does that and ignores SIGTERM.
-          - C(second_node) opens them through nodes of its own outside C(<root>/dev) (hard links: a simulated
-            device is known by its inode, as a real one by its major:minor); C(mount_namespace) opens them through
+          - C(second_node) opens them through nodes of its own outside C(<root>/dev) (hard links, since a simulated
+            device is known by its inode, as a real one by its major and minor); C(mount_namespace) opens them through
             a bind mount of C(<root>/dev) in a mount namespace of its own (needs root); C(own_fd_table) opens them
             in a thread that unshared its file table (the leader, alive, holds nothing); C(o_path) only names them
-            with C(O_PATH) descriptors, which never open a device: it is no holder, the driver does not list it,
+            with C(O_PATH) descriptors, which never open a device; it is no holder, the driver does not list it,
             and its O(holders[].memory_mib) is ignored.
         type: str
         choices: [fd, mmap, inherited, zombie, ignores_term, leader_exited, leader_exited_ignores_term, second_node,
