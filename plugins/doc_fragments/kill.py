@@ -27,6 +27,13 @@ options:
       - What to do with a holder inside a container (one other than the container this module runs in). V(stop)
         stops the container through its runtime (C(docker stop), C(podman stop), C(crictl stop) for containerd and
         CRI-O), V(kill) signals the process like any other, V(skip) leaves it and reports it.
+      - A holder is inside a container only when its runtime confirms it (C(docker|podman container inspect),
+        C(crictl inspect)), which needs that the container runs, its own cgroup (that of the main process the runtime names) names it and
+        lies in no user's delegated subtree (C(user@UID.service)), and the holder's cgroup is that one or below it. A
+        cgroup path that only names a container (anyone can create C(docker-<id>.scope) in their own subtree) is a plain
+        process, ended as one by pid and start time whatever O(containers) says, and reported in C(unconfirmed_containers).
+      - After a stop every holder of the container is checked again by pid and start time. Only those gone count as
+        ended, and one that still runs fails the run, named with its container.
       - The kubelet starts a stopped pod container again; drain or cordon the node first (the C(gpu_reclaim) role does
         with C(gpu_reclaim_drain=kubernetes)). Containers that nerdctl started live outside the CRI namespace that
         crictl sees; their stop fails and is reported as failed.

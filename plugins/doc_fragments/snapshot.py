@@ -56,6 +56,15 @@ options:
         holding ghost memory (a reset is needed to get it back).
     type: int
     default: 256
+  xid_policy:
+    description:
+      - The site's Xid policy, over NVIDIA's Xid catalog - a mapping of Xid code to the rung that Xid asks for,
+        one of V(none), V(kill), V(reset), V(reboot). Codes not named keep the catalog's action.
+      - The roles pass C(gpuops_xid_policy), which an operator can keep in the inventory
+        (C(group_vars/all/gpuops_xid_policy.yml)); the event sources of C(extensions/eda) read the same file.
+        See docs/eda.md.
+    type: dict
+    default: {}
 """
 
     # gpu_holders_info's choice of scan tier (module_utils._snapshot.MEMORY_MAPS_ARGUMENT_SPEC).

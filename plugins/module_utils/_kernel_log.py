@@ -14,6 +14,7 @@ import re
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
+from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import apply_policy, parse_policy
 
 ACTIONS = ("none", "restart_app", "reset_gpu", "reboot", "check_hw", "report")
 
@@ -448,4 +449,4 @@ def probe_kernel_log(module, layout, options, boot_epoch=None):
         if rc != 0:
             report.update(ok=False, error=(err or text).strip() or "exit %d" % rc)
             return [], report
-    return parse_kernel_log(text, boot_time=boot_epoch), report
+    return apply_policy(parse_kernel_log(text, boot_time=boot_epoch), parse_policy(getattr(options, "xid_policy", None))), report

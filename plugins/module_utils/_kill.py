@@ -13,12 +13,14 @@ gpuops.remediation.kill.
 from __future__ import annotations
 
 import re
+import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import ContainerWitness, namespace_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal, terminate_permitted
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import POLL_INTERVAL, Target, signal_number
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
 
 KILL_ARGUMENT_SPEC = dict(
@@ -33,6 +35,9 @@ KILL_ARGUMENT_SPEC = dict(
     reap_zombies=dict(type="bool", default=True),
     allow_parent_termination=dict(type="bool", default=False),
 )
+
+# What HolderKiller.end() reports, as gpu_reset and nvidia_driver_reload return it under `killed`.
+KILL_RESULT_KEYS = ("signalled", "left_alone", "zombies", "containers", "unconfirmed_containers")
 
 SELECTION_ARGUMENT_SPEC = dict(
     holders=dict(type="list", elements="dict"),
@@ -176,14 +181,15 @@ class HolderKiller:
         self.params = module.params
         self.journal = journal
         self.policy = kill_policy(module.params)
+        self.witness = ContainerWitness(module)
 
     def end(self, holders, predict_only=False):
-        """{"signalled", "left_alone", "zombies", "containers", "changed"} for these holders.
+        """{"signalled", "left_alone", "zombies", "containers", "unconfirmed_containers", "changed"} for these holders.
 
         In check mode, or with predict_only, nothing is signalled: the result is what a real run would do.
         """
-        result = {"signalled": [], "left_alone": [], "zombies": [], "containers": []}
-        targets, zombies, containers = self._triage(holders, result["left_alone"])
+        result = {"signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": []}
+        targets, zombies, containers = self._triage(holders, result)
         check_mode = self.module.check_mode or predict_only
         outcome = terminate_permitted(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
                                       journal=self.journal, check_mode=check_mode)
@@ -196,31 +202,96 @@ class HolderKiller:
         result["changed"] = acted(result)
         return result
 
-    def _triage(self, holders, left_alone):
+    def _kind(self, holder):
+        """(kind, detail): how end() treats this holder, the one place that says so.
+
+        "unkillable" (left alone), "zombie" (reaped through its parent), "skip" (in a confirmed container,
+        containers=skip), "container" (its confirmed container is stopped), or "plain" (signalled by pid and start time);
+        detail is the runtime's confirmation when the holder's cgroup names a container (else None). A container its
+        runtime does not confirm makes a plain process: never a container stop.
+        """
+        if holder["class"] == "unkillable":
+            return "unkillable", None
+        if holder["class"] == "zombie":
+            return "zombie", None
+        if not holder.get("container") or self.params["containers"] == "kill":
+            return "plain", None
+        confirmation = self.witness.confirm(holder["pid"], holder["container"])
+        if not confirmation["confirmed"]:
+            return "plain", confirmation
+        return ("skip" if self.params["containers"] == "skip" else "container"), confirmation
+
+    def _triage(self, holders, result):
         """Split holders into plain targets, zombies and containers to stop; the others are left alone."""
         targets, zombies, containers = [], [], {}
+        left_alone = result["left_alone"]
         for holder in holders:
-            if holder["class"] == "unkillable":
+            kind, confirmation = self._kind(holder)
+            if confirmation and not confirmation["confirmed"]:
+                result["unconfirmed_containers"].append(dict(_left(holder, confirmation["reason"]), claimed=holder["container"]))
+            if kind == "unkillable":
                 left_alone.append(_left(holder, "unkillable: uninterruptible sleep (D); a reset, reload or reboot is needed"))
-            elif holder["class"] == "zombie":
+            elif kind == "zombie":
                 zombies.append(holder)
-            elif holder.get("container") and self.params["containers"] != "kill":
-                self._container(holder, containers, left_alone)
+            elif kind == "skip":
+                container = holder["container"]
+                left_alone.append(_left(holder, "in %s container %s (containers=skip)" % (container["runtime"], container["id"])))
+            elif kind == "container":
+                why_not = refusal(Target(holder["pid"], holder["start_time"]), self.policy)
+                if why_not:
+                    left_alone.append(_left(holder, why_not))
+                else:
+                    containers.setdefault((holder["container"]["runtime"], holder["container"]["id"]), []).append(holder)
             else:
                 targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"],
                                       source=holder_source(holder)))
         return targets, zombies, containers
 
-    def _container(self, holder, containers, left_alone):
-        container = holder["container"]
-        if self.params["containers"] == "skip":
-            left_alone.append(_left(holder, "in %s container %s (containers=skip)" % (container["runtime"], container["id"])))
-            return
-        why_not = refusal(Target(holder["pid"], holder["start_time"]), self.policy)
-        if why_not:
-            left_alone.append(_left(holder, why_not))
-            return
-        containers.setdefault((container["runtime"], container["id"]), []).append(holder)
+    def would_end(self, holders, snapshot):
+        """Every live process that end(holders) would end, with what the snapshot says it holds: the plain targets
+        the rules let through (with every holder of the PID namespace one of them is the init of), the parent of a
+        zombie when it may be ended for it, and every holder of a container to stop (in its cgroup, or in its own PID
+        namespace, which dies with it). A zombie is dead already: reaping it
+        ends nothing. Each: {"pid", "start_time", "name", "gpus", "devices", "seen_by", "why"}.
+        """
+        by_pid = dict((h["pid"], h) for h in snapshot["holders"])
+        ended = {}
+
+        def add(pid, start_time, name, why):
+            if pid not in ended:
+                record = by_pid.get(pid) or {}
+                ended[pid] = {"pid": pid, "start_time": start_time, "name": name or record.get("name"),
+                              "gpus": list(record.get("gpus") or []), "devices": list(record.get("devices") or []),
+                              "seen_by": list(record.get("seen_by") or []), "why": why}
+
+        for holder in holders:
+            kind, confirmation = self._kind(holder)
+            if kind == "plain" and not refusal(Target(holder["pid"], holder["start_time"]), self.policy):
+                add(holder["pid"], holder["start_time"], holder.get("name"), "selected")
+                for member in namespace_members(holder["pid"], snapshot["holders"]):
+                    add(member["pid"], member.get("start_time"), member.get("name"),
+                        "in the PID namespace whose init, pid %s, it ends" % holder["pid"])
+            elif kind == "zombie" and self.params["reap_zombies"]:
+                parent = self._parent_to_end(holder)
+                if parent:
+                    add(parent["pid"], parent["start_time"], parent["name"], "parent of zombie %s, ended when it does not reap it" % holder["pid"])
+            elif kind == "container" and not refusal(Target(holder["pid"], holder["start_time"]), self.policy):
+                container = holder["container"]
+                for member in self.witness.members(confirmation, snapshot["holders"]):
+                    add(member["pid"], member.get("start_time"), member.get("name"),
+                        "in %s container %s, stopped for pid %s" % (container["runtime"], container["id"], holder["pid"]))
+        return list(ended.values())
+
+    def _parent_to_end(self, zombie):
+        """The zombie's parent when reap_zombie may end it (allow_parent_termination, not a supervisor, not refused)."""
+        if not self.policy.allow_parents:
+            return None
+        parent = parent_of(zombie["pid"])
+        if not parent or parent.get("start_time") is None or supervisor(parent):
+            return None
+        if refusal(Target(parent["pid"], parent["start_time"]), self.policy):
+            return None
+        return parent
 
     def _reap(self, zombie, check_mode):
         if not self.params["reap_zombies"]:
@@ -229,28 +300,68 @@ class HolderKiller:
                            check_mode=check_mode, signals=self.params["signals"])
 
     def _stop(self, runtime, container_id, members, check_mode):
+        """The stop, then every member checked by pid and start time: only those gone are ended (check mode: all)."""
         if check_mode:
             ok, message = predict_stop(self.module, runtime, container_id)
+            survivors = []
         else:
             ok, message = stop_container(self.module, runtime, container_id, self.params["grace"], self.journal,
                                          sources=[holder_source(holder) for holder in members])
-        return {"runtime": runtime, "id": container_id, "pids": [holder["pid"] for holder in members], "ok": ok, "message": message}
+            survivors = _survivors(members, self.params["grace"] if ok else 0)
+        alive = set(s["pid"] for s in survivors)
+        return {"runtime": runtime, "id": container_id, "pids": [holder["pid"] for holder in members], "ok": ok, "message": message,
+                "ended": [holder["pid"] for holder in members if ok and holder["pid"] not in alive],
+                "survivors": survivors if ok else []}
 
 
-def beyond_selection(module, holders, selected):
-    """With the gpus option set, the holders to end that hold none of the selected GPUs (a client of the whole
-    driver, a job on an NVLink peer or on another GPU of the node): a run narrowed to some GPUs ends none of them.
-    Fails, naming them, when there are any."""
+def _running(holder):
+    info = read_process(holder["pid"])
+    return info is not None and info["start_time"] == holder["start_time"] and info.get("state") not in ("Z", "X")
+
+
+def _survivors(members, wait):
+    """The members (pid + start time) still running, a zombie counting as gone, after waiting up to `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = [holder for holder in members if _running(holder)]
+        if not alive or time.monotonic() >= deadline:
+            return [{"pid": h["pid"], "start_time": h["start_time"], "name": h.get("name")} for h in alive]
+        time.sleep(POLL_INTERVAL)
+
+
+def whole_driver_client(record):
+    """A process the snapshot places on no GPU although it holds the driver: node-wide device files only
+    (/dev/nvidiactl, /dev/nvidia-uvm, nvidia-modeset, nvidia-caps, a /dev/dri node no GPU index names) or a process the
+    driver lists on no GPU. Its work can be on any GPU, so a run narrowed to some GPUs never ends it."""
+    return not record.get("gpus") and bool(record.get("devices") or "nvml" in (record.get("seen_by") or []))
+
+
+def beyond_selection(processes, selected):
+    """Of the processes an action would end (HolderKiller.would_end), those outside the selected GPU indexes, each
+    with "outside": the GPUs beyond the selection it holds, or "the whole driver"."""
+    found = []
+    for process in processes:
+        if whole_driver_client(process):
+            found.append(dict(process, outside="no GPU: a client of the whole driver (holding %s)" % (
+                ", ".join(process.get("devices") or []) or "a driver context on no GPU")))
+        else:
+            others = sorted(set(process.get("gpus") or []) - set(selected))
+            if others:
+                found.append(dict(process, outside="GPU " + ",".join(str(index) for index in others)))
+    return found
+
+
+def refuse_beyond_selection(module, killer, holders, snapshot, selected):
+    """With the gpus option set, fail (changing nothing, in check mode alike) when ending `holders` would end a
+    process that holds a GPU outside the selection or is a client of the whole driver, naming each and the GPU."""
     if not module.params["gpus"]:
         return
-    outside = [h for h in holders if not set(h.get("gpus") or []) & set(selected)]
+    outside = beyond_selection(killer.would_end(holders, snapshot), selected)
     if outside:
-        module.fail_json(changed=False, msg="refused: gpus=%s narrows this run to GPU %s, but ending what blocks it would also "
-                         "end %s; leave gpus empty to allow ending them" % (
-                             module.params["gpus"], ",".join(str(index) for index in sorted(selected)), ", ".join(
-                                 "pid %s (%s, on %s)" % (h["pid"], h.get("name"), "GPU " + ",".join(str(g) for g in h["gpus"])
-                                                         if h.get("gpus") else "no GPU: a client of the whole driver")
-                                 for h in outside)))
+        module.fail_json(changed=False, beyond_selection=outside, msg=(
+            "refused: gpus=%s narrows this run to GPU %s, but it would end %s; leave gpus empty, or select those GPUs "
+            "too, to allow it" % (module.params["gpus"], ",".join(str(index) for index in sorted(selected)), "; ".join(
+                "pid %s (%s, on %s; %s)" % (p["pid"], p.get("name"), p["outside"], p["why"]) for p in outside))))
 
 
 def acted(result):
@@ -263,7 +374,7 @@ def ended_pids(result):
     """Pids that ended (or, in check mode, would)."""
     pids = set(s["pid"] for s in result["signalled"] if s.get("exited"))
     pids |= set(z["pid"] for z in result["zombies"] if z.get("gone"))
-    pids |= set(pid for c in result["containers"] if c["ok"] for pid in c["pids"])
+    pids |= set(pid for c in result["containers"] for pid in c.get("ended", c["pids"] if c["ok"] else []))
     return pids
 
 
@@ -273,7 +384,9 @@ def failures(result):
              for c in result["containers"] if not c["ok"]]
     survivors = ["pid %s (%s) still runs after %s" % (s["pid"], s.get("name"), ", ".join(s.get("signals") or []))
                  for s in result["signalled"] if not s.get("exited")]
-    return stops + survivors
+    stayed = ["pid %s (%s) of %s container %s still runs after the container was stopped" % (s["pid"], s.get("name"), c["runtime"], c["id"])
+              for c in result["containers"] for s in c.get("survivors") or []]
+    return stops + stayed + survivors
 
 
 def still_holding(result, holders):
@@ -282,6 +395,8 @@ def still_holding(result, holders):
     reasons = dict((entry["pid"], entry["reason"]) for entry in result["left_alone"])
     reasons.update((z["pid"], z.get("reason") or "zombie not reaped") for z in result["zombies"] if not z.get("gone"))
     reasons.update((pid, "container not stopped: %s" % c["message"]) for c in result["containers"] if not c["ok"] for pid in c["pids"])
+    reasons.update((s["pid"], "still runs after %s container %s was stopped" % (c["runtime"], c["id"]))
+                   for c in result["containers"] for s in c.get("survivors") or [])
     return [_left(h, reasons.get(h["pid"]) or "still running after %s" % _signals_sent(result, h["pid"]))
             for h in holders if h["pid"] not in ended]
 

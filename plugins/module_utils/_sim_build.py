@@ -199,11 +199,20 @@ def _holder_specs(state, root, holders):
             devices = [dev_path(root, "nvidiactl")]  # an NVML client: the control device alone
         elif kind != "mmap":
             devices += [dev_path(root, "nvidiactl"), dev_path(root, "nvidia-uvm")]
+        parent_gpus = [int(g) for g in holder.get("parent_gpus") or []]
+        for index in parent_gpus:
+            if kind != "zombie" or index < 0 or index >= count:
+                raise SimError("%s.parent_gpus: %r is not a GPU index of this node (0..%d) held by a zombie's parent" % (
+                    where, index, count - 1))
+        parent_devices = [gpu_device(root, index) for index in parent_gpus]
+        if parent_devices:
+            parent_devices += [dev_path(root, "nvidiactl"), dev_path(root, "nvidia-uvm")]
         if kind == "o_path":
             gpus, memory = [], 0  # it never opened a device: the driver knows nothing of it
         specs.append({"role": "holder", "kind": kind, "name": name, "gpus": gpus, "memory_mib": memory,
                       "type": htype, "user": holder.get("user"), "run_as": _resolve_user(holder.get("user"), where),
-                      "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher"})
+                      "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher",
+                      "parent_devices": parent_devices})
     return specs
 
 

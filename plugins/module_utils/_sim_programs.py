@@ -159,6 +159,7 @@ def _hold_inherited(spec):
 
 def _hold_as_zombie(spec):
     _set_process_name(spec.get("parent_name") or "job-launcher")
+    held = _open_devices(spec.get("parent_devices") or [])  # the parent's own job, when it has one
     child = os.fork()
     if child == 0:
         _set_process_name(spec["name"])
@@ -168,7 +169,7 @@ def _hold_as_zombie(spec):
     parent = _own_identity()
     _report(spec, {"pid": child, "start_time": start_time(child), "parent_pid": parent["pid"],
                    "parent_start_time": parent["start_time"]})
-    _sleep_forever()
+    _sleep_forever(held)
 
 
 def _hold_in_thread(spec):

@@ -23,6 +23,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._procscan impor
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
+from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
 
@@ -31,7 +32,7 @@ class SnapshotOptions:
     """The knobs of a snapshot, as gpu_holders_info and the remediation modules accept them."""
 
     def __init__(self, gpus=None, backend="auto", probe_timeout=10.0, kernel_log_source="auto", kernel_log_path=None,
-                 kernel_log_window=None, ghost_threshold_mib=256, journal_path=None, scan_memory_maps="auto"):
+                 kernel_log_window=None, ghost_threshold_mib=256, journal_path=None, scan_memory_maps="auto", xid_policy=None):
         self.gpus = list(gpus or [])
         self.backend = backend
         self.probe_timeout = probe_timeout
@@ -43,11 +44,13 @@ class SnapshotOptions:
         self.journal_path = journal_path
         # auto, always, never (gpu_holders_info's option), or acting: a remediation module, about to act.
         self.scan_memory_maps = scan_memory_maps
+        # The site's Xid code -> rung (_xid_policy.parse_policy), over NVIDIA's catalog.
+        self.xid_policy = xid_policy
 
     @classmethod
     def from_params(cls, params):
         names = ("gpus", "backend", "probe_timeout", "kernel_log_source", "kernel_log_path", "kernel_log_window", "ghost_threshold_mib",
-                 "journal_path", "scan_memory_maps")
+                 "journal_path", "scan_memory_maps", "xid_policy")
         return cls(**dict((name, params[name]) for name in names if name in params))
 
 
@@ -60,6 +63,7 @@ SNAPSHOT_ARGUMENT_SPEC = dict(
     kernel_log_path=dict(type="path"),
     kernel_log_window=dict(type="int"),
     ghost_threshold_mib=dict(type="int", default=256),
+    xid_policy=dict(type="dict", default={}),
 )
 
 # gpu_holders_info's choice of scan tier (the acting modules always read every memory map).
@@ -77,6 +81,10 @@ def validate_snapshot_params(module):
         module.fail_json(msg="kernel_log_window must be a positive number of minutes, got %r" % params["kernel_log_window"])
     if params["ghost_threshold_mib"] < 0:
         module.fail_json(msg="ghost_threshold_mib must be 0 or more, got %r" % params["ghost_threshold_mib"])
+    try:
+        parse_policy(params.get("xid_policy"))
+    except PolicyError as exc:
+        module.fail_json(msg=str(exc))
     if params["kernel_log_source"] == "file" and not params["kernel_log_path"]:
         module.fail_json(msg="kernel_log_source=file needs kernel_log_path")
     if params["kernel_log_path"] and params["kernel_log_source"] not in ("file", "auto"):

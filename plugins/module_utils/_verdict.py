@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
+from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import event_rung
 
 # The ladder, lightest rung first: the only definition of it. Everything else (the walk, the roles' argument specs,
 # the playbooks' checks) reads it or is checked equal to it (tests/unit/plugins/module_utils/test_ladder_definition.py).
@@ -18,8 +19,8 @@ NO_RUNG = "none"
 # GPU states (gpu_state) in which the GPU still holds memory that the ladder is there to get back.
 HELD_STATES = ("busy", "stuck", "lost", "unresponsive")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
-# restart_app: the application the Xid hit must end; once it has (see answer_events), the event asks for nothing.
-XID_RUNGS = {"restart_app": "kill", "reset_gpu": "reset", "reboot": "reboot"}
+# An Xid's rung: _xid_policy.event_rung (NVIDIA's catalog, or the site's policy). restart_app (kill): the application
+# the Xid hit must end; once it has (see answer_events), the event asks for nothing.
 # What answered earlier evidence (answer_events), as the verdict's reasons say it.
 ANSWER_TEXT = {"gpu_reset": "a later GPU reset", "nvidia_driver_reload": "a later driver reload",
                "reboot": "the reboot since", "process_exit": "the end of the application it hit"}
@@ -57,10 +58,21 @@ def entry_rung(snapshot, rungs=RUNGS):
     return rungs[entry_floor(snapshot["verdict"]["rung"], rungs)] if memory_held(snapshot) else NO_RUNG
 
 
-def kill_targets(snapshot):
+def kill_targets(snapshot, platform="linux"):
     """The holders the kill rung ends: those holding a GPU, except GPU daemons (the reset and reload rungs stop and
-    start them) and processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot)."""
+    start them) and processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot). On
+    Windows only compute contexts: the WSL VM, dwm, applications that only draw and system processes have rungs of
+    their own (wsl, restart_adapter, logoff). Who among them may be ended is the protect rules' (_protect.refusal,
+    plugin_utils/_win_protect.refusal)."""
+    if platform == "windows":
+        return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "compute"]
     return [h for h in snapshot["holders"] if h["gpus"] and h["class"] not in ("gpu_daemon", "unkillable")]
+
+
+def wsl_targets(snapshot):
+    """What the Windows wsl rung gets back: the WSL VM processes holding a GPU. None, and the rung has nothing to do:
+    a running distribution whose VM holds no GPU memory (someone's idle shell) is left running."""
+    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "wsl_vm"]
 
 
 def beyond_reset(gpu):
@@ -156,7 +168,7 @@ def _xid_findings(finding, events, indexes):
     for event in events:
         if event.get("gpu_index") is not None and event["gpu_index"] not in indexes:
             continue
-        rung = XID_RUNGS.get((event.get("catalog") or {}).get("action"))
+        rung = event_rung(event)
         if not rung:
             continue
         text = "kernel log: %s on %s" % (_event_what(event), _event_where(event))

@@ -17,13 +17,20 @@ description:
   - A zombie cannot be killed; its parent is sent SIGCHLD so it reaps it and, with O(allow_parent_termination),
     the parent is ended so that init reaps it.
   - A holder inside a container is handled by O(containers), by default by stopping its container through the
-    runtime its cgroup names (docker, podman, crictl), since a killed process would be restarted.
+    runtime its cgroup names (docker, podman, crictl), since a killed process would be restarted. The runtime must
+    confirm the container first; a cgroup name alone makes a plain process.
   - Never signals a pid whose start time no longer matches (a reused pid), PID 1, a kernel thread, this Ansible
     run and its ancestors, a process in uninterruptible sleep (reported as unkillable, the evidence for a heavier
     rung), a protected process, a display server unless O(allow_display), a GPU daemon unless O(allow_daemons).
   - Takes the node lock, then its snapshot, so that a run that waited for another sees the node as that one left it.
     Journals every signal before it is sent and after. A second run finds nothing to end.
-  - A container stop that fails fails the module (with everything else it did reported).
+  - A container stop that fails fails the module (with everything else it did reported), and so does a holder of a
+    stopped container that still runs after the stop.
+  - With O(gpus) set, the run ends nothing outside those GPUs. Before any signal it computes every process it would
+    end (the selected holders, the parent of a zombie when O(allow_parent_termination) may end it, every holder of a
+    container to stop) and refuses, naming each, when one holds another GPU or is a client of the whole driver (holds
+    only node-wide device files such as C(/dev/nvidiactl) or C(/dev/nvidia-uvm), or is listed by the driver on no GPU).
+    Check mode refuses alike.
 author:
   - gpuops maintainers (@gpuops)
 extends_documentation_fragment:
@@ -110,7 +117,17 @@ zombies:
   type: list
   elements: dict
 containers:
-  description: Containers stopped (runtime, id, ok, message).
+  description:
+    - Containers stopped (in check mode, that would be), each with C(runtime), C(id), C(pids) (its holders), C(ok) (the runtime's CLI
+      succeeded), C(message), C(ended) (the holders gone after the stop, by pid and start time) and C(survivors) (those
+      still running, each a failure of the run).
+  returned: always
+  type: list
+  elements: dict
+unconfirmed_containers:
+  description:
+    - Holders whose cgroup path names a container that its runtime does not confirm (C(pid), C(start_time), C(name),
+      C(claimed) runtime and id, C(reason)); each is a plain process, never a container stop.
   returned: always
   type: list
   elements: dict
@@ -149,6 +166,13 @@ snapshot_after:
       C(gpus), C(holders), C(verdict) and the rest), so that a caller walking the ladder need not inspect again.
   returned: success, not in check mode
   type: dict
+beyond_selection:
+  description:
+    - When O(gpus) is set and the run is refused for it, the processes it would have ended outside the selection
+      (C(pid), C(start_time), C(name), C(gpus), C(devices), C(why) it would end, C(outside) the GPUs or the whole driver).
+  returned: when refused for it
+  type: list
+  elements: dict
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -160,8 +184,8 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
-    KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, validate_kill_params,
-    validate_selection_params,
+    KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, refuse_beyond_selection,
+    validate_kill_params, validate_selection_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
@@ -174,7 +198,7 @@ class GpuKillWorker:
         self.params = module.params
         self.run = Remediation(module)
         self.selection = HolderSelection(self.params, patterns)
-        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "gpus": [],
+        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "gpus": [],
                        "still_listed": [], "journal": []}
 
     def _wait_driver_release(self, pids):
@@ -195,8 +219,10 @@ class GpuKillWorker:
         holders, left_alone = self.selection.select(snapshot, gpu_indexes)
         if self.params["holders"] == []:
             self.result["msg"] = "holders=[]: no holder selected, nothing to end"
-        outcome = HolderKiller(self.module, self.run.journal).end(holders)
-        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "changed"))
+        killer = HolderKiller(self.module, self.run.journal)
+        refuse_beyond_selection(self.module, killer, holders, snapshot, gpu_indexes)
+        outcome = killer.end(holders)
+        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "unconfirmed_containers", "changed"))
         self.result["left_alone"] = left_alone + outcome["left_alone"]
         return snapshot, gpu_indexes
 

@@ -44,7 +44,8 @@ options:
         not be ended. Check mode predicts the kill and the reset that follows it.
       - Without it, the module refuses while they run.
       - With O(gpus) set, the run is narrowed to those GPUs, and it refuses, naming them, to end a holder that holds none of
-        them (a job on another GPU or an NVLink peer, a client of the whole driver). Leave O(gpus) empty to allow it.
+        them or holds another GPU too (a job on another GPU or an NVLink peer, a client of the whole driver, the parent
+        of a zombie, a process of a container to stop). Leave O(gpus) empty to allow it.
     type: bool
     default: false
   force:
@@ -83,6 +84,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+beyond_selection:
+  description:
+    - When O(gpus) is set and the run is refused because ending what blocks it would end a process outside those GPUs,
+      those processes (C(pid), C(start_time), C(name), C(gpus), C(devices), C(why) it would end, C(outside) the GPUs or
+      the whole driver).
+  returned: when refused for it
+  type: list
+  elements: dict
 gpus:
   description: One entry per GPU considered.
   returned: always
@@ -109,7 +118,7 @@ services_started:
 killed:
   description:
     - What O(kill_holders) did (in check mode, would do), as M(gpuops.remediation.gpu_kill) reports it (C(signalled),
-      C(left_alone), C(zombies), C(containers)).
+      C(left_alone), C(zombies), C(containers), C(unconfirmed_containers)).
   returned: when kill_holders is true and something blocked the reset
   type: dict
 persistence_restored:
@@ -160,7 +169,7 @@ journal:
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
-    KILL_ARGUMENT_SPEC, HolderKiller, beyond_selection, ended_pids, still_holding, validate_kill_params,
+    KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, ended_pids, refuse_beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
@@ -278,8 +287,8 @@ class GpuResetWorker:
             return snapshot, groups, reasons, skipped, []
         blocking, units = self.blockers(snapshot, groups)
         if blocking and self.params["kill_holders"]:
-            beyond_selection(self.module, blocking, self.run.selected_gpus(snapshot))
             killer = HolderKiller(self.module, self.run.journal)
+            refuse_beyond_selection(self.module, killer, blocking, snapshot, self.run.selected_gpus(snapshot))
             killed = killer.end(blocking, predict_only=True)
             self._keep_kill(killed)
             survivors = still_holding(killed, blocking)
@@ -300,7 +309,7 @@ class GpuResetWorker:
         return snapshot, groups, reasons, skipped, units
 
     def _keep_kill(self, killed):
-        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers"))
+        self.result["killed"] = dict((key, killed[key]) for key in KILL_RESULT_KEYS)
 
     def _reset_argv(self, nvidia_smi, group, snapshot):
         bus_ids = [gpu["pci_bus_id"] for gpu in snapshot["gpus"] if gpu["index"] in group]

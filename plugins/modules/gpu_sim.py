@@ -163,6 +163,13 @@ options:
         description: For O(holders[].kind=zombie), the name of the parent that never reaps it.
         type: str
         default: job-launcher
+      parent_gpus:
+        description:
+          - For O(holders[].kind=zombie), indexes of the GPUs its parent holds open itself (C(nvidia<N>), C(nvidiactl),
+            C(nvidia-uvm)), a live job of its own; by default the parent holds none.
+        type: list
+        elements: int
+        default: []
   services:
     description: GPU services to start as real background processes named like the real daemons.
     type: list
@@ -376,6 +383,7 @@ HOLDER_SPEC = dict(
     user=dict(type="str"),
     type=dict(type="str", choices=list(sim.HOLDER_TYPES), default="C"),
     parent_name=dict(type="str", default="job-launcher"),
+    parent_gpus=dict(type="list", elements="int", default=[]),
 )
 XID_SPEC = dict(
     xid=dict(type="int", required=True),

@@ -52,7 +52,8 @@ options:
         be ended.
       - O(grace) is also how long to wait for a stopped service's processes to go.
       - With O(gpus) set, the run is narrowed to those GPUs, and it refuses, naming them, to end a holder that holds none of
-        them (a job on another GPU or an NVLink peer, a client of the whole driver). Leave O(gpus) empty to allow it.
+        them or holds another GPU too (a job on another GPU or an NVLink peer, a client of the whole driver, the parent
+        of a zombie, a process of a container to stop). Leave O(gpus) empty to allow it.
     type: bool
     default: false
 seealso:
@@ -73,6 +74,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+beyond_selection:
+  description:
+    - When O(gpus) is set and the run is refused because ending what blocks it would end a process outside those GPUs,
+      those processes (C(pid), C(start_time), C(name), C(gpus), C(devices), C(why) it would end, C(outside) the GPUs or
+      the whole driver).
+  returned: when refused for it
+  type: list
+  elements: dict
 plan:
   description: The steps, in order, as argv lists joined for reading (in check mode, what would run).
   returned: always
@@ -106,7 +115,7 @@ services_started:
 killed:
   description:
     - What O(kill_holders) did, as M(gpuops.remediation.gpu_kill) reports it (C(signalled), C(left_alone), C(zombies),
-      C(containers)).
+      C(containers), C(unconfirmed_containers)).
   returned: when kill_holders is true
   type: dict
 node_state:
@@ -170,7 +179,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import pa
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
-    KILL_ARGUMENT_SPEC, HolderKiller, acted, beyond_selection, still_holding, validate_kill_params,
+    KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, acted, refuse_beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import node_reset_evidence
@@ -216,8 +225,8 @@ class DriverReloadWorker:
         if not self.params["kill_holders"]:
             self.module.fail_json(msg="nvidia_driver_reload refused: the devices are held by %s; end them first "
                                       "(gpuops.remediation.gpu_kill) or set kill_holders=true" % names, changed=False)
-        beyond_selection(self.module, blockers, self.run.selected_gpus(self._snapshot))
         killer = HolderKiller(self.module, self.run.journal)
+        refuse_beyond_selection(self.module, killer, blockers, self._snapshot, self.run.selected_gpus(self._snapshot))
         # Refuse before any signal when some holder would survive: ending the others would be for nothing.
         self._refuse_survivors(killer.end(blockers, predict_only=True), blockers, changed=False)
         if not self.module.check_mode:
@@ -225,7 +234,7 @@ class DriverReloadWorker:
             self._refuse_survivors(killed, blockers, changed=killed["changed"])
 
     def _refuse_survivors(self, killed, blockers, changed):
-        self.result["killed"] = dict((key, killed[key]) for key in ("signalled", "left_alone", "zombies", "containers"))
+        self.result["killed"] = dict((key, killed[key]) for key in KILL_RESULT_KEYS)
         left = still_holding(killed, blockers)
         if left:
             self.result["changed"] = changed

@@ -80,11 +80,22 @@ gpus:
       description: Used framebuffer memory, MiB.
       type: int
     attributed_mib:
-      description: The sum of its holders' counters, MiB.
+      description:
+        - Used memory the live processes account for, MiB - the adapter-level GPU Adapter Memory figure under WDDM, the
+          sum of nvidia-smi's per-process memory under TCC or MCDM; null when unknown. Never the sum of the per-process
+          counters, which are not additive.
       type: int
     unattributed_mib:
-      description: Used memory no counter accounts for (ghost memory); null when the GPU's LUID is not known.
+      description:
+        - Used memory no live process accounts for (ghost memory), MiB; null (unknown, not 0) where WDDM gives N/A and no
+          adapter figure exists or the GPU's LUID is not joined.
       type: int
+    ghost_source:
+      description: Where C(unattributed_mib) comes from - C(adapter_counter), C(nvidia_smi_processes), or null.
+      type: str
+    ghost_reason:
+      description: Why C(unattributed_mib) is null, or null.
+      type: str
     luid:
       description: The adapter's LUID (C(0x<high>_0x<low>)), null when it could not be joined.
       type: str

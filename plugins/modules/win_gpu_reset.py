@@ -19,7 +19,8 @@ description:
     winlogon, services, lsass, smss, System, Idle, Registry, Memory Compression, Secure System, LsaIso), the WSL VM
     (C(vmmemWSL), C(vmmem) - use M(gpuops.remediation.wsl_shutdown)), the user's shell C(explorer.exe) (use
     V(restart_explorer)), a remote connection's host process (C(wsmprovhost), C(winrshost), C(sshd)), nor C(dwm.exe)
-    unless O(allow_dwm). A process counts as ended only when it is gone by pid and creation time, whatever taskkill printed."
+    unless O(allow_dwm), nor a process of O(protect_names) or O(protect_users), nor one whose tree holds any of these.
+    A process counts as ended only when it is gone by pid and creation time, whatever taskkill printed."
   - "V(restart_adapter) - C(pnputil /restart-device <instance id>) on the one adapter of each GPU chosen (O(gpu)) that
     needs it (ghost memory beyond O(ghost_threshold_mib), or NVML's recovery action), or of every GPU chosen with
     O(force). Never C(/class Display), which restarts every adapter. Exit 3010 means the restart waits for a reboot -
@@ -70,6 +71,21 @@ options:
     description: With V(kill), allow ending C(dwm.exe) (Windows starts it again; the screen flickers).
     type: bool
     default: false
+  protect_names:
+    description:
+      - With V(kill) and V(restart_explorer), process names never ended (any case, with or without C(.exe)); a
+        selected process whose C(taskkill /T) tree holds one is left alone with its tree.
+      - The same rule as the walk's C(gpu_reclaim_protect_names) (C(plugins/plugin_utils/_win_protect.py)).
+    type: list
+    elements: str
+    default: []
+  protect_users:
+    description:
+      - With V(kill) and V(restart_explorer), users whose processes are never ended (any case, with or without the
+        C(DOMAIN\\) prefix or a C(@domain) suffix); a tree holding one of their processes is left alone.
+    type: list
+    elements: str
+    default: []
   gpu:
     description:
       - With V(restart_adapter), the GPU whose adapter to restart - its index, UUID or PCI bus id. Unset means every GPU

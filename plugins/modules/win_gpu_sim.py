@@ -176,6 +176,12 @@ options:
         description: Memory it holds on the integrated GPU (needs O(integrated_gpu)), MiB - never an NVIDIA GPU's.
         type: int
         default: 0
+      counter_mib:
+        description:
+          - What its GPU Process Memory counter reports on its first GPU, MiB, instead of what it holds - the counters
+            are not additive (a real capture shows dwm.exe at 9.4 GB on an adapter using 0.99 GB). V(-1) is the sample
+            of a process that has exited. Unset means what it holds. The adapter's own figure and nvidia-smi are not changed.
+        type: int
       children:
         description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
         type: list

@@ -1,6 +1,9 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Per-process GPU memory on Windows from the GPU Process Memory counters, summed per pid over LUIDs and phys.
+"""GPU memory counters on Windows: per process (GPU Process Memory, summed per pid over LUIDs and phys) and per
+adapter (GPU Adapter Memory). The per-process figures say who touches which GPU, never how much of its memory is
+accounted: they are not additive (a real es-ES capture shows dwm.exe at 9.4 GB on an adapter using 0.99 GB). Ghost
+memory is read from the adapter-level figure (_win_snapshot.ghost_memory).
 
 Two sources, both ConvertTo-Json output: the language-neutral CIM class (property names never translated) and,
 where it is missing, Get-Counter's samples (Path + CookedValue), whose counter names are the English ones only
@@ -28,17 +31,6 @@ _ADAPTER_INSTANCE_RE = re.compile(r"^luid_(0x[0-9a-f]+)_(0x[0-9a-f]+)_phys_(\d+)
 _COUNTER_PATH_RE = re.compile(r"\\([^\\]*)\(([^\\()]*)\)\\([^\\]+)$")
 
 CounterReading = namedtuple("CounterReading", "by_pid unrecognised")
-
-
-def counter_paths(pid=None, counters=("Dedicated Usage", "Shared Usage")):
-    """English counter paths for Get-Counter, for one pid (`pid_<n>_*`: the underscore keeps 12345 out of 1234)."""
-    instance = "*" if pid is None else "pid_%d_*" % int(pid)
-    return ["\\GPU Process Memory(%s)\\%s" % (instance, counter) for counter in counters]
-
-
-def instance_matches_pid(instance, pid):
-    """True when a counter instance is pid's: `pid_<n>_`, case-insensitive, the underscore included."""
-    return instance.lower().startswith("pid_%d_" % int(pid))
 
 
 def parse_process_instance(instance):
@@ -81,13 +73,20 @@ def parse_counter_samples(text):
     return reading
 
 
+ADAPTER_CIM_CLASS = "Win32_PerfFormattedData_GPUPerformanceCounters_GPUAdapterMemory"
+
+
 def parse_adapter_memory(text):
-    """ConvertTo-Json of `\\GPU Adapter Memory(*)\\...` samples (InstanceName, CookedValue) -> {luid: bytes}."""
+    """ConvertTo-Json of the GPU Adapter Memory instances -> {luid: dedicated bytes}: the CIM class (Name,
+    DedicatedUsage) or Get-Counter's `\\GPU Adapter Memory(*)\\Dedicated Usage` samples (InstanceName, CookedValue).
+    What WDDM accounts to the adapter for every live process together: an adapter-level figure. A value below 0 is no
+    sample (a counter whose owner went away reads -1), never a negative size."""
     by_luid = {}
     for item in _win_json.objects(text):
-        match = _ADAPTER_INSTANCE_RE.match(str(item.get("InstanceName") or "").strip())
-        value = _win_json.integer(item.get("CookedValue"))
-        if match and value is not None:
+        name = item.get("Name") if item.get("Name") is not None else item.get("InstanceName")
+        match = _ADAPTER_INSTANCE_RE.match(str(name or "").strip())
+        value = _win_json.integer(item.get("DedicatedUsage") if "DedicatedUsage" in item else item.get("CookedValue"))
+        if match and value is not None and value >= 0:
             luid = _luid(match.group(1), match.group(2))
             by_luid[luid] = by_luid.get(luid, 0) + value
     return by_luid
@@ -106,7 +105,7 @@ def _add(reading, instance, values, item):
     entry = reading.by_pid.setdefault(pid, {"pid": pid, "by_luid": {}})
     per_luid = entry["by_luid"].setdefault(luid, {})
     for key, value in values.items():
-        if value is None:
-            continue
+        if value is None or value < 0:
+            continue  # -1 is the sample of a process that has exited: no sample, never -1 bytes
         per_luid[key] = per_luid.get(key, 0) + value
         entry[key] = entry.get(key, 0) + value

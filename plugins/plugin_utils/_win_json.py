@@ -19,8 +19,8 @@ _FILETIME_EPOCH_OFFSET = 116444736000000000
 
 
 def objects(text):
-    """ConvertTo-Json output -> a list of dicts (PowerShell writes a single object without the list, and
-    nothing at all for an empty pipeline). ValueError when it is not JSON objects."""
+    """ConvertTo-Json output -> a list of dicts (PowerShell writes a single object without the list, and nothing
+    at all, `null` or `[null]` for an empty pipeline). ValueError when it is not JSON objects."""
     if isinstance(text, bytes):
         text = text.decode("utf-8-sig")
     text = text.strip()
@@ -30,7 +30,8 @@ def objects(text):
         value = json.loads(text)
     except ValueError as exc:
         raise ValueError("not ConvertTo-Json output: %s" % exc) from exc
-    items = value if isinstance(value, list) else [value]
+    # Windows PowerShell 5.1 writes an empty pipeline collected with @(...) as [null] (and a lone $null as null).
+    items = [item for item in (value if isinstance(value, list) else [value]) if item is not None]
     if not all(isinstance(item, dict) for item in items):
         raise ValueError("ConvertTo-Json output holds something other than objects: %r" % text[:200])
     return items

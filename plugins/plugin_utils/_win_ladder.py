@@ -12,18 +12,14 @@ which windows_executor() offers the walk under the modules' names.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_snapshot, _wsl_shutdown
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets, wsl_targets
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_protect, _win_snapshot, _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, step_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
 INSPECT_MODULE = "gpuops.remediation.win_gpu_holders_info"
 RESET_MODULE = "gpuops.remediation.win_gpu_reset"
 WSL_MODULE = "gpuops.remediation.wsl_shutdown"
-
-
-def windows_kill_targets(snapshot):
-    """The holders the kill rung ends: compute processes holding a GPU (the WSL VM, dwm and system processes never)."""
-    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "compute"]
 
 
 def logoff_users(snapshot):
@@ -60,23 +56,15 @@ def windows_executor(node, check_mode, ghost_threshold_mib):
     return execute
 
 
-def _bare_user(user):
-    """A user without its domain (WS12\\ada is ada), lower case: the protect list may name users either way."""
-    return (user or "").rsplit("\\", 1)[-1].lower()
-
-
 def protected_split(holders, kill_args):
-    """(holders the kill may end, [(holder, why) left alone]): the protect lists of the walk (protect_names, matched
-    with or without .exe, and protect_users, with or without the domain), case-insensitively as Windows names are."""
-    names = set(name.lower() for name in kill_args.get("protect_names") or [])
-    users = set(_bare_user(user) for user in kill_args.get("protect_users") or [])
+    """(holders the kill may end, [(holder, why) left alone]) by _win_protect.refusal, the one rule of who may be
+    ended (the shell is the kill rung's through restart_explorer, so it is not refused here)."""
+    policy = _win_protect.Policy.from_args(kill_args, allow_shell=True)
     ends, left = [], []
     for holder in holders:
-        name = (holder.get("name") or "").lower()
-        if name in names or (name.endswith(".exe") and name[:-4] in names):
-            left.append((holder, "protected name: %s" % holder.get("name")))
-        elif users and _bare_user(holder.get("user")) in users:
-            left.append((holder, "protected user: %s" % holder.get("user")))
+        why = _win_protect.refusal(holder, policy)
+        if why:
+            left.append((holder, why))
         else:
             ends.append(holder)
     return ends, left
@@ -133,14 +121,15 @@ class WindowsWalk(LadderWalk):
     def _take_kill(self, snapshot):
         # explorer.exe is the user's shell: ending it with /T would end everything started from it, so its hold is
         # ended by restarting the shell alone (win_gpu_reset method=restart_explorer), the others by taskkill.
-        holders, left = protected_split(windows_kill_targets(snapshot), self.options.kill_args)
+        holders, left = protected_split(kill_targets(snapshot, "windows"), self.options.kill_args)
         left_lines = ["left pid %s %s: %s" % (h["pid"], h.get("name") or "", why) for h, why in left]
+        protect = dict((name, self.options.kill_args[name]) for name in ("protect_names", "protect_users") if self.options.kill_args.get(name))
         targets = [{"pid": h["pid"], "creation_time_ms": h["creation_time_ms"]} for h in holders if not is_shell(h)]
         shells = sorted(set(h.get("user") for h in holders if is_shell(h) and h.get("user")))
         if not targets and not shells:
             return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": left_lines}, snapshot
-        steps = ([self._reset("kill", "kill", holders=targets)] if targets else [])
-        steps += [self._reset("kill", "restart_explorer", user=user) for user in shells]
+        steps = ([self._reset("kill", "kill", holders=targets, **protect)] if targets else [])
+        steps += [self._reset("kill", "restart_explorer", user=user, **protect) for user in shells]
         step, after = merged_step("kill", steps)
         step["plan"] = left_lines + step["plan"]
         return step, after
@@ -159,7 +148,11 @@ class WindowsWalk(LadderWalk):
         return steps
 
     def _wsl_step(self, snapshot):
-        del snapshot  # wsl_shutdown reads what runs itself
+        # Only a WSL VM that holds a GPU is stopped (_verdict.wsl_targets): a distribution holding nothing gives
+        # nothing back, and stopping it would end someone's work for nothing.
+        if not wsl_targets(snapshot):
+            return {"rung": "wsl", "changed": False, "failed": False, "msg": "no WSL VM holds a GPU: nothing to stop",
+                    "plan": []}, snapshot
         result = self.execute(WSL_MODULE, self._journal_args())
         verb = "would stop" if self.check_mode else "stopped"
         plan = ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]
@@ -175,7 +168,7 @@ class WindowsWalk(LadderWalk):
 
     def _refused_for_protected(self, rung, snapshot):
         """A heavier rung would take the GPU from a protected process too: refused, naming it, as on Linux."""
-        dummy, left = protected_split(windows_kill_targets(snapshot), self.options.kill_args)
+        dummy, left = protected_split(kill_targets(snapshot, "windows"), self.options.kill_args)
         if not left:
             return None
         names = ", ".join("pid %s (%s, %s)" % (h["pid"], h.get("name"), why) for h, why in left)

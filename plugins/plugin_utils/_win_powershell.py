@@ -23,15 +23,3 @@ def literal(value):
     if "\x00" in text:
         raise ValueError("a NUL cannot be passed to PowerShell: %r" % (text,))
     return "'" + _SINGLE_QUOTE_RE.sub(r"\1\1", text) + "'"
-
-
-def call_line(argv):
-    """One script line running argv through the call operator, every element a literal: `& 'pnputil' '...'`."""
-    if not argv:
-        raise ValueError("an empty argv runs nothing")
-    return "& " + " ".join(literal(argument) for argument in argv)
-
-
-def array_literal(values):
-    """@('a', 'b''c') for a list of values, each a literal."""
-    return "@(" + ", ".join(literal(value) for value in values) + ")"

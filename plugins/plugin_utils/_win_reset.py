@@ -27,7 +27,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_journal, _win_pnputil, _win_processes, _win_sessions, _win_snapshot, _win_taskkill,
+    _win_journal, _win_pnputil, _win_processes, _win_protect, _win_sessions, _win_snapshot, _win_taskkill,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, WindowsNodeError
 
@@ -36,6 +36,8 @@ WIN_RESET_ARGUMENT_SPEC = {
     "method": {"type": "str", "required": True, "choices": list(METHODS)},
     "holders": {"type": "list", "elements": "dict", "default": []},
     "allow_dwm": {"type": "bool", "default": False},
+    "protect_names": {"type": "list", "elements": "str", "default": []},
+    "protect_users": {"type": "list", "elements": "str", "default": []},
     "gpu": {"type": "raw"},
     "force": {"type": "bool", "default": False},
     "user": {"type": "str"},
@@ -46,9 +48,7 @@ WIN_RESET_ARGUMENT_SPEC = {
     "journal_path": {"type": "str"},
     "run_id": {"type": "str"},
 }
-# The host processes of the connection Ansible runs through: ending one cuts the run itself.
-CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd"))
-SHELL_NAME = "explorer"
+SHELL_NAME = _win_protect.SHELL_NAME
 SERVICES_SESSION = 0
 _MAX_BACKOFF_S = 12
 _SHELL_POLL_S = 1
@@ -99,6 +99,8 @@ def checked_args(args):
         if isinstance(full[name], bool) or not isinstance(full[name], int) or full[name] < 0:
             raise WinResetInputError("%s: %r is not a whole number of 0 or more" % (name, full[name]))
     full["holders"] = _checked_holders(full["holders"])
+    for name in ("protect_names", "protect_users"):
+        _checked_names(name, full[name])
     if full["gpu"] is not None:
         _checked_gpu_form(full["gpu"])
     if full["method"] in ("logoff", "restart_explorer"):
@@ -127,6 +129,14 @@ def _checked_holders(holders):
                                          "it)" % (at, key, value))
         checked.append(holder)
     return checked
+
+
+def _checked_names(option, names):
+    if not isinstance(names, (list, tuple)):
+        raise WinResetInputError("%s: %r is not a list of names" % (option, names))
+    for at, name in enumerate(names):
+        if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
+            raise WinResetInputError("%s[%d]: %r is not a name" % (option, at, name))
 
 
 def _checked_gpu_form(gpu):
@@ -217,15 +227,16 @@ def _taskkill(node, journal, process, tree):
 
 def _kill(node, args, check_mode, _sleep, journal):
     entries, by_tree = [], {}  # by_tree: pid -> (the selected pid whose taskkill /T ended it, or would, its record)
+    policy = _win_protect.Policy.from_args(args)
     processes = process_list(node)
     for holder in args["holders"]:
         if entries and not check_mode:
             processes = process_list(node)  # fresh before each taskkill: Windows reuses pids quickly
-        entry = _kill_one(node, journal, holder, processes, by_tree, args["allow_dwm"], check_mode)
+        entry = _kill_one(node, journal, holder, processes, by_tree, policy, check_mode)
         entries.append(entry)
         if entry["outcome"] in ("would_end", "taskkill_ran"):
             _note_tree(entry, processes, by_tree)
-    if any(e["outcome"] == "taskkill_ran" for e in entries):
+    if not check_mode and any(e["outcome"] == "taskkill_ran" for e in entries):
         _judge_kills(entries, process_list(node))
     failures = [e for e in entries if e["outcome"] == "failed"]
     ended = [pid for e in entries if e["outcome"] in ("ended", "would_end") for pid in [e["pid"]] + e["also_ended"]]
@@ -237,7 +248,7 @@ def _kill(node, args, check_mode, _sleep, journal):
     return result
 
 
-def _kill_one(node, journal, holder, processes, by_tree, allow_dwm, check_mode):
+def _kill_one(node, journal, holder, processes, by_tree, policy, check_mode):
     process = processes.get(holder["pid"])
     entry = {"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"], "name": holder.get("name"),
              "user": holder.get("user"), "session_id": holder.get("session_id"), "also_ended": [], "tree_of": None,
@@ -247,12 +258,12 @@ def _kill_one(node, journal, holder, processes, by_tree, allow_dwm, check_mode):
         verb = "would end" if check_mode else "ended"
         return dict(entry, outcome=verb.replace(" ", "_"), tree_of=parent, name=record["name"],
                     line="%s %s with the tree of pid %s" % (verb, _who(record), parent))
-    left = _left_reason(holder, process, allow_dwm)
+    left = _left_reason(holder, process, policy)
     if left:
         outcome, reason = left
         return dict(entry, outcome=outcome, reason=reason, line="left pid %s %s: %s" % (holder["pid"], holder.get("name") or "", reason))
     entry.update(name=process["name"], user=process.get("user"), session_id=process.get("session_id"))
-    refused = _tree_refusal(processes, process, allow_dwm)
+    refused = _win_protect.tree_refusal(processes, process, policy)
     if refused:
         return dict(entry, outcome="refused", reason=refused, line="left pid %s %s: %s" % (holder["pid"], process["name"], refused))
     if check_mode:
@@ -261,65 +272,38 @@ def _kill_one(node, journal, holder, processes, by_tree, allow_dwm, check_mode):
 
 
 def _note_tree(entry, processes, by_tree):
-    """What taskkill /T took (or, in check mode, would take) with the selected process: its descendants."""
-    if entry["taskkill"] is not None:
-        pids = [pid for pid, line in entry["taskkill"]["pids"].items() if pid != entry["pid"] and line["ended"]]
-    else:
-        pids = _descendants(processes, processes[entry["pid"]])
+    """The tree taskkill /T takes (or, in check mode, would take) with the selected process: its descendants as the
+    process list shows them just before (pid + creation time), whatever taskkill prints afterwards, in any language.
+    In check mode they are all predicted ended; after the run, _judge_kills keeps those gone by pid + creation time."""
+    pids = _win_protect.descendants(processes, processes[entry["pid"]])
+    entry["tree"] = [_identity(processes[pid]) for pid in pids]
     entry["also_ended"] = sorted(pids)
     for pid in pids:
-        if pid in processes:
-            by_tree.setdefault(pid, (entry["pid"], processes[pid]))
+        by_tree.setdefault(pid, (entry["pid"], processes[pid]))
 
 
-def _tree_refusal(processes, process, allow_dwm):
-    """Why taskkill /T must not end this process's tree, or None: a descendant (what /T ends with it) that would be
-    refused on its own - a protected system process, dwm, the shell, a remote connection's host."""
-    for pid in _descendants(processes, process):
-        left = _left_reason(processes[pid], processes[pid], allow_dwm)
-        if left and left[0] == "refused":
-            return "its tree (what taskkill /T ends with it) holds pid %s %s, which is never ended: %s" % (
-                pid, processes[pid].get("name") or "", left[1])
-    return None
-
-
-def _descendants(processes, root):
-    """The processes whose parent chain leads to root (a child is younger than its parent: Windows keeps a parent's
-    pid in ParentProcessId after the parent exits, and that pid may name a newer process)."""
-    found, frontier = [], [root]
-    while frontier:
-        children = [p for p in processes.values() for parent in frontier
-                    if p.get("ppid") == parent["pid"] and p["pid"] != parent["pid"] and p["pid"] not in found
-                    and (p.get("creation_time_ms") or 0) >= (parent.get("creation_time_ms") or 0)]
-        found.extend(p["pid"] for p in children)
-        frontier = children
-    return found
-
-
-def _left_reason(holder, process, allow_dwm):
+def _left_reason(holder, process, policy):
     """(outcome, reason) for a holder left alone, or None when it is to be ended."""
     if process is None:
         return "gone", "already gone"
     if not _same(process, holder):
         return "pid_reused", "pid reused: pid %s is now %s, started at %s ms, not the process selected (started at %s ms)" % (
             holder["pid"], process.get("name"), process.get("creation_time_ms"), holder["creation_time_ms"])
-    base = _win_processes.base_name(process.get("name"))
-    refusal = _win_processes.kill_refusal(process, allow_dwm=allow_dwm)
-    if refusal is None and base == SHELL_NAME:
-        refusal = "%s is the user's shell: use method restart_explorer (taskkill /T would end every program started from it)" % _who(process)
-    if refusal is None and base in CONNECTION_NAMES:
-        refusal = "%s hosts a remote connection (maybe Ansible's own): never ended" % _who(process)
+    refusal = _win_protect.refusal(process, policy)
     return ("refused", refusal) if refusal else None
 
 
 def _judge_kills(entries, after):
-    """The evidence: a process selected is ended only when it is gone by pid + creation time."""
+    """The evidence: a process selected, or one of its tree, is ended only when it is gone by pid + creation time from
+    the process list read after taskkill (its words are kept for the report: they are localized)."""
     for entry in entries:
+        if "tree" in entry:
+            entry["also_ended"] = sorted(member["pid"] for member in entry["tree"] if not _same(after.get(member["pid"]), member))
         if entry["outcome"] != "taskkill_ran":
             continue
         process, answer = entry.pop("process"), entry["taskkill"]
         if _same(after.get(entry["pid"]), entry):
-            reason = answer["outcome"] if answer["outcome"] != "ended" else "taskkill reported success, the process still runs"
+            reason = answer["outcome"] if answer["outcome"] != "ended" else "taskkill exited 0, the process still runs"
             detail = " (%s)" % answer["message"] if answer["message"] else ""
             entry.update(outcome="failed", reason=reason, line="could not end %s with taskkill /F /T: %s%s" % (_who(process), reason, detail))
         else:
@@ -511,7 +495,8 @@ def _restart_explorer(node, args, check_mode, sleep, journal):
     sessions = [s for s in _win_sessions.sessions_of(_sessions(node), args["user"]) if s["id"] != SERVICES_SESSION]
     snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
     processes = process_list(node)
-    entries = [_shell_plan(session, processes, snapshot, args["force"]) for session in sessions]
+    policy = _win_protect.Policy.from_args(args, allow_shell=True)
+    entries = [_shell_plan(session, processes, snapshot, args["force"], policy) for session in sessions]
     for entry in entries:
         if entry["outcome"] == "restart" and not check_mode:
             _restart_shell(node, journal, entry, args["shell_timeout"], sleep)
@@ -524,13 +509,16 @@ def _restart_explorer(node, args, check_mode, sleep, journal):
     return result
 
 
-def _shell_plan(session, processes, snapshot, force):
+def _shell_plan(session, processes, snapshot, force, policy):
     shells = [p for p in processes.values() if p.get("session_id") == session["id"] and _win_processes.base_name(p.get("name")) == SHELL_NAME]
     held = sum(h.get("used_mib") or 0 for h in snapshot["holders"] if h["pid"] in [p["pid"] for p in shells])
     entry = {"id": session["id"], "user": session["user"], "explorer_before": [_identity(p) for p in shells], "explorer_after": None,
              "gpu_memory_mib": held, "ended": False, "message": None}
     if not shells:
         return dict(entry, outcome="no_shell", message="no explorer.exe runs in it")
+    refused = [why for why in (_win_protect.refusal(shell, policy) for shell in shells) if why]
+    if refused:
+        return dict(entry, outcome="refused", message="; ".join(refused))
     if not held and not force:
         return dict(entry, outcome="not_needed", message="its explorer.exe holds no GPU memory (force=true restarts it anyway)")
     return dict(entry, outcome="restart")
@@ -571,7 +559,7 @@ def _new_shells(node, entry, timeout, sleep, clock=time.monotonic):
 def _shell_line(entry, check_mode):
     what = "explorer.exe of session %s (%s)" % (entry["id"], entry["user"])
     pids = ", ".join("pid %s" % s["pid"] for s in entry["explorer_before"])
-    if entry["outcome"] in ("no_shell", "not_needed"):
+    if entry["outcome"] in ("no_shell", "not_needed", "refused"):
         return "left %s: %s" % (what, entry["message"])
     if check_mode:
         return "would restart %s: end %s with taskkill /F, Windows starts it again" % (what, pids)

@@ -12,7 +12,7 @@ The simulated node (_win_sim) answers the same names.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_counters import CIM_CLASS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_counters import ADAPTER_CIM_CLASS, CIM_CLASS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell import literal
 
 # One round trip for everything the snapshot reads through PowerShell: the GPU Process Memory counters (the
@@ -123,7 +123,7 @@ try {
         $properties = @()
         try {
             $properties = @(Get-PnpDeviceProperty -InstanceId $device.InstanceId -KeyName 'DEVPKEY_Device_BusNumber', 'DEVPKEY_Device_Address' |
-                Select-Object -Property KeyName, Type, Data)
+                Select-Object -Property 'KeyName', 'Type', 'Data')
         }
         catch {
             $properties = @()
@@ -156,14 +156,14 @@ function ConvertTo-JsonText($items) {
 $memory = @{ source = 'cim'; json = ''; error = $null }
 try {
     $rows = Get-CimInstance -ClassName %(cim_class)s |
-        Select-Object -Property Name, DedicatedUsage, SharedUsage, LocalUsage, NonLocalUsage, TotalCommitted
+        Select-Object -Property 'Name', 'DedicatedUsage', 'SharedUsage', 'LocalUsage', 'NonLocalUsage', 'TotalCommitted'
     $memory.json = ConvertTo-JsonText $rows
 }
 catch {
     $memory.error = $_.Exception.Message
     try {
         $paths = '\GPU Process Memory(*)\Dedicated Usage', '\GPU Process Memory(*)\Shared Usage'
-        $samples = (Get-Counter -Counter $paths).CounterSamples | Select-Object -Property Path, CookedValue
+        $samples = (Get-Counter -Counter $paths).CounterSamples | Select-Object -Property 'Path', 'CookedValue'
         $memory.source = 'counter'
         $memory.json = ConvertTo-JsonText $samples
     }
@@ -171,6 +171,16 @@ catch {
         $memory.source = $null
         $memory.error = '{0} / {1}' -f $memory.error, $_.Exception.Message
     }
+}
+
+$adapterMemory = @{ source = 'cim'; json = ''; error = $null }
+try {
+    $adapterRows = Get-CimInstance -ClassName %(adapter_class)s | Select-Object -Property 'Name', 'DedicatedUsage', 'SharedUsage'
+    $adapterMemory.json = ConvertTo-JsonText $adapterRows
+}
+catch {
+    $adapterMemory.source = $null
+    $adapterMemory.error = $_.Exception.Message
 }
 
 %(processes)s
@@ -201,13 +211,14 @@ $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -Error
 
 $Ansible.Result = @{
     process_memory = $memory
+    adapter_memory = $adapterMemory
     processes = ConvertTo-JsonText $processes
     adapters = ConvertTo-JsonText $adapters
     pnp_locations = $pnpLocations
     pnp_error = $pnpError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
-""" % {"cim_class": literal(CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
+""" % {"cim_class": literal(CIM_CLASS), "adapter_class": literal(ADAPTER_CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]

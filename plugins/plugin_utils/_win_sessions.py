@@ -4,16 +4,16 @@
 
 quser's header, its STATE words and its dates are localized, and the header is sometimes missing: a row is found by
 its shape (a session id, then three more fields), the id being the anchor. It exits 1, with a localized line on
-stderr, when nobody is logged on. It cuts user names at 20 characters.
+stderr, when nobody is logged on: the exit status decides, the line is kept for the report. It cuts user names at 20 characters.
 """
 
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 
 RC_NOBODY = 1
-# quser's line for nobody logged on, as captures show it (on stderr; a caller may have merged the streams).
-_NOBODY_LINES = ("No User exists for *",)
+_ERROR_NUMBER_RE = re.compile(r"0x[0-9A-Fa-f]{4,}|\[\d+\]|\b\d{3,}\b")
 
 Sessions = namedtuple("Sessions", "status sessions message")
 
@@ -40,8 +40,11 @@ def parse_quser(stdout, rc, stderr=""):
     parsed = [(line, _session(line)) for line in lines]
     sessions = [session for _line, session in parsed if session is not None]
     others = [line.strip() for line, session in parsed if session is None]
-    if rc == RC_NOBODY and all(line.strip() in _NOBODY_LINES for line in lines):
-        return Sessions("ok", [], (stderr.strip() or stdout.strip()) or None)
+    said = (stderr.strip() or stdout.strip()) or None
+    if rc == RC_NOBODY and not sessions and not _ERROR_NUMBER_RE.search(said or ""):
+        # Exit 1 with no session row is nobody logged on, whatever language the line is in; an error quser reports
+        # carries its number (Error 0x000006BA, [1722]), in every language.
+        return Sessions("ok", [], said)
     if rc != 0:
         return Sessions("unrecognised", sessions, "quser exited %s: %s" % (rc, (stderr or stdout).strip()))
     if len(others) > 1 or (others and not _is_header(others[0])):

@@ -226,6 +226,8 @@ def _scenario_process(state, spec):
     process = _spawn(state, name, owner, session, image, gpu_memory=memory)
     if spec.get("graphics"):
         process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
+    if spec.get("counter_mib") is not None:
+        process["counter_mib"] = int(spec["counter_mib"])  # what its GPU Process Memory counter reports, not what it holds
     for child in spec.get("children") or []:
         kid = _scenario_process(state, dict(child, user=child.get("user") or user, session_id=child.get("session_id", session)))
         kid["ppid"] = process["pid"]
@@ -593,7 +595,10 @@ def _stop_vm(state, owner):
 # ---- PowerShell scripts (ConvertTo-Json as Windows PowerShell 5.1 writes it) --------------------------------------
 
 def _ps_json(items):
-    # 5.1 escapes the slashes of its date form: "\/Date(1790077571033)\/".
+    # 5.1 escapes the slashes of its date form: "\/Date(1790077571033)\/", and writes an empty pipeline
+    # collected with @(...) as [null].
+    if not items:
+        return "[\r\n    null\r\n]"
     return json.dumps(items, indent=4).replace('"/Date(', '"\\/Date(').replace(')/"', ')\\/"')
 
 
@@ -610,8 +615,21 @@ def _snapshot_script(state, parameters, _caller):
                                 "DedicatedUsage": usage["dedicated_bytes"], "SharedUsage": usage["shared_bytes"],
                                 "LocalUsage": usage["dedicated_bytes"], "NonLocalUsage": usage["shared_bytes"],
                                 "TotalCommitted": usage["dedicated_bytes"] + usage["shared_bytes"]})
+    for process in state["processes"]:
+        if process.get("counter_mib") is not None and memory_rows:
+            # what its per-process counter says (not what it holds): -1 is the sample of an exited process
+            for row in memory_rows:
+                if row["Name"].startswith("pid_%d_" % process["pid"]):
+                    row["DedicatedUsage"] = -1 if process["counter_mib"] < 0 else process["counter_mib"] * MIB
+    adapter_rows = {}
+    for process in state["processes"]:
+        for luid, usage in process_memory(state, process).items():
+            adapter_rows[luid] = adapter_rows.get(luid, 0) + usage["dedicated_bytes"]
+    adapter_memory = [{"Name": "luid_%s_%s_phys_0" % tuple(luid.split("_")), "DedicatedUsage": value, "SharedUsage": 0}
+                      for luid, value in sorted(adapter_rows.items())]
     adapters = [_registry_adapter(adapter) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
     answer = {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None}, "processes": _processes_json(state),
+              "adapter_memory": {"source": "cim", "json": _ps_json(adapter_memory), "error": None},
               "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath")),
               "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None}
     if not state.get("pnp_properties", True):

@@ -46,28 +46,77 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
         holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
     snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, _pnp_locations(script, probes), probes),
-                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes), path=wsl_path),
+                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path),
                 "journal": journal, "probes": probes}
+    adapter_memory = _adapter_memory(script.get("adapter_memory") or {}, probes)
     for gpu in gpus:
-        gpu["attributed_mib"] = sum(h["used_mib_by_gpu"].get(str(gpu["index"]), 0) for h in holders)
-        used = gpu.get("memory_used_mib")
-        gpu["unattributed_mib"] = max(0, used - gpu["attributed_mib"]) if used is not None and gpu.get("luid") else None
+        ghost = ghost_memory(gpu, adapter_memory.get(gpu.get("luid")) if gpu.get("luid") else None)
+        gpu.update(attributed_mib=ghost["attributed_mib"], unattributed_mib=ghost["ghost_mib"], ghost_source=ghost["source"],
+                   ghost_reason=ghost["reason"])
         gpu["state"] = gpu_state(gpu, holders, ghost_threshold_mib, probes["gpu"])
     snapshot["verdict"] = windows_verdict(snapshot, ghost_threshold_mib)
     return snapshot
 
 
-def running_distributions(node, wsl_path, probes):
-    """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user."""
+def ghost_memory(gpu, adapter_dedicated_bytes):
+    """A GPU's ghost memory (memory the driver counts used that no live process holds): {"ghost_mib" (None: unknown,
+    never 0 for unknown), "attributed_mib", "source", "reason"}.
+
+    From the driver's own per-process view where it gives one (TCC, MCDM: nvidia-smi's used_memory of every process it
+    lists), else from the adapter-level figure (GPU Adapter Memory's Dedicated Usage of the GPU's LUID: what WDDM
+    accounts to the adapter for the live processes together). The per-process counters are never summed for it: they
+    say who touches a GPU, not how much (one process's counter can exceed what the whole adapter uses)."""
+    used = gpu.get("memory_used_mib")
+    if used is None:
+        return {"ghost_mib": None, "attributed_mib": None, "source": None, "reason": "nvidia-smi gave no memory in use"}
+    listed = gpu.get("processes") or []
+    if all(process.get("used_mib") is not None for process in listed):
+        attributed = sum(process["used_mib"] for process in listed)
+        return {"ghost_mib": max(0, used - attributed), "attributed_mib": attributed, "source": "nvidia_smi_processes", "reason": None}
+    if adapter_dedicated_bytes is not None:
+        attributed = min(used, adapter_dedicated_bytes // MIB)
+        return {"ghost_mib": used - attributed, "attributed_mib": attributed, "source": "adapter_counter", "reason": None}
+    why = "no GPU Adapter Memory figure for its adapter" if gpu.get("luid") else "its adapter's LUID is not joined"
+    return {"ghost_mib": None, "attributed_mib": None, "source": None,
+            "reason": "unknown: WDDM gives no per-process memory (N/A) and %s" % why}
+
+
+def _adapter_memory(memory, probes):
+    """{luid: dedicated bytes} of the GPU Adapter Memory counters (probes["adapter_memory"] says whether they answered)."""
+    text = memory.get("json")
+    if memory.get("source") != "cim" or text is None:
+        probes["adapter_memory"] = {"ok": False, "error": memory.get("error") or "no GPU Adapter Memory source answered"}
+        return {}
+    try:
+        figures = _win_counters.parse_adapter_memory(text)
+    except ValueError as exc:
+        probes["adapter_memory"] = {"ok": False, "error": str(exc)}
+        return {}
+    probes["adapter_memory"] = {"ok": True, "error": None, "luids": sorted(figures)}
+    return figures
+
+
+def running_distributions(node, wsl_path, probes, vm_running=None):
+    """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user. `vm_running`:
+    whether a WSL VM process runs (Win32_Process): with none, a wsl.exe that exits non-zero or cannot be started at all
+    (a host without WSL) means nothing runs."""
     try:
         answer = node.command(_win_wsl.list_argv(wsl_path, running=True), read_only=True)
     except WindowsNodeError as exc:
-        probes["wsl"] = {"ok": False, "error": str(exc)}
-        return {"running": [], "status": "unrecognised", "message": str(exc)}
-    listed = _win_wsl.parse_list(answer.stdout, answer.rc)
+        none = vm_running is False
+        probes["wsl"] = {"ok": none, "error": None if none else str(exc), "installed": False if none else None}
+        return {"running": [], "status": "ok" if none else "unrecognised", "message": str(exc)}
+    listed = _win_wsl.parse_list(answer.stdout, answer.rc, vm_running)
     probes["wsl"] = {"ok": listed.status == "ok", "error": listed.message if listed.status != "ok" else None,
-                     "encoding": answer.encoding}
+                     "encoding": answer.encoding, "rc": answer.rc}
     return {"running": listed.distributions, "status": listed.status, "message": listed.message}
+
+
+def vm_running(processes):
+    """Whether a WSL VM process (vmmemWSL, vmmem) runs, from a parsed process list; None when there is none."""
+    if not processes:
+        return None
+    return any(process.get("role") == "wsl_vm" for process in processes)
 
 
 def _probe(probes, name, call, default):

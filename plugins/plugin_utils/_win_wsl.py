@@ -4,7 +4,8 @@
 
 Hand the parsers text from `_win_decode.decode_output` (wsl.exe writes UTF-16LE). What wsl.exe's own source shows
 (microsoft/WSL, the list command): `--list --running --quiet` prints one name a line and exits 0, nothing at all
-when nothing runs; without `--quiet` it prints a localized sentence and exits -1 instead. The STATE column of
+when nothing runs; without `--quiet` it prints a localized sentence and exits -1 instead. No sentence is read: the
+exit status decides, with the process list (is a WSL VM running) where it is not 0. The STATE column of
 `--list --verbose` is printed in English on every language ("Running", "Stopped", ...).
 """
 
@@ -21,23 +22,6 @@ WslList = namedtuple("WslList", "status distributions message")
 # wsl.exe's exit status -1, as PowerShell ($LASTEXITCODE) and as an unsigned DWORD report it.
 _MINUS_ONE = (-1, 0xFFFFFFFF)
 
-# MessageNoRunningDistro in microsoft/WSL's localization/strings/<locale>/Resources.resw.
-NO_RUNNING_SENTENCES = frozenset((
-    "There are no running distributions.",
-    "Es werden keine Distributionen ausgeführt.",
-    "Aucune distribution en cours d'exécution.",
-    "No hay distribuciones en ejecución.",
-    "Nessuna distribuzione in corso.",
-    "Não há distribuições em execução.",
-    "Brak uruchomionych dystrybucji.",
-    "Нет выполняющихся дистрибутивов.",
-    "Çalışan dağıtım yok.",
-    "実行中のディストリビューションはありません。",
-    "실행 중인 배포가 없습니다.",
-    "没有正在运行的分发。",
-    "沒有任何執行中的發佈。",
-))
-
 # What `wsl --import` accepts as a distribution name; anything else in a name list is not a name list.
 _DISTRIBUTION_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -48,11 +32,6 @@ def list_argv(wsl_path=INBOX_WSL_PATH, running=False):
     if running:
         argv.insert(2, "--running")
     return argv
-
-
-def list_verbose_argv(wsl_path=INBOX_WSL_PATH):
-    """argv of the NAME / STATE / VERSION table."""
-    return [wsl_path, "--list", "--verbose"]
 
 
 def terminate_argv(distribution, wsl_path=INBOX_WSL_PATH):
@@ -72,45 +51,24 @@ def checked_distribution_name(name):
     return name
 
 
-def parse_list(text, rc):
-    """`wsl --list [--running] --quiet`, or `--list --running` with nothing running -> WslList.
+def parse_list(text, rc, vm_running=None):
+    """`wsl --list [--running] --quiet` -> WslList.
 
-    status: "ok" (distributions: [name]), or "unrecognised" (nothing concluded; message: the output).
+    status: "ok" (distributions: [name]), or "unrecognised" (nothing concluded; message: the output). The exit status
+    and the process list decide, never the words: exit 0 is a list of names; any other exit (-1 with a sentence in the
+    user's language when nothing runs, or wsl.exe's install notice on a host without WSL) is nothing running when no
+    WSL VM process runs (`vm_running` False, from Win32_Process), and unrecognised otherwise.
     """
     stripped = text.strip()
-    if rc in _MINUS_ONE and stripped in NO_RUNNING_SENTENCES:
-        return WslList("ok", [], stripped)
     if rc != 0:
-        return WslList("unrecognised", [], "wsl.exe exited %s: %s" % (rc, stripped))
+        if vm_running is False:
+            return WslList("ok", [], stripped or None)
+        return WslList("unrecognised", [], "wsl.exe exited %s%s: %s" % (
+            rc, " while the WSL VM runs" if vm_running else "", stripped))
     names = [line.strip() for line in stripped.splitlines() if line.strip()]
     if not all(_DISTRIBUTION_NAME_RE.fullmatch(name) for name in names):
         return WslList("unrecognised", [], "not a list of distribution names: %s" % stripped)
     return WslList("ok", names, None)
-
-
-def parse_list_verbose(text, rc):
-    """`wsl --list --verbose` -> WslList of {"name", "state", "version", "default", "running"}.
-
-    Cut by tokens, not columns: the table's columns shift with the longest name (and pastes misalign them).
-    """
-    if rc != 0:
-        return WslList("unrecognised", [], "wsl.exe exited %s: %s" % (rc, text.strip()))
-    rows = []
-    for line in text.splitlines():
-        row = _verbose_row(line)
-        if row is not None:
-            rows.append(row)
-    return WslList("ok", rows, None)
-
-
-def _verbose_row(line):
-    default = line.lstrip().startswith("*")
-    tokens = line.replace("*", " ", 1).split() if default else line.split()
-    if len(tokens) < 3 or not tokens[-1].isdigit() or not _DISTRIBUTION_NAME_RE.fullmatch(tokens[0]):
-        return None  # the header line, or a blank one
-    state = " ".join(tokens[1:-1])
-    return {"name": tokens[0], "state": state, "version": int(tokens[-1]), "default": default,
-            "running": state == "Running"}
 
 
 def stop_outcome(rc, text):

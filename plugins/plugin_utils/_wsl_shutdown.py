@@ -6,7 +6,7 @@ plugin wsl_shutdown and by the Windows ladder's wsl rung."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_snapshot, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_processes, _win_snapshot, _win_wsl
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
 ARGUMENT_SPEC = {"distribution": {"type": "str"}, "journal_path": {"type": "str"}, "run_id": {"type": "str"}}
@@ -29,7 +29,12 @@ def wsl_path(node):
 
 def running(node, path):
     probes = {}
-    listed = _win_snapshot.running_distributions(node, path, probes)
+    answer = node.powershell("processes", {})
+    try:
+        processes = _win_processes.parse_cim_processes(answer.get("processes") or "[]")
+    except ValueError as exc:
+        raise WindowsNodeError("the process list is not readable, nothing was stopped: %s" % exc) from None
+    listed = _win_snapshot.running_distributions(node, path, probes, _win_snapshot.vm_running(processes))
     if listed["status"] != "ok":
         raise WindowsNodeError("wsl.exe's list of running distributions is not readable, nothing was stopped: %s" % listed["message"])
     return listed["running"]

@@ -42,9 +42,6 @@ def test_pid_1234_is_not_pid_12345_and_case_does_not_matter():
         {"Name": "PID_12345_LUID_0x00000000_0x0000fa7a_PHYS_0", "DedicatedUsage": 7000, "SharedUsage": 2},
     ]))
     assert reading.by_pid[1234]["dedicated_bytes"] == 100 and reading.by_pid[12345]["dedicated_bytes"] == 7000
-    assert _win_counters.instance_matches_pid("pid_1234_luid_0x0_0x1_phys_0", 1234)
-    assert not _win_counters.instance_matches_pid("pid_12345_luid_0x0_0x1_phys_0", 1234)
-    assert _win_counters.instance_matches_pid("PID_1234_LUID_0x0_0x1_PHYS_0", 1234)
 
 
 def test_one_process_is_summed_over_its_luids_and_phys():
@@ -86,12 +83,6 @@ def test_luid_value_is_the_registry_qword():
     assert _win_counters.luid_value("0x00000000_0x0000fa7a") == 0xFA7A
     assert _win_counters.luid_value("0x00000001_0x00000002") == (1 << 32) | 2
     assert _win_counters.parse_process_instance("pid_5388_luid_0x0_0xFA7A_phys_2") == (5388, "0x00000000_0x0000fa7a", 2)
-
-
-def test_counter_paths_keep_the_underscore_after_the_pid():
-    assert _win_counters.counter_paths(1234) == ["\\GPU Process Memory(pid_1234_*)\\Dedicated Usage",
-                                                 "\\GPU Process Memory(pid_1234_*)\\Shared Usage"]
-    assert _win_counters.counter_paths()[0] == "\\GPU Process Memory(*)\\Dedicated Usage"
 
 
 def test_output_that_is_not_json_objects_is_an_error():

@@ -8,7 +8,7 @@ type G) beside a CUDA job (type C)."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_nvsmi, _win_reset, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import windows_kill_targets
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
 
 WORKSTATION = {"hostname": "WS12", "gpus": [{"name": "NVIDIA GeForce RTX 4090", "driver_model": "WDDM"}],
@@ -33,12 +33,12 @@ def test_applications_that_only_draw_are_graphics_holders_and_the_job_is_compute
     assert (holders["chrome.exe"]["class"], holders["chrome.exe"]["nvidia_smi_types"]) == ("graphics_session", ["G"])
     assert holders["Code.exe"]["class"] == "graphics_session"
     assert (holders["python.exe"]["class"], holders["python.exe"]["nvidia_smi_types"]) == ("compute", ["C+G"])
-    assert [holder["name"] for holder in windows_kill_targets(snapshot)] == ["python.exe"]
+    assert [holder["name"] for holder in kill_targets(snapshot, "windows")] == ["python.exe"]
 
 
 def test_the_kill_rung_ends_the_job_and_leaves_the_desktop_applications_running(tmp_path):
     root = build(tmp_path, WORKSTATION)
-    targets = windows_kill_targets(_win_snapshot.take(SimulatedNode(root)))
+    targets = kill_targets(_win_snapshot.take(SimulatedNode(root)), "windows")
     holders = [{"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"]} for holder in targets]
     result = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": holders}, check_mode=False)
     after = by_name(_win_snapshot.take(SimulatedNode(root)))
@@ -68,7 +68,7 @@ def test_a_holder_whose_tree_holds_a_process_never_ended_is_left_alone_with_its_
     scenario = dict(WORKSTATION, processes=[{"name": "python.exe", "memory_mib": 8000,
                                              "children": [{"name": "wsmprovhost.exe", "memory_mib": 0}]}])
     root = build(tmp_path, scenario)
-    targets = windows_kill_targets(_win_snapshot.take(SimulatedNode(root)))
+    targets = kill_targets(_win_snapshot.take(SimulatedNode(root)), "windows")
     holders = [{"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"]} for holder in targets]
     result = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": holders}, check_mode=False)
     assert not result["changed"] and result["ended_pids"] == []

@@ -8,8 +8,9 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim, _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import (
-    WindowsWalk, logoff_users, windows_executor, windows_kill_targets,
+    WindowsWalk, logoff_users, windows_executor,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
 
 
@@ -91,7 +92,7 @@ def test_kill_targets_are_compute_processes_only():
         {"pid": 1, "gpus": [0], "class": "compute"}, {"pid": 2, "gpus": [0], "class": "wsl_vm"},
         {"pid": 3, "gpus": [0], "class": "graphics_session"}, {"pid": 4, "gpus": [0], "class": "system", "session_id": 1},
         {"pid": 5, "gpus": [], "class": "compute"}]}
-    assert [h["pid"] for h in windows_kill_targets(snapshot)] == [1]
+    assert [h["pid"] for h in kill_targets(snapshot, "windows")] == [1]
 
 
 def test_logoff_is_of_the_users_whose_session_system_processes_hold_a_gpu():
@@ -177,3 +178,22 @@ def test_a_rung_includes_the_lighter_ones_a_wsl_entry_ends_the_job_too(tmp_path)
         "stop ", "stopped ", 1).replace("run:", "ran:") for line in planned["rungs_tried"][0]["plan"]]]
     after = _win_snapshot.take(node)
     assert after["verdict"]["rung"] == "none" and [h["class"] for h in after["holders"]] == ["graphics_session"]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_idle_distribution_is_never_stopped_for_a_protected_holder(tmp_path, check_mode):
+    # Issue 18, defect 1: the walk climbed to the wsl rung and shut down a distribution holding nothing, then refused
+    # restart_adapter anyway. A rung runs only when what it acts on holds GPU memory it can get back.
+    node = build(tmp_path, processes=[{"name": "render.exe", "memory_mib": 2048}, {"name": "python.exe", "memory_mib": 1024}],
+                 distributions=[{"name": "Ubuntu-22.04", "memory_mib": 0}])
+    ladder, calls = walk(node, check_mode=check_mode, protect_names=["render"], max_rung="restart_adapter")
+    state = ladder.start()
+    assert "wsl_shutdown" not in calls
+    assert _win_snapshot.take(node)["wsl"]["running"] == ["Ubuntu-22.04"]
+    log = [entry["argv"] for entry in _win_sim.snapshot_of_state(node.root)["command_log"]]
+    assert not [argv for argv in log if argv[0].lower().endswith("wsl.exe") and "--list" not in argv]
+    tried = state["outcome"]["rungs_tried"]
+    if not check_mode:
+        assert [step["rung"] for step in tried] == ["kill", "wsl", "restart_adapter"]
+        assert not tried[1]["changed"] and not [line for line in tried[1]["plan"] if "WSL" in line or "wsl" in line]
+        assert tried[2]["failed"] and "render.exe" in tried[2]["msg"]

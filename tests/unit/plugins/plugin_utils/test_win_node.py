@@ -77,7 +77,8 @@ def test_every_encoding_wsl_writes_comes_back_whole(data, encoding):
     action = Action({"rc": -1, "stdout": _win_sim.transported(data), "stderr": ""})
     result = _win_node.TargetNode(action, {}).command(["wsl.exe", "--list", "--running"])
     assert result.encoding == encoding
-    assert result.stdout.strip() in _win_wsl.NO_RUNNING_SENTENCES
+    assert result.stdout.strip() in ("Es werden keine Distributionen ausgeführt.", "実行中のディストリビューションはありません。")
+    assert _win_wsl.parse_list(result.stdout, result.rc, vm_running=False) == ("ok", [], result.stdout.strip())
 
 
 def test_an_action_command_keeps_check_mode():

@@ -1,23 +1,25 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_powershell: every value stays one literal, proved with a tokenizer of PowerShell's quoting rules.
+"""_win_powershell: every value stays one literal; the plugins' own work sends only constant scripts and argv lists.
 
-The tokenizer knows what PowerShell's own does with quotes: a single-quoted string ends at any of ' U+2018 U+2019
-U+201A U+201B, two of them in a row are one literal quote, and nothing inside is expanded. Anything outside a
-string that is not a plain word is code.
+literal() is checked by a model of PowerShell's quote rule (a single-quoted string ends at any of ' U+2018 U+2019
+U+201A U+201B, two of them in a row are one literal quote, nothing inside is expanded): tree-sitter-powershell, which
+reads the scripts (test_win_scripts.py), knows the ASCII quote only, so it cannot see a typographic quote end a
+string. The scripts themselves are read by that grammar, never by a tokenizer of ours.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
     _win_journal, _win_node, _win_pnputil, _win_reset, _win_scripts, _win_sim, _win_snapshot, _win_taskkill, _win_wsl, _wsl_shutdown,
 )
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell import array_literal, call_line, literal
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell import literal
+
+from .powershell_grammar import Script
 
 QUOTES = "'\u2018\u2019\u201a\u201b"
 CODE_CHARACTERS = set(";|&(){}$`\"'#@,<>\n\r") | set(QUOTES) | set("\u201c\u201d\u201e")
@@ -78,20 +80,12 @@ def test_a_hostile_name_is_one_literal(name):
     assert tokenize(literal(name)) == [("string", name)]
 
 
-@pytest.mark.parametrize("name", HOSTILE)
-def test_a_hostile_name_in_a_call_line_and_an_array_stays_one_literal(name):
-    assert tokenize(call_line(["tasklist.exe", "/FI", "IMAGENAME eq %s" % name])) == [
-        ("call", "&"), ("string", "tasklist.exe"), ("string", "/FI"), ("string", "IMAGENAME eq %s" % name)]
-    assert tokenize(array_literal([name, name])) == [("punct", "@("), ("string", name), ("punct", ","),
-                                                     ("string", name), ("punct", ")")]
-
-
-def test_every_command_builder_gives_a_line_of_literals_only():
+def test_every_command_builder_gives_an_argv_a_program_reads_back_whole():
     argvs = [_win_taskkill.taskkill_argv(4242), _win_wsl.terminate_argv("Ubuntu-18.04"),
              _win_wsl.shutdown_argv(_win_wsl.STORE_WSL_PATH), _win_wsl.list_argv(running=True),
              _win_pnputil.restart_device_argv("PCI\\VEN_10DE&DEV_1E93&SUBSYS_12BC1462&REV_A1\\4&443bd0d&0&0008")]
     for argv in argvs:
-        assert tokenize(call_line(argv)) == [("call", "&")] + [("string", argument) for argument in argv]
+        assert command_line_to_argv(quote_argv(argv)) == argv
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -114,11 +108,6 @@ def test_nul_and_other_types_are_refused(value):
         literal(value)
 
 
-def test_an_empty_argv_is_refused():
-    with pytest.raises(ValueError, match="empty argv"):
-        call_line([])
-
-
 # ---- every script and command the Windows plugins send, for hostile names ----------------------------------------
 #
 # Not a hand list: the plugins' own code (snapshot, every win_gpu_reset method, wsl_shutdown, the journal) runs against
@@ -133,98 +122,11 @@ HOSTILE_JOURNAL = "C:\\gpu'ops$(x)\u2019\u201c`\\journal.jsonl"
 HOSTILE_SMI = "C:\\Tools\\it's $(Stop-Computer)\u2018\\nvidia-smi.exe"
 HOSTILE_INSTANCE_ID = "PCI\\VEN_10DE&DEV_1E81\\4&x'; Stop-Computer #$(calc)`\u2019 & y"
 HOSTILE_DISTRIBUTIONS = ["'; Remove-Item -Recurse C:\\ #", "Ubuntu\n--shutdown", "$(Stop-Computer)", "x\u2019y", "a\x00b", "--help"]
-DYNAMIC_CODE = {"invoke-expression", "iex", "invoke-command", "icm", "start-process", "saps", "new-module", "nmo"}
-DOUBLE_QUOTES = "\"\u201c\u201d\u201e"
-
-
-def script_tokens(text):
-    """PowerShell's tokens of a script, as far as quoting goes: [(kind, value)] with kind "comment", "literal" ('...' and
-    @'...'@: nothing inside is code), "expandable" ("..." and @"..."@; value: the variables it expands), "variable"
-    (its name), "word", "punct"."""
-    tokens, at = [], 0
-    while at < len(text):
-        char = text[at]
-        if char in " \t\r\n;":
-            at += 1
-        elif text.startswith("<#", at):
-            end = text.index("#>", at) + 2
-            tokens.append(("comment", text[at:end]))
-            at = end
-        elif char == "#":
-            end = text.find("\n", at)
-            end = len(text) if end < 0 else end
-            tokens.append(("comment", text[at:end]))
-            at = end
-        elif text.startswith("@'", at) or text.startswith('@"', at):
-            closing = "\n" + text[at + 1] + "@"
-            end = text.index(closing, at)
-            body = text[at + 2:end].split("\n", 1)[1]  # the string starts on the line after its opener
-            tokens.append(("literal", body) if text[at + 1] == "'" else ("expandable", _expanded(body)))
-            at = end + len(closing)
-        elif char in QUOTES:
-            value, at = _single_quoted(text, at + 1)
-            tokens.append(("literal", value))
-        elif char in DOUBLE_QUOTES:
-            body, at = _double_quoted(text, at + 1)
-            tokens.append(("expandable", _expanded(body)))
-        elif char == "$" and at + 1 < len(text) and (text[at + 1].isalnum() or text[at + 1] in "_{"):
-            end = at + 1
-            while end < len(text) and (text[end].isalnum() or text[end] in "_:"):
-                end += 1
-            tokens.append(("variable", text[at + 1:end].lower()))
-            at = end
-        elif char.isalnum() or char in "-_.[]:":
-            end = at
-            while end < len(text) and (text[end].isalnum() or text[end] in "-_.[]:\\"):
-                end += 1
-            tokens.append(("word", text[at:end]))
-            at = end
-        else:
-            tokens.append(("punct", char))
-            at += 1
-    return tokens
-
-
-def _double_quoted(text, at):
-    body = []
-    while at < len(text):
-        char = text[at]
-        if char == "`":
-            body.append(text[at:at + 2])
-            at += 2
-        elif char in DOUBLE_QUOTES:
-            if at + 1 < len(text) and text[at + 1] in DOUBLE_QUOTES:
-                body.append(char)
-                at += 2
-                continue
-            return "".join(body), at + 1
-        else:
-            body.append(char)
-            at += 1
-    raise AssertionError("unterminated expandable string in a script")
-
-
-def _expanded(body):
-    """The variables an expandable string expands, and "$(" when it holds a subexpression (code)."""
-    names = set(name.lower() for name in re.findall(r"(?<!`)\$\{?([A-Za-z_][A-Za-z0-9_]*)", body))
-    return sorted(names | ({"$("} if re.search(r"(?<!`)\$\(", body) else set()))
 
 
 def param_names(text):
-    """The names the script's param (...) block declares."""
-    tokens = script_tokens(text)
-    start = next(i for i, token in enumerate(tokens) if token == ("word", "param"))
-    depth, names = 0, []
-    for kind, value in tokens[start + 1:]:
-        if (kind, value) == ("punct", "("):
-            depth += 1
-        elif (kind, value) == ("punct", ")"):
-            depth -= 1
-            if depth == 0:
-                return names
-        elif kind == "variable" and depth == 1:
-            names.append(value)
-    raise AssertionError("no param block")
+    """The names the script's param block declares, as the PowerShell grammar reads them."""
+    return Script(text).parameters()
 
 
 def quote_argv(argv):
@@ -383,28 +285,11 @@ def test_every_script_is_constant_text_and_every_value_is_a_declared_parameter(r
     assert any(HOSTILE_PROCESS in json.loads(line).get("name", "") for line in appended)
 
 
-@pytest.mark.parametrize("name", sorted(_win_scripts.SCRIPTS))
-def test_every_script_uses_its_parameters_as_variables_only_and_runs_no_dynamic_code(name):
-    text = _win_scripts.SCRIPTS[name]
-    tokens = script_tokens(text)
-    declared = param_names(text)
-    assert declared or name == "processes"
-    words = [value.lower() for kind, value in tokens if kind == "word"]
-    assert not DYNAMIC_CODE & set(words), name
-    assert "[scriptblock]::create" not in text.lower() and "-encodedcommand" not in text.lower()
-    for at, (kind, value) in enumerate(tokens):
-        if (kind, value) == ("punct", "&") or (kind, value) == ("punct", "."):
-            assert tokens[at + 1][0] != "variable", "%s calls a value: %r" % (name, tokens[at:at + 2])
-        if (kind, value) == ("word", "-TypeDefinition"):
-            assert tokens[at + 1][0] == "literal", "%s compiles text that is not a literal" % name
-    assert not [t for t in tokens if t[0] == "expandable" and "$(" in t[1]], "%s runs code inside a string" % name
-    for parameter in declared:
-        used = [t for t in tokens if t == ("variable", parameter)]
-        assert len(used) >= 2, "%s declares $%s and never uses it" % (name, parameter)
 
 
-@pytest.mark.parametrize("value", [HOSTILE_PROCESS, HOSTILE_CHILD, HOSTILE_USER, HOSTILE_RUN.replace("\x00", ""), HOSTILE_JOURNAL])
-def test_the_script_tokenizer_sees_a_literal_as_one_literal_and_an_expandable_string_as_code(value):
-    assert script_tokens(literal(value)) == [("literal", value)]
-    assert script_tokens('"$(Stop-Computer) $Path"') == [("expandable", ["$(", "path"])]
-    assert script_tokens("@'\n$(x) ' \u2019\n'@") == [("literal", "$(x) ' \u2019")]
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_name_is_one_string_to_the_powershell_grammar_too(name):
+    script = Script(literal(name) + "\n")
+    strings = [node for node in script.nodes() if node.type == "string_literal"]
+    assert script.errors() == [] and [script.text_of(node) for node in strings] == [literal(name)]
+    assert not [node for node in script.nodes() if node.type in ("variable", "command", "expandable_string_literal")]

@@ -62,15 +62,6 @@ def test_roles(name, pid, role):
     assert _win_processes.role(name, pid) == role
 
 
-def test_kill_refusals_name_the_process_and_what_would_allow_it():
-    assert "WSL VM" in _win_processes.kill_refusal({"pid": 9120, "name": "vmmemWSL"})
-    assert "protected" in _win_processes.kill_refusal({"pid": 612, "name": "csrss.exe"})
-    dwm = {"pid": 2056, "name": "dwm.exe"}
-    assert "allow_dwm" in _win_processes.kill_refusal(dwm)
-    assert _win_processes.kill_refusal(dwm, allow_dwm=True) is None
-    assert _win_processes.kill_refusal({"pid": 3124, "name": "python.exe"}) is None
-
-
 def test_cim_rows_with_the_user_and_session_the_script_adds():
     text = json.dumps([{"ProcessId": 9120, "ParentProcessId": 4, "Name": "vmmemWSL", "SessionId": 0, "User": None,
                         "CreationDate": "/Date(1790000000000)/", "ExecutablePath": None},
@@ -82,58 +73,7 @@ def test_cim_rows_with_the_user_and_session_the_script_adds():
         (9120, "wsl_vm", 0, None), (3124, None, 1, "WS12\\alice")]
 
 
-def test_tasklist_csv_en_and_de_thousands_separators(captures):
-    listing = _win_processes.parse_tasklist_csv(captures.text("windows", "tasklist", "fo-csv-nh-many-rows-excerpt.csv"))
-    assert listing.status == "ok" and len(listing.processes) == 28
-    assert listing.processes[0] == {"pid": 952, "name": "AUEPMaster.exe", "session_name": "Services", "session_id": 0,
-                                    "memory_kib": 15612, "role": None}
-    german = _win_processes.parse_tasklist_csv(captures.text("windows", "tasklist", "fi-pid-fo-csv-nh-found-de-thousands-dot.csv"))
-    assert german.processes == [{"pid": 4, "name": "System", "session_name": "Services", "session_id": 0,
-                                 "memory_kib": 14348, "role": "protected"}]
-
-
-def test_tasklist_verbose_csv_by_position_under_a_localized_header():
-    text = ('"Abbildname","PID","Sitzungsname","Sitz.-Nr.","Speichernutzung","Status","Benutzername","CPU-Zeit","Fenstertitel"\n'
-            '"python.exe","3124","Console","1","1.204.568 K","Wird ausgeführt","WS12\\alice","0:12:01","N/A"\n')
-    [process] = _win_processes.parse_tasklist_csv(text).processes
-    assert process["pid"] == 3124 and process["memory_kib"] == 1204568 and process["user"] == "WS12\\alice"
-    assert process["status"] == "Wird ausgeführt" and process["cpu_time"] == "0:12:01"
-
-
-@pytest.mark.parametrize("name, reader", [("fi-imagename-no-match-info-en.txt", "table"),
-                                          ("fi-pid-no-match-information-de.txt", "csv")])
-def test_no_tasks_lines_the_captures_show(captures, name, reader):
-    parse = _win_processes.parse_tasklist_csv if reader == "csv" else _win_processes.parse_tasklist_table
-    listing = parse(captures.text("windows", "tasklist", name))
-    assert listing.status == "no_match" and listing.processes == []
-
-
-def test_a_no_tasks_line_in_another_language_concludes_nothing():
-    listing = _win_processes.parse_tasklist_csv("INFORMATIONS : aucune tâche en service ne correspond aux critères spécifiés.\n")
-    assert listing.status == "unrecognised"
-
-
-def test_a_tasklist_error_is_unrecognised(captures):
-    listing = _win_processes.parse_tasklist_csv(captures.text("windows", "tasklist", "git-bash-fi-path-mangled-error-de.txt"), rc=1)
-    assert listing.status == "unrecognised" and "FEHLER" in listing.message
-    assert _win_processes.parse_tasklist_csv("").status == "unrecognised"
-
-
-@pytest.mark.parametrize("name, rows", [
-    ("fi-imagename-two-rows.txt", [(4616, "nginx.exe", 7412), (5836, "nginx.exe", 7800)]),
-    ("fi-imagename-gvim-single.txt", [(6112, "gvim.exe", 21796)]),
-    ("fi-pid-single-row-header-trimmed.txt", [(19148, "java.exe", 516356)]),
-])
-def test_tasklist_tables_cut_by_the_rule_line_or_by_the_row_shape(captures, name, rows):
-    listing = _win_processes.parse_tasklist_table(captures.text("windows", "tasklist", name))
-    assert listing.status == "ok"
-    assert [(p["pid"], p["name"], p["memory_kib"]) for p in listing.processes] == rows
-    assert {(p["session_name"], p["session_id"]) for p in listing.processes} == {("Console", 1)}
-
-
-def test_a_table_image_name_with_spaces_stays_whole():
-    text = ("Image Name                     PID Session Name        Session#    Mem Usage\n"
-            "========================= ======== ================ =========== ============\n"
-            "NZXT CAM.exe                 20372 Console                    1     96,004 K\n")
-    [process] = _win_processes.parse_tasklist_table(text).processes
-    assert (process["name"], process["pid"]) == ("NZXT CAM.exe", 20372)
+@pytest.mark.parametrize("text", ["", "null", "[null]", "[\r\n    null\r\n]"])
+def test_an_empty_pipeline_in_every_form_powershell_writes_it_is_no_process(text):
+    # Windows PowerShell 5.1: ConvertTo-Json -InputObject @($nothing) is [null]
+    assert _win_processes.parse_cim_processes(text) == []

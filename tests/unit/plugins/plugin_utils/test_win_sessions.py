@@ -42,8 +42,14 @@ def test_nobody_logged_on_exits_1_with_a_line_on_stderr(captures):
     assert _win_sessions.parse_quser(line, 1) == ("ok", [], "No User exists for *")  # streams merged
 
 
-def test_a_localized_nobody_line_on_stdout_concludes_nothing():
-    assert _win_sessions.parse_quser("Kein Benutzer für * vorhanden.\n", 1).status == "unrecognised"
+@pytest.mark.parametrize("line", ["Kein Benutzer für * vorhanden.", "Aucun utilisateur pour *", "没有 * 的用户", ""])
+def test_nobody_is_the_exit_status_whatever_the_language(line):
+    assert _win_sessions.parse_quser("", 1, line + "\n") == ("ok", [], line or None)
+
+
+@pytest.mark.parametrize("line", ["Error 0x000006BA enumerating sessionnames", "Fehler [1722]:Der RPC-Server ist nicht verfügbar."])
+def test_an_error_number_with_exit_1_is_no_answer(line):
+    assert _win_sessions.parse_quser("", 1, line).status == "unrecognised"
 
 
 def test_a_localized_header_and_states_still_give_the_rows():

@@ -23,44 +23,34 @@ def no_running_sentences(captures):
     return dict(line.split("\t") for line in lines)
 
 
-@pytest.mark.parametrize("bom", [True, False])
-def test_list_verbose_with_default_marker_and_both_versions(captures, bom):
-    text = decode_output(as_wsl_writes(captures.text("windows", "wsl", "list-verbose-mixed-v1-v2.txt"), bom)).text
-    listing = _win_wsl.parse_list_verbose(text, 0)
-    assert listing.status == "ok"
-    assert [(d["name"], d["state"], d["version"], d["default"]) for d in listing.distributions] == [
-        ("Ubuntu", "Running", 2, True), ("Legacy", "Stopped", 1, False), ("Ubuntu-18.04", "Stopped", 1, False),
-        ("docker-desktop", "Running", 2, False)]
-    assert [d["name"] for d in listing.distributions if d["running"]] == ["Ubuntu", "docker-desktop"]
-
-
-def test_list_verbose_survives_misaligned_columns(captures):
-    text = decode_output(as_wsl_writes(captures.text("windows", "wsl", "list-verbose-docker-desktop-misaligned-paste.txt"))).text
-    listing = _win_wsl.parse_list_verbose(text, 0)
-    assert [(d["name"], d["running"], d["default"]) for d in listing.distributions] == [
-        ("Ubuntu", True, True), ("docker-desktop", True, False), ("docker-desktop-data", True, False)]
-
-
 def test_an_old_wsl_that_prints_its_usage_is_not_a_list(captures):
     text = decode_output(captures.bytes("windows", "wsl", "l-old-build-usage-fr-utf16le-truncated.bin")).text
-    assert _win_wsl.parse_list_verbose(text, 1).status == "unrecognised"
     assert _win_wsl.parse_list(text, 1).status == "unrecognised"
     assert _win_wsl.parse_list(text, 0).status == "unrecognised"  # not names, whatever the exit status
 
 
 @pytest.mark.parametrize("rc", [-1, 0xFFFFFFFF])
-def test_nothing_running_in_every_language_wsl_ships(captures, rc):
+def test_nothing_running_in_every_language_wsl_ships_is_decided_by_the_exit_and_the_process_list(captures, rc):
     sentences = no_running_sentences(captures)
     assert len(sentences) == 13
     for locale, sentence in sentences.items():
         for bom in (True, False):
-            listing = _win_wsl.parse_list(decode_output(as_wsl_writes(sentence + "\n", bom)).text, rc)
-            assert listing == (_win_wsl.WslList("ok", [], sentence)), locale
+            text = decode_output(as_wsl_writes(sentence + "\n", bom)).text
+            assert _win_wsl.parse_list(text, rc, vm_running=False) == (_win_wsl.WslList("ok", [], sentence)), locale
+            # the same words while a WSL VM runs conclude nothing: the words never decide
+            assert _win_wsl.parse_list(text, rc, vm_running=True).status == "unrecognised", locale
+            assert _win_wsl.parse_list(text, rc).status == "unrecognised", locale
 
 
-def test_a_sentence_no_locale_has_concludes_nothing():
-    listing = _win_wsl.parse_list("Il n'y a rien.\n", -1)
+def test_a_sentence_in_a_language_no_table_has_is_read_by_the_exit_and_the_process_list():
+    assert _win_wsl.parse_list("Il n'y a rien.\n", -1, vm_running=False) == ("ok", [], "Il n'y a rien.")
+    listing = _win_wsl.parse_list("Il n'y a rien.\n", -1, vm_running=True)
     assert listing.status == "unrecognised" and "Il n'y a rien." in listing.message
+
+
+def test_an_old_wsl_printing_its_usage_with_no_vm_running_is_nothing_running(captures):
+    text = decode_output(captures.bytes("windows", "wsl", "l-old-build-usage-fr-utf16le-truncated.bin")).text
+    assert _win_wsl.parse_list(text, 1, vm_running=False).distributions == []
 
 
 def test_the_quiet_running_list_is_names_or_nothing_with_exit_0():
@@ -77,7 +67,6 @@ def test_list_argv_is_the_language_neutral_quiet_form():
     assert _win_wsl.list_argv() == ["wsl.exe", "--list", "--quiet"]
     assert _win_wsl.list_argv(_win_wsl.STORE_WSL_PATH, running=True) == [
         "C:\\Program Files\\WSL\\wsl.exe", "--list", "--running", "--quiet"]
-    assert _win_wsl.list_verbose_argv() == ["wsl.exe", "--list", "--verbose"]
 
 
 def test_terminate_one_distribution_and_shutdown_all():

@@ -1,0 +1,208 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_kernel_log: an ansible-rulebook event source of NVIDIA Xid and "fallen off the bus" kernel lines."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+short_description: Emit one event per NVIDIA Xid or "fallen off the bus" line of a node's kernel log.
+description:
+  - Follows the kernel log from its end (C(/dev/kmsg), journald or a file), so that old Xids are not replayed, and
+    puts one event per NVRM Xid line and "fallen off the bus" line on the queue, parsed by the collection's own
+    parser (plugins/module_utils/_kernel_log.py) and ranked by the site's Xid policy over NVIDIA's catalog.
+  - "Each event: C(event.gpuops) with C(type) (xid or fallen_off_bus), C(host), C(pci_bus_id) (also C(gpu)), C(xid),
+    C(name), C(action) (NVIDIA's catalog action, or the policy's), C(catalog_action), C(policy) (catalog or site),
+    C(rung) (none, kill, reset, reboot), C(pid), C(process_name), C(message), C(time), C(line); and C(meta.hosts),
+    the host, which limits the rule's playbook or job template to it."
+  - A repeat of the same Xid on the same host and GPU within O(throttle_seconds) is dropped. An event dated before
+    a remediation the same log reported (a C(gpuops-remediation) syslog line of that host and GPU) is dropped: it
+    was answered.
+  - Never returns; ends when cancelled (ansible-rulebook shutting down).
+options:
+  source:
+    description:
+      - Where to read. V(kmsg) reads C(/dev/kmsg) (root), V(journal) follows C(journalctl -f) (kernel lines and the
+        C(gpuops-remediation) lines), V(file) a log file (C(/var/log/syslog), C(/var/log/kern.log), or a collector's
+        file per host, see O(paths)).
+    type: str
+    choices: [kmsg, journal, file]
+    default: file
+  path:
+    description: The file of O(source=file).
+    type: str
+    default: /var/log/syslog
+  paths:
+    description:
+      - Several hosts' files (a log collector's), a mapping of inventory host name to file. Overrides O(path) and O(host).
+    type: dict
+  host:
+    description: The inventory name of the node whose log this is (C(meta.hosts)). Defaults to the machine's host name.
+    type: str
+  poll_interval:
+    description: Seconds between reads of a file or of C(/dev/kmsg).
+    type: float
+    default: 1.0
+  throttle_seconds:
+    description: A repeat of the same Xid on the same host and GPU within this many seconds makes no new event.
+    type: float
+    default: 300
+  xid_policy:
+    description: The site's Xid policy, a mapping of Xid code to rung (none, kill, reset, reboot), over NVIDIA's catalog.
+    type: dict
+  xid_policy_file:
+    description:
+      - A YAML file holding the policy, the one kept in the inventory for the playbooks
+        (C(group_vars/all/gpuops_xid_policy.yml), key C(gpuops_xid_policy)). O(xid_policy) entries win over it.
+    type: str
+  journalctl:
+    description: The journalctl of O(source=journal).
+    type: str
+    default: journalctl
+"""
+
+EXAMPLES = r"""
+- name: GPU faults of this node
+  hosts: all
+  sources:
+    - gpuops.remediation.gpu_kernel_log:
+        source: journal
+        host: node07
+        xid_policy_file: /etc/gpuops/gpuops_xid_policy.yml
+  rules:
+    - name: An Xid that asks for a GPU reset
+      condition: event.gpuops.rung == "reset"
+      action:
+        run_playbook:
+          name: gpuops.remediation.reset_gpu
+"""
+
+import asyncio
+import os
+import sys
+import time
+
+
+def _import_collection():
+    """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
+    try:
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+    except ImportError:
+        # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
+        root = os.path.abspath(__file__)
+        for _ in range(8):
+            root = os.path.dirname(root)
+        sys.path.insert(0, root)
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+    return _eda_sources
+
+
+SOURCE = "gpu_kernel_log"
+SPEC = {
+    "source": {"type": "str", "default": "file", "choices": ["kmsg", "journal", "file"]},
+    "path": {"type": "str", "default": "/var/log/syslog"},
+    "paths": {"type": "dict"},
+    "host": {"type": "str"},
+    "poll_interval": {"type": "float", "default": 1.0, "min": 0.01},
+    "throttle_seconds": {"type": "float", "default": 300.0, "min": 0},
+    "xid_policy": {"type": "dict"},
+    "xid_policy_file": {"type": "str"},
+    "journalctl": {"type": "str", "default": "journalctl"},
+}
+
+
+def _boot_time():
+    try:
+        with open("/proc/stat") as handle:
+            for line in handle:
+                if line.startswith("btime "):
+                    return float(line.split()[1])
+    except (IOError, OSError):
+        pass
+    return None
+
+
+async def _put(queue, events):
+    for event in events:
+        await queue.put(event)
+
+
+async def _follow_files(queue, tails, options):
+    while True:
+        for lines_of, tail in tails:
+            lines = tail.read()
+            if lines or lines_of.held:
+                await _put(queue, lines_of.feed(lines, time.time(), final=not lines))
+        await asyncio.sleep(options["poll_interval"])
+
+
+async def _follow_kmsg(queue, lines_of, options, eda):
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.lseek(fd, 0, os.SEEK_END)
+        while True:
+            lines = []
+            while True:
+                try:
+                    record = os.read(fd, 8192)
+                except BlockingIOError:
+                    break
+                except OSError:  # EPIPE: records overwritten before they were read; go on with the next
+                    continue
+                line = eda.kmsg_line(record.decode("utf-8", "replace"))
+                if line:
+                    lines.append(line)
+            if lines or lines_of.held:
+                await _put(queue, lines_of.feed(lines, time.time(), final=not lines))
+            await asyncio.sleep(options["poll_interval"])
+    finally:
+        os.close(fd)
+
+
+async def _follow_journal(queue, lines_of, options, eda):
+    argv = [options["journalctl"], "--follow", "--lines=0", "--output=short-iso", "--no-pager",
+            "_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=%s" % eda.SYSLOG_IDENTIFIER]
+    process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        while True:
+            raw = await process.stdout.readline()
+            if not raw:
+                raise RuntimeError("%s: %s ended (exit %s)" % (SOURCE, argv[0], await process.wait()))
+            await _put(queue, lines_of.feed([raw.decode("utf-8", "replace").rstrip("\n")], time.time()))
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def main(queue, args):
+    """Put the events of the log on the queue until cancelled."""
+    eda = _import_collection()
+    options = eda.check_args(SOURCE, args, SPEC)
+    policy = eda.load_policy(SOURCE, options["xid_policy"], options["xid_policy_file"])
+    throttle = eda.Throttle(options["throttle_seconds"])
+    boot = _boot_time()
+    if options["paths"]:
+        if options["source"] != "file":
+            raise eda.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
+        bad = [host for host, path in options["paths"].items() if not isinstance(path, str) or not path]
+        if bad:
+            raise eda.OptionError("%s: option paths: host %s has no file name, got %r" % (SOURCE, bad[0], options["paths"][bad[0]]))
+        tails = [(eda.KernelLines(str(host), policy, throttle, boot), eda.FileTail(path)) for host, path in sorted(options["paths"].items())]
+        await _follow_files(queue, tails, options)
+    lines_of = eda.KernelLines(options["host"] or eda.default_host(), policy, throttle, boot)
+    if options["source"] == "file":
+        await _follow_files(queue, [(lines_of, eda.FileTail(options["path"]))], options)
+    elif options["source"] == "kmsg":
+        await _follow_kmsg(queue, lines_of, options, eda)
+    else:
+        await _follow_journal(queue, lines_of, options, eda)
+
+
+if __name__ == "__main__":
+
+    class _PrintQueue:
+        async def put(self, event):
+            print(event, flush=True)
+
+    asyncio.run(main(_PrintQueue(), {"path": sys.argv[1]} if len(sys.argv) > 1 else {}))

@@ -1,0 +1,33 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_input_check: every input of a playbook checked once, on the controller, before any node is touched
+(plugin_utils/_inputs.py)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options
+
+ROLES = ("gpu_inspect", "gpu_node_prep", "gpu_reclaim", "gpu_remediate", "gpu_watch")
+
+
+class ActionModule(ControllerAction):
+    ARGUMENT_SPEC = dict(
+        roles=dict(type="list", elements="str", required=True),
+        entry_point=dict(type="str", default="main"),
+    )
+
+    def act(self, args, task_vars):
+        unknown = [role for role in args["roles"] if role not in ROLES]
+        if unknown:
+            raise AnsibleActionFail("roles: %s is no role of this collection (%s)" % (", ".join(unknown), ", ".join(ROLES)))
+        options = dict(PLAYBOOK_OPTIONS)
+        options.update(role_options(args["roles"], args["entry_point"]))
+        given = {name: task_vars[name] for name in options if name in task_vars}
+        values = self._templar.template(given)
+        errors = input_errors(values, options)
+        if errors:
+            return dict(failed=True, msg="invalid input: %s" % "; ".join(errors), input_errors=errors, checked=sorted(values))
+        return dict(changed=False, checked=sorted(values), input_errors=[])

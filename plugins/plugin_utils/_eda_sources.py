@@ -1,0 +1,348 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the event sources of extensions/eda share: option checks, the throttle, the events' shape, the closed loop.
+
+Pure Python (no ansible-rulebook import), so that the sources' decisions are unit-tested without the engine. The
+sources themselves (extensions/eda/plugins/event_source/) only read their input, call these, and put on the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import (
+    _MULTILINE_START_RE, _split_nvrm, device_key, parse_kernel_log,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
+    PolicyError, apply_policy, event_rung, parse_policy,
+)
+
+# The identifier of the syslog line each remediation writes (the closed loop: a source that reads it drops the events
+# that remediation answered). _journal.syslog_line writes it; remediation_of reads it.
+SYSLOG_IDENTIFIER = "gpuops-remediation"
+_REMEDIATION_RE = re.compile(SYSLOG_IDENTIFIER + r"(?:\[\d+\])?: (?P<fields>(?:\S+=\S*\s*)+)$")
+
+
+class OptionError(ValueError):
+    """A source option with a bad value; the message names the source, the option and the value."""
+
+
+def _kind_ok(value, kind):
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str) and "\0" not in value
+    return isinstance(value, {"dict": dict, "list": list}[kind])
+
+
+def check_args(source, args, spec):
+    """The options with their defaults, each checked against spec {name: {"type", "default", "choices", "min"}}.
+
+    Raises OptionError naming the first unknown option or bad value; nothing is read or started before that.
+    """
+    args = dict(args or {})
+    unknown = sorted(set(args) - set(spec))
+    if unknown:
+        raise OptionError("%s: unknown option %s (known: %s)" % (source, unknown[0], ", ".join(sorted(spec))))
+    checked = {}
+    for name, rule in spec.items():
+        value = args.get(name, rule.get("default"))
+        if value is None:
+            checked[name] = None
+            continue
+        if rule["type"] == "float" and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not _kind_ok(value, rule["type"]):
+            raise OptionError("%s: option %s must be a %s, got %r" % (source, name, rule["type"], value))
+        if "choices" in rule and value not in rule["choices"]:
+            raise OptionError("%s: option %s must be one of %s, got %r" % (source, name, ", ".join(rule["choices"]), value))
+        if "min" in rule and value < rule["min"]:
+            raise OptionError("%s: option %s must be %s or more, got %r" % (source, name, rule["min"], value))
+        checked[name] = value
+    return checked
+
+
+def load_policy(source, inline, path):
+    """The Xid policy (_xid_policy.parse_policy) from the inline mapping and/or the file an operator keeps in the
+    inventory (YAML or JSON; the mapping itself, or under the key gpuops_xid_policy as in group_vars)."""
+    merged = {}
+    if path:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8")
+        except (IOError, OSError, UnicodeDecodeError) as exc:
+            raise OptionError("%s: option xid_policy_file: cannot read %s: %s" % (source, path, exc))
+        import yaml  # ansible-core's dependency; only this option needs it
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise OptionError("%s: option xid_policy_file: %s is not YAML: %s" % (source, path, exc))
+        if isinstance(data, dict) and "gpuops_xid_policy" in data:
+            data = data["gpuops_xid_policy"]
+        merged.update(_parsed(source, data, "xid_policy_file (%s)" % path))
+    merged.update(_parsed(source, inline, "xid_policy"))
+    return merged
+
+
+def _parsed(source, data, option):
+    try:
+        return parse_policy(data, option=option)
+    except PolicyError as exc:
+        raise OptionError("%s: %s" % (source, exc))
+
+
+def default_host():
+    return socket.gethostname()
+
+
+class Throttle:
+    """One event per key within `seconds` (a repeat of the same condition on the same host and GPU is dropped)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self._last = {}
+
+    def allow(self, key, now):
+        last = self._last.get(key)
+        if last is not None and 0 <= now - last < self.seconds:
+            return False
+        self._last[key] = now
+        return True
+
+
+class Answers:
+    """The closed loop: remediations seen in the log (host, GPU device or None for all, epoch); an event of the same
+    host and GPU dated at or before one was answered by it."""
+
+    def __init__(self):
+        self._done = []
+
+    def record(self, remediation):
+        self._done.append(remediation)
+
+    def answered_by(self, host, bus_id, epoch):
+        if epoch is None:
+            return None
+        key = device_key(bus_id) if bus_id else None
+        for done in reversed(self._done):
+            if done["host"] != host or done["epoch"] is None or epoch > done["epoch"]:
+                continue
+            if not done["gpus"] or key is None or key in done["gpus"]:
+                return done
+        return None
+
+
+def remediation_of(line, default):
+    """The remediation a `gpuops-remediation` syslog line reports ({"host", "action", "gpus": [device keys],
+    "epoch", "run"}), or None for any other line. `default` is the host when the line names none."""
+    match = _REMEDIATION_RE.search(line.rstrip())
+    if not match:
+        return None
+    fields = dict(part.split("=", 1) for part in match.group("fields").split())
+    try:
+        epoch = float(fields["epoch"])
+    except (KeyError, ValueError):
+        epoch = None
+    gpus = [device_key(bus) for bus in (fields.get("gpus") or "").split(",") if bus and device_key(bus)]
+    return {"host": fields.get("host") or default, "action": fields.get("action"), "gpus": gpus, "epoch": epoch,
+            "run": fields.get("run")}
+
+
+def kernel_event(host, parsed):
+    """The event put on the queue for one parsed kernel line (parse_kernel_log's shape, after apply_policy)."""
+    catalog = parsed.get("catalog") or {}
+    body = {
+        "type": parsed["kind"],
+        "host": host,
+        "pci_bus_id": parsed.get("pci_bus_id"),
+        "gpu": parsed.get("pci_bus_id"),
+        "xid": parsed.get("xid"),
+        "name": catalog.get("name"),
+        "action": catalog.get("action"),
+        "catalog_action": catalog.get("catalog_action", catalog.get("action")),
+        "policy": catalog.get("policy", "catalog"),
+        "rung": event_rung(parsed) or "none",
+        "pid": parsed.get("pid"),
+        "process_name": parsed.get("process_name"),
+        "gpu_instance_id": parsed.get("gpu_instance_id"),
+        "compute_instance_id": parsed.get("compute_instance_id"),
+        "message": parsed.get("message"),
+        "time": parsed.get("time"),
+        "time_epoch": parsed.get("time_epoch"),
+        "line": parsed.get("line"),
+    }
+    return {"gpuops": body, "meta": {"hosts": host}}
+
+
+def throttle_key(body):
+    """Repeats are the same condition on the same host and GPU: (host, GPU device, what)."""
+    what = body.get("xid") if body["type"] == "xid" else body["type"]
+    return (body["host"], device_key(body.get("gpu")) if body.get("gpu") else None, what)
+
+
+def pending_tail(lines):
+    """How many of the last lines may be the start of a multi-line "fallen off the bus" message still being written."""
+    for back in range(1, min(4, len(lines)) + 1):
+        split = _split_nvrm(lines[-back])
+        if split and _MULTILINE_START_RE.match(split[1]):
+            tail = lines[-back:]
+            return 0 if any("fallen off the bus" in line for line in tail) else back
+    return 0
+
+
+class KernelLines:
+    """Turns the lines of one host's log into events: Xid and fallen-off-the-bus lines, less those throttled or
+    answered by a remediation the same log reported (the closed loop)."""
+
+    def __init__(self, host, policy, throttle, boot_time=None):
+        self.host = host
+        self.policy = policy
+        self.throttle = throttle
+        self.boot_time = boot_time
+        self.answers = Answers()
+        self.held = []
+        self.dropped = []
+
+    def feed(self, lines, now, final=False):
+        """Events of these complete lines (a multi-line message cut at the end is held for the next call)."""
+        lines = self.held + list(lines)
+        keep = 0 if final else pending_tail(lines)
+        self.held = lines[len(lines) - keep:] if keep else []
+        lines = lines[:len(lines) - keep] if keep else lines
+        for line in lines:
+            done = remediation_of(line, self.host)
+            if done:
+                self.answers.record(done)
+        events = []
+        parsed = apply_policy(parse_kernel_log("\n".join(lines), boot_time=self.boot_time, now=now), self.policy)
+        for item in parsed:
+            event = kernel_event(self.host, item)
+            body = event["gpuops"]
+            by = self.answers.answered_by(self.host, body["gpu"], body["time_epoch"])
+            if by is not None:
+                self.dropped.append({"event": body, "why": "answered by %s (run %s)" % (by["action"], by["run"])})
+                continue
+            if not self.throttle.allow(throttle_key(body), now):
+                self.dropped.append({"event": body, "why": "throttled"})
+                continue
+            events.append(event)
+        return events
+
+
+def kmsg_line(record):
+    """A /dev/kmsg record ("pri,seq,usec,flags;text") as dmesg prints it ("[secs.usec] text"), or None."""
+    head, sep, text = record.partition(";")
+    fields = head.split(",")
+    if not sep or len(fields) < 3 or not fields[2].isdigit():
+        return None
+    usec = int(fields[2])
+    return "[%5d.%06d] %s" % (usec // 1000000, usec % 1000000, text.split("\n", 1)[0])
+
+
+class FileTail:
+    """The complete lines appended to a file since the last read, from its end at the start; a file replaced
+    (rotated: another inode) or truncated is read again from its start."""
+
+    def __init__(self, path):
+        self.path = path
+        self.identity = None
+        self.offset = 0
+        self.partial = b""
+        try:
+            stat = os.stat(path)
+            self.identity, self.offset = (stat.st_dev, stat.st_ino), stat.st_size
+        except OSError:
+            pass  # not there yet: read from its start once it is
+
+    def read(self):
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return []
+        if (stat.st_dev, stat.st_ino) != self.identity or stat.st_size < self.offset:
+            self.identity, self.offset, self.partial = (stat.st_dev, stat.st_ino), 0, b""
+        if stat.st_size == self.offset:
+            return []
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        self.offset += len(data)
+        data = self.partial + data
+        complete, _, self.partial = data.rpartition(b"\n")
+        return complete.decode("utf-8", "replace").splitlines() if complete or _ else []
+
+
+# ---------------------------------------------------------------- gpu_snapshot: conditions that last
+
+def snapshot_conditions(snapshot, ghost_threshold_mib):
+    """[{"type": "ghost_memory"|"unresponsive", "gpu", "gpu_index", "pci_bus_id", "ghost_mib", "message"}] of a
+    gpu_holders_info snapshot: ghost memory above the threshold, a GPU the driver did not answer for or lost, or the
+    whole probe timing out (gpu None: the node)."""
+    found = []
+    probe = (snapshot.get("probes") or {}).get("gpu") or {}
+    for gpu in snapshot.get("gpus") or []:
+        ghost = gpu.get("unattributed_mib")
+        where = {"gpu": gpu.get("pci_bus_id"), "gpu_index": gpu.get("index"), "pci_bus_id": gpu.get("pci_bus_id")}
+        if ghost is not None and ghost > ghost_threshold_mib:
+            found.append(dict(where, type="ghost_memory", ghost_mib=ghost,
+                              message="GPU %s has %s MiB in use that no live process accounts for" % (gpu.get("index"), ghost)))
+        if gpu.get("state") in ("unresponsive", "lost"):
+            found.append(dict(where, type="unresponsive", ghost_mib=None,
+                              message="GPU %s is %s" % (gpu.get("index"), gpu.get("state"))))
+    if not probe.get("ok", True) and probe.get("timed_out") and not snapshot.get("gpus"):
+        found.append({"type": "unresponsive", "gpu": None, "gpu_index": None, "pci_bus_id": None, "ghost_mib": None,
+                      "message": "the GPU probe timed out: %s" % probe.get("error")})
+    return found
+
+
+def state_conditions(state, ghost_threshold_mib):
+    """The same conditions read from the gpu_watch state file (its format: docs/watch.md): a GPU whose last sample
+    had ghost memory above the threshold, and the watch's active unresponsive findings."""
+    found = []
+    for track in (state.get("gpus") or {}).values():
+        ghost = track.get("last_ghost_mib")
+        identity = track.get("identity") or {}
+        if ghost is not None and ghost > ghost_threshold_mib:
+            found.append({"type": "ghost_memory", "gpu": identity.get("pci_bus_id"), "gpu_index": identity.get("index"),
+                          "pci_bus_id": identity.get("pci_bus_id"), "ghost_mib": ghost,
+                          "message": "GPU %s had %s MiB of ghost memory in the watch's last sample" % (identity.get("index"), ghost)})
+    for finding in (state.get("active") or {}).values():
+        if finding.get("kind") == "unresponsive":
+            found.append({"type": "unresponsive", "gpu": finding.get("pci_bus_id"), "gpu_index": finding.get("gpu_index"),
+                          "pci_bus_id": finding.get("pci_bus_id"), "ghost_mib": None,
+                          "message": "the watch finds GPU %s unresponsive" % finding.get("gpu_index")})
+    return found
+
+
+class Lasting:
+    """Conditions of one host that lasted at least `duration` seconds (seen in every poll since they started);
+    each made an event once per throttle window."""
+
+    def __init__(self, host, duration, throttle):
+        self.host = host
+        self.duration = duration
+        self.throttle = throttle
+        self.since = {}
+
+    def feed(self, conditions, now):
+        seen = {}
+        for condition in conditions:
+            key = (self.host, device_key(condition["gpu"]) if condition.get("gpu") else None, condition["type"])
+            seen[key] = condition
+        self.since = dict((key, self.since.get(key, now)) for key in seen)
+        events = []
+        for key, condition in sorted(seen.items(), key=lambda item: str(item[0])):
+            lasted = now - self.since[key]
+            if lasted < self.duration or not self.throttle.allow(key, now):
+                continue
+            body = dict(condition, host=self.host, lasted_seconds=round(lasted, 1),
+                        rung="reset" if condition["type"] == "ghost_memory" else "reboot")
+            events.append({"gpuops": body, "meta": {"hosts": self.host}})
+        return events

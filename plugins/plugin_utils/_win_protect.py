@@ -1,0 +1,92 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Who may be ended on a Windows node: the one answer (as module_utils/_protect.refusal is on Linux).
+
+Every path that ends a Windows process asks `refusal` (the walk before it plans a rung, win_gpu_reset method=kill
+called on its own, restart_explorer) and, for `taskkill /T` or the tree script, `tree_refusal` over every process
+the tree would take. Names are matched as Windows matches them: any case, with or without `.exe`; users with or
+without their domain (WS12\\ada is ada).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_processes import base_name, role
+
+SHELL_NAME = "explorer"
+# The host processes of the connection Ansible runs through: ending one cuts the run itself.
+CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd"))
+
+
+class Policy:
+    """What the caller allows: protect_names and protect_users (never ended), allow_dwm, allow_shell (only the
+    restart_explorer method ends explorer.exe, and it alone, without /T)."""
+
+    def __init__(self, protect_names=(), protect_users=(), allow_dwm=False, allow_shell=False):
+        self.names = frozenset(base_name(name) for name in protect_names or ())
+        self.users = frozenset(bare_user(user) for user in protect_users or ())
+        self.allow_dwm = bool(allow_dwm)
+        self.allow_shell = bool(allow_shell)
+
+    @classmethod
+    def from_args(cls, args, allow_shell=False):
+        return cls(args.get("protect_names"), args.get("protect_users"), args.get("allow_dwm"), allow_shell)
+
+
+def bare_user(user):
+    """A user without its domain, lower case: WS12\\ada, ada@corp (UPN) and ADA are all ada."""
+    return (user or "").rsplit("\\", 1)[-1].split("@", 1)[0].strip().lower()
+
+
+def label(process):
+    return "pid %s (%s)" % (process.get("pid"), process.get("name"))
+
+
+def refusal(process, policy):
+    """Why `process` ({"pid", "name", "user"}) must never be ended under `policy` (a sentence naming it and what
+    would allow it, where anything would), or None when it may be."""
+    name = process.get("name")
+    kind = role(name, process.get("pid"))
+    base = base_name(name)
+    if kind == "wsl_vm":
+        return "%s is the WSL VM: stop its distributions (wsl --terminate / --shutdown), never kill it" % label(process)
+    if kind == "protected":
+        return "%s is a protected Windows system process" % label(process)
+    if base in CONNECTION_NAMES:
+        return "%s hosts a remote connection (maybe Ansible's own): never ended" % label(process)
+    if base in policy.names:
+        return "protected name: %s" % name
+    if policy.users and bare_user(process.get("user")) in policy.users:
+        return "protected user: %s" % process.get("user")
+    if kind == "dwm" and not policy.allow_dwm:
+        return "%s is the Desktop Window Manager: ending it is allowed only with allow_dwm" % label(process)
+    if base == SHELL_NAME and not policy.allow_shell:
+        return ("%s is the user's shell: use method restart_explorer (taskkill /T would end every program started "
+                "from it)" % label(process))
+    return None
+
+
+def descendants(processes, root):
+    """The processes ({pid: process}) whose parent chain leads to root, as ended by a tree kill. A child is never
+    older than its parent: Windows keeps a parent's pid in ParentProcessId after the parent exits, and that pid may
+    name a newer process, which is no parent of it."""
+    found, frontier = [], [root]
+    while frontier:
+        children = [p for p in processes.values() for parent in frontier
+                    if p.get("ppid") == parent["pid"] and p["pid"] != parent["pid"] and p["pid"] not in found
+                    and p["pid"] != root["pid"]
+                    and (p.get("creation_time_ms") or 0) >= (parent.get("creation_time_ms") or 0)]
+        found.extend(p["pid"] for p in children)
+        frontier = children
+    return found
+
+
+def tree_refusal(processes, process, policy):
+    """Why a tree kill of `process` must not run, or None: a process it would take with it that would be refused
+    on its own (the shell always: a tree never takes the user's desktop)."""
+    tree_policy = Policy(allow_dwm=policy.allow_dwm)
+    tree_policy.names, tree_policy.users = policy.names, policy.users
+    for pid in descendants(processes, process):
+        why = refusal(processes[pid], tree_policy)
+        if why:
+            return "its tree (what taskkill /T ends with it) holds %s, which is never ended: %s" % (label(processes[pid]), why)
+    return None

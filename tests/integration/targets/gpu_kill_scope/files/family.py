@@ -1,0 +1,40 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Test scaffolding: a process tree across GPUs, detached from the task that starts it.
+
+    family.py PARENT_DEVICE CHILD_DEVICE REPORT
+
+The parent holds PARENT_DEVICE open, its child CHILD_DEVICE; both wait until killed. REPORT gets
+{"parent": pid, "child": pid} once both hold their device; the command returns then.
+"""
+import json
+import os
+import sys
+import time
+
+parent_device, child_device, report = sys.argv[1:4]
+read_end, write_end = os.pipe()
+if os.fork():
+    os.close(write_end)
+    os.read(read_end, 1)  # the tree holds its devices: the task may go on
+    sys.exit(0)
+os.setsid()
+os.close(read_end)
+held = os.open(parent_device, os.O_RDWR)
+ready_read, ready_write = os.pipe()
+child = os.fork()
+if child == 0:
+    os.close(ready_read)
+    os.close(held)  # the parent's device is the parent's: the child holds only its own
+    held = os.open(child_device, os.O_RDWR)
+    os.write(ready_write, b"x")
+    while True:
+        time.sleep(3600)
+os.close(ready_write)
+os.read(ready_read, 1)
+with open(report + ".tmp", "w") as handle:
+    json.dump({"parent": os.getpid(), "child": child}, handle)
+os.rename(report + ".tmp", report)
+os.write(write_end, b"x")
+while True:
+    time.sleep(3600)

@@ -1,0 +1,28 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Test scaffolding: a process that holds device files open, detached from the task that starts it.
+
+    hold.py REPORT DEVICE [DEVICE...]
+
+The command returns once the holder has every device open; REPORT then holds {"pid": its pid}. It waits until killed.
+"""
+import json
+import os
+import sys
+import time
+
+report, devices = sys.argv[1], sys.argv[2:]
+read_end, write_end = os.pipe()
+if os.fork():
+    os.close(write_end)
+    sys.exit(0 if os.read(read_end, 1) == b"x" else 1)
+os.setsid()
+os.close(read_end)
+held = [os.open(path, os.O_RDWR) for path in devices]
+with open(report + ".tmp", "w") as handle:
+    json.dump({"pid": os.getpid()}, handle)
+os.rename(report + ".tmp", report)
+os.write(write_end, b"x")
+os.close(write_end)
+while True:
+    time.sleep(3600)

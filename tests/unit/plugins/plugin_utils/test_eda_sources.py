@@ -1,0 +1,280 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The EDA event sources (extensions/eda/plugins/event_source) run as ansible-rulebook runs them: their file by path,
+main() as a task on an asyncio queue, real files appended to, cancelled at the end; and their pure helpers."""
+
+import asyncio
+import json
+import os
+import runpy
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import (
+    Answers, FileTail, KernelLines, Lasting, OptionError, Throttle, check_args, kmsg_line, load_policy, remediation_of,
+    state_conditions,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
+
+XID_119 = "2026-11-30T10:00:00+00:00 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response"
+XID_79 = "2026-11-30T10:00:05+00:00 node7 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=<unknown>, GPU has fallen off the bus."
+FALLEN = ("2026-11-30T10:00:06+00:00 node7 kernel: NVRM: The NVIDIA GPU 0000:5e:00.0",
+          "2026-11-30T10:00:06+00:00 node7 kernel: NVRM: (PCI ID: 10de:2330) installed in this system has",
+          "2026-11-30T10:00:06+00:00 node7 kernel: NVRM: fallen off the bus and is not responding to commands.")
+OTHER = "2026-11-30T10:00:07+00:00 node7 kernel: usb 1-1: new high-speed USB device number 2"
+
+
+def _source(name):
+    return runpy.run_path(os.path.join(SOURCES, name + ".py"))
+
+
+async def _collect(name, args, act, count, timeout=10.0):
+    """Start the source, run act() once it polls, take `count` events, then cancel it; (events, task)."""
+    queue = asyncio.Queue()
+    task = asyncio.ensure_future(_source(name)["main"](queue, args))
+    await asyncio.sleep(0.3)
+    assert not task.done(), task.exception() if task.done() else None
+    await act()
+    events = []
+    try:
+        for _ in range(count):
+            events.append(await asyncio.wait_for(queue.get(), timeout))
+        await asyncio.sleep(0.5)  # anything more it would put
+        while not queue.empty():
+            events.append(queue.get_nowait())
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    return events, task
+
+
+def _append(path, *lines):
+    with open(path, "a") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+
+
+def test_kernel_log_follows_the_file_from_its_end(tmp_path):
+    log = str(tmp_path / "syslog")
+    _append(log, XID_79)  # already there at the start: never replayed
+
+    async def act():
+        _append(log, OTHER, XID_119)
+        await asyncio.sleep(0.3)
+        _append(log, *FALLEN)
+
+    events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 2))
+    assert task.cancelled()
+    assert [event["gpuops"]["type"] for event in events] == ["xid", "fallen_off_bus"]
+    xid = events[0]
+    assert xid["meta"] == {"hosts": "node7"}
+    assert {key: xid["gpuops"][key] for key in ("host", "pci_bus_id", "xid", "action", "rung", "pid", "process_name", "policy")} == {
+        "host": "node7", "pci_bus_id": "00000000:3B:00.0", "xid": 119, "action": "reset_gpu", "rung": "reset", "pid": 4242,
+        "process_name": "python3", "policy": "catalog"}
+    fallen = events[1]["gpuops"]
+    assert (fallen["pci_bus_id"], fallen["action"], fallen["rung"]) == ("00000000:5E:00.0", "reboot", "reboot")
+
+
+def test_kernel_log_throttles_repeats_per_host_and_gpu(tmp_path):
+    log = str(tmp_path / "kern.log")
+    _append(log)
+
+    async def act():
+        _append(log, XID_119, XID_119.replace("10:00:00", "10:00:30"), XID_119.replace("3b:00", "86:00"), XID_79)
+
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 3))
+    assert [(event["gpuops"]["xid"], event["gpuops"]["pci_bus_id"]) for event in events] == [
+        (119, "00000000:3B:00.0"), (119, "00000000:86:00.0"), (79, "00000000:18:00.0")]
+
+
+def test_kernel_log_policy_from_the_inventory_file(tmp_path):
+    log, policy = str(tmp_path / "kern.log"), tmp_path / "gpuops_xid_policy.yml"
+    _append(log)
+    policy.write_text("gpuops_xid_policy:\n  119: reboot\n  79: none\n")
+
+    async def act():
+        _append(log, XID_119, XID_79)
+
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "n", "poll_interval": 0.05,
+                                                            "xid_policy_file": str(policy), "xid_policy": {"79": "reset"}}, act, 2))
+    assert [(e["gpuops"]["xid"], e["gpuops"]["rung"], e["gpuops"]["catalog_action"], e["gpuops"]["policy"]) for e in events] == [
+        (119, "reboot", "reset_gpu", "site"), (79, "reset", "reboot", "site")]
+
+
+def test_kernel_log_several_hosts_files(tmp_path):
+    paths = {"n%d" % index: str(tmp_path / ("n%d.log" % index)) for index in range(3)}
+    for path in paths.values():
+        _append(path)
+
+    async def act():
+        _append(paths["n2"], XID_119)
+        _append(paths["n0"], XID_119)
+
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": paths, "poll_interval": 0.05}, act, 2))
+    assert sorted(event["meta"]["hosts"] for event in events) == ["n0", "n2"]
+
+
+def test_kernel_log_closed_loop_drops_what_a_remediation_answered(tmp_path):
+    log = str(tmp_path / "syslog")
+    _append(log)
+    answered = ("2026-11-30T10:00:10+00:00 node7 gpuops-remediation[991]: host=node7 action=gpu_reset "
+                "gpus=00000000:3B:00.0 epoch=1796032810.0 run=r1")
+
+    async def act():
+        # the remediation's line first (a late delivery of the Xid it answered follows), then a new Xid after it
+        _append(log, answered, XID_119, XID_119.replace("10:00:00", "10:05:00"))
+
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05,
+                                                            "throttle_seconds": 0}, act, 1))
+    assert [event["gpuops"]["time"] for event in events] == ["2026-11-30T10:05:00+00:00"]
+
+
+@pytest.mark.parametrize("args, says", [
+    ({"source": "tape"}, "gpu_kernel_log: option source must be one of kmsg, journal, file, got 'tape'"),
+    ({"poll_interval": 0}, "option poll_interval must be 0.01 or more, got 0.0"),
+    ({"throttle_seconds": "5m"}, "option throttle_seconds must be a float, got '5m'"),
+    ({"pathz": "/x"}, "unknown option pathz"),
+    ({"xid_policy": {"x": "reset"}}, "xid_policy: the Xid code 'x' is not a number"),
+    ({"xid_policy": {13: "fix"}}, "Xid 13 maps to 'fix'"),
+    ({"paths": {"n1": "/x"}, "source": "kmsg"}, "option paths needs source=file, got source='kmsg'"),
+    ({"paths": {"n1": ""}}, "option paths: host n1 has no file name, got ''"),
+])
+def test_kernel_log_bad_options_named_before_reading(args, says):
+    with pytest.raises(OptionError) as caught:
+        asyncio.run(_source("gpu_kernel_log")["main"](asyncio.Queue(), args))
+    assert says in str(caught.value)
+
+
+def _state(path, ghost_mib, updated, unresponsive=False):
+    state = {"version": 1, "updated_epoch": updated, "last_success_epoch": updated, "xid": {"last_epoch": None, "seen": [], "counts": {}},
+             "gpus": {"GPU-1": {"high_usage_since": None, "ghost_samples": 3, "last_ghost_mib": ghost_mib,
+                                "identity": {"index": 0, "uuid": "GPU-1", "name": "H100", "pci_bus_id": "00000000:18:00.0"}}},
+             "active": {}}
+    if unresponsive:
+        state["active"]["f1"] = {"fingerprint": "f1", "kind": "unresponsive", "gpu": "GPU-2", "gpu_index": 1, "gpu_uuid": "GPU-2",
+                                 "pci_bus_id": "00000000:86:00.0"}
+    with open(path, "w") as handle:
+        json.dump(state, handle)
+
+
+def test_snapshot_from_the_watch_state_after_the_duration(tmp_path):
+    state = str(tmp_path / "watch_state.json")
+    _state(state, 100, 1.0)  # below the threshold
+
+    async def act():
+        _state(state, 2048, 2.0, unresponsive=True)
+
+    args = {"mode": "state_file", "host": "node7", "state_path": state, "journal_path": str(tmp_path / "none.jsonl"),
+            "poll_interval": 0.05, "duration_seconds": 0.3}
+    events, _task = asyncio.run(_collect("gpu_snapshot", args, act, 2))
+    assert sorted((e["gpuops"]["type"], e["gpuops"]["gpu"], e["gpuops"]["rung"]) for e in events) == [
+        ("ghost_memory", "00000000:18:00.0", "reset"), ("unresponsive", "00000000:86:00.0", "reboot")]
+    assert all(event["meta"] == {"hosts": "node7"} and event["gpuops"]["lasted_seconds"] >= 0.3 for event in events)
+
+
+def test_snapshot_state_older_than_the_last_remediation_is_answered(tmp_path):
+    state, journal = str(tmp_path / "watch_state.json"), str(tmp_path / "journal.jsonl")
+    _state(state, 2048, 1796032800.0)
+    records = [{"id": "a", "phase": "intent", "action": "gpu_reset", "ts": "2026-11-30T10:00:10Z"},
+               {"id": "a", "phase": "outcome", "ok": True, "ts": "2026-11-30T10:00:20Z"}]
+    with open(journal, "w") as handle:
+        handle.write("".join(json.dumps(record) + "\n" for record in records))
+
+    async def act():
+        await asyncio.sleep(0.5)
+        _state(state, 2048, 1796032900.0)  # the watch sampled again after the reset: ghost memory again
+
+    args = {"mode": "state_file", "host": "node7", "state_path": state, "journal_path": journal, "poll_interval": 0.05,
+            "duration_seconds": 0}
+    events, _task = asyncio.run(_collect("gpu_snapshot", args, act, 1))
+    assert len(events) == 1 and events[0]["gpuops"]["ghost_mib"] == 2048
+
+
+def test_snapshot_bad_node_entry_named():
+    with pytest.raises(OptionError) as caught:
+        asyncio.run(_source("gpu_snapshot")["main"](asyncio.Queue(), {"nodes": [{"host": "a", "state_file": "/x"}]}))
+    assert "option nodes[0]: unknown key state_file" in str(caught.value)
+
+
+def test_lasting_needs_every_poll_and_throttles():
+    lasting = Lasting("h", 10, Throttle(100))
+    ghost = [{"type": "ghost_memory", "gpu": "00000000:18:00.0"}]
+    assert lasting.feed(ghost, 0) == []
+    assert lasting.feed([], 5) == []  # it cleared: the duration starts over
+    assert lasting.feed(ghost, 6) == []
+    assert [event["gpuops"]["lasted_seconds"] for event in lasting.feed(ghost, 16)] == [10]
+    assert lasting.feed(ghost, 50) == []
+    assert len(lasting.feed(ghost, 117)) == 1
+
+
+def test_state_conditions_threshold():
+    state = {"gpus": {"a": {"last_ghost_mib": 256, "identity": {"index": 0, "pci_bus_id": "x"}},
+                      "b": {"last_ghost_mib": 257, "identity": {"index": 1, "pci_bus_id": "y"}},
+                      "c": {"last_ghost_mib": None, "identity": {}}}, "active": {}}
+    assert [found["gpu_index"] for found in state_conditions(state, 256)] == [1]
+
+
+def test_file_tail_rotation_truncation_and_partial_lines(tmp_path):
+    path = str(tmp_path / "log")
+    _append(path, "old")
+    tail = FileTail(path)
+    assert tail.read() == []
+    with open(path, "a") as handle:
+        handle.write("one\ntw")
+    assert tail.read() == ["one"]
+    _append(path, "o")
+    assert tail.read() == ["two"]
+    os.rename(path, path + ".1")
+    _append(path, "fresh")
+    assert tail.read() == ["fresh"]
+    with open(path, "w") as handle:
+        handle.write("cut\n")
+    assert tail.read() == ["cut"]
+
+
+def test_multiline_message_cut_between_reads_is_held():
+    lines_of = KernelLines("h", {}, Throttle(0))
+    assert lines_of.feed(list(FALLEN[:2]), 0) == []
+    events = lines_of.feed([FALLEN[2]], 1)
+    assert [event["gpuops"]["type"] for event in events] == ["fallen_off_bus"]
+    assert KernelLines("h", {}, Throttle(0)).feed(list(FALLEN[:1]), 0, final=True) == []
+
+
+def test_kmsg_record_as_dmesg_prints_it():
+    assert kmsg_line("4,1234,5678901234,-;NVRM: Xid (PCI:0000:3b:00): 119, pid=1, name=x, y\n SUBSYSTEM=pci") == \
+        "[ 5678.901234] NVRM: Xid (PCI:0000:3b:00): 119, pid=1, name=x, y"
+    assert kmsg_line("garbage") is None
+
+
+def test_remediation_line_and_answers():
+    done = remediation_of("Nov 30 10:00:10 node7 gpuops-remediation[1]: host=node7 action=gpu_reset gpus=0000:3b:00.0,86:00.0 epoch=100.5 run=r",
+                          "x")
+    assert done == {"host": "node7", "action": "gpu_reset", "gpus": ["00000000:3B:00", "00000000:86:00"], "epoch": 100.5, "run": "r"}
+    assert remediation_of("node7 kernel: gpuops-remediation is a word here", "x") is None
+    answers = Answers()
+    answers.record(done)
+    assert answers.answered_by("node7", "00000000:3B:00.0", 100.0) is done
+    assert answers.answered_by("node7", "00000000:3B:00.0", 101.0) is None
+    assert answers.answered_by("node7", "00000000:18:00.0", 100.0) is None
+    assert answers.answered_by("node8", "00000000:3B:00.0", 100.0) is None
+    assert answers.answered_by("node7", "00000000:3B:00.0", None) is None
+
+
+def test_check_args_defaults_and_kinds():
+    spec = {"a": {"type": "int", "default": 3, "min": 1}, "b": {"type": "float", "default": 1.0}, "c": {"type": "bool", "default": False}}
+    assert check_args("s", {"b": 2}, spec) == {"a": 3, "b": 2.0, "c": False}
+    with pytest.raises(OptionError, match="option a must be a int, got True"):
+        check_args("s", {"a": True}, spec)
+    with pytest.raises(OptionError, match="option c must be a bool, got 'yes'"):
+        check_args("s", {"c": "yes"}, spec)
+
+
+def test_policy_file_errors_named(tmp_path):
+    bad = tmp_path / "p.yml"
+    bad.write_text("gpuops_xid_policy:\n  79: melt\n")
+    with pytest.raises(OptionError, match=r"xid_policy_file \(.*p.yml\): Xid 79 maps to 'melt'"):
+        load_policy("s", None, str(bad))
+    with pytest.raises(OptionError, match="cannot read"):
+        load_policy("s", None, str(tmp_path / "missing.yml"))
