@@ -89,7 +89,7 @@ molecule: collection
 # ansible-test wants a real ansible_collections/<ns>/<name> directory, not a link.
 $(BUILD_COLL): FORCE venv
 	@rm -rf $(BUILD_COLL) && mkdir -p $(BUILD_COLL)
-	@git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents {} $(BUILD_COLL)/
+	@git ls-files -co --exclude-standard -z | xargs -0 -I{} cp -P --parents {} $(BUILD_COLL)/
 FORCE:
 
 sanity: $(BUILD_COLL)

@@ -10,6 +10,9 @@
 #                               The last line says "dockerd: started (pid N)" or "dockerd: already running".
 #   tools/docker_env.sh stop    stop the dockerd that `start` started (its pid file), and only that one.
 #   tools/docker_env.sh status  say whether an engine answers, and whether it is ours.
+#   Exit status 0 when the engine and the image are there; else 1, the reason on stderr's last line (no root, no
+#   apt-get, a dockerd that exits: it cannot create its iptables chains in an unprivileged container), and a dockerd
+#   this script started is stopped again. tests/integration/run.py reports such a target "not run: <reason>".
 #
 # Environment: GPUOPS_DOCKER_STATE (pid file and log, default ${TMPDIR:-/tmp}/gpuops-docker),
 # GPUOPS_DOCKER_IMAGE (default local/gpuops-bookworm), GPUOPS_DEBIAN_MIRROR (default http://deb.debian.org/debian).
@@ -114,7 +117,12 @@ cmd_start() {
         install_packages
         engine_answers || start_dockerd
     fi
-    build_image
+    # In a process of its own (errexit holds there): if the image cannot be had, a dockerd started here is stopped,
+    # and the last line on stderr stays the reason.
+    if ! bash "${BASH_SOURCE[0]}" image; then
+        [[ -z $STARTED_PID ]] || cmd_stop
+        exit 1
+    fi
     if [[ -n $STARTED_PID ]]; then
         echo "dockerd: started (pid $STARTED_PID)"
     else
@@ -158,5 +166,6 @@ case ${1:-start} in
     start) cmd_start ;;
     stop) cmd_stop ;;
     status) cmd_status ;;
+    image) build_image ;;
     *) die "usage: $0 [start|stop|status]" ;;
 esac

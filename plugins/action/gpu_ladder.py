@@ -8,7 +8,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, hold_reason, walk_argument_spec,
+    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, hold_reason, platform_args, walk_argument_spec,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node
@@ -23,6 +23,7 @@ class ActionModule(ControllerAction):
         return walk_argument_spec()
 
     def act(self, args, task_vars):
+        args = platform_args(args)
         snapshot = args["snapshot"]
         missing = [key for key in REQUIRED_SNAPSHOT_KEYS if key not in snapshot]
         if snapshot and missing:

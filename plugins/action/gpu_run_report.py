@@ -5,13 +5,15 @@
 from __future__ import annotations
 
 import datetime
+import os
 
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, render_markdown, write_report
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import (
+    build_report, host_entry, render_markdown, report_name, write_report)
 
 # What a host of the play leaves for the report.
 HOST_VARIABLES = ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary", "gpu_remediate_guard_refusal")
@@ -41,9 +43,11 @@ class ActionModule(ControllerAction):
             entries.append(host_entry(host, found.get("gpu_reclaim_outcome"), found.get("gpu_inspect_snapshot"),
                                       found.get("gpu_inspect_summary"), found.get("gpu_remediate_guard_refusal")))
         now = datetime.datetime.now(datetime.timezone.utc)
-        run_id = args["run_id"] or "%s-%s" % (args["kind"], now.strftime("%Y%m%dT%H%M%SZ"))
+        run_id = args["run_id"] or "%s-%s" % (args["kind"], now.strftime("%Y%m%dT%H%M%S.%fZ"))
         report = build_report(entries, run_id, args["kind"], bool(self._task.check_mode), now.strftime("%Y-%m-%dT%H:%M:%SZ"),
                               args["destructive_hosts"])
         # The report is the controller's record of the run: written in check mode too (it is the plan then), never a change.
-        paths = write_report(args["dest"], report, render_markdown(report), render_html(report)) if args["write"] else []
+        # The controller's ansible-playbook process (this worker's parent): the same for every batch of this run.
+        name = report_name(run_id, args["hosts"], task_vars.get("awx_job_id"), os.getppid())
+        paths = write_report(args["dest"], report, render_markdown(report), render_html(report), name) if args["write"] else []
         return dict(changed=False, report=report, paths=paths, summary=report["fleet"]["summary"])

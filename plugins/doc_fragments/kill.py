@@ -36,31 +36,56 @@ options:
         ended, and one that still runs fails the run, named with its container.
       - The kubelet starts a stopped pod container again; drain or cordon the node first (the C(gpu_reclaim) role does
         with C(gpu_reclaim_drain=kubernetes)). Containers that nerdctl started live outside the CRI namespace that
-        crictl sees; their stop fails and is reported as failed.
+        crictl sees, so crictl does not confirm them and their processes are plain processes.
     type: str
     choices: [stop, kill, skip]
     default: stop
   protect_names:
-    description: Process names never to signal.
+    description:
+      - Process names never to signal (the kernel's command name, or the base name of argv[0]).
+      - An empty name fails the module, naming it.
     type: list
     elements: str
     default: []
   protect_users:
-    description: Users (names or uids) whose processes are never signalled.
+    description:
+      - Users whose processes are never signalled, as user names (looked up in the node's user database) or numeric uids.
+      - A group is written C(@name) or C(@gid) (looked up in the node's group database); it protects every process whose
+        real, effective or supplementary groups hold it, and the processes of its member users.
+      - An entry that names no user or group on the node fails the module before anything is signalled, naming it.
     type: list
     elements: str
     default: []
   protect_units:
-    description: systemd units whose processes are never signalled.
+    description:
+      - systemd units whose processes are never signalled, as the init system says (the unit's main process and its
+        control group).
+      - A unit systemd does not know, a pattern (C(*), C(?), C([)), or any entry on a node without systemctl, fails the
+        module, naming it.
     type: list
     elements: str
     default: []
+  end_running_jobs:
+    description:
+      - End the processes of live scheduler jobs. A process is a running job's when Slurm lists it in a job step on
+        this node (C(scontrol listpids)) whose state is live (C(squeue)), or when its pod runs (C(crictl pods --state
+        ready)); a cgroup path naming a job is only a hint, and one that Slurm does not list is a leftover, ended as
+        before. When Slurm cannot answer, a process whose cgroup names a job is treated as running.
+      - By default such a process is left alone with the reason (C(busy - ...)), and is never ended, even when
+        selected by pid. A node without C(scontrol)/C(squeue) or C(crictl) has no scheduler, and nothing changes.
+    type: bool
+    default: false
   allow_display:
-    description: Allow signalling display servers and desktop sessions (Xorg, gdm, gnome-shell, ...).
+    description:
+      - Allow signalling display servers, the processes of the display manager unit (C(display-manager.service)) as the
+        init system says (its main process, its control group, what its main process started); never a process
+        name.
     type: bool
     default: false
   allow_daemons:
-    description: Allow signalling GPU daemons (nvidia-persistenced, nv-fabricmanager, nv-hostengine).
+    description:
+      - Allow signalling GPU daemons, the processes of the GPU units (nvidia-persistenced, nvidia-fabricmanager, DCGM,
+        dcgm-exporter) as the init system says (the unit's main process or its control group); never a process name.
     type: bool
     default: false
   reap_zombies:

@@ -8,11 +8,14 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.validation import check_type_list
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
     DEFAULT_DESTRUCTIVE, LADDERS, cordon_is_ours, destructive_entry, fleet_guard,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._host_platform import host_platform as _host_platform
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import snapshot_lines
 
 
 def _snapshot(value, filter_name):
@@ -27,23 +30,47 @@ def _platform(platform, filter_name):
     return platform
 
 
-def ladder_entry_rung(snapshot, platform="linux"):
-    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")])
+def _end_running_jobs(value, filter_name):
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise AnsibleFilterError("%s: gpu_reclaim_end_running_jobs must be a boolean, got %r" % (filter_name, value)) from None
 
 
-def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux"):
-    """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string)."""
+def ladder_entry_rung(snapshot, platform="linux", end_running_jobs=False):
+    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")],
+                      _end_running_jobs(end_running_jobs, "ladder_entry_rung"))
+
+
+def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", windows_destructive_rungs=None,
+                           end_running_jobs=False):
+    """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string); a Windows host
+    reads windows_destructive_rungs, as the walk does. end_running_jobs: gpu_reclaim_end_running_jobs."""
     platform = _platform(platform, "needs_destructive_rung")
+    if platform == "windows":
+        destructive_rungs = windows_destructive_rungs
     rungs = DEFAULT_DESTRUCTIVE[platform] if destructive_rungs is None else destructive_rungs
     try:
         rungs = check_type_list(rungs)
     except TypeError:
-        raise AnsibleFilterError("needs_destructive_rung: gpu_reclaim_destructive_rungs must be a list of rungs, got %r" % (rungs,)) from None
+        raise AnsibleFilterError("needs_destructive_rung: %s must be a list of rungs, got %r" % (_rungs_variable(platform), rungs)) from None
     unknown = [rung for rung in rungs if rung not in LADDERS[platform]]
     if unknown:
-        raise AnsibleFilterError("needs_destructive_rung: gpu_reclaim_destructive_rungs names no rung %s of the %s ladder (%s)"
-                                 % (", ".join(map(repr, unknown)), platform, ", ".join(LADDERS[platform])))
-    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform)
+        raise AnsibleFilterError("needs_destructive_rung: %s names no rung %s of the %s ladder (%s)"
+                                 % (_rungs_variable(platform), ", ".join(map(repr, unknown)), platform, ", ".join(LADDERS[platform])))
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform,
+                             _end_running_jobs(end_running_jobs, "needs_destructive_rung"))
+
+
+def _rungs_variable(platform):
+    return "gpu_reclaim_windows_destructive_rungs" if platform == "windows" else "gpu_reclaim_destructive_rungs"
+
+
+def host_platform(given, connection="", shell_type="", os_family=""):
+    try:
+        return _host_platform(given or "", connection or "", shell_type or "", os_family or "")
+    except ValueError as exc:
+        raise AnsibleFilterError("host_platform: %s" % exc) from None
 
 
 def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
@@ -55,6 +82,10 @@ def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
     if not 0 <= percent <= 100:
         raise AnsibleFilterError("fleet_guard_refusal: gpu_remediate_max_destructive_percent must be 0..100, got %r" % (max_percent,))
     return fleet_guard([str(host) for host in destructive_hosts], count, percent)
+
+
+def snapshot_summary(snapshot):
+    return snapshot_lines(_snapshot(snapshot, "snapshot_summary"))
 
 
 def kubernetes_cordon_is_ours(node_info, annotation, reason):
@@ -72,4 +103,6 @@ class FilterModule:
             "needs_destructive_rung": needs_destructive_rung,
             "fleet_guard_refusal": fleet_guard_refusal,
             "kubernetes_cordon_is_ours": kubernetes_cordon_is_ours,
+            "snapshot_summary": snapshot_summary,
+            "host_platform": host_platform,
         }

@@ -67,7 +67,8 @@ class Remediation:
         validate_snapshot_params(module)
         if params["lock_timeout"] < 0:
             module.fail_json(msg="lock_timeout must be 0 or more seconds, got %r" % params["lock_timeout"])
-        self.journal = Journal(params["journal_path"] or self.layout.journal_file, run_id=params["run_id"])
+        self.journal = Journal(params["journal_path"] or self.layout.journal_file, run_id=params["run_id"],
+                               syslog_file=self.layout.syslog_file)
         self._check_journal_path()
 
     def _check_journal_path(self):

@@ -25,9 +25,11 @@ import os
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import RUNTIME_CLIS, runtime_cli
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import parse_cgroup, read_process
+from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import _container, parse_cgroup, read_process
 
 USER_DELEGATED = re.compile(r"^user@\d+\.service$")
+DEFAULT_TIMEOUT = 10.0  # seconds for the runtime's answer when the module has no probe_timeout
 
 
 def inspect_argv(cli_path, runtime, container_id):
@@ -103,9 +105,21 @@ def delegated_subtree(cgroup_text):
     return None
 
 
-def within(holder_cgroup, container_cgroup):
-    """None when every hierarchy both texts show puts the holder at or below the container's cgroup, else why not."""
+def container_root(components, claimed):
+    """The components of the cgroup that names the container `claimed`, out of a path at or below it: a main process
+    may sit in a cgroup of its own below the container's (systemd in a container moves itself to init.scope)."""
+    for length in range(1, len(components) + 1):
+        if _container(components[:length]) == claimed:
+            return components[:length]
+    return components
+
+
+def within(holder_cgroup, container_cgroup, claimed=None):
+    """None when every hierarchy both texts show puts the holder at or below the container's cgroup (with `claimed`, the
+    cgroup that names that container above the given one), else why not."""
     holder, container = _lines(holder_cgroup), _lines(container_cgroup)
+    if claimed:
+        container = dict((key, container_root(components, claimed)) for key, components in container.items())
     # The hierarchy that names units first (name=systemd on v1, the unified one), so that the reason names that path.
     common = sorted(set(holder) & set(container), key=lambda key: (key[1] != "name=systemd", key != ("0", ""), key))
     if not common:
@@ -137,7 +151,7 @@ def judge(claimed, state, why_no_state, holder_cgroup, main_cgroup):
     delegated = delegated_subtree(holder_cgroup)
     if delegated:
         return False, "its cgroup %s lies in a user's delegated subtree" % delegated
-    outside = within(holder_cgroup, main_cgroup)
+    outside = within(holder_cgroup, main_cgroup, {"runtime": runtime, "id": container_id})
     if outside:
         return False, "%s (that of main process %d, as %s names it)" % (outside, state["pid"], runtime)
     return True, "%s runs container %s with main process %d, and this process is in its cgroup" % (
@@ -178,9 +192,19 @@ class ContainerWitness:
                 if path is None:
                     self._states[key] = (None, why_not)
                 else:
-                    rc, out, err = self.module.run_command(inspect_argv(path, runtime, container_id))
-                    self._states[key] = parse_inspect(runtime, container_id, rc, out, err)
+                    self._states[key] = self._ask(runtime, container_id, inspect_argv(path, runtime, container_id))
         return self._states[key]
+
+    def _ask(self, runtime, container_id, argv):
+        """The runtime's answer, in a child under the probe deadline: a daemon that hangs confirms nothing."""
+        timeout = (self.module.params or {}).get("probe_timeout") or DEFAULT_TIMEOUT
+        try:
+            rc, out, err = run_with_deadline(lambda: list(self.module.run_command(argv)), timeout)
+        except ProbeTimeout:
+            return None, "%s inspect did not answer within %s s" % (RUNTIME_CLIS[runtime], timeout)
+        except ProbeFailed as exc:
+            return None, "%s inspect failed: %s" % (RUNTIME_CLIS[runtime], exc)
+        return parse_inspect(runtime, container_id, rc, out, err)
 
     def confirm(self, pid, claimed):
         """{"runtime", "id", "confirmed", "reason", "main_pid", "main_start_time", "same_pid_namespace"} for a process
@@ -217,7 +241,8 @@ class ContainerWitness:
             if not holder.get("visible", True):
                 continue
             cgroup = _read("%s/%d/cgroup" % (self.proc_root, holder["pid"]))
-            if (cgroup and main_cgroup and within(cgroup, main_cgroup) is None) or (
+            claimed = {"runtime": confirmation["runtime"], "id": confirmation["id"]}
+            if (cgroup and main_cgroup and within(cgroup, main_cgroup, claimed) is None) or (
                     main_ns is not None and _pid_namespace(holder["pid"], self.proc_root) == main_ns):
                 found.append(holder)
         return found
@@ -240,3 +265,21 @@ def namespace_members(pid, holders, proc_root="/proc"):
     namespace = _pid_namespace(pid, proc_root)
     return [holder for holder in holders if holder.get("visible", True) and holder["pid"] != pid
             and namespace is not None and _pid_namespace(holder["pid"], proc_root) == namespace]
+
+
+def confirm_holders(module, holders, witness=None):
+    """The snapshot's containers, confirmed: a holder keeps `container` ({"runtime", "id", "main_pid"}) only when its
+    runtime confirms it; otherwise `container` is None and `container_claim` ({"runtime", "id", "reason"}) keeps what
+    its cgroup path named and why that is not a container. Returns the witness (its answers are cached)."""
+    witness = witness or ContainerWitness(module)
+    for holder in holders:
+        claimed = holder.get("container")
+        if not claimed:
+            continue
+        confirmation = witness.confirm(holder["pid"], claimed)
+        if confirmation["confirmed"]:
+            holder["container"] = dict(claimed, main_pid=confirmation["main_pid"])
+        else:
+            holder["container"] = None
+            holder["container_claim"] = dict(claimed, reason=confirmation["reason"])
+    return witness

@@ -10,16 +10,25 @@ and concurrent writers never interleave inside a line.
 from __future__ import annotations
 
 import datetime
+import fcntl
 import json
 import os
+import re
 import shlex
+import socket
 import time
 import uuid
 
 DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
-# What readers of the journal read: its tail (it grows for the life of the node), far more than a node does between
-# two boots or during one run.
+# What the acting modules read of the journal (across its rotated files): its last 4 MiB, far more than a node writes
+# between two boots or during one run.
 RECENT_BYTES = 4 * 1024 * 1024
+# The journal rotates (journal.jsonl -> journal.jsonl.1 -> ... -> journal.jsonl.<ROTATE_KEEP>, the oldest dropped)
+# before a line would take it past ROTATE_BYTES: it never takes more than (ROTATE_KEEP + 1) * ROTATE_BYTES on the node.
+ROTATE_BYTES = 8 * 1024 * 1024
+ROTATE_KEEP = 4
+# The most gpu_journal_info reads for one window: a journal past it (an old, never rotated one) answers in part.
+WINDOW_MAX_BYTES = 64 * 1024 * 1024
 # No line this module writes comes near it; a longer one is not ours (and would cost the reader).
 MAX_LINE_BYTES = 256 * 1024
 # A line dated further in the future than this was written under a wrong clock: it answers nothing.
@@ -62,10 +71,45 @@ def _ensure_parent(path):
         os.chmod(parent, DIR_MODE)  # makedirs' mode is filtered by the umask
 
 
+def rotated_paths(path, keep=None):
+    """The journal's files, newest first: path, path.1, ..., path.<keep> (ROTATE_KEEP)."""
+    keep = ROTATE_KEEP if keep is None else keep
+    return [path] + ["%s.%d" % (path, number) for number in range(1, keep + 1)]
+
+
+def rotate_if_full(path, incoming=0, limit=None, keep=None):
+    """Rotate the journal when `incoming` more bytes would take it past `limit`: path.<keep> is dropped, every path.<n>
+    becomes path.<n+1>, path becomes path.1; the next append creates path anew. Under an exclusive flock on the
+    journal's directory, so that two writers never rotate twice; a writer that still holds the old file open finishes
+    its line there (path.1), which readers read too. Returns whether it rotated."""
+    limit = ROTATE_BYTES if limit is None else limit
+    directory = os.path.dirname(os.path.abspath(path))
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            return False
+        if size == 0 or size + incoming <= limit:
+            return False
+        paths = rotated_paths(path, keep)
+        for older, newer in reversed(list(zip(paths[:-1], paths[1:]))):
+            try:
+                os.replace(older, newer)
+            except FileNotFoundError:
+                continue
+        return True
+    finally:
+        os.close(fd)  # drops the flock
+
+
 def append_line(path, record):
-    """Append one record as one line: one write, fsync, close."""
+    """Append one record as one line: one write, fsync, close; the journal rotated first when the line would take it
+    past ROTATE_BYTES."""
     data = (json.dumps(record, sort_keys=False, default=str) + "\n").encode("utf-8")
     _ensure_parent(path)
+    rotate_if_full(path, len(data))
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
     try:
         written = os.write(fd, data)
@@ -80,9 +124,11 @@ def append_line(path, record):
 class Journal:
     """Writes this run's intents and outcomes to the journal at path; entries() returns what it wrote."""
 
-    def __init__(self, path=DEFAULT_JOURNAL_PATH, run_id=None):
+    def __init__(self, path=DEFAULT_JOURNAL_PATH, run_id=None, syslog_file=None):
         self.path = path
         self.run_id = run_id or uuid.uuid4().hex
+        # None: syslog itself; a file (a simulated node's var/log/syslog): the same line appended there.
+        self.syslog_file = syslog_file
         self._entries = []
         self._counter = 0
         self._token = uuid.uuid4().hex[:12]
@@ -111,7 +157,12 @@ class Journal:
         record = {"ts": _utc_now(), "run_id": self.run_id, "id": entry_id, "phase": "outcome", "action": action,
                   "ok": bool(ok)}
         record.update(details)
-        return self._write(record)
+        written = self._write(record)
+        if ok and action in ANSWERING_ACTIONS:
+            intent = next((entry for entry in self._entries if entry["id"] == entry_id and entry["phase"] == "intent"), {})
+            send_remediation_line(remediation_line(action, _reset_bus_ids(intent.get("argv")), journal_epoch(record["ts"]), self.run_id),
+                                  self.syslog_file)
+        return written
 
     def close_interrupted(self, record):
         """Write the outcome that an interrupted run never wrote for its intent `record` (not ok, marked interrupted),
@@ -124,27 +175,129 @@ class Journal:
         return [dict(entry) for entry in self._entries]
 
 
+# The actions whose success answers earlier evidence (completed_resets): each also writes a syslog line with its own
+# identifier, which the event sources of extensions/eda read to drop the events it answered (the closed loop).
+ANSWERING_ACTIONS = ("gpu_reset", "module_load")
+SYSLOG_IDENTIFIER = "gpuops-remediation"
+
+
+def remediation_line(action, bus_ids, epoch, run_id):
+    """The syslog message: "action=<action> gpus=<bus ids, comma-separated; empty: every GPU> epoch=<s> run=<run id>"."""
+    return "action=%s gpus=%s epoch=%.3f run=%s" % (action, ",".join(bus_ids), epoch or 0.0, re.sub(r"\s+", "_", str(run_id)))
+
+
+def send_remediation_line(message, syslog_file=None):
+    """To syslog with the identifier gpuops-remediation, or appended to syslog_file as a syslog daemon writes it.
+    Best effort: the journal line is the record; a syslog that is down never fails the remediation."""
+    if syslog_file:
+        line = "%s %s %s[%d]: %s" % (_utc_now(), socket.gethostname(), SYSLOG_IDENTIFIER, os.getpid(), message)
+        try:
+            append_line_text(syslog_file, line)
+        except (IOError, OSError):
+            pass
+        return
+    try:
+        import syslog
+
+        syslog.openlog(SYSLOG_IDENTIFIER, syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_NOTICE, message)
+    except (ImportError, OSError):
+        pass
+
+
+def append_line_text(path, line):
+    _ensure_parent(path)
+    with open(path, "a") as handle:
+        handle.write(line + "\n")
+
+
 def recent_records(path):
-    """(records of the journal's last RECENT_BYTES, error or None); never raises."""
+    """(records of the journal's last RECENT_BYTES, across its rotated files, error or None); never raises."""
     return load_journal(path, RECENT_BYTES)
 
 
-def read_journal(path, tail_bytes=None):
-    """Every whole record in the journal at path, oldest first; [] when it does not exist.
-
-    With tail_bytes, only the records of its last tail_bytes bytes (the journal grows for the life of the node).
-    A line cut short by a crash (no newline, or not JSON) is skipped, wherever it is: a torn line from a
-    power loss can end up in the middle once later runs append after it.
-    """
+def _read_tail(path, tail_bytes):
+    """(bytes of the file's last tail_bytes, or all of it with None; whether it was cut); (b"", False) when missing."""
     try:
         with open(path, "rb") as handle:
             cut = tail_bytes is not None and os.fstat(handle.fileno()).st_size > tail_bytes
             if cut:
                 handle.seek(-tail_bytes, os.SEEK_END)
-            data = handle.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return parse_records(data, cut)
+            return handle.read(), cut
+    except FileNotFoundError:
+        return b"", False
+    except NotADirectoryError:
+        return b"", False
+
+
+def read_journal(path, tail_bytes=None):
+    """Every whole record in the journal at path and its rotated files (path.1 ... path.<ROTATE_KEEP>), oldest first;
+    [] when there is none.
+
+    With tail_bytes, only the records of their last tail_bytes bytes. Each file is parsed apart (a line torn at the end
+    of a rotated file never joins the first line of the next). A line cut short by a crash (no newline, or not JSON) is
+    skipped, wherever it is: a torn line from a power loss can end up in the middle once later runs append after it.
+    """
+    chunks = []
+    remaining = tail_bytes
+    for each in rotated_paths(path):
+        if remaining is not None and remaining <= 0:
+            break
+        data, cut = _read_tail(each, remaining)
+        chunks.append(parse_records(data, cut))
+        if remaining is not None:
+            remaining -= len(data)
+    return [record for chunk in reversed(chunks) for record in chunk]
+
+
+def read_window(path, since=None, max_bytes=None):
+    """(records at or after `since` (an epoch; None: all), coverage), read back from the newest file as far as the
+    window reaches: a file whose first record is older than since is the last one read.
+
+    coverage says whether the answer is the whole window: {"complete": bool, "from": the ts of the oldest record read
+    (None when none), "reason": why it is not complete, or None, "files": the files read, "bytes": bytes read}. It is
+    not complete when max_bytes stopped the reading, or when the window reaches past the oldest record kept and the
+    rotation has dropped older files (path.<ROTATE_KEEP> exists)."""
+    max_bytes = WINDOW_MAX_BYTES if max_bytes is None else max_bytes
+    chunks, files, read, reason, oldest = [], [], 0, None, None
+    paths = rotated_paths(path)
+    reached = False
+    for each in paths:
+        budget = max_bytes - read
+        if budget <= 0:
+            reason = "read its newest %d bytes only (the most one answer reads)" % max_bytes
+            break
+        data, cut = _read_tail(each, budget)
+        if not data and not os.path.exists(each):
+            continue
+        files.append(each)
+        read += len(data)
+        records = parse_records(data, cut)
+        chunks.append(records)
+        dated = [journal_epoch(record.get("ts")) for record in records]
+        dated = [epoch for epoch in dated if epoch is not None]
+        if dated:
+            oldest = min(dated) if oldest is None else min(oldest, min(dated))
+        if cut:
+            reason = "read its newest %d bytes only (the most one answer reads)" % max_bytes
+            break
+        if since is not None and dated and min(dated) < since:
+            reached = True
+            break
+    if reason is None and not reached and os.path.exists(paths[-1]) and (since is None or oldest is None or oldest > since):
+        reason = "older lines were rotated away (%s is the oldest file kept)" % paths[-1]
+    records = [record for chunk in reversed(chunks) for record in chunk]
+    if since is not None:
+        records = [record for record in records if (journal_epoch(record.get("ts")) or -1) >= since]
+    coverage = {"complete": reason is None, "from": _stamp(oldest), "reason": reason, "files": files, "bytes": read}
+    return records, coverage
+
+
+def _stamp(epoch):
+    if epoch is None:
+        return None
+    moment = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def parse_records(data, cut=False):

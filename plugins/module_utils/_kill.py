@@ -12,15 +12,24 @@ gpuops.remediation.kill.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import ContainerWitness, namespace_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process, scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectEntryError, check_entries, check_units
+from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import POLL_INTERVAL, Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import probe_unit_members
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
 
 KILL_ARGUMENT_SPEC = dict(
@@ -34,6 +43,7 @@ KILL_ARGUMENT_SPEC = dict(
     allow_daemons=dict(type="bool", default=False),
     reap_zombies=dict(type="bool", default=True),
     allow_parent_termination=dict(type="bool", default=False),
+    end_running_jobs=dict(type="bool", default=False),
 )
 
 # What HolderKiller.end() reports, as gpu_reset and nvidia_driver_reload return it under `killed`.
@@ -51,8 +61,9 @@ SELECTION_ARGUMENT_SPEC = dict(
 )
 
 
-def validate_kill_params(module):
-    """Fail, naming the option and the value, before anything is signalled."""
+def validate_kill_params(module, on_node=False):
+    """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
+    ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
     params = module.params
     if params["grace"] <= 0:
         module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
@@ -64,12 +75,32 @@ def validate_kill_params(module):
             signal_number(name)
         except (AttributeError, ValueError):
             module.fail_json(msg="signals: %r is not a signal name (TERM, INT, KILL, ...)" % name)
+    try:
+        check_entries(params)
+    except ProtectEntryError as exc:
+        module.fail_json(msg=str(exc))
+    if on_node:
+        kill_policy(module)
 
 
-def kill_policy(params):
-    return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
-                  protect_units=params["protect_units"], allow_display=params["allow_display"],
-                  allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"])
+def kill_policy(module):
+    """The Policy of the module's kill options, every protect entry resolved on this node (the user and group
+    database, systemd): an entry that names nothing fails the module, naming the option and the entry."""
+    params = module.params
+    layout = current_layout()
+    try:
+        check_entries(params)
+        units = list(params["protect_units"] or [])
+        states = unit_states(module, layout.command(module, "systemctl"), units) if units else {}
+        check_units(units, states)
+        return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
+                      protect_units=units, allow_display=params["allow_display"],
+                      allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
+                      members=probe_unit_members(module, layout), unit_states=states,
+                      jobs=JobProbe(module), end_running_jobs=params["end_running_jobs"])
+    except ProtectEntryError as exc:
+        module.fail_json(changed=False, msg=str(exc))
+    return None
 
 
 def _whole_number(value):
@@ -115,6 +146,14 @@ def validate_selection_params(module):
     return patterns
 
 
+def _owned(holder):
+    """Whether a job, pod or container still owns the holder: the scheduler's word where it gave one (holder["job"]),
+    else the cgroup's (a node without a scheduler's tools)."""
+    if holder.get("job") is not None and not holder.get("container"):
+        return bool(holder["job"]["running"])
+    return bool(holder.get("slurm_job") or holder.get("container") or holder.get("kubernetes_pod_uid"))
+
+
 class HolderSelection:
     """Which holders of the snapshot the selection options select, and why the explicit ones not selected are not."""
 
@@ -126,7 +165,8 @@ class HolderSelection:
         params = self.params
         if params["gpus"] and not set(holder["gpus"]) & gpu_indexes:
             return False
-        if holder["class"] not in params["classes"] and holder["class"] != "unkillable":
+        # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
+        if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
             return False
         if params["users"] and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False
@@ -139,7 +179,7 @@ class HolderSelection:
             return False
         if params["min_memory_mib"] is not None and (holder.get("used_mib") or 0) < params["min_memory_mib"]:
             return False
-        if params["orphans_only"] and (holder.get("slurm_job") or holder.get("container") or holder.get("kubernetes_pod_uid")):
+        if params["orphans_only"] and _owned(holder):
             return False
         return True
 
@@ -169,6 +209,26 @@ class HolderSelection:
         return "does not hold a selected GPU, or is not selected by the other options"
 
 
+def holdings_now(pid, snapshot):
+    """{"gpus", "devices", "seen_by"} of what pid holds now, from its own /proc entry (the scan of that one process),
+    with the GPU indexes of the snapshot's device minors."""
+    layout = current_layout()
+    with tempfile.TemporaryDirectory() as root:
+        os.symlink("/proc/%d" % pid, os.path.join(root, str(pid)))
+        found = scan_holders_report(layout.dev_dir, proc_root=root, sys_dir=layout.sys_dir, workers=1,
+                                    nvidia_dri=layout.dri_node_rule)["holders"].get(pid) or {}
+    devices = found.get("devices") or []
+    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in snapshot["gpus"] if gpu.get("minor_number") is not None)
+    return {"gpus": sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices))), "devices": devices,
+            "seen_by": list(found.get("via") or [])}
+
+
+def _claimed(holder):
+    """{"runtime", "id"} of the container a holder's cgroup path names, confirmed or not."""
+    claim = holder.get("container") or holder.get("container_claim") or {}
+    return {"runtime": claim.get("runtime"), "id": claim.get("id")}
+
+
 def _left(holder, reason):
     return {"pid": holder["pid"], "start_time": holder.get("start_time"), "name": holder.get("name"), "reason": reason}
 
@@ -180,7 +240,7 @@ class HolderKiller:
         self.module = module
         self.params = module.params
         self.journal = journal
-        self.policy = kill_policy(module.params)
+        self.policy = kill_policy(module)
         self.witness = ContainerWitness(module)
 
     def end(self, holders, predict_only=False):
@@ -214,7 +274,11 @@ class HolderKiller:
             return "unkillable", None
         if holder["class"] == "zombie":
             return "zombie", None
-        if not holder.get("container") or self.params["containers"] == "kill":
+        if self.params["containers"] == "kill":
+            return "plain", None
+        if holder.get("container_claim"):  # the snapshot asked the runtime already: no container
+            return "plain", {"confirmed": False, "reason": holder["container_claim"]["reason"]}
+        if not holder.get("container"):
             return "plain", None
         confirmation = self.witness.confirm(holder["pid"], holder["container"])
         if not confirmation["confirmed"]:
@@ -228,7 +292,7 @@ class HolderKiller:
         for holder in holders:
             kind, confirmation = self._kind(holder)
             if confirmation and not confirmation["confirmed"]:
-                result["unconfirmed_containers"].append(dict(_left(holder, confirmation["reason"]), claimed=holder["container"]))
+                result["unconfirmed_containers"].append(dict(_left(holder, confirmation["reason"]), claimed=_claimed(holder)))
             if kind == "unkillable":
                 left_alone.append(_left(holder, "unkillable: uninterruptible sleep (D); a reset, reload or reboot is needed"))
             elif kind == "zombie":
@@ -259,7 +323,8 @@ class HolderKiller:
 
         def add(pid, start_time, name, why):
             if pid not in ended:
-                record = by_pid.get(pid) or {}
+                # A process the snapshot does not list (a zombie's parent, say) is looked at now: unknown is not nothing.
+                record = by_pid.get(pid) or holdings_now(pid, snapshot)
                 ended[pid] = {"pid": pid, "start_time": start_time, "name": name or record.get("name"),
                               "gpus": list(record.get("gpus") or []), "devices": list(record.get("devices") or []),
                               "seen_by": list(record.get("seen_by") or []), "why": why}
@@ -356,7 +421,11 @@ def refuse_beyond_selection(module, killer, holders, snapshot, selected):
     process that holds a GPU outside the selection or is a client of the whole driver, naming each and the GPU."""
     if not module.params["gpus"]:
         return
-    outside = beyond_selection(killer.would_end(holders, snapshot), selected)
+    refuse_outside(module, beyond_selection(killer.would_end(holders, snapshot), selected), selected)
+
+
+def refuse_outside(module, outside, selected):
+    """Fail, changing nothing, naming each process of beyond_selection() and why it would end; nothing when none."""
     if outside:
         module.fail_json(changed=False, beyond_selection=outside, msg=(
             "refused: gpus=%s narrows this run to GPU %s, but it would end %s; leave gpus empty, or select those GPUs "

@@ -108,6 +108,9 @@ class GpuModule(AnsibleModule):
 
     def _load_params(self):
         super()._load_params()
+        # None is no answer (AWX sends an empty survey answer as None, ansible/awx#16205): the option's default applies.
+        for name in [name for name, value in self.params.items() if value is None]:
+            del self.params[name]
         self._input_errors = input_errors(self._strict_spec, self.params)
         for name in self._input_errors:
             # Put a harmless value of the right kind in place of the bad one, so that Ansible's own checks do not

@@ -32,6 +32,8 @@ class NodeLayout:
         self.kernel_log_file = os.path.join(sim_root, "kernel.log") if sim_root else None
         # Where the remediation modules journal their actions and take the node's lock.
         self.journal_file = os.path.join(root, "var", "log", "gpuops", "journal.jsonl")
+        # Where a simulated node's syslog lines go (a real node's go to syslog itself): the remediations' closed-loop line.
+        self.syslog_file = os.path.join(sim_root, "var", "log", "syslog") if sim_root else None
         self.lock_file = os.path.join(root, "run", "gpuops.lock")
         self._bin_dir = os.path.join(sim_root, "bin") if sim_root else None
         # Which /dev/dri nodes are an NVIDIA card's: a real node's sysfs names each card's PCI vendor (None: the scan

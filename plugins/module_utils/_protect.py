@@ -11,21 +11,35 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_PROCESSES, GPU_DAEMONS, first_name_match, process_names
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import first_name_match, process_names
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectedUsers, primary_gid, process_gids
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import (
+    DAEMON, DISPLAY, read_text, by_text, member_of, systemd_cgroup)
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import terminate
 
 
 class Policy:
-    """What may be signalled beyond the rules that always hold."""
+    """What may be signalled beyond the rules that always hold.
+
+    members: UnitMembers of the GPU units (who is a GPU daemon or a display server, as the init system says; None:
+    nobody is). unit_states: protect_units as `systemctl show` gave them (_services.unit_states). protect_users is
+    resolved here through the node's user and group database: ProtectEntryError for an entry that names nobody.
+    jobs: a _jobs.JobProbe (None: no scheduler is asked); a live job's process is refused unless end_running_jobs.
+    """
 
     def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
-                 allow_daemons=False, allow_parents=False):
+                 allow_daemons=False, allow_parents=False, members=None, unit_states=None, jobs=None,
+                 end_running_jobs=False):
         self.protect_names = tuple(protect_names or ())
-        self.protect_users = tuple(str(user) for user in (protect_users or ()))
+        self.protect_users = ProtectedUsers(protect_users or ())
         self.protect_units = tuple(protect_units or ())
         self.allow_display = allow_display
         self.allow_daemons = allow_daemons
         self.allow_parents = allow_parents
+        self.members = members
+        self.unit_states = unit_states or {}
+        self.jobs = jobs
+        self.end_running_jobs = end_running_jobs
 
 
 # --- who is this process --------------------------------------------------------------------------------
@@ -34,42 +48,30 @@ def _names(info):
     return process_names(info.get("name"), info.get("cmdline"))
 
 
-def _systemd_unit(pid):
-    attribution = getattr(_procscan, "attribution", None)
-    if attribution is None:
-        return None
-    try:
-        return (attribution(pid) or {}).get("systemd_unit")
-    except OSError:
-        return None
-
-
-def _unit_matches(unit, wanted):
-    return unit == wanted or unit == wanted + ".service"
-
-
 def _protection(pid, info, policy):
-    """Why the policy protects this process, or None."""
-    names = _names(info)
-    name = first_name_match(names, policy.protect_names)
+    """Why the policy protects this process, or None. Units, daemons and display servers as the init system says."""
+    name = first_name_match(_names(info), policy.protect_names)
     if name:
         return "protected name: %s" % name
-    for user in policy.protect_users:
-        if user in (str(info.get("user")), str(info.get("uid"))):
-            return "protected user: %s" % user
+    uid = info.get("uid")
+    why = policy.protect_users.why(uid, info.get("user"), process_gids(pid), primary_gid(uid) if policy.protect_users.groups else None)
+    if why:
+        return why
     if policy.protect_units:
-        unit = _systemd_unit(pid)
+        cgroup = systemd_cgroup(read_text("/proc/%d/cgroup" % pid))
         for wanted in policy.protect_units:
-            if unit and _unit_matches(unit, wanted):
-                return "protected unit: %s" % unit
-    if not policy.allow_display:
-        name = first_name_match(names, sorted(DISPLAY_PROCESSES))
-        if name:
-            return "display server: %s" % name
-    if not policy.allow_daemons:
-        name = first_name_match(names, sorted(GPU_DAEMONS))
-        if name:
-            return "GPU daemon: %s" % name
+            state = policy.unit_states.get(wanted)
+            by = member_of(pid, state, cgroup)
+            if by:
+                return "protected unit: %s (%s)" % (state.get("id") or wanted, by.replace("_", " "))
+    job = policy.jobs.job_of(pid, _procscan.attribution(pid)) if policy.jobs is not None and not policy.end_running_jobs else None
+    if job and job["running"]:
+        return "busy: %s (end_running_jobs to end it)" % job["why"]
+    role = policy.members.role(pid) if policy.members is not None else None
+    if role and role["role"] == DISPLAY and not policy.allow_display:
+        return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))
+    if role and role["role"] == DAEMON and not policy.allow_daemons:
+        return "GPU daemon: %s (%s; allow_daemons to end it)" % (role["unit"], by_text(role))
     return None
 
 
@@ -114,20 +116,33 @@ def _permission(pid):
     return None
 
 
-# Parents that supervise others (a job step, a container, a session, a service manager): ending one to get a
-# zombie reaped would end everything it supervises, so allow_parents never reaches them.
-SUPERVISOR_PARENTS = ("slurmstepd", "slurmd", "containerd-shim", "containerd", "conmon", "dockerd", "crio", "runc",
-                      "kubelet", "sshd", "systemd", "init", "tini", "dumb-init", "su", "sudo")
+# A parent that supervises others (a job step, a container's shim, a session, a service manager) has live children
+# besides the zombie: ending it to get the zombie reaped would end or orphan them, so allow_parents never reaches it.
+# What the kernel says of its children decides, not its name (any process can call itself slurmstepd).
+
+def live_children(pid, proc_root="/proc"):
+    """The pids of pid's children that are not zombies (/proc/<pid>/task/<tid>/children, every thread's)."""
+    children = set()
+    try:
+        tids = os.listdir("%s/%d/task" % (proc_root, pid))
+    except OSError:
+        return []
+    for tid in tids:
+        try:
+            with open("%s/%d/task/%s/children" % (proc_root, pid, tid)) as handle:
+                children.update(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return sorted(child for child in children
+                  if (_procscan.read_process(child, proc_root) or {}).get("state") not in (None, "Z", "X"))
 
 
 def supervisor(parent):
-    """The supervisor name the parent matches, or None."""
-    names = process_names(parent.get("name"), None)
-    for name in names:
-        for supervisor in SUPERVISOR_PARENTS:
-            if name == supervisor or name.startswith(supervisor + "-"):
-                return supervisor
-    return None
+    """Why the parent supervises others ("N other live processes: pids ..."), or None."""
+    others = live_children(parent["pid"])
+    if not others:
+        return None
+    return "%d other live process%s (pid %s)" % (len(others), "" if len(others) == 1 else "es", ", ".join(map(str, others[:5])))
 
 
 # --- triage ---------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_DAEMONS, GPU_SERVICE_UNITS, first_name_match, process_names
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_SERVICE_UNITS
 
 
 class ServiceError(Exception):
@@ -12,19 +12,20 @@ class ServiceError(Exception):
 
 
 def unit_states(module, systemctl, units):
-    """{unit: {"id", "active", "main_pid"}} from one `systemctl show`.
+    """{unit: {"id", "loaded", "active", "main_pid", "control_group"}} from one `systemctl show`.
 
     systemctl prints one block per unit asked, in the order asked, and names an alias by what it points to
     (display-manager.service shows as Id=gdm3.service): blocks are matched by position, not by Id.
     """
     if not systemctl or not units:
         return {}
-    dummy, out, dummy = module.run_command([systemctl, "show", "--property=Id,ActiveState,MainPID"] + list(units))
+    dummy, out, dummy = module.run_command([systemctl, "show", "--property=Id,LoadState,ActiveState,MainPID,ControlGroup"] + list(units))
     blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line) for block in out.strip().split("\n\n")]
     states = {}
     for unit, fields in zip(units, blocks):
-        states[unit] = {"id": fields.get("Id") or unit, "active": fields.get("ActiveState") == "active",
-                        "main_pid": int(fields.get("MainPID") or 0)}
+        states[unit] = {"id": fields.get("Id") or unit, "loaded": fields.get("LoadState", "loaded") != "not-found",
+                        "active": fields.get("ActiveState") == "active",
+                        "main_pid": int(fields.get("MainPID") or 0), "control_group": fields.get("ControlGroup") or None}
     return states
 
 
@@ -100,26 +101,19 @@ class GpuServices:
         return started, errors
 
 
-def probe_services(module, layout, holders):
-    """GPU daemons and the display manager: whether each unit runs, and its pids.
-
-    A running GPU daemon holds /dev/nvidiactl, and a display server that drives an NVIDIA GPU holds its device:
-    with neither among the holders, no GPU service runs and systemctl is not asked.
-    """
-    if not [h for h in holders if h["class"] in ("gpu_daemon", "graphics_session")]:
-        return []
-    states = unit_states(module, layout.command(module, "systemctl"), GPU_SERVICE_UNITS)
-    daemon_pids = {}
+def probe_services(members, holders):
+    """GPU daemons and the display manager: whether each unit runs, and its pids (its main process and the holders
+    the init system puts in it: UnitMembers, never a process name)."""
+    pids_by_unit = {}
     for holder in holders:
-        unit = GPU_DAEMONS.get(first_name_match(process_names(holder.get("name"), holder.get("cmdline")), GPU_DAEMONS))
-        if unit:
-            daemon_pids.setdefault(unit, []).append(holder["pid"])
+        role = holder.get("unit_role")
+        if role:
+            pids_by_unit.setdefault(role["asked_as"], []).append(holder["pid"])
     services = []
     for unit in GPU_SERVICE_UNITS:
-        state = states.get(unit, {})
-        # Without systemctl, a running daemon is all the evidence there is.
-        active = state.get("active", False) or (not states and unit in daemon_pids)
-        pids = sorted(set(daemon_pids.get(unit, []) + ([state["main_pid"]] if state.get("main_pid") else [])))
+        state = members.states.get(unit, {})
+        active = state.get("active", False)
+        pids = sorted(set(pids_by_unit.get(unit, []) + ([state["main_pid"]] if active and state.get("main_pid") else [])))
         if active or pids:
             services.append({"unit": unit, "id": state.get("id", unit), "active": active, "pids": pids})
     return services

@@ -82,17 +82,25 @@ def start_supervisor(root, state):
     update_state(root, record)
 
 
+def _request_id():
+    return "%d-%d-%d" % (os.getpid(), int(time.time() * 1e6), threading.get_ident() % 100000)
+
+
 def spawn(root, spec):
     """Ask the supervisor to start one process from `spec`; wait until it holds what it should.
 
     Returns the holder program's ready report: {"pid", "start_time", "parent_pid", "parent_start_time"}.
     """
-    request_id = "%d-%d-%d" % (os.getpid(), int(time.time() * 1e6), threading.get_ident() % 100000)
-    spec = dict(spec, id=request_id, root=root)
-    request = os.path.join(root, "run", "spawn", request_id + ".json")
+    spec = dict(spec, id=_request_id(), root=root)
+    request = os.path.join(root, "run", "spawn", spec["id"] + ".json")
     write_json_atomic(request, spec)
-    ready = os.path.join(root, "run", "ready", request_id + ".json")
-    failed = os.path.join(root, "run", "ready", request_id + ".error")
+    return wait_ready(root, spec)
+
+
+def wait_ready(root, spec):
+    """The ready report of the process started for `spec` (by the supervisor, or by the process that starts it)."""
+    ready = os.path.join(root, "run", "ready", spec["id"] + ".json")
+    failed = os.path.join(root, "run", "ready", spec["id"] + ".error")
     deadline = time.monotonic() + SPAWN_TIMEOUT
     while time.monotonic() < deadline:
         if os.path.exists(ready):
@@ -127,18 +135,20 @@ def record_holder(root, spec, report):
 # ---------------------------------------------------------------- services
 
 def _service_specs(root, state, name):
-    """Spawn specs for one service (display-manager brings its Xorg along)."""
+    """The spawn spec of one service's main process; the display manager's starts its Xorg itself ("children"), so
+    that Xorg is the display manager's the way the init system sees it: started by the unit's main process."""
     meta = SERVICES[name]
     devices = [dev_path(root, "nvidiactl")]
     if name == "nvidia-persistenced":
         devices = [gpu_device(root, gpu["index"]) for gpu in state["gpus"]] + devices
-    specs = [{"role": "service", "service": name, "kind": "fd", "name": meta["process"], "devices": devices}]
+    spec = {"role": "service", "service": name, "kind": "fd", "name": meta["process"], "devices": devices, "children": []}
     if name == "display-manager" and state["gpus"]:
         xorg_devices = [gpu_device(root, 0), dev_path(root, "nvidiactl"), dev_path(root, "nvidia-modeset"),
                         dev_path(root, "dri/card1")]
-        specs.append({"role": "service_child", "service": name, "kind": "fd", "name": XORG_NAME, "devices": xorg_devices,
-                      "gpus": [0], "memory_mib": XORG_MEMORY_MIB, "type": "G"})
-    return specs
+        spec["children"].append({"role": "service_child", "service": name, "kind": "fd", "name": XORG_NAME,
+                                 "devices": xorg_devices, "gpus": [0], "memory_mib": XORG_MEMORY_MIB, "type": "G",
+                                 "id": _request_id() + "-%s" % XORG_NAME, "root": root})
+    return spec
 
 
 def start_service(root, name):
@@ -147,14 +157,9 @@ def start_service(root, name):
     current = state["services"][name]
     if current["active"] and process_exists(current["pid"], current["start_time"]):
         return current
-    main = None
-    children = []
-    for spec in _service_specs(root, state, name):
-        report = spawn(root, spec)
-        if spec["role"] == "service":
-            main = report
-        else:
-            children.append(record_holder(root, spec, report))
+    spec = _service_specs(root, state, name)
+    main = spawn(root, spec)
+    children = [record_holder(root, child, wait_ready(root, child)) for child in spec["children"]]
 
     def record(st):
         service = st["services"][name]

@@ -121,8 +121,22 @@ def run_holder(spec_path):
         _sleep_forever(fds)
     else:
         fds = _open_devices(spec["devices"])
+        _start_children(spec)
         _report(spec, _own_identity())
         _sleep_forever(fds)
+
+
+def _start_children(spec):
+    """Start the processes a service starts itself (the display manager's Xorg): our children, reaped by the kernel
+    (SIGCHLD ignored) like a display manager reaps the server it started."""
+    if not spec.get("children"):
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    launcher = load_state(spec["root"])
+    for child in spec["children"]:
+        path = os.path.join(spec["root"], "run", "specs", child["id"] + ".json")
+        write_json_atomic(path, child)
+        launch(launcher, child["name"], [program_path(spec["root"]), "holder", path])
 
 
 def _hold_mapped(spec):

@@ -10,10 +10,10 @@ import time
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import (
-    DISPLAY_PROCESSES, GPU_DAEMONS, PROCESS_STATES, first_name_match, process_names,
-)
+from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import probe_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
@@ -22,10 +22,13 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._procscan impor
     attribution, boot_time, read_process, scan_processes, start_time_epoch,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, verdict
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, answer_events, gpu_state, verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
+# The classes a live scheduler job's process turns busy (a zombie, a D-state process or a GPU daemon stays what it is).
+JOB_CLASSES = ("compute", "graphics_session")
 
 
 class SnapshotOptions:
@@ -144,16 +147,19 @@ def _gpus_from_device_nodes(dev_dir):
     return [{"index": index, "minor_number": index, "uuid": None, "name": None, "pci_bus_id": None, "processes": []} for index in indexes]
 
 
-def _holder_class(record, types):
-    names = process_names(record["name"], record["cmdline"])
+def _holder_class(record, types, role):
+    """The holder's class from what the kernel, the driver and the init system say (`role`: UnitMembers.role()), never
+    from its name: a compute context (type C) is compute unless the init system runs it as a GPU daemon."""
     # A leader-exited thread group is alive: read_process gives it a live thread's state, never Z.
     if record["state"] == "Z" and not record.get("leader_exited"):
         return "zombie"
     if record["state"] == "D":
         return "unkillable"
-    if first_name_match(names, GPU_DAEMONS):
+    if role and role["role"] == DAEMON:
         return "gpu_daemon"
-    if first_name_match(names, DISPLAY_PROCESSES) or (types and types <= {"G"}):
+    if "C" in types:
+        return "compute"
+    if (role and role["role"] == DISPLAY) or (types and types <= {"G"}):
         return "graphics_session"
     return "compute"
 
@@ -163,8 +169,11 @@ def _parent(ppid, proc_root):
     return {"ppid": ppid, "parent_name": parent["name"] if parent else None}
 
 
-def build_holders(scan, gpus, proc_root="/proc"):
-    """Join the /proc scan with the processes the driver lists, one record per pid."""
+def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None):
+    """Join the /proc scan with the processes the driver lists, one record per pid; `members` (UnitMembers) says
+    which of them the init system runs as a GPU daemon or a display server, `jobs` (_jobs.JobProbe) which belong to a
+    live scheduler job (class busy)."""
+    members = members or UnitMembers({}, proc_root)
     by_pid = {}
     for gpu in gpus:
         for proc in gpu.get("processes", []):
@@ -185,20 +194,35 @@ def build_holders(scan, gpus, proc_root="/proc"):
                             "state": None, "devices": []})
             continue
         devices = scan[pid]["devices"] if pid in scan else []
+        role = members.role(pid)
         holder = {
             "pid": pid, "start_time": record["start_time"], "name": record["name"], "cmdline": record["cmdline"],
+            "exe": _exe(pid, proc_root),
             "user": record["user"], "uid": record["uid"], "state": PROCESS_STATES.get(record["state"], record["state"]),
             "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(_device_gpus(devices, index_by_minor))),
             "used_mib": _total(driver_view["memory"]), "used_mib_per_gpu": driver_view["memory"],
-            "seen_by": seen_by, "devices": devices, "class": _holder_class(record, driver_view["types"]),
+            "seen_by": seen_by, "devices": devices, "class": _holder_class(record, driver_view["types"], role),
+            "unit_role": role,
             "process_type": "+".join(sorted(driver_view["types"])) or None,
             # Its leader exited while threads live on: alive, classed and described by a live thread.
             "leader_exited": bool(record.get("leader_exited")),
         }
         holder.update(_parent(record["ppid"], proc_root))
         holder.update(attribution(pid, proc_root))
+        holder["job"] = jobs.job_of(pid, holder) if jobs is not None and holder["class"] in JOB_CLASSES else None
+        if holder["job"] and holder["job"]["running"]:
+            holder["class"] = BUSY_CLASS
         holders.append(holder)
     return holders
+
+
+def _exe(pid, proc_root):
+    """The path of the process's executable (/proc/<pid>/exe), or None where it cannot be read (another user's process
+    without privileges, a kernel thread): what names the process in reports, with its argv[0]."""
+    try:
+        return os.readlink("%s/%d/exe" % (proc_root, pid))
+    except OSError:
+        return None
 
 
 def _total(memory):
@@ -323,8 +347,11 @@ def take_snapshot(module, layout, options):
     listed = _listed_pids(gpus)
     scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed)
     scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
-    holders = build_holders(scan, gpus)
+    members = probe_unit_members(module, layout) if scan or listed else UnitMembers({})
+    jobs = JobProbe(module) if scan or listed else None
+    holders = build_holders(scan, gpus, members=members, jobs=jobs)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
+    confirm_holders(module, holders)  # a cgroup name is a container only when its runtime says so
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)
@@ -341,7 +368,7 @@ def take_snapshot(module, layout, options):
         "backend": gpu_report["backend"],
         "gpus": gpus,
         "holders": holders,
-        "services": probe_services(module, layout, holders),
+        "services": probe_services(members, holders),
         "driver": probe_driver(module, layout, (result or {}).get("driver_version"), (result or {}).get("cuda_version")),
         "xid_events": events,
         "reset_blockers": reset_blockers(holders),

@@ -16,6 +16,9 @@ RUNGS = ("kill", "reset", "reload", "graphics", "reboot")
 WINDOWS_RUNGS = ("kill", "wsl", "restart_adapter", "logoff", "reboot")
 # The verdict's rung when the evidence asks for none.
 NO_RUNG = "none"
+# The rungs evidence on a Linux node can ask for. The reload and graphics rungs are climbed to when a reset did not
+# free the memory, never entered: no evidence points at them first.
+ENTRY_RUNGS = ("kill", "reset", "reboot")
 # GPU states (gpu_state) in which the GPU still holds memory that the ladder is there to get back.
 HELD_STATES = ("busy", "stuck", "lost", "unresponsive")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
@@ -27,6 +30,10 @@ ANSWER_TEXT = {"gpu_reset": "a later GPU reset", "nvidia_driver_reload": "a late
 # Slack for kernel log times printed to the second (dmesg -T, syslog) against process start times.
 _CLOCK_SLACK_S = 1.0
 STUCK_CLASSES = ("zombie", "unkillable")
+# A live scheduler job's process (its Slurm job runs on this node, its pod runs): reported, never ended unless the
+# kill option end_running_jobs says so. A GPU held only by such processes is in_use, not a held state.
+BUSY_CLASS = "busy"
+IN_USE = "in_use"
 # Present on a healthy node: they hold the GPU by design, and the rungs that need them gone stop them.
 EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
 
@@ -36,10 +43,12 @@ def rung_index(rung, rungs=RUNGS):
     return -1 if rung == NO_RUNG else rungs.index(rung)
 
 
-def memory_held(snapshot):
+def memory_held(snapshot, end_running_jobs=False):
     """Whether the node still holds GPU memory the ladder should get back: a GPU in a held state, or evidence that
-    only a reboot answers (a lost GPU may be missing from the GPU list altogether)."""
-    return any(gpu.get("state") in HELD_STATES for gpu in snapshot["gpus"]) or snapshot["verdict"]["rung"] == "reboot"
+    only a reboot answers (a lost GPU may be missing from the GPU list altogether); with end_running_jobs, a GPU that
+    running jobs hold (in_use) too."""
+    held = HELD_STATES + ((IN_USE,) if end_running_jobs else ())
+    return any(gpu.get("state") in held for gpu in snapshot["gpus"]) or snapshot["verdict"]["rung"] == "reboot"
 
 
 def entry_floor(verdict_rung, rungs=RUNGS):
@@ -53,20 +62,26 @@ def ceiling_index(max_rung, allow_reboot, rungs=RUNGS):
     return index - 1 if max_rung == "reboot" and not allow_reboot else index
 
 
-def entry_rung(snapshot, rungs=RUNGS):
+def entry_rung(snapshot, rungs=RUNGS, end_running_jobs=False):
     """The rung a walk of this snapshot would start with, or NO_RUNG when no memory is held."""
-    return rungs[entry_floor(snapshot["verdict"]["rung"], rungs)] if memory_held(snapshot) else NO_RUNG
+    return rungs[entry_floor(snapshot["verdict"]["rung"], rungs)] if memory_held(snapshot, end_running_jobs) else NO_RUNG
 
 
-def kill_targets(snapshot, platform="linux"):
+def kill_targets(snapshot, platform="linux", end_running_jobs=False):
     """The holders the kill rung ends: those holding a GPU, except GPU daemons (the reset and reload rungs stop and
-    start them) and processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot). On
-    Windows only compute contexts: the WSL VM, dwm, applications that only draw and system processes have rungs of
-    their own (wsl, restart_adapter, logoff). Who among them may be ended is the protect rules' (_protect.refusal,
-    plugin_utils/_win_protect.refusal)."""
+    start them), processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot) and, unless
+    end_running_jobs, the processes of live scheduler jobs (busy). On Windows only compute contexts: the WSL VM, dwm,
+    applications that only draw and system processes have rungs of their own (wsl, restart_adapter, logoff). Who among
+    them may be ended is the protect rules' (_protect.refusal, plugin_utils/_win_protect.refusal)."""
     if platform == "windows":
         return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "compute"]
-    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] not in ("gpu_daemon", "unkillable")]
+    spared = ("gpu_daemon", "unkillable") + (() if end_running_jobs else (BUSY_CLASS,))
+    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] not in spared]
+
+
+def running_job_holders(snapshot):
+    """The holders that belong to a live scheduler job: a rung that ends them ends a running job (destructive)."""
+    return [h for h in snapshot["holders"] if h["class"] == BUSY_CLASS]
 
 
 def wsl_targets(snapshot):
@@ -93,7 +108,8 @@ def _memory_holders(gpu, holders):
 
 
 def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
-    """ok, busy, stuck, lost, unresponsive (the driver did not answer) or unknown (no driver answer at all)."""
+    """ok, busy, in_use (held only by live scheduler jobs' processes), stuck, lost, unresponsive (the driver did not
+    answer) or unknown (no driver answer at all)."""
     if gpu.get("lost"):
         return "lost"
     if not probe_report.get("ok"):
@@ -102,7 +118,9 @@ def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
     ghost = gpu.get("unattributed_mib") or 0
     if any(h["class"] in STUCK_CLASSES for h in mine) or ghost > ghost_threshold_mib or gpu.get("recovery_action") in RECOVERY_RUNGS:
         return "stuck"
-    return "busy" if mine else "ok"
+    if [h for h in mine if h["class"] != BUSY_CLASS]:
+        return "busy"
+    return IN_USE if mine else "ok"
 
 
 class _Finding:
@@ -141,6 +159,9 @@ def _holder_findings(finding, gpu, holders):
         memory = " with %s MiB" % holder["used_mib"] if holder.get("used_mib") is not None else ""
         if holder["class"] == "unkillable":
             finding.need("reboot", "%s holds GPU %s%s in uninterruptible sleep (D): no signal ends it" % (what, gpu["index"], memory))
+        elif holder["class"] == BUSY_CLASS:
+            finding.reasons.append({"rung": NO_RUNG, "reason": "%s holds GPU %s%s in a running job (%s): busy, not stuck; "
+                                    "ended only with end_running_jobs" % (what, gpu["index"], memory, (holder.get("job") or {}).get("why"))})
         elif holder["class"] == "zombie":
             finding.need("kill", "%s holds GPU %s%s as a zombie: its parent pid %s (%s) must reap it"
                          % (what, gpu["index"], memory, holder.get("ppid"), holder.get("parent_name")))

@@ -37,6 +37,8 @@ ACTIVE_FIELDS = ("fingerprint", "kind", "gpu", "gpu_index", "gpu_uuid", "pci_bus
 # Findings that a sample taken while the ladder holds the node lock cannot make: a GPU being reset or its driver being
 # reloaded does not answer, and that is the ladder at work, not a fault.
 IN_PROGRESS_SUPPRESSED = ("unresponsive",)
+# Findings read from a GPU's memory: a run that could not read the GPU knows nothing of them, and resolves none.
+MEMORY_KINDS = ("high_memory_usage", "ghost_memory", "recovery_action")
 
 
 class Thresholds:
@@ -133,12 +135,69 @@ def _step_gpu(track, gpu, epoch, thresholds, hold_ghost=False):
     return track
 
 
+IDENTITY_FIELDS = ("index", "uuid", "name", "pci_bus_id")
+
+
+def _known_identities(state):
+    """[identity with its "key"] of the GPUs the state remembers."""
+    return [dict(track["identity"], key=key) for key, track in sorted(state.get("gpus", {}).items())
+            if isinstance(track.get("identity"), dict)]
+
+
+def _match(gpu, known):
+    """The known identity this GPU is: the same UUID; else the same PCI device, of a known GPU whose UUID was never read;
+    else the same index, of a known GPU of which neither was read (a device node's placeholder, a GPU lost to the
+    driver). None when it is none of them: another GPU."""
+    device = device_key(gpu.get("pci_bus_id"))
+    if gpu.get("uuid"):
+        entry = next((entry for entry in known if entry.get("uuid") == gpu["uuid"]), None)
+        if entry is not None:
+            return entry
+    if device is not None:
+        entry = next((entry for entry in known if device_key(entry.get("pci_bus_id")) == device
+                      and (not entry.get("uuid") or not gpu.get("uuid"))), None)
+        if entry is not None:
+            return entry
+    if gpu.get("index") is None:
+        return None
+    return next((entry for entry in known if entry.get("index") == gpu["index"] and (
+        (not entry.get("uuid") and not entry.get("pci_bus_id")) or (not gpu.get("uuid") and device is None))), None)
+
+
+def _identified(gpu, known):
+    entry = _match(gpu, known)
+    if entry is None:
+        return dict(gpu, key=gpu_key(gpu))
+    filled = dict(gpu, key=entry["key"])
+    for name in IDENTITY_FIELDS:
+        if filled.get(name) is None and entry.get(name) is not None:
+            filled[name] = entry[name]
+    return filled
+
+
+def identify(state, samples):
+    """The samples with every GPU under one identity across samples and runs, whatever the probe could read of it this
+    time: the key of the GPU the state remembers (its UUID, else its bus id), and the UUID, bus id, index and name known
+    of it filled in. A GPU the state does not know takes the identity an answering sample of this run read for it (a
+    lost GPU read once by index and once by bus id is one GPU), else its own (gpu_key)."""
+    known = _known_identities(state)
+    read = []
+    for sample in reversed([sample for sample in samples if sample["probe_ok"]]):
+        for gpu in sample["gpus"]:
+            if gpu.get("uuid") or gpu.get("pci_bus_id"):
+                read.append(_identified(gpu, known))
+    known = known + read
+    return [dict(sample, gpus=[_identified(gpu, known) for gpu in sample["gpus"]]) for sample in samples]
+
+
 def advance(state, samples, thresholds, now):
-    """The state after these samples (oldest first). A failed probe changes no streak: it says nothing of the memory."""
+    """The state after these samples (oldest first). A failed probe changes no streak: it says nothing of the memory.
+    A restarted state keeps the GPUs' identities (who they are does not age), not their streaks."""
     state = json.loads(json.dumps(state))
     restarted = not _fresh(state, now, thresholds)
     if restarted:
-        state["gpus"] = {}
+        state["gpus"] = dict((key, {"identity": track["identity"]}) for key, track in state["gpus"].items()
+                             if isinstance(track.get("identity"), dict))
         state["active"] = {}
     # A run that waited for the lock behind another one may hold samples older than those already judged: history.
     judged_until = None if restarted else state.get("last_success_epoch")
@@ -198,9 +257,10 @@ def memory_findings(state, last_ok, thresholds, now):
     return findings
 
 
-def unresponsive_findings(samples):
-    """A probe that timed out or failed: never an idle GPU. One finding per GPU it left unanswered (the node when none).
-    A sample taken while the ladder held the node lock is left out: a GPU under reset does not answer."""
+def unresponsive_findings(samples, state=None):
+    """A probe that timed out or failed: never an idle GPU. One finding per GPU it left unanswered: those its sample
+    listed (the device nodes), else those the state remembers, else the node. A sample taken while the ladder held the
+    node lock is left out: a GPU under reset does not answer."""
     samples = [sample for sample in samples if not sample.get("remediation_in_progress")]
     failed = [sample for sample in samples if not sample["probe_ok"]]
     if not failed:
@@ -209,7 +269,7 @@ def unresponsive_findings(samples):
     what = "timed out" if last["timed_out"] else "failed"
     message = "the GPU probe (%s) %s in %d of %d samples: %s" % (last["backend"] or "no backend", what, len(failed), len(samples),
                                                                  last["error"] or "no answer")
-    targets = last["gpus"] or [{"key": NODE_KEY}]
+    targets = last["gpus"] or _known_identities(state or {}) or [{"key": NODE_KEY}]
     return [_finding("unresponsive", gpu, message, timed_out=last["timed_out"], failed_samples=len(failed)) for gpu in targets]
 
 
@@ -303,48 +363,81 @@ def _active_entry(finding):
     return dict((name, finding.get(name)) for name in ACTIVE_FIELDS)
 
 
-def resolved_findings(active, findings, samples):
-    """(the findings active after the previous run that this run no longer makes, the active findings to keep).
+def unread_gpus(samples):
+    """The keys of the GPUs this run could not read: listed by a sample whose probe failed, or lost to the driver, and
+    read by no answering sample. Every GPU when no sample answered (None: nothing was read)."""
+    answered = [sample for sample in samples if sample["probe_ok"]]
+    if not answered:
+        return None
+    read = set(gpu["key"] for sample in answered for gpu in sample["gpus"] if gpu.get("state") != "lost")
+    listed = set(gpu["key"] for sample in samples for gpu in sample["gpus"])
+    return listed - read
 
-    active is the previous state's {fingerprint: entry}. A finding of a kind that a sample taken while the ladder held
+
+def _unseen(entry, unread):
+    return entry.get("kind") in MEMORY_KINDS and (unread is None or entry.get("gpu") in unread)
+
+
+def resolved_findings(active, findings, samples):
+    """(the findings active after the previous run that this run no longer makes, the active findings to keep, those
+    kept active unseen).
+
+    active is the previous state's {fingerprint: entry}. A finding is resolved only by a run that could see its GPU:
+    one of a kind read from the GPU's memory (MEMORY_KINDS) on a GPU this run could not read (unread_gpus: the probe
+    hung, or the GPU is lost to the driver) is kept active and returned as held, with its fingerprint, so that the
+    next run that reads it fires or resolves it once. A finding of a kind that a sample taken while the ladder held
     the node lock cannot make (IN_PROGRESS_SUPPRESSED) is not resolved by such a run, only kept active: nothing is known
-    of it. Each resolved entry has ACTIVE_FIELDS, the same fingerprint, kind and GPU as when it fired."""
+    of it. Each resolved or held entry has ACTIVE_FIELDS, the same fingerprint, kind and GPU as when it fired."""
     now_active = dict((finding["fingerprint"], _active_entry(finding)) for finding in findings)
     blind = any(sample.get("remediation_in_progress") for sample in samples)
-    resolved = []
+    unread = unread_gpus(samples)
+    resolved, held = [], []
     for fingerprint_, entry in sorted((active or {}).items()):
         if fingerprint_ in now_active:
+            continue
+        if _unseen(entry, unread):
+            now_active[fingerprint_] = entry
+            held.append(dict(entry, fingerprint=fingerprint_, held=True))
             continue
         if blind and entry.get("kind") in IN_PROGRESS_SUPPRESSED:
             now_active[fingerprint_] = entry
             continue
         resolved.append(dict(entry, fingerprint=fingerprint_))
-    return resolved, now_active
+    return resolved, now_active, held
 
 
 class Judgement:
     """What judge() makes of a run: the state to keep, the findings, those that cleared since the previous run, the new
     Xid events, whether the streaks restarted."""
 
-    def __init__(self, state, findings, fresh_xids, restarted, resolved=()):
+    def __init__(self, state, findings, fresh_xids, restarted, resolved=(), held=(), samples=()):
         self.state = state
         self.findings = findings
         self.fresh_xids = fresh_xids
         self.restarted = restarted
         self.resolved = list(resolved)
+        # Active findings on GPUs this run could not read: neither made again nor resolved, still firing.
+        self.held = list(held)
+        # The samples with one identity per GPU (identify).
+        self.samples = list(samples)
 
 
 def judge(state, samples, events, thresholds, now, host):
     """The Judgement of this run's samples (oldest first) and kernel log events over the previous run's state."""
+    samples = identify(state, samples)
     state, restarted = advance(state, samples, thresholds, now)
     fresh, state["xid"] = new_xid_events(state.get("xid") or {}, [_placed(event, state) for event in events])
     last_ok = next((sample for sample in reversed(samples) if sample["probe_ok"]), None)
-    findings = unresponsive_findings(samples) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok, state)
-    for finding in findings:
+    made = unresponsive_findings(samples, state) + memory_findings(state, last_ok, thresholds, now) + xid_findings(fresh, last_ok, state)
+    findings, fingerprints = [], set()
+    for finding in made:
         finding["fingerprint"] = fingerprint(host, finding["gpu"], finding["kind"])
+        if finding["fingerprint"] not in fingerprints:  # one GPU, one finding of a kind (a failed probe and a lost GPU)
+            fingerprints.add(finding["fingerprint"])
+            findings.append(finding)
     # A restarted state (advance() emptied its active findings) knows of none that could have cleared.
-    resolved, state["active"] = resolved_findings(state.get("active"), findings, samples)
-    return Judgement(state, findings, fresh, restarted, resolved)
+    resolved, state["active"], held = resolved_findings(state.get("active"), findings, samples)
+    return Judgement(state, findings, fresh, restarted, resolved, held, samples)
 
 
 # ---------------------------------------------------------------- the state file

@@ -65,10 +65,11 @@ def _memory_series(gpu):
     return series
 
 
-def metric_series(last_sample, state, findings, fresh_xids, remediation, now, remediation_in_progress=False):
+def metric_series(last_sample, state, findings, fresh_xids, remediation, now, remediation_in_progress=False, held=()):
     """[(family, labels, value)] of one watch run: last_sample is the run's last sample (sample_of), state the state
     it leaves, findings and fresh_xids what judge() found, remediation last_remediation() of the node's journal,
-    remediation_in_progress whether the ladder held the node lock during the run."""
+    remediation_in_progress whether the ladder held the node lock during the run, held the active findings on GPUs the
+    run could not read (Judgement.held): their series stays, so that an alert on it neither resolves nor fires again."""
     probe_ok = bool(last_sample and last_sample["probe_ok"])
     series = [("gpuops_watch_probe_success", [], 1 if probe_ok else 0)]
     if state.get("last_success_epoch") is not None:
@@ -81,7 +82,7 @@ def metric_series(last_sample, state, findings, fresh_xids, remediation, now, re
             series.extend(_memory_series(gpu))
             track = state["gpus"].get(gpu["key"], {})
             series.append(("gpuops_gpu_ghost_samples", _gpu_labels(gpu), int(track.get("ghost_samples") or 0)))
-    for finding in findings:
+    for finding in list(findings) + list(held):
         series.append(("gpuops_gpu_finding", [("kind", finding["kind"]), ("gpu", finding.get("gpu_index")),
                                               ("uuid", finding.get("gpu_uuid")),
                                               ("pci_bus_id", finding.get("pci_bus_id"))], 1))

@@ -76,10 +76,11 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     if why_not is None and wait_gone(zombie_pid, zombie_start_time, grace):
         result.update(reaped_by="sigchld", gone=True)
         return result
-    if not policy.allow_parents or supervisor(parent):
+    supervises = supervisor(parent) if policy.allow_parents else None
+    if not policy.allow_parents or supervises:
         result["reason"] = "SIGCHLD did not reap it: %s" % (why_not or "the parent did not wait for it")
-        if policy.allow_parents:
-            result["reason"] += "; its parent %s supervises others and is never ended for a zombie" % parent["name"]
+        if supervises:
+            result["reason"] += "; its parent %s supervises others (%s) and is never ended for a zombie" % (parent["name"], supervises)
         return result
     result["parent_result"] = terminate_permitted([parent_target], policy, signals, grace, journal, False, self_pid)
     result["parent_signalled"] = result["parent_signalled"] or bool(result["parent_result"]["signalled"])

@@ -41,7 +41,9 @@ options:
     type: bool
     default: false
 notes:
-  - O(gpus) narrows the evidence to those GPUs; the restart itself is of the whole node's graphics stack.
+  - O(gpus) narrows the evidence to those GPUs; the restart itself is of the whole node's graphics stack, so with O(gpus)
+    set it refuses, naming them, when a graphics holder that the restart ends holds a GPU outside those or is a client of
+    the whole driver (only node-wide device files, such as an X server's C(/dev/nvidiactl)). Check mode refuses alike.
 seealso:
   - module: gpuops.remediation.gpu_holders_info
   - module: gpuops.remediation.nvidia_driver_reload
@@ -66,6 +68,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+beyond_selection:
+  description:
+    - When O(gpus) is set and the restart is refused because it would end a graphics holder outside those GPUs, those
+      holders (C(pid), C(start_time), C(name), C(gpus), C(devices), C(why) it would end, C(outside) the GPUs or the whole
+      driver).
+  returned: when refused for it
+  type: list
+  elements: dict
 plan:
   description: The steps, in order, as argv lists joined for reading (in check mode, what would run); empty when nothing is needed.
   returned: always
@@ -147,6 +157,8 @@ journal:
 """
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import beyond_selection, refuse_outside
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import node_reset_evidence
 
@@ -209,6 +221,13 @@ class GraphicsRestartWorker:
             if not self.module.check_mode:
                 self.result["snapshot_after"] = self.run.snapshot_after(snapshot)
             return
+        if self.params["gpus"]:
+            # The isolation ends the whole graphics stack: a run narrowed to some GPUs may not end a part of it elsewhere.
+            # The display manager's main process is started again with graphical.target; what runs under it is not.
+            restarted = set(pid for service in snapshot["services"] if service["unit"] == DISPLAY_MANAGER for pid in service["pids"])
+            ended = [dict(h, why="ended with the graphics stack (systemctl isolate %s)" % MULTI_USER)
+                     for h in snapshot["holders"] if h["class"] == "graphics_session" and h["pid"] not in restarted]
+            refuse_outside(self.module, beyond_selection(ended, self.run.selected_gpus(snapshot)), self.run.selected_gpus(snapshot))
         self.result["changed"] = True
         self.result["plan"] = ["systemctl isolate %s" % MULTI_USER, "systemctl isolate %s" % GRAPHICAL]
         self.result["diff"] = {"before": {"graphics_holders": [h["pid"] for h in holders]}, "after": {"graphics_holders": []}}

@@ -23,8 +23,9 @@ description:
     and systemd unit, and identifies it by pid and start time, the identity every later action checks.
   - Reads the loaded kernel modules, the C(nvidia_drm) modeset, the GPU daemons, and the Xid events of the kernel
     log mapped to the action of NVIDIA's Xid catalog.
-  - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reload), V(reboot)) expected
-    to free the memory, with the evidence for it.
+  - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reboot)) expected to free the memory,
+    with the evidence for it. No evidence asks for V(reload) or V(graphics) first - the ladder climbs to them when a
+    reset did not free the memory.
   - Reads the node's journal back. Kernel log evidence older than a later successful reset of its GPU or a driver
     reload recorded there, or older than the current boot, stays in C(xid_events) with C(answered_by) set and no
     longer chooses the rung.
@@ -124,7 +125,13 @@ gpus:
     processes: {description: "The processes the driver lists on this GPU.", type: list, elements: dict, returned: always}
     holders: {description: "Pids of the holders of this GPU.", type: list, elements: int, returned: always}
     lost: {description: "The driver reports the GPU lost (fallen off the bus).", type: bool, returned: always}
-    state: {description: "V(ok), V(busy), V(stuck), V(lost), V(unresponsive) or V(unknown).", type: str, returned: always}
+    state:
+      description:
+        - V(ok), V(busy), V(in_use), V(stuck), V(lost), V(unresponsive) or V(unknown).
+        - V(busy) - processes the kill rung ends hold it; V(in_use) - only processes of live scheduler jobs do (class
+          V(busy)), which the ladder leaves alone unless told to end running jobs.
+      type: str
+      returned: always
 holders:
   description: One entry per process that holds a selected GPU or a node-wide device node.
   returned: always
@@ -149,11 +156,51 @@ holders:
     seen_by: {description: "How it was found: V(nvml), V(fd), V(mmap), V(task_fd) (a thread's own file table).", type: list, elements: str,
               returned: always}
     devices: {description: "The device nodes it holds.", type: list, elements: str, returned: always}
-    container: {description: "C(runtime) and C(id) of its container, from its cgroup.", type: dict, returned: when visible}
+    container:
+      description:
+        - C(runtime), C(id) and C(main_pid) of its container, when the runtime confirms it (C(docker|podman container
+          inspect), C(crictl inspect)) - the container runs, the cgroup of its main process is the container's and in no
+          user's delegated subtree, and this process is in that cgroup. Null otherwise, whatever its cgroup path names.
+      type: dict
+      returned: when visible
+    container_claim:
+      description:
+        - What its cgroup path named (C(runtime), C(id)) when the runtime does not confirm it, with the C(reason) (a
+          C(docker-<id>.scope) that anyone can create in their own subtree, a stopped container, no runtime CLI).
+      type: dict
+      returned: when its cgroup names a container that its runtime does not confirm
     kubernetes_pod_uid: {description: "Kubernetes pod UID.", type: str, returned: when visible}
     slurm_job: {description: "Slurm job id.", type: str, returned: when visible}
     systemd_unit: {description: "systemd unit.", type: str, returned: when visible}
-    class: {description: "V(compute), V(graphics_session), V(gpu_daemon), V(zombie) or V(unkillable).", type: str, returned: always}
+    class:
+      description:
+        - V(compute), V(graphics_session), V(gpu_daemon), V(busy), V(zombie) or V(unkillable), from what the kernel, the
+          driver, the init system and the scheduler say, never from the process name.
+        - V(busy) is a process of a live scheduler job (see RV(holders[].job)), reported and never ended unless
+          O(gpuops.remediation.gpu_kill#module:end_running_jobs) says so.
+        - V(gpu_daemon) is a process the init system runs in a GPU unit (see RV(holders[].unit_role)); a process with a compute
+          context (type C) is V(compute) otherwise, and its memory counts toward its GPU's state.
+        - V(graphics_session) is a display server (the display manager's, see RV(holders[].unit_role)) or a process with only
+          graphics contexts (type G).
+      type: str
+      returned: always
+    unit_role:
+      description:
+        - What the init system says the process is; null for none. C(role) is V(gpu_daemon) or V(display_server),
+          C(unit) the unit's id, C(asked_as) the unit name asked, C(by) how it belongs to it (V(main_pid),
+          V(control_group), or V(started_by) its main process, for the display manager only).
+      type: dict
+      returned: when visible
+    job:
+      description:
+        - The scheduler's word on the job the process belongs to; null when no scheduler of the node has anything to say
+          of it (no scheduler, or a process outside every job).
+        - C(scheduler) (V(slurm) or V(kubernetes)), C(id), C(state) (Slurm's job state, or V(ready)), C(running) (a live
+          job, the process is V(busy)), C(why).
+        - A cgroup path naming a job is only a hint; a job Slurm does not list this process in is a leftover
+          (C(running) false).
+      type: dict
+      returned: when visible
     leader_exited:
       description: Its thread-group leader exited while other threads live on (the leader's stat says Z); alive, not a zombie.
       type: bool

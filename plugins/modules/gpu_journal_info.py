@@ -13,9 +13,12 @@ description:
   - Every acting module of the collection writes the node journal (a JSON-lines file), one line before each action
     and one after. The line before ending a process records who it was (name, user, command line, parent, and what
     owned it, a Slurm job, pod, container or systemd unit) and the GPU memory it held.
-  - This module reads the journal's tail (its last 4 MiB, far more than a node writes between two boots) and returns
-    RV(sources), the users and programs whose processes the runs ended, most often first, and RV(runs), one line per
-    run. Repeated entries for one user and program are the source of a repeated leak.
+  - This module reads the journal back from its newest line as far as O(since) reaches, across the files it has
+    rotated to (C(journal.jsonl.1) ... C(journal.jsonl.4); the journal rotates at 8 MiB, see docs/journal.md), and
+    returns RV(sources), the users and programs whose processes the runs ended, most often first, and RV(runs), one
+    line per run. Repeated entries for one user and program are the source of a repeated leak.
+  - When it cannot answer the whole window (older lines rotated away, or more than 64 MiB to read), it says so in
+    RV(complete) and RV(coverage), with the time from which its answer is whole.
   - It reads only; it never writes the journal.
 author:
   - gpuops maintainers (@gpuops)
@@ -31,7 +34,7 @@ options:
     description:
       - Only what was done at or after this time. A duration back from now (V(90m), V(24h), V(7d), V(2w)), or an
         ISO 8601 time (V(2026-12-01T08:00:00Z); without a zone it is UTC).
-      - Empty reads the whole tail.
+      - Empty reads the whole journal, its rotated files included.
     type: str
   records:
     description: Also return the journal's lines themselves (RV(records)), the newest O(max_records) of them.
@@ -140,6 +143,37 @@ records:
   returned: when O(records=true)
   type: list
   elements: dict
+complete:
+  description:
+    - Whether the answer covers the whole window asked for (O(since), or the whole journal). False when lines older
+      than the window's start may have been rotated away, or when more than 64 MiB had to be read; RV(coverage) says
+      from when the answer is whole, and why it is not.
+  returned: always
+  type: bool
+coverage:
+  description: What was read.
+  returned: always
+  type: dict
+  contains:
+    complete:
+      description: As RV(complete).
+      type: bool
+    from:
+      description: The time (C(ts)) of the oldest line read; the answer is whole from then on. Null when none was read.
+      type: str
+    reason:
+      description: Why the answer is not the whole window, or null.
+      type: str
+    since:
+      description: The start of the window asked for (ISO 8601, UTC), or null for the whole journal.
+      type: str
+    files:
+      description: The journal's files read, newest first.
+      type: list
+      elements: str
+    bytes:
+      description: How many bytes were read.
+      type: int
 error:
   description: Why the journal could not be read, else null.
   returned: always
@@ -152,7 +186,7 @@ import re
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
-    RECENT_BYTES, journal_epoch, leak_sources, load_journal, run_summaries)
+    journal_epoch, leak_sources, read_window, run_summaries)
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 
@@ -172,6 +206,13 @@ def since_epoch(text, now):
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.timezone.utc)
     return parsed.timestamp()
+
+
+def _iso(epoch):
+    try:
+        return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    except (TypeError, OverflowError, ValueError, OSError):
+        return None  # no window (None), or a start before any date
 
 
 def record_at_or_after(record, since):
@@ -199,9 +240,15 @@ def main():
     except ValueError:
         module.fail_json(msg="since: %r is neither a duration (90m, 24h, 7d, 2w) nor an ISO 8601 time" % params["since"])
     path = params["journal_path"] or current_layout().journal_file
-    records, error = load_journal(path, RECENT_BYTES)
-    result = dict(changed=False, journal=path, exists=os.path.exists(path), error=error,
-                  sources=leak_sources(records, since=since), runs=run_summaries(records, since=since))
+    try:
+        records, coverage = read_window(path, since)
+        error = None
+    except (IOError, OSError) as exc:
+        records, error = [], "cannot read the journal %s: %s" % (path, exc)
+        coverage = {"complete": False, "from": None, "reason": error, "files": [], "bytes": 0}
+    coverage["since"] = _iso(since)
+    result = dict(changed=False, journal=path, exists=os.path.exists(path), error=error, complete=coverage["complete"],
+                  coverage=coverage, sources=leak_sources(records, since=since), runs=run_summaries(records, since=since))
     if params["records"]:
         result["records"] = [record for record in records if record_at_or_after(record, since)][-params["max_records"]:]
     module.exit_json(**result)

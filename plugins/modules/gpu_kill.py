@@ -65,13 +65,19 @@ options:
     description: Only holders that the driver says use at least this much GPU memory.
     type: int
   classes:
-    description: Only holders of these classes (RV(gpuops.remediation.gpu_holders_info#module:holders[].class)).
+    description:
+      - Only holders of these classes (RV(gpuops.remediation.gpu_holders_info#module:holders[].class)).
+      - Holders of class V(unkillable) and V(busy) (a live scheduler job's) are selected whatever this says, and left
+        alone with the reason (V(busy) ones unless O(end_running_jobs)).
     type: list
     elements: str
     choices: [compute, graphics_session, gpu_daemon, zombie]
     default: [compute, graphics_session, gpu_daemon, zombie]
   orphans_only:
-    description: Only holders that no Slurm job, container or Kubernetes pod owns any more.
+    description:
+      - Only holders that no Slurm job, container or Kubernetes pod owns any more.
+      - Where the node's scheduler answered (RV(gpuops.remediation.gpu_holders_info#module:holders[].job)), its word
+        decides (a job that no longer runs owns nothing); elsewhere the holder's cgroup.
     type: bool
     default: false
   wait_timeout:
@@ -269,7 +275,7 @@ def main():
     spec = dict(SELECTION_ARGUMENT_SPEC, wait_timeout=dict(type="float", default=30.0))
     spec.update(KILL_ARGUMENT_SPEC)
     module = GpuModule(argument_spec=action_argument_spec(**spec), supports_check_mode=True)
-    validate_kill_params(module)
+    validate_kill_params(module, on_node=True)
     if module.params["wait_timeout"] < 0:
         module.fail_json(msg="wait_timeout must be 0 or more seconds, got %r" % module.params["wait_timeout"])
     GpuKillWorker(module, validate_selection_params(module)).execute()

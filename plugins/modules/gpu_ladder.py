@@ -126,6 +126,26 @@ options:
       - For V(reboot) - the result of the reboot task (C(failed), C(msg)).
     type: dict
     default: {}
+  windows:
+    description:
+      - On a Windows host (O(platform=windows)), the values that replace the walk's own O(max_rung),
+        O(destructive_rungs) and C(journal_path); an unset one keeps the walk's. On Linux they are not used, so a
+        caller passes both platforms' settings and the walk takes its host's.
+      - In O(option_names), C(windows.max_rung) (and so on) names the Windows variable for the messages.
+    type: dict
+    suboptions:
+      max_rung:
+        description: The heaviest rung allowed on a Windows host.
+        type: str
+        choices: [kill, wsl, restart_adapter, logoff, reboot]
+      destructive_rungs:
+        description: The rungs that take a Windows host out of service.
+        type: list
+        elements: str
+        choices: [kill, wsl, restart_adapter, logoff, reboot]
+      journal_path:
+        description: The Windows host's journal (M(gpuops.remediation.win_gpu_reset) O(gpuops.remediation.win_gpu_reset#module:journal_path)).
+        type: str
   option_names:
     description:
       - What the caller calls these options, for the messages (in the role, C(max_rung) is C(gpu_reclaim_max_rung)),

@@ -456,7 +456,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    validate_kill_params(module)
+    validate_kill_params(module, on_node=True)
     GpuResetWorker(module).execute()
 
 

@@ -135,13 +135,32 @@ findings:
   description:
     - What crossed a threshold, one entry per GPU and kind. Kinds - V(high_memory_usage), V(ghost_memory), V(xid)
       (new since the last run), V(recovery_action), V(unresponsive) (the GPU probe timed out or failed).
-    - C(gpu) is the GPU's stable key (its UUID, else its bus id, else C(index:<n>); V(node) when the probe named no GPU),
+    - C(gpu) is the GPU's stable key (its UUID, else its bus id, else C(index:<n>); V(node) when the probe named no GPU
+      and the state knows none), the same whatever the probe could read of the GPU this time - a GPU known to the state
+      file keeps its key, UUID and bus id when it is read only by index (a hung probe's device node) or by bus id (a
+      GPU lost to the driver),
       C(fingerprint) the sha256 of O(host), C(gpu) and C(kind), the same run after run.
   returned: always
   type: list
   elements: dict
   sample: [{kind: ghost_memory, gpu: GPU-5e1c0000-0000-4000-8000-000000000000, gpu_index: 0, samples: 4, ghost_mib: 3072,
             message: "GPU 0 (GPU-5e1c...) has had ghost memory ...", fingerprint: 3f2a...}]
+held:
+  description:
+    - The findings active after the previous run, of a kind read from a GPU's memory (V(high_memory_usage),
+      V(ghost_memory), V(recovery_action)), on a GPU this run could not read (its probe timed out or failed, or the GPU
+      is lost to the driver) - kept active, neither made again nor resolved, C(held=true), with the fields of
+      RV(resolved). Their C(gpuops_gpu_finding) series stays in the metrics, and the role posts them as still firing.
+  returned: always
+  type: list
+  elements: dict
+removed_temporary_files:
+  description:
+    - Temporary files of the state and metrics files (C(.<name>.XXXXXXXX) beside them) that a killed run left, removed
+      under the state file's lock before this run wrote its own; empty in check mode.
+  returned: always
+  type: list
+  elements: str
 resolved:
   description:
     - The findings active after the previous run (made by it, or kept active by it) that this run no longer makes -
@@ -231,7 +250,7 @@ import os
 import platform
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import remove_stale_temporaries, write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
@@ -242,6 +261,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
     FINDING_KINDS, Thresholds, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import metric_series, render
+from ansible_collections.gpuops.remediation.plugins.module_utils._watch_ranges import RANGED_OPTIONS, out_of_range
 
 STATE_FILE = os.path.join("var", "lib", "gpuops", "watch_state.json")
 METRICS_FILE = os.path.join("var", "lib", "node_exporter", "textfile_collector", "gpuops.prom")
@@ -264,22 +284,12 @@ ARGUMENT_SPEC = dict(
 )
 
 # (option, test, what it must be)
-RANGES = (
-    ("samples", lambda value: value >= 1, "at least 1"),
-    ("interval", lambda value: value >= 0, "0 or more seconds"),
-    ("high_usage_percent", lambda value: 0 < value <= 100, "more than 0 and at most 100"),
-    ("high_usage_minutes", lambda value: value > 0, "more than 0 minutes"),
-    ("ghost_samples", lambda value: value >= 1, "at least 1"),
-    ("state_max_age_minutes", lambda value: value > 0, "more than 0 minutes"),
-    ("lock_timeout", lambda value: value >= 0, "0 or more seconds"),
-)
-
-
 def validate(module):
     validate_snapshot_params(module)
-    for option, within, what in RANGES:
-        if not within(module.params[option]):
-            module.fail_json(msg="%s must be %s, got %r" % (option, what, module.params[option]))
+    for option in RANGED_OPTIONS:
+        must_be = out_of_range(option, module.params[option])
+        if must_be:
+            module.fail_json(msg="%s must be %s, got %r" % (option, must_be, module.params[option]))
     # A run whose samples outlast the state file's max age judges nothing the state could carry on (and sleeps on).
     params = module.params
     span = (params["samples"] - 1) * params["interval"]
@@ -323,15 +333,21 @@ def judge_and_record(module, paths, samples, snapshot):
     judged = judge(state, samples, snapshot["xid_events"], thresholds_of(params), now, host)
     remediation, journal_error = read_last_remediation(paths["journal"])
     in_progress = _holder_of(samples)
-    metrics = render(metric_series(samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now,
-                                   remediation_in_progress=in_progress is not None))
-    written = None
+    metrics = render(metric_series(judged.samples[-1], judged.state, judged.findings, judged.fresh_xids, remediation, now,
+                                   remediation_in_progress=in_progress is not None, held=judged.held))
+    written, removed = None, []
     if not module.check_mode:
+        # Under the state file's lock, which every writer of these files holds: a temporary file left there is a
+        # killed run's, never a live one's.
+        removed = remove_stale_temporaries(paths["state"])
+        if params["write_metrics"]:
+            removed += remove_stale_temporaries(paths["metrics"])
         write_atomic(paths["state"], dump_state(judged.state), mode=0o640)
         if params["write_metrics"]:
             write_atomic(paths["metrics"], metrics, mode=0o644)
             written = paths["metrics"]
-    return dict(findings=judged.findings, resolved=judged.resolved, crossed=bool(judged.findings),
+    return dict(findings=judged.findings, resolved=judged.resolved, held=judged.held, crossed=bool(judged.findings),
+                samples=judged.samples, removed_temporary_files=removed,
                 remediation_in_progress=in_progress is not None, remediation_holder=in_progress,
                 remediation=remediation_for(judged.findings, params["remediate_on"]),
                 new_xid_events=[_brief(event) for event in judged.fresh_xids],
@@ -367,7 +383,7 @@ def main():
         module.fail_json(msg="another run of the watch holds the state file: %s" % exc, samples=samples)
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot write the watch's files: %s" % exc, samples=samples)
-    module.exit_json(changed=False, samples=samples, verdict=snapshot["verdict"], state_path=paths["state"], **result)
+    module.exit_json(changed=False, verdict=snapshot["verdict"], state_path=paths["state"], **result)
 
 
 if __name__ == "__main__":

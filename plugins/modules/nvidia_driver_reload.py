@@ -384,7 +384,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    validate_kill_params(module)
+    validate_kill_params(module, on_node=True)
     DriverReloadWorker(module).execute()
 
 

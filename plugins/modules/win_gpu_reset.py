@@ -13,21 +13,24 @@ description:
   - An action plugin that runs stock Windows tools on the target through C(ansible.windows.win_command) and
     C(ansible.windows.win_powershell), one O(method) a run; the Windows rungs of the ladder that act on the node itself
     (the WSL rung is M(gpuops.remediation.wsl_shutdown), the reboot C(ansible.windows.win_reboot)).
-  - "V(kill) - C(taskkill /F /T /PID <pid>) for each of O(holders) that is still the same process: its creation time
-    is checked against a fresh C(Win32_Process) list just before its taskkill (Windows reuses pids quickly; a pid whose
-    creation time changed is another process, left alone as reused). Never a protected system process (csrss, wininit,
+  - "V(kill) - ends each of O(holders) that is still the same process, with its tree: its creation time is checked
+    against a fresh C(Win32_Process) list (Windows reuses pids quickly; a pid whose creation time changed is another
+    process, left alone as reused), then one constant PowerShell script opens each process of the tree by pid, compares
+    its creation time on that handle and terminates that same handle, so a pid reused in between is never ended. Where
+    C(Add-Type) is refused (Constrained Language Mode, AppLocker), C(taskkill /F /T /PID <pid>) runs instead, and the plan
+    says so. Never a protected system process (csrss, wininit,
     winlogon, services, lsass, smss, System, Idle, Registry, Memory Compression, Secure System, LsaIso), the WSL VM
     (C(vmmemWSL), C(vmmem) - use M(gpuops.remediation.wsl_shutdown)), the user's shell C(explorer.exe) (use
     V(restart_explorer)), a remote connection's host process (C(wsmprovhost), C(winrshost), C(sshd)), nor C(dwm.exe)
     unless O(allow_dwm), nor a process of O(protect_names) or O(protect_users), nor one whose tree holds any of these.
-    A process counts as ended only when it is gone by pid and creation time, whatever taskkill printed."
+    A process counts as ended only when it is gone by pid and creation time, whatever a tool printed."
   - "V(restart_adapter) - C(pnputil /restart-device <instance id>) on the one adapter of each GPU chosen (O(gpu)) that
     needs it (ghost memory beyond O(ghost_threshold_mib), or NVML's recovery action), or of every GPU chosen with
     O(force). Never C(/class Display), which restarts every adapter. Exit 3010 means the restart waits for a reboot -
     RV(reboot_required); the run is changed, not failed. Needs Windows 10 2004 or later."
   - "V(logoff) - C(logoff <id>) for the sessions of O(user) that C(quser) lists; never session 0, the services'
     session. No session of that user changes nothing."
-  - "V(restart_explorer) - ends the C(explorer.exe) of O(user)'s session alone (C(taskkill /F /PID), without C(/T),
+  - "V(restart_explorer) - ends the C(explorer.exe) of O(user)'s session alone (the same script, without its tree,
     which would end every program started from it) when it holds GPU memory (or with O(force)), and waits up to
     O(shell_timeout) for Windows to start it again (Winlogon's C(AutoRestartShell), on by default). It is not started
     from here - a process started over WinRM or SSH runs in that network logon, not on the user's desktop."
@@ -74,7 +77,7 @@ options:
   protect_names:
     description:
       - With V(kill) and V(restart_explorer), process names never ended (any case, with or without C(.exe)); a
-        selected process whose C(taskkill /T) tree holds one is left alone with its tree.
+        selected process whose tree holds one is left alone with its tree.
       - The same rule as the walk's C(gpu_reclaim_protect_names) (C(plugins/plugin_utils/_win_protect.py)).
     type: list
     elements: str
@@ -161,7 +164,7 @@ plan:
   type: list
   elements: str
   sample:
-    - ended pid 1036 python.exe (ada, session 1) with taskkill /F /T
+    - ended pid 1036 python.exe (ada, session 1)
     - "left pid 1028 dwm.exe: pid 1028 (dwm.exe) is the Desktop Window Manager: killing it is allowed only with allow_dwm"
 connection_dropped:
   description: Whether the connection dropped during a step and the outcome was read from the node afterwards.
@@ -171,8 +174,8 @@ processes:
   description:
     - With V(kill), one entry per holder given, with C(pid), C(creation_time_ms), C(name), C(user), C(session_id),
       C(outcome) (V(ended), V(would_end), V(gone), V(pid_reused), V(refused), V(failed)), C(reason), C(tree_of) (the
-      selected pid whose C(taskkill /T) took it), C(also_ended) (children taskkill ended with it), C(taskkill) (its
-      parsed outcome, exit status and argv), C(line).
+      selected pid whose tree took it), C(also_ended) (its tree's processes gone afterwards by pid and creation time),
+      C(taskkill) (how it was ended - C(method) V(terminate) or V(taskkill), C(outcome), C(message), C(by_pid)), C(line).
   returned: with method=kill
   type: list
   elements: dict
@@ -215,7 +218,8 @@ snapshot_after:
 journal:
   description:
     - The journal lines this run wrote on the host, in order; each has C(ts), C(run_id), C(id), C(phase) (C(intent)
-      or C(outcome)), C(action) (C(taskkill), C(restart_adapter), C(logoff)) and what it acted on; an outcome has C(ok).
+      or C(outcome)), C(action) (C(terminate), C(taskkill), C(restart_adapter), C(logoff)) and what it acted on; an
+      outcome has C(ok).
   returned: always
   type: list
   elements: dict

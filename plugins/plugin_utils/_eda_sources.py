@@ -12,6 +12,7 @@ import os
 import re
 import socket
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import (
     _MULTILINE_START_RE, _split_nvrm, device_key, parse_kernel_log,
 )
@@ -19,9 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy imp
     PolicyError, apply_policy, event_rung, parse_policy,
 )
 
-# The identifier of the syslog line each remediation writes (the closed loop: a source that reads it drops the events
-# that remediation answered). _journal.syslog_line writes it; remediation_of reads it.
-SYSLOG_IDENTIFIER = "gpuops-remediation"
+# The syslog line each remediation writes (_journal.remediation_line, the closed loop): remediation_of reads it.
 _REMEDIATION_RE = re.compile(SYSLOG_IDENTIFIER + r"(?:\[\d+\])?: (?P<fields>(?:\S+=\S*\s*)+)$")
 
 
@@ -346,3 +345,80 @@ class Lasting:
                         rung="reset" if condition["type"] == "ghost_memory" else "reboot")
             events.append({"gpuops": body, "meta": {"hosts": self.host}})
         return events
+
+
+# ---------------------------------------------------------------- gpu_alert_webhook: signed alerts
+
+SIGNATURE_HEADER = "X-Gpuops-Signature"
+TIMESTAMP_HEADER = "X-Gpuops-Timestamp"
+# The rung each gpu_watch finding kind (or Alertmanager alert of extensions/prometheus/gpuops.rules.yml) asks for.
+ALERT_RUNGS = {"ghost_memory": "reset", "GpuopsGhostMemory": "reset", "recovery_action": "reset", "GpuopsRecoveryAction": "reset",
+               "unresponsive": "reboot", "GpuopsGpuLost": "reboot", "GpuopsProbeFailing": "reboot"}
+
+
+def sign(secret, timestamp, body):
+    """The signature a sender puts in X-Gpuops-Signature: "sha256=" + HMAC-SHA256(secret, "<timestamp>." + body)."""
+    import hashlib
+    import hmac
+
+    digest = hmac.new(secret.encode("utf-8"), str(timestamp).encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
+    return "sha256=" + digest
+
+
+def verify(secret, headers, body, now, window_seconds):
+    """None when the request is signed with the secret and dated within the window, else why it is rejected."""
+    import hmac
+
+    stamp, given = headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)
+    if not stamp or not given:
+        return "unsigned: %s and %s are required" % (SIGNATURE_HEADER, TIMESTAMP_HEADER)
+    try:
+        epoch = float(stamp)
+    except ValueError:
+        return "%s is not a number of seconds: %r" % (TIMESTAMP_HEADER, stamp[:40])
+    if abs(now - epoch) > window_seconds:
+        return "stale: %s is %d s from now, more than the %d s allowed" % (TIMESTAMP_HEADER, abs(now - epoch), window_seconds)
+    if not hmac.compare_digest(sign(secret, stamp, body).encode("ascii"), given.encode("ascii", "replace")):
+        return "bad signature"
+    return None
+
+
+def _instance_host(instance):
+    """Prometheus's instance label "node07:9100" -> "node07" (an IPv6 "[::1]:9100" -> "::1")."""
+    if not instance:
+        return None
+    if instance.startswith("["):
+        return instance[1:].split("]", 1)[0]
+    return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
+
+
+def alert_events(payload, host_label="instance"):
+    """The firing alerts of an Alertmanager webhook body, or of gpu_watch's own, as events (resolved ones make none).
+
+    Returns (events, problems): an alert naming no host is a problem, reported, never dropped silently.
+    """
+    events, problems = [], []
+    if not isinstance(payload, dict) or not isinstance(payload.get("alerts"), list):
+        return [], ["the body is not an Alertmanager or gpu_watch webhook (no alerts list)"]
+    for index, alert in enumerate(payload["alerts"]):
+        if not isinstance(alert, dict) or alert.get("status", "firing") != "firing":
+            continue
+        labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+        if labels:  # Alertmanager
+            name = labels.get("alertname")
+            host = _instance_host(labels.get("instance")) if host_label == "instance" else labels.get(host_label)
+            gpu = labels.get("pci_bus_id")
+            gpu_index = labels.get("gpu")
+            message = (alert.get("annotations") or {}).get("summary")
+        else:  # gpu_watch's webhook
+            name = alert.get("kind")
+            host = payload.get("host")
+            gpu, gpu_index, message = alert.get("pci_bus_id"), alert.get("gpu_index"), alert.get("message")
+        if not host:
+            problems.append("alert %d (%s) names no host" % (index, name))
+            continue
+        body = {"type": "alert", "alert": name, "host": str(host), "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
+                "rung": ALERT_RUNGS.get(name, "none"), "message": message,
+                "fingerprint": alert.get("fingerprint")}
+        events.append({"gpuops": body, "meta": {"hosts": str(host)}})
+    return events, problems

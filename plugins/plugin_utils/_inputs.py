@@ -15,6 +15,7 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._watch_ranges import RANGED_OPTIONS, out_of_range
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_journal import checked_path as checked_windows_journal_path
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,6 +64,12 @@ def _windows_journal_path(value):
     return None
 
 
+def _watch_range(option):
+    def check(value):
+        return out_of_range(option, float(value))
+    return check
+
+
 # Values the types let through but the run cannot use: {variable: check(value) -> what it must be, or None}.
 VALUE_RULES = {
     "gpuops_max_fail_percentage": _percent,
@@ -70,6 +77,7 @@ VALUE_RULES = {
     "gpu_remediate_max_destructive_percent": _percent,
     "gpu_reclaim_windows_journal_path": _windows_journal_path,
 }
+VALUE_RULES.update(("gpu_watch_" + option, _watch_range(option)) for option in RANGED_OPTIONS)
 
 
 def _kind_error(kind, value):
@@ -92,13 +100,16 @@ def input_errors(values, options):
         if spec is None:
             continue
         value = values[name]
+        if value is None and not spec.get("required"):
+            continue  # no answer (AWX's empty survey answer, ansible/awx#16205): the default applies
         must_be = _kind_error(spec.get("type", "str"), value)
         if must_be is None and name in VALUE_RULES and _kind_error_free(spec, value):
             must_be = VALUE_RULES[name](value)
         if must_be:
             errors.append("%s=%s (%s)" % (name, value, must_be))
             named.add(name)
-    rest = {name: values[name] for name in values if name in options and name not in named}
+    rest = {name: values[name] for name in values if name in options and name not in named
+            and (values[name] is not None or options[name].get("required"))}
     rest_spec = {name: _validator_spec(options[name]) for name in rest}
     result = ArgumentSpecValidator(rest_spec).validate(rest)
     errors.extend(result.error_messages)

@@ -15,9 +15,11 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import LEVELS as HEALTH_CHECK_LEVELS
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text, health_check
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
-    RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index,
+    NO_RUNG, RUNGS, WINDOWS_RUNGS, ceiling_index, entry_floor, entry_rung, kill_targets, memory_held, rung_index, running_job_holders,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line
 
 INSPECT_MODULE = "gpuops.remediation.gpu_holders_info"
 RUNG_MODULES = {
@@ -57,6 +59,11 @@ LADDER_ARGUMENT_SPEC = dict(
     state=dict(type="dict", default={}),
     controller_result=dict(type="dict", default={}),
     option_names=dict(type="dict", default={}),
+    windows=dict(type="dict", options=dict(
+        max_rung=dict(type="str", choices=list(WINDOWS_RUNGS)),
+        destructive_rungs=dict(type="list", elements="str", choices=list(WINDOWS_RUNGS)),
+        journal_path=dict(type="str"),
+    )),
 )
 
 
@@ -107,6 +114,8 @@ class WalkOptions:
         self.snapshot_args = _present(args, snapshot_spec)
         self.action_args = _present(args, action_spec)
         self.kill_args = _present(args, kill_spec)
+        # Ending a live scheduler job's processes (busy) is asked for: the kill rung then ends a running job.
+        self.end_running_jobs = bool(args.get("end_running_jobs"))
 
     @property
     def ceiling(self):
@@ -118,6 +127,22 @@ class WalkOptions:
 
     def limits_text(self):
         return "%s, %s" % (self.named("max_rung", self.max_rung), self.named("allow_reboot", self.allow_reboot))
+
+
+def platform_args(args):
+    """The walk's arguments for its platform: on a Windows host the `windows` option's values replace the walk's own
+    (each named, in messages, as the caller named the Windows one: option_names["windows.max_rung"])."""
+    resolved = dict((name, value) for name, value in args.items() if name != "windows")
+    if args.get("platform") != "windows":
+        return resolved
+    names = dict(args.get("option_names") or {})
+    for name, value in (args.get("windows") or {}).items():
+        if value is not None:
+            resolved[name] = value
+            if "windows." + name in names:
+                names[name] = names["windows." + name]
+    resolved["option_names"] = names
+    return resolved
 
 
 def _present(args, names):
@@ -172,13 +197,21 @@ def next_rung(floor, tried, ceiling, rungs=RUNGS):
 
 
 def needs_drain(rung, options, state):
-    """Whether the node must leave its scheduler before this rung: the first destructive rung of a walk that drains."""
-    return options.drain != "none" and rung in options.destructive_rungs and not state["drain_taken"]
+    """Whether the node must leave its scheduler before this rung: the first destructive rung of a walk that drains,
+    or a rung that would end a running job's processes (end_running_jobs), the kill rung too."""
+    if options.drain == "none" or state["drain_taken"]:
+        return False
+    return rung in options.destructive_rungs or ends_running_jobs(state["last"], options.end_running_jobs)
+
+
+def ends_running_jobs(snapshot, end_running_jobs):
+    """Whether a rung on this snapshot would end a live scheduler job's processes: destructive, whatever the rung."""
+    return bool(end_running_jobs and running_job_holders(snapshot))
 
 
 def refusal(snapshot, floor, options):
     """Why the walk refuses before any action (the evidence needs a rung above the ceiling), or ""."""
-    if not memory_held(snapshot) or floor <= options.ceiling:
+    if not memory_held(snapshot, options.end_running_jobs) or floor <= options.ceiling:
         return ""
     rungs = options.rungs
     allow = options.named("max_rung", rungs[floor])
@@ -266,9 +299,11 @@ def cordon_is_ours(node_resources, annotation, reason):
     return marks == [reason]
 
 
-def destructive_entry(snapshot, destructive_rungs, platform="linux"):
-    """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts)."""
-    return entry_rung(snapshot, LADDERS[platform]) in destructive_rungs
+def destructive_entry(snapshot, destructive_rungs, platform="linux", end_running_jobs=False):
+    """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts): one of
+    destructive_rungs, or any rung that would end a running job's processes (end_running_jobs)."""
+    rung = entry_rung(snapshot, LADDERS[platform], end_running_jobs)
+    return rung in destructive_rungs or (rung != NO_RUNG and ends_running_jobs(snapshot, end_running_jobs))
 
 
 def fleet_guard(destructive_hosts, host_count, max_percent):
@@ -387,7 +422,8 @@ class LadderWalk:
             raise WalkError("controller_result: the result of the %s tasks of scheduler %r (drain=%s), got scheduler=%r" % (
                 step, self.options.drain, self.options.drain, controller_result.get("scheduler")))
         state["pending"] = None
-        return getattr(self, "_after_" + step)(state, controller_result)
+        after_step = {"drain": self._after_drain, "reboot": self._after_reboot, "undrain": self._after_undrain}
+        return after_step[step](state, controller_result)
 
     def _after_drain(self, state, drain):
         drained, error, notes = drain_outcome(drain, self.check_mode)
@@ -415,7 +451,7 @@ class LadderWalk:
         return self._end(state)
 
     def _climb(self, state):
-        while memory_held(state["last"]) and not state["error"]:
+        while memory_held(state["last"], self.options.end_running_jobs) and not state["error"]:
             rung = next_rung(state["floor"], state["tried"], self.options.ceiling, self.options.rungs)
             if rung is None:
                 break
@@ -429,7 +465,7 @@ class LadderWalk:
         return self._end(state)
 
     def _end(self, state):
-        held = memory_held(state["last"])
+        held = memory_held(state["last"], self.options.end_running_jobs)
         if "health_check" not in state:  # once per walk: the end after the undrain has it already
             state["health_check"] = self._health_gate(state, held)
         followup = drain_followup(self.options.drain, state["drained"], held, self.check_mode,
@@ -467,9 +503,12 @@ class LadderWalk:
             return []
         return [gpu["index"] for gpu in state["first"]["gpus"]]
 
+    def rung_takers(self):
+        """{rung: the method that takes it}: one per rung of the platform's ladder but the reboot (the controller's)."""
+        return {"kill": self._take_kill, "reset": self._take_reset, "reload": self._take_reload, "graphics": self._take_graphics}
+
     def _take(self, state, rung):
-        taker = getattr(self, "_take_" + rung)
-        step, after = taker(state["last"])
+        step, after = self.rung_takers()[rung](state["last"])
         state["tried"].append(step)
         if not self.check_mode:
             if after and not after.get("failed") and "gpus" in after:
@@ -498,7 +537,8 @@ class LadderWalk:
 
     def _kill(self, snapshot):
         """gpu_kill on the kill targets of the snapshot, by pid and start time; None when there are none."""
-        targets = [dict((key, h[key]) for key in ("pid", "start_time")) for h in kill_targets(snapshot)]
+        targets = [dict((key, h[key]) for key in ("pid", "start_time"))
+                   for h in kill_targets(snapshot, end_running_jobs=self.options.end_running_jobs)]
         if not targets:
             return None
         return self.execute(RUNG_MODULES["kill"], self._module_args(self.options.kill_args, holders=targets,
@@ -567,7 +607,7 @@ def gpu_outcomes(first, last, check_mode):
 def outcome_status(state, options, check_mode, freed_mib):
     """(status, message) of the walk: refused, clean, planned, fixed or failed."""
     tried = [step["rung"] for step in state["tried"]]
-    held = memory_held(state["last"])
+    held = memory_held(state["last"], options.end_running_jobs)
     if state["refused"] and not tried:
         return "refused", state["refused"]
     if state["error"]:
@@ -592,16 +632,13 @@ def outcome_status(state, options, check_mode, freed_mib):
 
 
 def held_by(snapshot):
-    return [dict((key, holder.get(key)) for key in _HOLDER_FIELDS) for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
+    return [dict([(key, holder.get(key)) for key in _HOLDER_FIELDS] + [("command", holder_command(holder))])
+            for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
 
 
 def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None):
     lines = ["%s: %s - %s" % (host, status, msg)]
-    for holder in holders:
-        where = "GPU " + ",".join(str(index) for index in holder["gpus"]) if holder["gpus"] else "no GPU (node-wide device files only)"
-        lines.append("  held by pid %s %s (%s, %s) on %s: %s MiB" % (
-            holder["pid"], holder["name"], holder["user"] or "?", holder["class"], where,
-            holder["used_mib"] if holder["used_mib"] is not None else "N/A"))
+    lines += [holder_line(holder) for holder in holders]
     lines += ["  ghost memory on GPU %s: %s MiB" % (gpu["index"], gpu["ghost_mib_before"]) for gpu in gpus if gpu["ghost_mib_before"]]
     for step in tried:
         done = ": failed - " + step["msg"] if step["failed"] else ": changed" if step["changed"] else ": nothing to do"

@@ -157,7 +157,7 @@ def _holders(entry, path):
     rows = []
     for at, holder in enumerate(entry["held_by"]):
         where = "%s.held_by.%d" % (path, at)
-        name = _text(holder.get("name"))
+        name = _text(holder.get("command") or holder.get("name"))
         if holder.get("class") == "zombie":
             name += ' <span class="msg">(zombie of %s %s)</span>' % (_text(holder.get("ppid")), _text(holder.get("parent_name")))
         rows.append('<tr data-pid="%s"><td class="n">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class="n">%s</td></tr>' % (

@@ -10,10 +10,12 @@ next to each other; every figure the Markdown and the HTML show is one of the JS
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 
 STATUSES = ("fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached")
 _GPU_FIELDS = ("index", "name", "pci_bus_id", "state", "memory_used_mib", "memory_total_mib", "unattributed_mib")
@@ -80,7 +82,7 @@ def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
             "host": host, "status": "inspected", "entry_rung": snapshot["verdict"]["rung"],
             "reasons": [reason["reason"] for reason in snapshot["verdict"].get("reasons", [])],
             "gpus": [_inspected_gpu(gpu) for gpu in snapshot.get("gpus", [])],
-            "held_by": [_pick(holder, _HOLDER_FIELDS) for holder in snapshot.get("holders", [])
+            "held_by": [dict(_pick(holder, _HOLDER_FIELDS), command=holder_command(holder)) for holder in snapshot.get("holders", [])
                         if holder.get("class") != "gpu_daemon"],
             "summary": list(summary or []),
         }
@@ -119,10 +121,12 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
 
 
 def _cell(value):
-    """A Markdown table cell: None and missing are empty; a pipe or a newline in a process name cannot break the table."""
+    """A Markdown table cell: None and missing are empty; a pipe or a newline in a process name cannot break the table,
+    and markup in it (<img src=x onerror=...>) stays text in a viewer that renders HTML inside Markdown."""
     if value is None:
         return ""
-    return str(value).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    text = str(value).replace("<", "&lt;")
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def _row(cells):
@@ -130,9 +134,10 @@ def _row(cells):
 
 
 def _holder_name(holder):
+    name = holder.get("command") or holder.get("name")
     if holder.get("class") == "zombie":
-        return "%s (zombie of %s %s)" % (holder.get("name"), holder.get("ppid"), holder.get("parent_name"))
-    return holder.get("name")
+        return "%s (zombie of %s %s)" % (name, holder.get("ppid"), holder.get("parent_name"))
+    return name
 
 
 def _host_markdown(entry):
@@ -184,13 +189,25 @@ def render_markdown(report):
     return "\n".join(lines) + "\n"
 
 
-def write_report(directory, report, markdown, page):
-    """<run id>.json, .md and .html (`page`), and the same as latest.*; each replaced whole (a reader never sees half)."""
+def report_name(run_id, hosts, job_id=None, process_id=None):
+    """The name of a run's report files: the run id, the job's id (AWX), a digest of the play's hosts (each slice of a
+    sliced job has its own) and the controller process's id. Two slices of one job, or two jobs in the same second on
+    a shared volume, never write the same file; the batches of one serial run (same hosts, same process) rewrite theirs."""
+    digest = hashlib.sha256("\n".join(sorted(str(host) for host in hosts)).encode("utf-8")).hexdigest()[:10]
+    parts = [str(run_id)] + (["job%s" % job_id] if job_id not in (None, "") else []) + ["h" + digest]
+    parts += ["p%d" % process_id] if process_id is not None else []
+    return "-".join(part.replace(os.sep, "_") for part in parts)
+
+
+def write_report(directory, report, markdown, page, name=None):
+    """<name>.json, .md and .html (`page`), and the same as latest.*; each replaced whole (a reader never sees half).
+    name: report_name(), by default the run id."""
     os.makedirs(directory, mode=0o750, exist_ok=True)
     text = json.dumps(report, indent=4, sort_keys=True) + "\n"
     paths = []
     files = ((".json", text), (".md", markdown), (".html", page))
-    for name, content in [(report["run_id"] + ext, content) for ext, content in files] + [("latest" + ext, content) for ext, content in files]:
+    stem = name or report["run_id"]
+    for name, content in [(stem + ext, content) for ext, content in files] + [("latest" + ext, content) for ext, content in files]:
         path = os.path.join(directory, name)
         write_atomic(path, content, 0o640)
         paths.append(path)

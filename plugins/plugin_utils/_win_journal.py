@@ -128,7 +128,7 @@ def journal_report(node, path):
     outcomes = [record for record in records if record.get("phase") == "outcome"]
     kills = {}
     for record in outcomes:
-        if record.get("action") == "taskkill" and record.get("ok") is True and isinstance(record.get("name"), str):
+        if record.get("action") in ("terminate", "taskkill") and record.get("ok") is True and isinstance(record.get("name"), str):
             kills[record["name"].lower()] = kills.get(record["name"].lower(), 0) + 1
     recent = [dict(interrupted_entry(record), ok=record.get("ok")) for record in outcomes[-RECENT_ACTIONS:]]
     return {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True,

@@ -118,6 +118,9 @@ class WindowsWalk(LadderWalk):
         result = self.execute(RESET_MODULE, dict(args, method=method, **self._journal_args()))
         return step_result(rung, result, list(result.get("plan") or [])), result.get("snapshot_after")
 
+    def rung_takers(self):
+        return {"kill": self._take_kill, "wsl": self._take_wsl, "restart_adapter": self._take_restart_adapter, "logoff": self._take_logoff}
+
     def _take_kill(self, snapshot):
         # explorer.exe is the user's shell: ending it with /T would end everything started from it, so its hold is
         # ended by restarting the shell alone (win_gpu_reset method=restart_explorer), the others by taskkill.

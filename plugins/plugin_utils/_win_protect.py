@@ -3,8 +3,8 @@
 """Who may be ended on a Windows node: the one answer (as module_utils/_protect.refusal is on Linux).
 
 Every path that ends a Windows process asks `refusal` (the walk before it plans a rung, win_gpu_reset method=kill
-called on its own, restart_explorer) and, for `taskkill /T` or the tree script, `tree_refusal` over every process
-the tree would take. Names are matched as Windows matches them: any case, with or without `.exe`; users with or
+called on its own, restart_explorer) and, for a tree (the terminate script's, or taskkill /T where the script cannot
+run), `tree_refusal` over every process the tree would take. Names are matched as Windows matches them: any case, with or without `.exe`; users with or
 without their domain (WS12\\ada is ada).
 """
 
@@ -60,8 +60,8 @@ def refusal(process, policy):
     if kind == "dwm" and not policy.allow_dwm:
         return "%s is the Desktop Window Manager: ending it is allowed only with allow_dwm" % label(process)
     if base == SHELL_NAME and not policy.allow_shell:
-        return ("%s is the user's shell: use method restart_explorer (taskkill /T would end every program started "
-                "from it)" % label(process))
+        return ("%s is the user's shell: use method restart_explorer (ending it as a tree would end every program "
+                "started from it)" % label(process))
     return None
 
 
@@ -88,5 +88,5 @@ def tree_refusal(processes, process, policy):
     for pid in descendants(processes, process):
         why = refusal(processes[pid], tree_policy)
         if why:
-            return "its tree (what taskkill /T ends with it) holds %s, which is never ended: %s" % (label(processes[pid]), why)
+            return "its tree (what ending it as a tree takes with it) holds %s, which is never ended: %s" % (label(processes[pid]), why)
     return None

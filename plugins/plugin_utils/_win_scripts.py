@@ -43,9 +43,12 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
 
 # The PCI location (bus, device, function) of the adapter with a LUID, from the graphics kernel: D3DKMTOpenAdapterFromLuid
 # and D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) in gdi32.dll, the one source that links a LUID to a PCI
-# location (the DirectX registry key has none). Null when the kernel does not answer.
-_PCI_ADDRESS = r"""if (-not ('GpuopsD3dkmt' -as [type])) {
-    Add-Type -TypeDefinition @'
+# location (the DirectX registry key has none). Null when the kernel does not answer; $d3dkmtError says why when
+# Add-Type itself is refused.
+_PCI_ADDRESS = r"""$d3dkmtError = $null
+if (-not ('GpuopsD3dkmt' -as [type])) {
+    try {
+        Add-Type -TypeDefinition @'
 using System;
 using System.Runtime.InteropServices;
 
@@ -108,6 +111,12 @@ public static class GpuopsD3dkmt
     }
 }
 '@
+    }
+    catch {
+        # Constrained Language Mode or AppLocker: no adapter location from the kernel; the snapshot joins by the PnP
+        # device's location, then by name, and says which.
+        $d3dkmtError = $_.Exception.Message
+    }
 }
 """
 
@@ -202,6 +211,8 @@ $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -Error
             AdapterLuid = [string]$values.AdapterLuid
             VendorId = $values.VendorId
             DeviceId = $values.DeviceId
+            SubSysId = $values.SubSysId
+            RevisionId = $values.RevisionId
             BusNumber = if ($address) { $address[0] } else { $null }
             DeviceNumber = if ($address) { $address[1] } else { $null }
             FunctionNumber = if ($address) { $address[2] } else { $null }
@@ -216,6 +227,7 @@ $Ansible.Result = @{
     adapters = ConvertTo-JsonText $adapters
     pnp_locations = $pnpLocations
     pnp_error = $pnpError
+    d3dkmt_error = $d3dkmtError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
 }
 """ % {"cim_class": literal(CIM_CLASS), "adapter_class": literal(ADAPTER_CIM_CLASS), "processes": _PROCESSES, "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
@@ -230,7 +242,7 @@ $Ansible.Changed = $false
 $Ansible.Result = @{ exists = Test-Path -LiteralPath $Path -PathType Leaf }
 """
 
-# A fresh process list alone (pid + creation time: what win_gpu_reset checks before each taskkill).
+# A fresh process list alone (pid + creation time: what win_gpu_reset checks before each end).
 PROCESSES = r"""[CmdletBinding(SupportsShouldProcess)]
 param ()
 $ErrorActionPreference = 'Stop'
@@ -240,8 +252,9 @@ $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Dept
 """ % {"processes": _PROCESSES}
 
 # One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
-# the disk before the action goes ahead, the folder made when missing. Acts: it does not run in check mode (no action
-# runs then either).
+# the disk before the action goes ahead. The folder is made when missing, with an explicit protected DACL (SYSTEM and
+# Administrators only); a folder or file that is a reparse point or is owned by anyone else (planted) is refused.
+# Acts: in check mode it creates and writes nothing (no action runs then either).
 JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
     [Parameter(Mandatory)]
@@ -254,15 +267,41 @@ $Ansible.Changed = $false
 if ($Line.Contains("`n") -or $Line.Contains("`r")) {
     throw 'a journal line holds no newline'
 }
-$folder = [System.IO.Path]::GetDirectoryName($Path)
-if (-not [System.IO.Directory]::Exists($folder)) {
-    [void][System.IO.Directory]::CreateDirectory($folder)
-}
-$bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
 if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
     $Ansible.Result = @{ written = 0 }
     return
 }
+# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file:
+# the folder is made with an explicit, protected DACL of the two; a folder or file that is a reparse point, or that
+# someone else owns (planted before the first run: ProgramData lets users create folders), is refused.
+$trusted = @('S-1-5-18', 'S-1-5-32-544')
+$folder = [System.IO.Path]::GetDirectoryName($Path)
+function Test-Trusted($itemPath) {
+    $item = Get-Item -LiteralPath $itemPath -Force
+    if ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {
+        throw ('{0} is a reparse point (a link): the journal is never written through one' -f $itemPath)
+    }
+    $owner = (Get-Acl -LiteralPath $itemPath).GetOwner([System.Security.Principal.SecurityIdentifier]).Value
+    if ($trusted -notcontains $owner) {
+        throw ('{0} is owned by {1}, not by SYSTEM or Administrators: refused (remove it, or choose another journal_path)' -f $itemPath, $owner)
+    }
+}
+$security = [System.Security.AccessControl.DirectorySecurity]::new()
+$security.SetAccessRuleProtection($true, $false)
+foreach ($sid in $trusted) {
+    $identity = [System.Security.Principal.SecurityIdentifier]::new($sid)
+    $rule = [System.Security.AccessControl.FileSystemAccessRule]::new($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')
+    $security.AddAccessRule($rule)
+}
+if (-not [System.IO.Directory]::Exists($folder)) {
+    [void][System.IO.Directory]::CreateDirectory($folder)
+}
+Test-Trusted $folder
+Set-Acl -LiteralPath $folder -AclObject $security
+if ([System.IO.File]::Exists($Path)) {
+    Test-Trusted $Path
+}
+$bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
 $stream = [System.IO.FileStream]::new($Path, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
 try {
     $stream.Write($bytes, 0, $bytes.Length)
@@ -312,5 +351,108 @@ finally {
 $Ansible.Result = @{ exists = $true; cut = $cut; base64 = [Convert]::ToBase64String($buffer, 0, $read) }
 """
 
-SCRIPTS = {"snapshot": SNAPSHOT, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
+# Ends processes by pid and creation time (_win_terminate): each opened by its pid, its creation time compared on that
+# handle, that handle terminated, so a pid reused between the check and the end is never ended. A tree is given member
+# by member (deepest first). Acts: not run in check mode. Where Add-Type is refused it says so (unavailable).
+TERMINATE = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [AllowEmptyCollection()]
+    [long[]]$ProcessIds,
+    [Parameter(Mandatory)]
+    [AllowEmptyCollection()]
+    [long[]]$CreationTimesMs
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if ($ProcessIds.Count -ne $CreationTimesMs.Count) {
+    throw 'one creation time per process id'
+}
+if (-not ('GpuopsTerminate' -as [type])) {
+    try {
+        Add-Type -TypeDefinition @'
+using System;
+using System.Runtime.InteropServices;
+
+public static class GpuopsTerminate
+{
+    private const uint ProcessTerminate = 0x0001;
+    private const uint ProcessQueryLimitedInformation = 0x1000;
+    private const long UnixEpochFileTime = 116444736000000000L;
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern IntPtr OpenProcess(uint access, bool inherit, uint processId);
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool GetProcessTimes(IntPtr process, out long creation, out long exit, out long kernel, out long user);
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool TerminateProcess(IntPtr process, uint exitCode);
+
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool CloseHandle(IntPtr handle);
+
+    // One process, by the handle opened for it: its creation time is compared on that handle, and that handle is
+    // terminated, so the pid cannot pass to another process between the check and the end.
+    // -> { outcome: 0 ended, 1 could not open (error: the Win32 code; 87 when no process has the pid), 2 another
+    // process now (its creation time in ms), 3 terminate failed (error) }
+    public static long[] End(uint processId, long creationTimeMs)
+    {
+        IntPtr handle = OpenProcess(ProcessTerminate | ProcessQueryLimitedInformation, false, processId);
+        if (handle == IntPtr.Zero)
+        {
+            return new long[] { 1, Marshal.GetLastWin32Error() };
+        }
+        try
+        {
+            long creation, exit, kernel, user;
+            if (!GetProcessTimes(handle, out creation, out exit, out kernel, out user))
+            {
+                return new long[] { 1, Marshal.GetLastWin32Error() };
+            }
+            long createdMs = (creation - UnixEpochFileTime) / 10000;
+            if (createdMs != creationTimeMs)
+            {
+                return new long[] { 2, createdMs };
+            }
+            if (!TerminateProcess(handle, 1))
+            {
+                return new long[] { 3, Marshal.GetLastWin32Error() };
+            }
+            return new long[] { 0, 0 };
+        }
+        finally
+        {
+            CloseHandle(handle);
+        }
+    }
+}
+'@
+    }
+    catch {
+        # Constrained Language Mode or AppLocker: the caller falls back to taskkill, and says so.
+        $Ansible.Result = @{ unavailable = $_.Exception.Message; results = '[]' }
+        return
+    }
+}
+$outcomes = @('ended', 'not_opened', 'pid_reused', 'not_terminated')
+$results = for ($at = 0; $at -lt $ProcessIds.Count; $at++) {
+    $processId = $ProcessIds[$at]
+    if (-not $PSCmdlet.ShouldProcess([string]$processId, 'terminate')) {
+        continue
+    }
+    $answer = [GpuopsTerminate]::End([uint32]$processId, $CreationTimesMs[$at])
+    if ($answer[0] -eq 0) {
+        $Ansible.Changed = $true
+    }
+    [pscustomobject]@{
+        ProcessId = $processId
+        Outcome = $outcomes[$answer[0]]
+        Code = $answer[1]
+    }
+}
+$Ansible.Result = @{ results = ConvertTo-Json -InputObject @($results) -Depth 2 }
+"""
+
+SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
            "journal_read": JOURNAL_READ}

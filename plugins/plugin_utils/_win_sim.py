@@ -111,7 +111,8 @@ def build_state(scenario, now_ms=None):
              "administrators": list(scenario.get("administrators") or [scenario.get("default_user") or "ada"]),
              "auto_restart_shell": bool(scenario.get("auto_restart_shell", True)),
              "next_pid": FIRST_PID, "clock_ms": now_ms - 3600 * 1000, "gpus": [], "processes": [], "sessions": [],
-             "distributions": [], "command_log": [], "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
+             "distributions": [], "command_log": [], "script_log": [],
+             "constrained_language": bool(scenario.get("constrained_language")), "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
              "virtual_display": dict(VIRTUAL_DISPLAY) if scenario.get("virtual_display") else None,
              "pnp_properties": bool(scenario.get("pnp_properties", True))}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
@@ -296,6 +297,13 @@ def run_command(root, argv, user=None):
 
 def run_script(root, name, parameters=None, user=None):
     """Answer one named PowerShell script (_win_scripts) -> what it puts in $Ansible.Result."""
+    if name in _ACTING_SCRIPTS:
+        with locked_state(root, write=True) as state:
+            caller = user or state["default_user"]
+            # the question whether the script can run at all is no action, nor is a script Add-Type refused
+            if (parameters or {}).get("ProcessIds") and not state.get("constrained_language"):
+                state.setdefault("script_log", []).append({"script": name, "parameters": dict(parameters or {}), "user": caller})
+            return _ACTING_SCRIPTS[name](state, parameters or {}, caller)
     if name in _FILE_SCRIPTS:
         if not os.path.exists(state_path(root)):
             raise WinSimError("no simulated Windows node at %s (gpuops_windows_sim_root): %s is missing" % (root, state_path(root)))
@@ -481,6 +489,28 @@ def _restart_shell(state, ended):
         _spawn(state, ended["name"], ended["user"], ended["session_id"], ended["image_path"])
 
 
+def _terminate_script(state, parameters, caller):
+    """The terminate script: each pid opened (Win32 error 87 when none has it, 5 when Windows refuses it to the caller),
+    its creation time compared, then ended; Add-Type refused under Constrained Language Mode (the scenario's
+    constrained_language)."""
+    if state.get("constrained_language"):
+        return {"unavailable": "Cannot add type. Definition of new types is not supported in this language mode.", "results": "[]"}
+    results = []
+    for pid, created in zip(parameters.get("ProcessIds") or [], parameters.get("CreationTimesMs") or []):
+        process = _process(state, int(pid))
+        if process is None:
+            results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 87})
+        elif process["creation_time_ms"] != int(created):
+            results.append({"ProcessId": int(pid), "Outcome": "pid_reused", "Code": process["creation_time_ms"]})
+        elif _kill_refusal(state, process, caller):
+            results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 5})
+        else:
+            state["processes"].remove(process)
+            _restart_shell(state, process)
+            results.append({"ProcessId": int(pid), "Outcome": "ended", "Code": 0})
+    return {"results": _ps_json(results)}
+
+
 def _kill_refusal(state, process, caller):
     base = _win_processes.base_name(process["name"])
     if base in CRITICAL_NAMES:
@@ -627,11 +657,13 @@ def _snapshot_script(state, parameters, _caller):
             adapter_rows[luid] = adapter_rows.get(luid, 0) + usage["dedicated_bytes"]
     adapter_memory = [{"Name": "luid_%s_%s_phys_0" % tuple(luid.split("_")), "DedicatedUsage": value, "SharedUsage": 0}
                       for luid, value in sorted(adapter_rows.items())]
-    adapters = [_registry_adapter(adapter) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
+    constrained = bool(state.get("constrained_language"))
+    adapters = [_registry_adapter(adapter, constrained) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
     answer = {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None}, "processes": _processes_json(state),
               "adapter_memory": {"source": "cim", "json": _ps_json(adapter_memory), "error": None},
               "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath")),
-              "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None}
+              "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None,
+              "d3dkmt_error": "Cannot add type. Definition of new types is not supported in this language mode." if constrained else None}
     if not state.get("pnp_properties", True):
         # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
         answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "
@@ -639,14 +671,21 @@ def _snapshot_script(state, parameters, _caller):
     return answer
 
 
-def _registry_adapter(adapter):
+def _registry_adapter(adapter, constrained=False):
     """One DirectX key's values as the snapshot script selects them (AdapterLuid: the QWORD as text) and the adapter's
     PCI location as D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) gives it (bus, device, function; no domain)."""
     dummy, bus, rest = adapter["pci_bus_id"].split(":")
     device, function = rest.split(".")
     return {"Key": adapter["registry_key"], "Description": adapter["name"], "AdapterLuid": str(_win_counters.luid_value(adapter["luid"])),
             "VendorId": adapter["vendor_id"], "DeviceId": int(adapter["instance_id"].split("DEV_")[1][:4], 16),
-            "BusNumber": int(bus, 16), "DeviceNumber": int(device, 16), "FunctionNumber": int(function, 16)}
+            "SubSysId": _id_after(adapter["instance_id"], "SUBSYS_", 8), "RevisionId": _id_after(adapter["instance_id"], "REV_", 2),
+            "BusNumber": None if constrained else int(bus, 16), "DeviceNumber": None if constrained else int(device, 16),
+            "FunctionNumber": None if constrained else int(function, 16)}
+
+
+def _id_after(instance_id, marker, width):
+    at = instance_id.upper().find(marker)
+    return int(instance_id[at + len(marker):at + len(marker) + width], 16) if at >= 0 else None
 
 
 def _processes_json(state):
@@ -698,6 +737,7 @@ def _journal_read_script(root, parameters):
 
 _FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_read": _journal_read_script}
 _TOOLS = {"nvidia-smi": _nvidia_smi, "pnputil": _pnputil, "quser": _quser, "taskkill": _taskkill, "wsl": _wsl, "logoff": _logoff}
+_ACTING_SCRIPTS = {"terminate": _terminate_script}
 _SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script}
 
 

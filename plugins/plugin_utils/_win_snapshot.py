@@ -13,6 +13,8 @@ checks).
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, windows_verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
@@ -38,14 +40,16 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     gpus = _gpus(node, nvidia_smi, probes)
     counters = _counters(script.get("process_memory") or {}, probes)
     processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
-    luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes)
+    locations = _pnp_locations(script, probes)
+    luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes, locations,
+                        script.get("d3dkmt_error"))
     holders = _holders(gpus, luids, counters, processes, probes)
     journal = _win_journal.journal_report(node, journal_path)
     probes["journal"] = dict((key, journal[key]) for key in ("path", "ok", "error", "records", "read"))
     for holder in holders:
         holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
-    snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, _pnp_locations(script, probes), probes),
+    snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, locations, probes),
                 "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path),
                 "journal": journal, "probes": probes}
     adapter_memory = _adapter_memory(script.get("adapter_memory") or {}, probes)
@@ -187,8 +191,10 @@ def _adapters(text):
             continue
         location = tuple(_win_json.integer(item.get(key)) for key in ("BusNumber", "DeviceNumber", "FunctionNumber"))
         adapters.append({"key": item.get("Key"), "description": item.get("Description"), "vendor_id": _win_json.integer(item.get("VendorId")),
-                         "device_id": _win_json.integer(item.get("DeviceId")), "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
-                         "pci_location": list(location) if None not in location else None})
+                         "device_id": _win_json.integer(item.get("DeviceId")), "subsys_id": _win_json.integer(item.get("SubSysId")),
+                         "revision_id": _win_json.integer(item.get("RevisionId")),
+                         "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
+                         "pci_location": list(location) if None not in location else None, "located_by": "d3dkmt" if None not in location else None})
     return adapters
 
 
@@ -203,22 +209,50 @@ def pci_location(bus_id):
     return [int(bus, 16), int(device, 16), int(function, 16)]
 
 
-def _join_luids(gpus, adapters, counters, probes):
+_PCI_IDS_RE = re.compile(r"^PCI\\VEN_([0-9A-F]{4})&DEV_([0-9A-F]{4})(?:&SUBSYS_([0-9A-F]{8}))?(?:&REV_([0-9A-F]{2}))?\\", re.IGNORECASE)
+
+
+def locate_by_pnp(adapter, locations):
+    """The PCI location of a DirectX adapter the graphics kernel gave none for (Add-Type refused): the one present PnP
+    device whose instance id carries the adapter's vendor, device, subsystem and revision ids (registry values of the
+    DirectX key), at its Get-PnpDeviceProperty location; None when not exactly one matches (identical GPUs)."""
+    wanted = (adapter.get("vendor_id"), adapter.get("device_id"), adapter.get("subsys_id"), adapter.get("revision_id"))
+    found = []
+    for instance_id, known in locations.items():
+        match = _PCI_IDS_RE.match(instance_id)
+        if not match or known.get("present") is False or known.get("pci_location") is None:
+            continue
+        ids = tuple(int(part, 16) if part else None for part in match.groups())
+        if all(want is None or want == have for want, have in zip(wanted, ids)) and None not in wanted[:2]:
+            found.append(known["pci_location"])
+    return found[0] if len(found) == 1 else None
+
+
+def _join_luids(gpus, adapters, counters, probes, locations=None, d3dkmt_error=None):
     """{luid: gpu index} for the NVIDIA adapters joined to one nvidia-smi GPU; each GPU gets "luid" (None when unjoined)
     and "luid_join" (how: "pci_location", "name", or None).
 
     By PCI location where the graphics kernel gave the adapters' (the LUID order says nothing of nvidia-smi's index
-    order); else by name (two adapters of one name: the one the counters show), and a single NVIDIA GPU and adapter
+    order); where it gave none (Add-Type refused), by the location of the one PnP device with the adapter's ids
+    ("pnp_location"); else by name (two adapters of one name: the one the counters show), and a single NVIDIA GPU and adapter
     always join. An adapter of another vendor (an Intel or AMD iGPU) is never joined to an NVIDIA GPU.
     """
     nvidia = [a for a in adapters if a["vendor_id"] == NVIDIA_VENDOR_ID]
+    for adapter in nvidia:
+        if adapter["pci_location"] is None and locations:
+            adapter.update(pci_location=locate_by_pnp(adapter, locations))
+            adapter["located_by"] = "pnp" if adapter["pci_location"] is not None else None
     seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
     joined, method, problems = _join_to_gpus(gpus, nvidia, seen, "NVIDIA DirectX adapters")
+    if method == "pci_location" and any(a["located_by"] == "pnp" for a in nvidia):
+        method = "pnp_location"
     for gpu in gpus:
         adapter = joined.get(gpu["index"])
         gpu.update(luid=adapter["luid"] if adapter else None, luid_join=method if adapter else None)
     problems = ["%s; its LUID is not known, its processes' memory is not counted on it" % problem for problem in problems]
     probes["luid_join"] = {"ok": not problems, "error": "; ".join(problems) or None, "method": method}
+    if d3dkmt_error:
+        probes["luid_join"]["d3dkmt_error"] = str(d3dkmt_error)  # why the kernel gave no location: joined as "method" says
     return dict((adapter["luid"], index) for index, adapter in joined.items())
 
 

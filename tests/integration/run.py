@@ -1,9 +1,12 @@
 """Run every integration target through ansible-playbook against localhost (simulated GPU nodes).
 
 Targets keep the ansible-test layout (tests/integration/targets/<name>/tasks/main.yml); a target whose
-aliases file says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' needs a Docker
-engine, which tools/docker_env.sh provides when one runs or when it can install one (root and apt-get); on a
-machine where neither holds, it is reported as not run, with the reason, in the summary. Pass target names to
+aliases file says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' or 'slurm' needs that
+engine: before its first such target the runner starts it for real (tools/docker_env.sh start, which uses an engine
+that answers or installs and starts one; tools/slurm_env.sh start and stop on a cluster of its own). Where it cannot
+start (no root, dockerd unable to create its iptables chains in an unprivileged container, slurmd unable to run),
+the target is reported "not run: <the tool's reason>" in the final summary and does not fail the run; where it
+starts, the target runs. A dockerd the runner started is stopped at the end. Pass target names to
 run only those. With GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output kept, and printed for a
 target that fails): the targets that share the machine's Docker engine form one lane, those that share its Slurm
 cluster another, run one after the other within it; every other target is a lane of its own. The shared lanes start
@@ -32,18 +35,81 @@ def runnable(name):
     return os.path.exists(os.path.join(TARGETS, name, "tasks", "main.yml")) and not {"disabled", "device", "hidden"} & aliases(name)
 
 
-def why_not_here(name):
-    """Why this machine cannot run the target, or None."""
-    if "slurm" in aliases(name):
-        check = subprocess.run(["bash", os.path.join(ROOT, "tools", "slurm_env.sh"), "check"], capture_output=True, text=True, check=False)
-        return None if check.returncode == 0 else check.stdout.strip() or check.stderr.strip()
-    if "docker" not in aliases(name):
+# How long an engine may take to start (an install with apt-get and an image built with debootstrap included).
+ENGINE_START_TIMEOUT = 900
+
+
+def _last_words(done):
+    """The reason a tool gave for failing: its last non-empty line of stderr, else of stdout."""
+    for text in (done.stderr, done.stdout):
+        lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+        if lines:
+            return lines[-1]
+    return "exited %d without saying why" % done.returncode
+
+
+def _tool(argv, timeout=ENGINE_START_TIMEOUT):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, "", "%s did not finish in %d s" % (" ".join(argv), timeout))
+    except OSError as exc:
+        return subprocess.CompletedProcess(argv, 127, "", "cannot run %s: %s" % (argv[0], exc))
+
+
+class Engines:
+    """The shared engines that targets need (SHARED_RESOURCES), started for real before their first target, so that a
+    target whose engine cannot start on this machine is reported not run with the reason, and one that can start runs.
+    What this runner started, it stops at the end (stop())."""
+
+    def __init__(self, tools_dir=None):
+        self.tools_dir = tools_dir or os.path.join(ROOT, "tools")
+        self.verdicts = {}
+        self.to_stop = []
+
+    def why_not(self, resource):
+        """Why the engine cannot run here (the tool's own words), or None once it runs; tried once per run."""
+        if resource not in self.verdicts:
+            self.verdicts[resource] = getattr(self, "_start_" + resource)()
+        return self.verdicts[resource]
+
+    def _start_docker(self):
+        # Started and left running: the target's own `docker_env.sh start` finds it and the image, and stop() ends it.
+        done = _tool(["bash", os.path.join(self.tools_dir, "docker_env.sh"), "start"])
+        if done.returncode != 0:
+            return "the Docker engine cannot start here: %s" % _last_words(done)
+        if "dockerd: started" in done.stdout:
+            self.to_stop.append(["bash", os.path.join(self.tools_dir, "docker_env.sh"), "stop"])
         return None
-    if shutil.which("docker") and subprocess.call(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
-        return None
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        return None  # tools/docker_env.sh installs and starts one
-    return "needs a running Docker engine, or root with apt-get to install one"
+
+    def _start_slurm(self):
+        script = os.path.join(self.tools_dir, "slurm_env.sh")
+        check = _tool(["bash", script, "check"], timeout=60)
+        if check.returncode != 0:
+            return _last_words(check)
+        # A cluster of its own, started and stopped at once: the target starts its own, under its own directory.
+        directory = tempfile.mkdtemp(prefix="gs", dir="/tmp")  # short: Slurm's socket paths are limited to 107 bytes
+        try:
+            done = _tool(["bash", script, "start", directory, "gpuops-probe"])
+            _tool(["bash", script, "stop", directory], timeout=120)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        return None if done.returncode == 0 else "Slurm cannot start here: %s" % _last_words(done)
+
+    def stop(self):
+        for argv in self.to_stop:
+            _tool(argv, timeout=120)
+        self.to_stop = []
+
+
+def why_not_here(name, engines):
+    """Why this machine cannot run the target, or None: the engine it needs (aliases) could not be started."""
+    for resource in SHARED_RESOURCES:
+        if resource in aliases(name):
+            reason = engines.why_not(resource)
+            if reason:
+                return reason
+    return None
 
 
 def run_target(name, env, log_dir=None):
@@ -75,17 +141,18 @@ def run_lane(lane, env, log_dir):
     return [run_target(name, env, log_dir) for name in lane]
 
 
-def main(selected, jobs=1):
+def main(selected, jobs=1, engines=None):
     names = selected or sorted(name for name in os.listdir(TARGETS) if runnable(name))
     if not names:
         sys.exit("no integration targets found in %s" % TARGETS)
     env = dict(os.environ, ANSIBLE_ROLES_PATH=TARGETS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    engines = engines or Engines()
     failed, not_run, runnable_here = [], [], []
     for name in names:
-        reason = why_not_here(name)
+        reason = why_not_here(name, engines)
         if reason:
-            not_run.append("%s (%s)" % (name, reason))
-            print("integration target %s: NOT RUN, %s" % (name, reason))
+            not_run.append((name, reason))
+            print("integration target %s: not run: %s" % (name, reason))
         else:
             runnable_here.append(name)
 
@@ -98,19 +165,23 @@ def main(selected, jobs=1):
         if rc:
             failed.append(name)
 
-    if jobs > 1:
-        # Each target builds its own simulated nodes under its own directory: lanes can run side by side.
-        log_dir = tempfile.mkdtemp(prefix="gpuops-integration-")
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for results in pool.map(lambda lane: run_lane(lane, env, log_dir), lanes_of(runnable_here)):
-                for name, rc, seconds in results:
-                    report(name, rc, seconds, log_dir)
-        shutil.rmtree(log_dir, ignore_errors=True)
-    else:
-        for name in runnable_here:
-            report(*run_target(name, env))
-    if not_run:
-        print("integration targets not run on this machine: %s" % "; ".join(not_run))
+    try:
+        if jobs > 1:
+            # Each target builds its own simulated nodes under its own directory: lanes can run side by side.
+            log_dir = tempfile.mkdtemp(prefix="gpuops-integration-")
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                for results in pool.map(lambda lane: run_lane(lane, env, log_dir), lanes_of(runnable_here)):
+                    for name, rc, seconds in results:
+                        report(name, rc, seconds, log_dir)
+            shutil.rmtree(log_dir, ignore_errors=True)
+        else:
+            for name in runnable_here:
+                report(*run_target(name, env))
+    finally:
+        engines.stop()
+    # The summary, last: every target that did not run says why.
+    for name, reason in not_run:
+        print("integration target %s: not run: %s" % (name, reason))
     if failed:
         sys.exit("failed integration targets: %s" % ", ".join(failed))
 

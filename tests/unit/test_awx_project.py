@@ -9,9 +9,11 @@ import re
 
 import yaml
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLES = ("gpu_inspect", "gpu_reclaim", "gpu_remediate", "gpu_watch")
-# What reset_gpu.yml's first task accepts for a yes/no (gpuops_yes_no), and what AWX survey questions may be.
+# What reset_gpu.yml's first task (gpu_input_check) accepts for a yes/no, and what AWX survey questions may be.
 YES_NO = {"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"}
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
 
@@ -96,8 +98,10 @@ def test_choices_are_the_roles_choices_and_defaults_the_roles_defaults():
 def test_reset_gpu_checks_the_dry_run_answer_in_its_first_task():
     with open(os.path.join(ROOT, "playbooks", "reset_gpu.yml")) as handle:
         playbook = handle.read()
-    first_task = playbook.split("- name: Inspect and guard")[0]
-    assert "'gpuops_dry_run=' ~ gpuops_dry_run ~ ' (true or false)'" in first_task
+    first_task = yaml.safe_load(playbook)[0]["tasks"][0]
+    assert first_task["run_once"] and "gpuops.remediation.gpu_input_check" in first_task
+    assert input_errors({"gpuops_dry_run": "maybe"}, PLAYBOOK_OPTIONS) == ["gpuops_dry_run=maybe (true or false)"]
+    assert input_errors({"gpuops_dry_run": "false"}, PLAYBOOK_OPTIONS) == []
     assert playbook.count('check_mode: "{{ (gpuops_dry_run | default(false) | bool) or ansible_check_mode }}"') == 2
 
 
@@ -124,3 +128,20 @@ def test_the_watch_survey_offers_only_the_roles_answers():
     assert survey["gpu_watch_remediate"]["default"] == "false"  # off unless someone asks
     assert options["gpu_watch_samples"]["type"] == "int" and survey["gpu_watch_samples"]["type"] == "integer"
     assert survey["gpu_watch_samples"]["min"] >= 1
+
+
+def test_the_reset_job_template_asks_for_its_hosts_and_has_no_fleet_wide_default():
+    """A remediation names its hosts at launch: the limit is prompted, and the Nodes question is required with no
+    default (an empty answer is refused by AWX), so no launch takes the whole fleet by default."""
+    reset = job_templates()[0]
+    assert reset["playbook"] == "playbooks/reset_gpu.yml"
+    assert reset["ask_limit_on_launch"] is True
+    assert "limit" not in reset
+    nodes = [question for question in questions(reset) if question["variable"] == "gpuops_hosts"]
+    assert len(nodes) == 1 and nodes[0]["required"] is True and nodes[0]["min"] >= 1
+    assert not nodes[0].get("default")
+    with open(os.path.join(ROOT, "awx", "configure.yml")) as handle:
+        assert 'ask_limit_on_launch: "{{ item.ask_limit_on_launch | default(false) }}"' in handle.read()
+    # The read-only templates keep their fleet-wide default, and prompt for no limit.
+    for template in job_templates()[1:]:
+        assert not template.get("ask_limit_on_launch"), template["name"]

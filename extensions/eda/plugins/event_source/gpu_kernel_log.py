@@ -34,7 +34,8 @@ options:
     default: /var/log/syslog
   paths:
     description:
-      - Several hosts' files (a log collector's), a mapping of inventory host name to file. Overrides O(path) and O(host).
+      - Several hosts' files (a log collector's), a mapping of inventory host name to a file or a list of files (its
+        kernel log and its syslog, where they are apart). Overrides O(path) and O(host).
     type: dict
   host:
     description: The inventory name of the node whose log this is (C(meta.hosts)). Defaults to the machine's host name.
@@ -128,9 +129,10 @@ async def _put(queue, events):
 
 
 async def _follow_files(queue, tails, options):
+    """tails: [(KernelLines of a host, [FileTail of each of its files])]."""
     while True:
-        for lines_of, tail in tails:
-            lines = tail.read()
+        for lines_of, files in tails:
+            lines = [line for tail in files for line in tail.read()]
             if lines or lines_of.held:
                 await _put(queue, lines_of.feed(lines, time.time(), final=not lines))
         await asyncio.sleep(options["poll_interval"])
@@ -185,14 +187,16 @@ async def main(queue, args):
     if options["paths"]:
         if options["source"] != "file":
             raise eda.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
-        bad = [host for host, path in options["paths"].items() if not isinstance(path, str) or not path]
-        if bad:
-            raise eda.OptionError("%s: option paths: host %s has no file name, got %r" % (SOURCE, bad[0], options["paths"][bad[0]]))
-        tails = [(eda.KernelLines(str(host), policy, throttle, boot), eda.FileTail(path)) for host, path in sorted(options["paths"].items())]
+        tails = []
+        for host, paths in sorted(options["paths"].items()):
+            files = [paths] if isinstance(paths, str) else paths
+            if not isinstance(files, list) or not files or not all(isinstance(path, str) and path for path in files):
+                raise eda.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
+            tails.append((eda.KernelLines(str(host), policy, throttle, boot), [eda.FileTail(path) for path in files]))
         await _follow_files(queue, tails, options)
     lines_of = eda.KernelLines(options["host"] or eda.default_host(), policy, throttle, boot)
     if options["source"] == "file":
-        await _follow_files(queue, [(lines_of, eda.FileTail(options["path"]))], options)
+        await _follow_files(queue, [(lines_of, [eda.FileTail(options["path"])])], options)
     elif options["source"] == "kmsg":
         await _follow_kmsg(queue, lines_of, options, eda)
     else:

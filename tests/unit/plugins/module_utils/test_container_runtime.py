@@ -21,7 +21,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import (
-    ContainerWitness, delegated_subtree, inspect_argv, judge, namespace_init, namespace_members, parse_inspect, within)
+    ContainerWitness, confirm_holders, delegated_subtree, inspect_argv, judge, namespace_init, namespace_members, parse_inspect, within)
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import parse_cgroup
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "docker")
@@ -173,6 +173,15 @@ def test_a_main_process_in_another_containers_cgroup_confirms_nothing():
     assert reason == "the main process 21107 that docker names is not in that container's cgroup"
 
 
+def test_a_main_process_below_the_container_cgroup_still_names_it():
+    # systemd inside a container moves itself to init.scope; the container's cgroup is the one that names it.
+    main = v2("/system.slice/docker-%s.scope/init.scope" % CONTAINER_ID)
+    worker = v2("/system.slice/docker-%s.scope/system.slice/worker.service" % CONTAINER_ID)
+    assert judge(CLAIMED, RUNNING, None, worker, main)[0]
+    assert within(worker, main) is not None  # without the claim, only the main process's own cgroup counts
+    assert not judge(CLAIMED, RUNNING, None, v2("/system.slice/other.service"), main)[0]
+
+
 def test_systemd_driver_on_cgroup_v2():
     main = v2("/system.slice/docker-%s.scope" % CONTAINER_ID)
     assert judge(CLAIMED, RUNNING, None, main, main)[0]
@@ -255,3 +264,41 @@ def test_the_init_of_a_pid_namespace_takes_its_members_along():
         if init is not None:
             os.kill(init, signal.SIGKILL)  # the kernel ends the namespace's other process with it
         unshare.wait()
+
+
+def test_the_snapshot_keeps_a_container_only_when_the_runtime_confirms_it(tmp_path, monkeypatch, module):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker CLI on this node: nothing can confirm the claim
+    holders = [{"pid": os.getpid(), "container": dict(CLAIMED)}, {"pid": os.getpid(), "container": None}]
+    confirm_holders(module, holders)
+    assert holders[0]["container"] is None
+    assert holders[0]["container_claim"] == dict(CLAIMED, reason="no CLI for container runtime docker (docker) on this node")
+    assert holders[1] == {"pid": os.getpid(), "container": None}
+
+
+HANGING_CLI = """#!{python}
+import os, time
+with open({pid_file!r}, "w") as handle:
+    handle.write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def test_a_runtime_that_does_not_answer_confirms_nothing_within_the_probe_deadline(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "docker"
+    pid_file = tmp_path / "cli.pid"
+    cli.write_text(HANGING_CLI.format(python=sys.executable, pid_file=str(pid_file)))
+    cli.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with patch_module_args({"probe_timeout": 1.0}):
+        hung = AnsibleModule(argument_spec={"probe_timeout": {"type": "float"}})
+    started = time.monotonic()
+    try:
+        result = ContainerWitness(hung).confirm(os.getpid(), CLAIMED)
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the CLI the deadline abandoned
+    assert time.monotonic() - started < 30
+    assert result["confirmed"] is False
+    assert result["reason"] == "docker inspect did not answer within 1.0 s"

@@ -239,3 +239,91 @@ def test_units_a_dead_run_stopped_and_never_started_again(tmp_path):
     failed_stop = dead.intent("systemctl_stop", unit="e.service")
     dead.outcome(failed_stop, False, unit="e.service")
     assert left_stopped(read_journal(path), run_id="mine") == ["b.service", "c.service"]
+
+
+# ---------------------------------------------------------------- rotation, and reading across it (issue 19, rule 10)
+
+def _signal_lines(journal, count, **details):
+    for number in range(count):
+        entry = journal.intent("signal", pid=number, **details)
+        journal.outcome(entry, True, exited=True)
+
+
+def test_the_journal_rotates_before_it_passes_its_size_and_keeps_its_last_files(tmp_path, monkeypatch):
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    monkeypatch.setattr(_journal, "ROTATE_BYTES", 4096)
+    path = str(tmp_path / "journal.jsonl")
+    journal = Journal(path, run_id="rot")
+    _signal_lines(journal, 400)
+    files = sorted(os.listdir(str(tmp_path)))
+    assert files == ["journal.jsonl"] + ["journal.jsonl.%d" % number for number in range(1, _journal.ROTATE_KEEP + 1)]
+    sizes = [os.path.getsize(os.path.join(str(tmp_path), name)) for name in files]
+    assert max(sizes) <= 4096 and all(size > 0 for size in sizes)
+    # Every file holds whole lines, newest in journal.jsonl, oldest in the last one kept; nothing in between is lost.
+    records = read_journal(path)
+    pids = [record["pid"] for record in records if record["phase"] == "intent"]
+    assert pids == list(range(pids[0], 400))
+    assert [record["id"] for record in records] == [entry["id"] for entry in journal.entries()][-len(records):]
+    for name in files:
+        with open(os.path.join(str(tmp_path), name), "rb") as handle:
+            assert handle.read().endswith(b"\n")
+
+
+def test_the_recent_records_span_the_rotated_files(tmp_path, monkeypatch):
+    """An intent written just before a rotation and its run killed: the next run still finds it unfinished."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    monkeypatch.setattr(_journal, "ROTATE_BYTES", 2048)
+    path = str(tmp_path / "journal.jsonl")
+    journal = Journal(path, run_id="killed")
+    _signal_lines(journal, 8)
+    journal.intent("gpu_reset", gpus=[0])
+    Journal(path, run_id="later").intent("signal", pid=1)  # rotates: the open intent is now in journal.jsonl.1
+    assert os.path.exists(path + ".1")
+    records, error = _journal.recent_records(path)
+    assert error is None and [record["action"] for record in unfinished(records)] == ["gpu_reset", "signal"]
+
+
+def test_a_window_is_read_back_as_far_as_it_reaches_and_says_when_it_is_partial(tmp_path, monkeypatch):
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    monkeypatch.setattr(_journal, "ROTATE_BYTES", 8192)
+    path = str(tmp_path / "journal.jsonl")
+    # Dated lines, one a minute, as real runs would have written them.
+    start = 1800000000.0
+    lines = []
+    for number in range(600):
+        stamp = _journal._stamp(start + 60 * number)
+        lines.append({"ts": stamp, "run_id": "r%d" % number, "id": "e%d" % number, "phase": "intent", "action": "signal", "pid": number})
+    for line in lines:
+        _journal.append_line(path, line)
+    assert os.path.exists(path + ".%d" % _journal.ROTATE_KEEP)
+    kept = read_journal(path)
+    first_kept = kept[0]["pid"]
+    assert first_kept > 0  # the oldest lines were rotated away
+    # A window inside what is kept: whole, read from the newest file back only as far as needed.
+    since = start + 60 * 590
+    records, coverage = _journal.read_window(path, since)
+    assert [record["pid"] for record in records] == list(range(590, 600))
+    assert coverage["complete"] and coverage["reason"] is None and coverage["files"] == [path]
+    # A window past what is kept: the answer is what is kept, and it says it is partial, from when.
+    records, coverage = _journal.read_window(path, start)
+    assert [record["pid"] for record in records] == list(range(first_kept, 600))
+    assert not coverage["complete"] and "rotated away" in coverage["reason"]
+    assert coverage["from"] == kept[0]["ts"]
+    # The byte cap: the newest bytes only, said so.
+    records, coverage = _journal.read_window(path, None, max_bytes=3000)
+    assert not coverage["complete"] and "3000 bytes" in coverage["reason"] and 0 < len(records) < len(kept)
+    assert records == kept[-len(records):]
+
+
+def test_an_unrotated_journal_is_read_whole_past_the_old_four_mib_tail(tmp_path):
+    """A journal of 6.5 MiB written before rotation existed: the window is answered whole, not from its last 4 MiB."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    path = str(tmp_path / "journal.jsonl")
+    line = {"ts": "2026-11-20T00:00:00.000000Z", "run_id": "old", "id": "x", "phase": "intent", "action": "signal",
+            "pad": "p" * 400}
+    with open(path, "w") as handle:
+        for number in range(16000):
+            handle.write(json.dumps(dict(line, id="e%d" % number)) + "\n")
+    assert os.path.getsize(path) > 6 * 1024 * 1024
+    records, coverage = _journal.read_window(path, None)
+    assert len(records) == 16000 and coverage["complete"] and coverage["from"] == "2026-11-20T00:00:00.000000Z"

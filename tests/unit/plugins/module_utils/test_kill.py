@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import os
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
-    beyond_selection, ended_pids, failures, still_holding, whole_driver_client)
+    beyond_selection, ended_pids, failures, holdings_now, still_holding, whole_driver_client)
 
 CONTAINER_ID = "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"
 
@@ -77,3 +79,18 @@ def test_a_failed_stop_ends_nothing():
     result = _stopped([], ok=False)
     assert ended_pids(result) == set()
     assert failures(result) == ["could not stop docker container %s: no message" % CONTAINER_ID]
+
+
+def test_what_a_process_the_snapshot_does_not_list_holds_is_read_from_its_own_fds(tmp_path, monkeypatch):
+    """A zombie's parent the snapshot missed still counts with what it holds: unknown is not nothing."""
+    (tmp_path / "dev").mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl"):
+        (tmp_path / "dev" / name).write_bytes(b"")
+    monkeypatch.setenv("GPUOPS_SIM_ROOT", str(tmp_path))
+    snapshot = {"gpus": [{"index": 0, "minor_number": 0}, {"index": 1, "minor_number": 1}]}
+    assert holdings_now(os.getpid(), snapshot) == {"gpus": [], "devices": [], "seen_by": []}
+    with open(str(tmp_path / "dev" / "nvidia1"), "rb"), open(str(tmp_path / "dev" / "nvidiactl"), "rb"):
+        held = holdings_now(os.getpid(), snapshot)
+    assert held["gpus"] == [1]
+    assert sorted(os.path.basename(path) for path in held["devices"]) == ["nvidia1", "nvidiactl"]
+    assert held["seen_by"] == ["fd"]

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -18,6 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _procsca
 from ansible_collections.gpuops.remediation.plugins.module_utils import _terminate
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import UnitMembers
 
 
 def test_pid_1_refused(procs):
@@ -72,31 +75,59 @@ def test_uninterruptible_sleep_refused(spawn, tmp_path, procs):
     os.kill(child, signal.SIGKILL)
 
 
-def test_protected_names_users_and_display_servers(procs):
+def _named(procs, name):
     proc, _line = procs.python_child("""
         import ctypes, time
-        ctypes.CDLL(None).prctl(15, b"Xorg", 0, 0, 0)
+        ctypes.CDLL(None).prctl(15, %r, 0, 0, 0)
         print("ready", flush=True)
         time.sleep(60)
-    """)
-    target = procs.target_for(proc.pid)
-    assert refusal(target, Policy()) == "display server: Xorg"
-    assert refusal(target, Policy(protect_names=["Xorg"])) == "protected name: Xorg"
-    assert refusal(target, Policy(allow_display=True, protect_users=["root", str(os.getuid())])).startswith(
+    """ % name.encode())
+    return proc
+
+
+def test_a_name_alone_protects_nothing(procs):
+    """A process that calls itself Xorg or nvidia-persistenced is no display server and no GPU daemon."""
+    for name in ("Xorg", "nvidia-persistenced"):
+        target = procs.target_for(_named(procs, name).pid)
+        assert refusal(target, Policy()) is None
+        # The init system answered, and runs neither as a unit's process.
+        members = UnitMembers({"display-manager.service": {"id": "gdm.service", "active": True, "main_pid": 1, "control_group": "/system.slice/gdm.service"},
+                               "nvidia-persistenced.service": {"id": "nvidia-persistenced.service", "active": True, "main_pid": 1,
+                                                               "control_group": "/system.slice/nvidia-persistenced.service"}})
+        assert refusal(target, Policy(members=members)) is None
+
+
+def test_display_server_is_the_display_managers(procs):
+    """Started by the display manager unit's main process (here: this test process): a display server, whatever its name."""
+    target = procs.target_for(_named(procs, "not-x-at-all").pid)
+    members = UnitMembers({"display-manager.service": {"id": "gdm.service", "active": True, "main_pid": os.getpid(), "control_group": None}})
+    assert refusal(target, Policy(members=members)) == "display server: gdm.service (started by its main process; allow_display to end it)"
+    assert refusal(target, Policy(members=members, protect_names=["not-x-at-all"])) == "protected name: not-x-at-all"
+    assert refusal(target, Policy(members=members, allow_display=True, protect_users=["root", str(os.getuid())])).startswith(
         "protected user: ")
-    assert refusal(target, Policy(allow_display=True)) is None
+    assert refusal(target, Policy(members=members, allow_display=True)) is None
+    inactive = UnitMembers({"display-manager.service": {"id": "gdm.service", "active": False, "main_pid": os.getpid()}})
+    assert refusal(target, Policy(members=inactive)) is None
 
 
-def test_gpu_daemon_matched_through_the_15_byte_command_name(procs):
-    proc, _line = procs.python_child("""
-        import ctypes, time
-        ctypes.CDLL(None).prctl(15, b"nvidia-persistenced", 0, 0, 0)
-        print("ready", flush=True)
-        time.sleep(60)
-    """)
-    assert _procscan.read_process(proc.pid)["name"] == "nvidia-persiste"
-    assert refusal(procs.target_for(proc.pid), Policy()) == "GPU daemon: nvidia-persistenced"
-    assert refusal(procs.target_for(proc.pid), Policy(allow_daemons=True)) is None
+def test_gpu_daemon_is_its_units_main_process(procs):
+    proc = _named(procs, "some-agent")
+    members = UnitMembers({"nvidia-persistenced.service": {"id": "nvidia-persistenced.service", "active": True, "main_pid": proc.pid}})
+    assert refusal(procs.target_for(proc.pid), Policy(members=members)) == (
+        "GPU daemon: nvidia-persistenced.service (its main process; allow_daemons to end it)")
+    assert refusal(procs.target_for(proc.pid), Policy(members=members, allow_daemons=True)) is None
+
+
+def test_protected_group(procs):
+    """protect_users @group: the process's own groups (/proc status) hold the gid."""
+    proc = _named(procs, "worker")
+    group = grp.getgrgid(os.getgid()).gr_name
+    assert refusal(procs.target_for(proc.pid), Policy(protect_users=["@" + group])) == "protected group: @" + group
+    assert refusal(procs.target_for(proc.pid), Policy(protect_users=["@%d" % os.getgid()])) == "protected group: @%d" % os.getgid()
+    other = [g for g in grp.getgrall() if g.gr_gid not in os.getgroups() and g.gr_gid != os.getgid() and
+             pwd.getpwuid(os.getuid()).pw_name not in g.gr_mem]
+    assert other, "the group database has a group this test process is not in"
+    assert refusal(procs.target_for(proc.pid), Policy(protect_users=["@" + other[0].gr_name])) is None
 
 
 def test_wrong_start_time_survives_as_reused(spawn, procs):

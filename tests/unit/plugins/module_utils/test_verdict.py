@@ -6,7 +6,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import parse_query_xml
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SnapshotOptions, _finish_gpu, build_holders
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, verdict
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, kill_targets, memory_held, verdict
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
@@ -91,3 +91,31 @@ def test_a_driver_that_does_not_answer_asks_for_a_reboot(tmp_path):
     result = verdict(snap, 256)
     assert result["rung"] == "reboot"
     assert "no answer within 2.0 s" in result["reasons"][0]["reason"]
+
+
+def _busy_snapshot(classes, ghost=0):
+    holders = [{"pid": 100 + n, "name": "p%d" % n, "class": c, "gpus": [0], "used_mib": 1024,
+                "job": {"why": "Slurm job 7 is RUNNING on this node"} if c == "busy" else None} for n, c in enumerate(classes)]
+    gpu = {"index": 0, "pci_bus_id": "00000000:18:00.0", "unattributed_mib": ghost}
+    gpu["state"] = gpu_state(gpu, holders, 256, OK_PROBE)
+    snap = {"gpus": [gpu], "holders": holders, "xid_events": [], "probes": {"gpu": OK_PROBE}}
+    snap["verdict"] = verdict(snap, 256)
+    return snap
+
+
+@pytest.mark.parametrize("classes, ghost, state, rung", [
+    (["busy"], 0, "in_use", "none"),
+    (["busy", "busy"], 0, "in_use", "none"),
+    (["busy", "compute"], 0, "busy", "kill"),
+    (["busy", "zombie"], 0, "stuck", "kill"),
+    (["busy"], 4096, "stuck", "reset"),
+    (["gpu_daemon"], 0, "ok", "none"),
+])
+def test_a_running_jobs_process_is_busy_not_stuck(classes, ghost, state, rung):
+    snap = _busy_snapshot(classes, ghost)
+    assert snap["gpus"][0]["state"] == state
+    assert snap["verdict"]["rung"] == rung
+    assert [h["class"] for h in kill_targets(snap)] == [c for c in classes if c not in ("busy", "gpu_daemon", "unkillable")]
+    assert [h["class"] for h in kill_targets(snap, end_running_jobs=True)] == [c for c in classes if c not in ("gpu_daemon", "unkillable")]
+    assert memory_held(snap) is (state != "ok" and state != "in_use")
+    assert memory_held(snap, end_running_jobs=True) is (state != "ok")

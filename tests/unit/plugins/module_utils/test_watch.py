@@ -128,7 +128,9 @@ def test_a_failed_probe_is_a_finding_and_changes_no_streak_and_no_last_success()
     judged = run(state, samples_at(T0 + 600, 10, hung, hung), thresholds)
     state = judged.state
     findings = judged.findings
-    assert kinds(findings) == [("unresponsive", "index:0")]
+    # The placeholder of /dev/nvidia0 is the GPU the state knows at index 0: its UUID, bus id and name.
+    assert kinds(findings) == [("unresponsive", "GPU-0")]
+    assert (findings[0]["gpu_uuid"], findings[0]["pci_bus_id"]) == ("GPU-0", "00000000:18:00.0")
     assert findings[0]["timed_out"] and findings[0]["failed_samples"] == 2
     assert "timed out in 2 of 2 samples" in findings[0]["message"]
     assert state["gpus"]["GPU-0"]["ghost_samples"] == 2
@@ -447,3 +449,101 @@ def test_samples_taken_while_the_ladder_holds_the_lock_raise_no_unresponsive_and
     after = run(judged.state, samples_at(T0 + 1800, 10, snapshot(gpu())), thresholds)
     assert [entry["kind"] for entry in after.resolved] == ["unresponsive"]
     assert after.state["gpus"]["GPU-0"]["ghost_samples"] == 0
+
+
+# ---------------------------------------------------------------- a run that could not see a GPU (issue 19, rules 7 and 8)
+
+def _placeholder(index):
+    return {"index": index, "uuid": None, "name": None, "pci_bus_id": None}
+
+
+def _lost(index, bus=None):
+    return {"index": index, "uuid": None, "name": None, "pci_bus_id": bus, "lost": True, "processes": [], "state": "lost"}
+
+
+@pytest.mark.parametrize("blind", ["hung", "failed_no_gpus", "lost_by_index", "lost_by_bus"])
+def test_a_run_that_cannot_see_a_gpu_resolves_nothing_on_it_and_the_next_answer_fires_nothing_new(blind):
+    """Ghost memory, high usage and a recovery action on GPU 0: a run whose probe hangs (or that finds the GPU lost)
+    neither makes them again nor resolves them; they stay active, held, and the run that reads the GPU again carries
+    them on under the same fingerprints (no firing, resolved, firing)."""
+    thresholds = Thresholds(ghost_samples=1, high_usage_percent=50, high_usage_minutes=0.01)
+    sick = snapshot(gpu(0, used=70 * MIB, ghost=3072, recovery="reset"), gpu(1))
+    first = run(empty_state(), samples_at(T0, 10, sick, sick), thresholds)
+    fired = dict((finding["fingerprint"], finding["kind"]) for finding in first.findings if finding["gpu"] == "GPU-0")
+    assert sorted(fired.values()) == ["ghost_memory", "high_memory_usage", "recovery_action"]
+    blind_snapshot = {
+        "hung": snapshot(_placeholder(0), _placeholder(1), ok=False, timed_out=True),
+        "failed_no_gpus": snapshot(ok=False),
+        "lost_by_index": snapshot(_lost(0), gpu(1)),
+        "lost_by_bus": snapshot(_lost(0, "00000000:18:00.0"), gpu(1)),
+    }[blind]
+    second = run(first.state, samples_at(T0 + 300, 10, blind_snapshot, blind_snapshot), thresholds)
+    assert [entry for entry in second.resolved if entry["gpu"] == "GPU-0"] == []
+    assert dict((entry["fingerprint"], entry["kind"]) for entry in second.held) == fired
+    assert all(entry["held"] for entry in second.held)
+    assert set(fired) <= set(second.state["active"])
+    # The GPU the probe could not read is GPU-0 under every guise: one unresponsive finding, of GPU-0.
+    unresponsive = [finding for finding in second.findings if finding["kind"] == "unresponsive"]
+    assert [finding["gpu"] for finding in unresponsive if finding["gpu"] != "GPU-1"] == ["GPU-0"]
+    third = run(second.state, samples_at(T0 + 600, 10, sick, sick), thresholds)
+    assert set(fired) <= set(finding["fingerprint"] for finding in third.findings)
+    assert [entry["kind"] for entry in third.resolved] == ["unresponsive"] * len(unresponsive)
+
+
+def test_a_gpu_that_answers_again_healthy_resolves_what_it_had_once():
+    thresholds = Thresholds(ghost_samples=1)
+    first = run(empty_state(), samples_at(T0, 10, snapshot(gpu(0, ghost=3072))), thresholds)
+    hung = snapshot(_placeholder(0), ok=False, timed_out=True)
+    second = run(first.state, samples_at(T0 + 300, 10, hung), thresholds)
+    assert second.resolved == [] and [entry["kind"] for entry in second.held] == ["ghost_memory"]
+    third = run(second.state, samples_at(T0 + 600, 10, snapshot(gpu(0))), thresholds)
+    assert sorted(entry["kind"] for entry in third.resolved) == ["ghost_memory", "unresponsive"]
+    assert third.held == [] and third.state["active"] == {}
+
+
+def test_a_lost_gpu_seen_by_index_and_by_bus_id_is_one_finding_with_one_fingerprint():
+    """The probe hangs in one sample (the device node's index only) and answers in the next with GPU 1 lost, named by
+    the bus id of its Xid line: one unresponsive finding for GPU 1, under the UUID the state knows, run after run."""
+    known = run(empty_state(), samples_at(T0, 10, snapshot(gpu(0), gpu(1)))).state
+    mixed = samples_at(T0 + 300, 10, snapshot(_placeholder(0), _placeholder(1), ok=False, timed_out=True),
+                       snapshot(gpu(0), _lost(1, "00000000:19:00.0")))
+    judged = run(known, mixed)
+    # GPU 0 did not answer in the first sample either: one finding each, by UUID.
+    assert kinds(judged.findings) == [("unresponsive", "GPU-0"), ("unresponsive", "GPU-1")]
+    lost = [finding for finding in judged.findings if finding["gpu"] == "GPU-1"]
+    assert len(lost) == 1 and lost[0]["gpu_uuid"] == "GPU-1" and lost[0]["pci_bus_id"] == "00000000:19:00.0"
+    assert [finding for finding in judged.findings if finding["gpu"].startswith(("index:", "0000"))] == []
+    # The next run sees it by index only (no Xid line, no bus id): the same GPU, bus id and fingerprint.
+    later = run(judged.state, samples_at(T0 + 600, 10, snapshot(gpu(0), _lost(1))))
+    again = [finding for finding in later.findings if finding["kind"] == "unresponsive"]
+    assert [(finding["gpu"], finding["pci_bus_id"], finding["fingerprint"]) for finding in again] == \
+        [("GPU-1", "00000000:19:00.0", lost[0]["fingerprint"])]
+    assert [(entry["gpu"], entry["kind"]) for entry in later.resolved] == [("GPU-0", "unresponsive")]
+
+
+def test_a_lost_gpu_first_seen_by_index_keeps_that_identity_when_its_bus_id_is_read_later():
+    first = run(empty_state(), samples_at(T0, 10, snapshot(gpu(0), _lost(1))))
+    later = run(first.state, samples_at(T0 + 300, 10, snapshot(gpu(0), _lost(1, "00000000:19:00.0"))))
+    assert [finding["fingerprint"] for finding in later.findings] == [finding["fingerprint"] for finding in first.findings]
+    assert later.resolved == []
+
+
+def test_identities_outlive_a_restarted_state():
+    """A state older than its max age restarts its streaks, not who the GPUs are."""
+    known = run(empty_state(), samples_at(T0, 10, snapshot(gpu(0)))).state
+    judged = run(known, samples_at(T0 + 7200, 10, snapshot(_placeholder(0), ok=False, timed_out=True)))
+    assert judged.restarted and kinds(judged.findings) == [("unresponsive", "GPU-0")]
+
+
+def test_a_hung_probe_without_device_nodes_names_the_gpus_the_state_knows():
+    known = run(empty_state(), samples_at(T0, 10, snapshot(gpu(0), gpu(1)))).state
+    judged = run(known, samples_at(T0 + 300, 10, snapshot(ok=False)))
+    assert kinds(judged.findings) == [("unresponsive", "GPU-0"), ("unresponsive", "GPU-1")]
+
+
+def test_another_gpu_on_the_same_index_is_not_taken_for_the_known_one():
+    """A GPU replaced (another UUID and bus id on index 0) is a new GPU, not the old one."""
+    known = run(empty_state(), samples_at(T0, 10, snapshot(gpu(0)))).state
+    other = dict(gpu(0), uuid="GPU-new", pci_bus_id="00000000:3B:00.0")
+    judged = run(known, samples_at(T0 + 300, 10, snapshot(other)))
+    assert [sample_gpu["key"] for sample_gpu in judged.samples[0]["gpus"]] == ["GPU-new"]

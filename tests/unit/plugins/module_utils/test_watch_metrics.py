@@ -86,7 +86,8 @@ def test_a_failed_probe_writes_no_memory_gauge_and_keeps_the_last_success():
     assert lines_of(text, "gpuops_watch_probe_success") == ["gpuops_watch_probe_success 0"]
     assert lines_of(text, "gpuops_watch_last_success_timestamp_seconds") == ["gpuops_watch_last_success_timestamp_seconds %r" % T0]
     assert "gpuops_gpu_memory" not in text and "gpuops_gpu_holders" not in text
-    assert 'gpuops_gpu_finding{kind="unresponsive",gpu="0",uuid="",pci_bus_id=""} 1' in text
+    # The hung GPU keeps the identity the state knows: the same series as when it answered.
+    assert 'gpuops_gpu_finding{kind="unresponsive",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0"} 1' in text
 
 
 def test_a_node_never_answered_has_no_last_success_gauge():

@@ -30,20 +30,66 @@ def _source(name):
     return runpy.run_path(os.path.join(SOURCES, name + ".py"))
 
 
-async def _collect(name, args, act, count, timeout=10.0):
-    """Start the source, run act() once it polls, take `count` events, then cancel it; (events, task)."""
+# A line the kernel log sources turn into an event: appended until one comes back, it tells that the source is
+# following the file (it starts at the file's end, so a line written before that is never read).
+PROBE = "2026-11-30T09:00:00+00:00 probe kernel: NVRM: Xid (PCI:0000:ff:00): 14, pid=1, name=probe, following"
+
+
+def _is_probe(event):
+    return event["gpuops"].get("xid") == 14 and event["gpuops"].get("pci_bus_id") == "00000000:FF:00.0"
+
+
+def following(path):
+    """ready() for a kernel log source: append PROBE to path until the source puts its event."""
+    async def ready(queue, task):
+        while True:
+            assert not task.done(), task.exception() if task.done() else None
+            _append(path, PROBE)
+            try:
+                if _is_probe(await asyncio.wait_for(queue.get(), 0.2)):
+                    return
+            except asyncio.TimeoutError:
+                continue
+    return ready
+
+
+def listening(port):
+    """ready() for the webhook: until its port takes a connection."""
+    async def ready(queue, task):
+        while True:
+            assert not task.done(), task.exception() if task.done() else None
+            try:
+                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            return
+    return ready
+
+
+async def _collect(name, args, act, count, timeout=20.0, ready=None):
+    """Start the source, run act() once it is ready (or has run a while: the snapshot tests, whose conditions must
+    last, do not race it), take `count` events other than probes, then cancel it; (events, task)."""
     queue = asyncio.Queue()
     task = asyncio.ensure_future(_source(name)["main"](queue, args))
-    await asyncio.sleep(0.3)
-    assert not task.done(), task.exception() if task.done() else None
-    await act()
-    events = []
     try:
-        for _ in range(count):
-            events.append(await asyncio.wait_for(queue.get(), timeout))
+        if ready:
+            await asyncio.wait_for(ready(queue, task), timeout)
+        else:
+            await asyncio.sleep(0.3)
+        assert not task.done(), task.exception() if task.done() else None
+        await act()
+        events = []
+        while len(events) < count:
+            event = await asyncio.wait_for(queue.get(), timeout)
+            if not _is_probe(event):
+                events.append(event)
         await asyncio.sleep(0.5)  # anything more it would put
         while not queue.empty():
-            events.append(queue.get_nowait())
+            event = queue.get_nowait()
+            if not _is_probe(event):
+                events.append(event)
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -65,7 +111,7 @@ def test_kernel_log_follows_the_file_from_its_end(tmp_path):
         await asyncio.sleep(0.3)
         _append(log, *FALLEN)
 
-    events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 2))
+    events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 2, ready=following(log)))
     assert task.cancelled()
     assert [event["gpuops"]["type"] for event in events] == ["xid", "fallen_off_bus"]
     xid = events[0]
@@ -84,7 +130,7 @@ def test_kernel_log_throttles_repeats_per_host_and_gpu(tmp_path):
     async def act():
         _append(log, XID_119, XID_119.replace("10:00:00", "10:00:30"), XID_119.replace("3b:00", "86:00"), XID_79)
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 3))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 3, ready=following(log)))
     assert [(event["gpuops"]["xid"], event["gpuops"]["pci_bus_id"]) for event in events] == [
         (119, "00000000:3B:00.0"), (119, "00000000:86:00.0"), (79, "00000000:18:00.0")]
 
@@ -98,7 +144,7 @@ def test_kernel_log_policy_from_the_inventory_file(tmp_path):
         _append(log, XID_119, XID_79)
 
     events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "n", "poll_interval": 0.05,
-                                                            "xid_policy_file": str(policy), "xid_policy": {"79": "reset"}}, act, 2))
+                                                            "xid_policy_file": str(policy), "xid_policy": {"79": "reset"}}, act, 2, ready=following(log)))
     assert [(e["gpuops"]["xid"], e["gpuops"]["rung"], e["gpuops"]["catalog_action"], e["gpuops"]["policy"]) for e in events] == [
         (119, "reboot", "reset_gpu", "site"), (79, "reset", "reboot", "site")]
 
@@ -112,7 +158,7 @@ def test_kernel_log_several_hosts_files(tmp_path):
         _append(paths["n2"], XID_119)
         _append(paths["n0"], XID_119)
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": paths, "poll_interval": 0.05}, act, 2))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": paths, "poll_interval": 0.05}, act, 2, ready=following(paths["n1"])))
     assert sorted(event["meta"]["hosts"] for event in events) == ["n0", "n2"]
 
 
@@ -127,7 +173,7 @@ def test_kernel_log_closed_loop_drops_what_a_remediation_answered(tmp_path):
         _append(log, answered, XID_119, XID_119.replace("10:00:00", "10:05:00"))
 
     events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05,
-                                                            "throttle_seconds": 0}, act, 1))
+                                                            "throttle_seconds": 0}, act, 1, ready=following(log)))
     assert [event["gpuops"]["time"] for event in events] == ["2026-11-30T10:05:00+00:00"]
 
 
@@ -139,7 +185,8 @@ def test_kernel_log_closed_loop_drops_what_a_remediation_answered(tmp_path):
     ({"xid_policy": {"x": "reset"}}, "xid_policy: the Xid code 'x' is not a number"),
     ({"xid_policy": {13: "fix"}}, "Xid 13 maps to 'fix'"),
     ({"paths": {"n1": "/x"}, "source": "kmsg"}, "option paths needs source=file, got source='kmsg'"),
-    ({"paths": {"n1": ""}}, "option paths: host n1 has no file name, got ''"),
+    ({"paths": {"n1": ""}}, "option paths: host n1 needs a file name or a list of them, got ''"),
+    ({"paths": {"n1": ["/x", 3]}}, "option paths: host n1 needs a file name or a list of them, got ['/x', 3]"),
 ])
 def test_kernel_log_bad_options_named_before_reading(args, says):
     with pytest.raises(OptionError) as caught:
@@ -278,3 +325,108 @@ def test_policy_file_errors_named(tmp_path):
         load_policy("s", None, str(bad))
     with pytest.raises(OptionError, match="cannot read"):
         load_policy("s", None, str(tmp_path / "missing.yml"))
+
+
+SECRET = "s3cret"
+AM_BODY = {"version": "4", "status": "firing", "receiver": "eda", "alerts": [
+    {"status": "firing", "labels": {"alertname": "GpuopsGhostMemory", "instance": "node07:9100", "gpu": "0",
+                                    "pci_bus_id": "00000000:18:00.0", "kind": "ghost_memory"},
+     "annotations": {"summary": "GPU 0 of node07:9100 holds ghost memory"}, "fingerprint": "ab12"},
+    {"status": "resolved", "labels": {"alertname": "GpuopsGhostMemory", "instance": "node08:9100", "gpu": "1"}}]}
+
+
+def _post(port, body, headers):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request("http://127.0.0.1:%d/alerts" % port, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_webhook_takes_signed_alerts_and_rejects_the_rest():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import sign
+
+    port = _free_port()
+    body = json.dumps(AM_BODY).encode()
+    statuses = []
+
+    async def act():
+        loop = asyncio.get_running_loop()
+        now = int(__import__("time").time())
+
+        async def post(data, headers):
+            statuses.append(await loop.run_in_executor(None, _post, port, data, headers))
+
+        await post(body, {})  # unsigned
+        await post(body, {"X-Gpuops-Timestamp": str(now - 900), "X-Gpuops-Signature": sign(SECRET, now - 900, body)})  # stale
+        await post(body, {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign("other", now, body)})  # wrong secret
+        await post(body + b" ", {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign(SECRET, now, body)})  # body changed
+        good = {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign(SECRET, now, body)}
+        await post(body, good)
+        await post(body, good)  # a replay
+        nohost = json.dumps({"alerts": [{"status": "firing", "labels": {"alertname": "GpuopsGhostMemory"}}]}).encode()
+        await post(nohost, {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign(SECRET, now, nohost)})
+
+    events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1, ready=listening(port)))
+    assert statuses == [401, 401, 401, 401, 202, 401, 422]
+    assert len(events) == 1
+    assert events[0]["meta"] == {"hosts": "node07"}
+    assert {key: events[0]["gpuops"][key] for key in ("type", "alert", "host", "gpu", "rung")} == {
+        "type": "alert", "alert": "GpuopsGhostMemory", "host": "node07", "gpu": "00000000:18:00.0", "rung": "reset"}
+
+
+def test_webhook_needs_a_secret(monkeypatch):
+    monkeypatch.delenv("GPUOPS_WEBHOOK_SECRET", raising=False)
+    with pytest.raises(OptionError, match="no secret: set option secret, or the environment variable GPUOPS_WEBHOOK_SECRET"):
+        asyncio.run(_source("gpu_alert_webhook")["main"](asyncio.Queue(), {}))
+
+
+def test_gpu_watch_body_and_instance_labels():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import alert_events
+
+    watch = {"source": "gpuops.remediation.gpu_watch", "host": "node07", "alerts": [
+        {"status": "firing", "kind": "unresponsive", "gpu_index": 1, "pci_bus_id": "00000000:19:00.0"},
+        {"status": "resolved", "kind": "ghost_memory", "gpu_index": 0}]}
+    events, problems = alert_events(watch)
+    assert problems == [] and [(e["gpuops"]["host"], e["gpuops"]["rung"]) for e in events] == [("node07", "reboot")]
+    ipv6 = {"alerts": [{"labels": {"alertname": "GpuopsNewXid", "instance": "[fd00::7]:9100"}}]}
+    assert alert_events(ipv6)[0][0]["gpuops"]["host"] == "fd00::7"
+    assert alert_events({"alerts": [{"labels": {"alertname": "X", "node": "n9"}}]}, host_label="node")[0][0]["meta"] == {"hosts": "n9"}
+    assert alert_events({"nope": 1}) == ([], ["the body is not an Alertmanager or gpu_watch webhook (no alerts list)"])
+
+
+def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
+    """The remediation line the node's journal sends (_journal.Journal, simulated node: its var/log/syslog), read by the
+    source from the host's second file: the Xid it answered, delivered late, is dropped."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+
+    kernel, syslog = str(tmp_path / "kernel.log"), str(tmp_path / "syslog")
+    _append(kernel)
+    _append(syslog)
+    journal = Journal(str(tmp_path / "journal.jsonl"), run_id="run 7", syslog_file=syslog)
+
+    async def act():
+        entry = journal.intent("gpu_reset", argv=["nvidia-smi", "--gpu-reset", "-i", "00000000:3B:00.0"])
+        journal.outcome(entry, True)
+        await asyncio.sleep(0.3)
+        _append(kernel, XID_119.replace("2026-11-30T10:00:00", "2000-01-01T00:00:00"),  # before the reset: answered
+                XID_119.replace("2026-11-30T10:00:00", "2099-01-01T00:00:00"))  # after it: new
+
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": {"node7": [kernel, syslog]}, "poll_interval": 0.05,
+                                                            "throttle_seconds": 0}, act, 1, ready=following(kernel)))
+    assert [event["gpuops"]["time"] for event in events] == ["2099-01-01T00:00:00+00:00"]
+    with open(syslog) as handle:
+        line = handle.read()
+    assert "gpuops-remediation[" in line and "action=gpu_reset gpus=00000000:3B:00.0 epoch=" in line and line.rstrip().endswith("run=run_7")

@@ -73,3 +73,34 @@ def test_several_wrong_variables_each_named_once(options):
 def test_a_range_is_checked_only_on_a_number(options):
     errors = input_errors({"gpu_remediate_max_destructive_percent": "lots"}, options)
     assert len(errors) == 1 and "gpu_remediate_max_destructive_percent" in errors[0] and "0..100" not in errors[0]
+
+
+def test_none_is_no_answer_for_an_optional_input():
+    """AWX writes an empty survey answer as !unsafe '', which ansible-core 2.19 reads as None (ansible/awx#16205):
+    no answer, the default applies; a wrong answer beside it is still refused, naming it."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import input_errors
+    options = {"gpu_reclaim_allow_reboot": {"type": "bool"}, "gpu_reclaim_gpus": {"type": "list", "elements": "str"},
+               "gpuops_environment": {"type": "dict"}, "gpuops_serial": {"type": "raw"},
+               "gpu_remediate_max_destructive_percent": {"type": "int"}, "needed": {"type": "str", "required": True}}
+    values = dict((name, None) for name in options if name != "needed")
+    assert input_errors(dict(values, needed="x"), options) == []
+    assert input_errors(dict(values, needed="x", gpu_reclaim_allow_reboot="maybe"), options) == [
+        "gpu_reclaim_allow_reboot=maybe (true or false)"]
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"gpu_watch_samples": "0"}, "gpu_watch_samples=0 (at least 1)"),
+    ({"gpu_watch_high_usage_percent": 120}, "gpu_watch_high_usage_percent=120 (more than 0 and at most 100)"),
+    ({"gpu_watch_interval": "-1"}, "gpu_watch_interval=-1 (0 or more seconds)"),
+    ({"gpu_watch_state_max_age_minutes": 0}, "gpu_watch_state_max_age_minutes=0 (more than 0 minutes)"),
+])
+def test_the_watchs_ranges_are_the_modules_own(values, says):
+    errors = input_errors(values, role_options(["gpu_watch"]))
+    assert errors == [says]
+
+
+def test_none_for_every_watch_input_is_no_answer():
+    """The watch job template's survey defaults as AWX sends them: the empty Webhook URL (and any other empty answer)
+    is None, which the input check takes as no answer."""
+    options = role_options(["gpu_watch"])
+    assert input_errors(dict((name, None) for name in options), options) == []

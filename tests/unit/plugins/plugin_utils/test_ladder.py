@@ -599,3 +599,52 @@ def test_check_mode_never_claims_the_drain_and_says_when_the_planned_rung_would_
     assert outcome["drain_notes"] == ["slurm drain: would drain with reason 'x'"]
     assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported"
     assert state["drain_followup"] is None
+
+
+# A running job's process is busy, not stuck (issue 17, rule 8).
+JOB = {"pid": 5151, "start_time": 654321, "name": "train.py", "user": "bob", "class": "busy", "state": "S", "gpus": [0],
+       "used_mib": 8192, "job": {"scheduler": "slurm", "id": "4271", "state": "RUNNING", "running": True,
+                                 "why": "Slurm job 4271 is RUNNING on this node"}}
+
+
+def test_a_gpu_only_running_jobs_hold_is_in_use_and_the_walk_leaves_it():
+    node = Node([{"ghost": 0}], holders=[JOB])
+    snap = node.snapshot()
+    assert snap["gpus"][0]["state"] == "in_use" and snap["verdict"]["rung"] == "none"
+    assert "busy, not stuck" in snap["verdict"]["reasons"][0]["reason"]
+    state = walk(node, drain="slurm").start(snap)
+    assert modules(node) == [] and state["pending"] is None
+    assert state["outcome"]["status"] == "clean"
+
+
+def test_the_kill_rung_ends_leftovers_and_never_a_running_job():
+    node = Node([{"ghost": 0}], holders=[JOB, ORPHAN])
+    snap = node.snapshot()
+    assert snap["gpus"][0]["state"] == "busy" and snap["verdict"]["rung"] == "kill"
+    state = walk(node).start(snap)
+    assert modules(node) == ["gpu_kill"]
+    assert [h["pid"] for h in node.calls[0][1]["holders"]] == [ORPHAN["pid"]]
+    assert [h["pid"] for h in node.holders] == [JOB["pid"]]
+    assert state["outcome"]["status"] == "fixed"
+
+
+def test_ending_running_jobs_is_destructive_the_kill_rung_too():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import destructive_entry
+    node = Node([{"ghost": 0}], holders=[JOB])
+    snap = node.snapshot()
+    assert not destructive_entry(snap, ["reset", "reload", "graphics", "reboot"])
+    assert destructive_entry(snap, ["reset", "reload", "graphics", "reboot"], end_running_jobs=True)
+    ladder = walk(node, drain="slurm", end_running_jobs=True)
+    state = ladder.start(snap)
+    assert modules(node) == [] and state["pending"] == "drain" and state["pending_rung"] == "kill"
+    drained = {"changed": True, "ours": True, "msg": "drained"}
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": drained, "failure": {}})
+    assert modules(node) == ["gpu_kill"] and node.calls[0][1]["end_running_jobs"] is True
+    assert [h["pid"] for h in node.calls[0][1]["holders"]] == [JOB["pid"]]
+    assert node.holders == [] and state["outcome"]["status"] == "fixed"
+
+
+def test_without_a_drain_ending_running_jobs_walks_the_kill_rung_at_once():
+    node = Node([{"ghost": 0}], holders=[JOB])
+    state = walk(node, end_running_jobs=True).start(node.snapshot())
+    assert modules(node) == ["gpu_kill"] and state["pending"] is None

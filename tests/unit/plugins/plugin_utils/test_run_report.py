@@ -11,7 +11,7 @@ SNAPSHOT = {
               "unattributed_mib": 0, "uuid": "GPU-1", "processes": [{"pid": 4242}]}],
     "holders": [
         {"pid": 4242, "name": "train | eval\nstep", "user": "alice", "class": "compute", "state": "S", "gpus": [1], "used_mib": 4096,
-         "ppid": 1, "parent_name": "init", "cmdline": ["python", "train.py"]},
+         "ppid": 1, "parent_name": "init", "cmdline": ["/opt/jobs/train | eval\nstep", "--epochs", "3"]},
         {"pid": 900, "name": "nvidia-persistenced", "class": "gpu_daemon", "gpus": [], "used_mib": None},
         {"pid": 4300, "name": "worker", "user": None, "class": "zombie", "gpus": [1], "used_mib": None, "ppid": 4299,
          "parent_name": "launcher"},
@@ -141,3 +141,61 @@ def test_a_host_the_fleet_guard_refused_is_reported_refused_with_the_reason():
     report = build_report(entries, "reset_gpu-2", "reset_gpu", False, "t", ["a", "b"])
     assert report["fleet"]["by_status"]["refused"] == ["a", "b"]
     assert "\n## a: refused\n\n" + why + "\n" in render_markdown(report)
+
+
+def test_two_slices_or_two_jobs_in_one_second_never_write_the_same_report_file(tmp_path):
+    """Slices of one job share the run id and differ in hosts; two jobs in one second differ in job id or process."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import report_name
+    slice1 = report_name("gpu_report-20261201T060000Z", ["node01", "node02"], job_id=41, process_id=23)
+    slice2 = report_name("gpu_report-20261201T060000Z", ["node03", "node04"], job_id=41, process_id=23)
+    other_job = report_name("gpu_report-20261201T060000Z", ["node01", "node02"], job_id=42, process_id=23)
+    other_process = report_name("gpu_report-20261201T060000Z", ["node01", "node02"], process_id=24)
+    names = [slice1, slice2, other_job, other_process, report_name("gpu_report-20261201T060000Z", ["node01", "node02"], process_id=23)]
+    assert len(set(names)) == len(names)
+    assert all(name.startswith("gpu_report-20261201T060000Z-") for name in names)
+    # The batches of one serial run: the same hosts, job and process rewrite the same files.
+    assert report_name("r", ["b", "a"], 41, 23) == report_name("r", ["a", "b"], 41, 23)
+    assert "/" not in report_name("a/b", ["x"])
+    directory = str(tmp_path / "shared")
+    for name, host in ((slice1, "node01"), (slice2, "node03")):
+        report = build_report([host_entry(host, outcome=OUTCOME)], "gpu_report-20261201T060000Z", "gpu_report", False, "t")
+        write_report(directory, report, render_markdown(report), "<!DOCTYPE html>page", name)
+    for name, host in ((slice1, "node01"), (slice2, "node03")):
+        with open(os.path.join(directory, name + ".json")) as handle:
+            assert json.load(handle)["hosts"][0]["host"] == host
+
+
+def test_reports_name_a_process_by_its_argv0_and_executable_escaped_and_cut_at_a_character():
+    """The kernel's comm is 15 bytes and can end inside a character: '<img src=x oner' and a torn UTF-8 letter. The
+    reports name the process as ps -f does (argv[0]), with its executable when that differs, and escape it."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
+    hostile = "<img src=x onerror=alert(1)>"
+    holders = [
+        {"pid": 5000, "name": hostile[:15], "cmdline": [hostile, "--x"], "exe": "/usr/bin/python3.11", "user": "eve",
+         "class": "compute", "state": "S", "gpus": [1], "used_mib": 10},
+        {"pid": 5001, "name": "\u00e9tude-\u00e9t\u00e9-d\ufffd", "cmdline": ["/home/a/\u00e9tude-\u00e9t\u00e9-donn\u00e9es"],
+         "exe": "/home/a/\u00e9tude-\u00e9t\u00e9-donn\u00e9es", "user": "ana", "class": "compute", "state": "S", "gpus": [1], "used_mib": 10},
+        {"pid": 5002, "name": "\u00e9tude-\u00e9t\u00e9-d\ufffd", "cmdline": [], "exe": None, "user": "ana", "class": "compute",
+         "state": "S", "gpus": [1], "used_mib": 10},
+    ]
+    snapshot = dict(SNAPSHOT, holders=holders)
+    report = build_report([host_entry("node01", snapshot=snapshot)], "gpu_report-1", "gpu_report", False, "t")
+    commands = [holder["command"] for holder in report["hosts"][0]["held_by"]]
+    assert commands == [hostile + " (python3.11)", "\u00e9tude-\u00e9t\u00e9-donn\u00e9es", "[\u00e9tude-\u00e9t\u00e9-d]"]
+    markdown = render_markdown(report)
+    page = render_html(report)
+    assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)> (python3.11)" in markdown
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt; (python3.11)" in page
+    assert "\ufffd" not in markdown and "\ufffd" not in page
+
+
+def test_a_long_name_is_cut_at_a_character_never_inside_one():
+    from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import cut_text, display_name
+    long_name = "\u5b66\u7fd2" * 40 + "e\u0301" * 10
+    assert display_name("x", [long_name]) == long_name[:63] + "\u2026"
+    cut = cut_text("a" * 62 + "e\u0301" + "zzz", 64)
+    assert cut == "a" * 62 + "\u2026"  # the accent is not left without its letter, nor the letter without its accent
+    assert cut.encode("utf-8").decode("utf-8") == cut
+    assert display_name("kworker/0:1", []) == "[kworker/0:1]"
+    assert display_name("python3", ["python3", "train.py"], "/usr/bin/python3.11") == "python3"
+    assert display_name("trainer", ["trainer"], "/usr/bin/python3.11 (deleted)") == "trainer (python3.11)"

@@ -72,6 +72,7 @@ def test_a_holder_whose_tree_holds_a_process_never_ended_is_left_alone_with_its_
     holders = [{"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"]} for holder in targets]
     result = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": holders}, check_mode=False)
     assert not result["changed"] and result["ended_pids"] == []
-    assert "wsmprovhost.exe" in result["plan"][0] and "taskkill /T" in result["plan"][0]
+    assert "wsmprovhost.exe" in result["plan"][0] and "as a tree" in result["plan"][0]
     assert "python.exe" in by_name(_win_snapshot.take(SimulatedNode(root)))
     assert not [entry for entry in _win_sim.snapshot_of_state(root)["command_log"] if entry["argv"][0] == "taskkill"]
+    assert not _win_sim.snapshot_of_state(root).get("script_log")

@@ -37,11 +37,11 @@ def test_a_kill_writes_an_intent_before_and_an_outcome_after_in_the_linux_schema
     intent, outcome = lines(node)
     assert done["journal"] == [intent, outcome]
     assert intent["phase"] == "intent" and outcome["phase"] == "outcome" and intent["id"] == outcome["id"]
-    assert intent["action"] == outcome["action"] == "taskkill" and intent["run_id"] == "job-42"
-    assert intent["argv"] == ["taskkill", "/F", "/T", "/PID", str(holder["pid"])]
+    assert intent["action"] == outcome["action"] == "terminate" and intent["run_id"] == "job-42"
+    assert intent["tree"] == [] and "argv" not in intent
     assert (intent["pid"], intent["creation_time_ms"], intent["name"]) == (holder["pid"], holder["creation_time_ms"], "python.exe")
     assert intent["source"] == {"name": "python.exe", "user": "WS12\\ada", "ppid": 0}  # who it was, as the Linux journal keeps it
-    assert outcome["ok"] is True and outcome["rc"] == 0 and outcome["outcome"] == "ended" and outcome["pid"] == holder["pid"]
+    assert outcome["ok"] is True and outcome["outcomes"] == {str(holder["pid"]): "ended"} and outcome["pid"] == holder["pid"]
     assert _journal.unfinished(lines(node)) == []
 
 
@@ -116,7 +116,7 @@ def test_a_leak_that_comes_back_is_traced_to_the_earlier_kills(tmp_path):
     snapshot = _win_snapshot.take(node)
     assert python_holders(node)[0]["earlier_kills"] == 1
     assert snapshot["journal"]["kills_by_name"] == {"python.exe": 1}
-    assert [(a["action"], a["ok"]) for a in snapshot["journal"]["recent_actions"]] == [("taskkill", True)]
+    assert [(a["action"], a["ok"]) for a in snapshot["journal"]["recent_actions"]] == [("terminate", True)]
     assert snapshot["probes"]["journal"] == {"path": _win_journal.DEFAULT_PATH, "ok": True, "error": None, "records": 2, "read": True}
 
 
@@ -174,23 +174,23 @@ def test_the_reboot_of_the_ladder_is_journaled_around_the_controllers_reboot(tmp
 
 
 class GoneAfterTaskkill(SimulatedNode):
-    """The simulated node that stops answering once a taskkill ran, as a host that lost its connection for good."""
+    """The simulated node that stops answering once a process was ended, as a host that lost its connection for good."""
 
     gone = False
 
     def command(self, argv, read_only=False):
         if self.gone:
             raise WindowsNodeError("the host is unreachable")
-        answer = super().command(argv, read_only)
-        self.gone = argv[0] == "taskkill"
-        if self.gone:
-            raise WindowsNodeError("the host is unreachable")
-        return answer
+        return super().command(argv, read_only)
 
     def powershell(self, name, parameters=None, read_only=True):
         if self.gone:
             raise WindowsNodeError("the host is unreachable")
-        return super().powershell(name, parameters, read_only)
+        answer = super().powershell(name, parameters, read_only)
+        self.gone = name == "terminate" and bool((parameters or {}).get("ProcessIds"))
+        if self.gone:
+            raise WindowsNodeError("the host is unreachable")
+        return answer
 
 
 def test_a_host_lost_mid_action_leaves_the_intent_open_and_the_error_of_the_action(tmp_path):
@@ -198,7 +198,7 @@ def test_a_host_lost_mid_action_leaves_the_intent_open_and_the_error_of_the_acti
     holder = python_holders(node)[0]
     with pytest.raises(WindowsNodeError, match="unreachable"):
         _win_reset.run(GoneAfterTaskkill(node.root, "ada"), {"method": "kill", "holders": [holder], "run_id": "lost"}, check_mode=False)
-    assert [(r["run_id"], r["action"], r["phase"]) for r in lines(node)] == [("lost", "taskkill", "intent")]
+    assert [(r["run_id"], r["action"], r["phase"]) for r in lines(node)] == [("lost", "terminate", "intent")]
     assert [a["run_id"] for a in _win_snapshot.take(node)["journal"]["interrupted_actions"]] == ["lost"]
 
 

@@ -77,7 +77,8 @@ def live(root):
 
 @pytest.mark.parametrize("select", [("python.exe",), ("python.exe", "worker.exe"), ("worker.exe", "python.exe")])
 def test_a_zh_cn_taskkill_tree_is_read_from_the_process_list(tmp_path, select):
-    root = build(tmp_path, processes=[{"name": "python.exe", "memory_mib": 2048,
+    # constrained_language: Add-Type is refused, the terminate script cannot run, taskkill /T (in zh-CN) ends the tree
+    root = build(tmp_path, constrained_language=True, processes=[{"name": "python.exe", "memory_mib": 2048,
                                        "children": [{"name": "worker.exe", "memory_mib": 512, "children": [{"name": "helper.exe"}]}]}])
     node = _win_node.TargetNode(LocalizedAction(root, "ada", False), {})
     snapshot = _win_snapshot.take(node)
@@ -89,14 +90,17 @@ def test_a_zh_cn_taskkill_tree_is_read_from_the_process_list(tmp_path, select):
     assert predicted["ended_pids"] == done["ended_pids"] == tree
     assert [line.replace("would end", "ended") for line in predicted["plan"]] == done["plan"]
     assert not [line for line in done["plan"] if "already gone" in line]
+    assert [line for line in done["plan"] if "with taskkill /F /T" in line]  # the fallback, said in the plan
     assert done["changed"] and not done["failed"]
     assert not set(tree) & set(live(root))
     outcomes = [line for line in done["journal"] if line["phase"] == "outcome"]
-    assert outcomes and all(line["ok"] and line["rc"] == 0 for line in outcomes)  # the exit code, not the words
+    assert [line["action"] for line in outcomes if line["action"] == "terminate" and line.get("unavailable")]
+    killed = [line for line in outcomes if line["action"] == "taskkill"]
+    assert killed and all(line["ok"] and line["rc"] == 0 for line in killed)  # the exit code, not the words
 
 
 def test_a_zh_cn_refusal_is_a_failure_read_from_the_process_list(tmp_path):
-    root = build(tmp_path, administrators=["ada"], processes=[{"name": "render.exe", "user": "bob", "memory_mib": 1024}])
+    root = build(tmp_path, constrained_language=True, administrators=["ada"], processes=[{"name": "render.exe", "user": "bob", "memory_mib": 1024}])
     node = _win_node.TargetNode(LocalizedAction(root, "carol", False), {})
     holders = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe"]
     done = _win_reset.run(node, {"method": "kill", "holders": holders}, check_mode=False)

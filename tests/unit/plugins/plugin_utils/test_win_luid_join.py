@@ -113,3 +113,45 @@ def test_an_intel_adapter_at_the_gpus_location_is_not_joined_and_an_unmatched_lo
 @pytest.mark.parametrize("bus_id, location", [("00000000:0C:00.0", [12, 0, 0]), ("0000:3b:1f.7", [0x3B, 0x1F, 7]), ("N/A", None), (None, None)])
 def test_pci_location_of_an_nvidia_smi_bus_id(bus_id, location):
     assert _win_snapshot.pci_location(bus_id) == location
+
+
+# ---- Add-Type refused (Constrained Language Mode, AppLocker): no location from the graphics kernel ---------------------
+
+def test_without_add_type_two_different_gpus_join_by_their_pnp_devices_location(tmp_path):
+    gpus = [dict(TWO_GPUS[0], device_id="24B0"), dict(TWO_GPUS[1], name="NVIDIA RTX A5000", device_id="2231")]
+    node = build(tmp_path, gpus=gpus, constrained_language=True, processes=[{"name": "train.exe", "gpus": [1], "memory_mib": 4096}])
+    snapshot = _win_snapshot.take(node)
+    assert [(g["index"], g["luid"], g["luid_join"]) for g in snapshot["gpus"]] == [
+        (0, "0x00000000_0x0002e40a", "pnp_location"), (1, "0x00000000_0x0001d3f7", "pnp_location")]
+    join = snapshot["probes"]["luid_join"]
+    assert join["ok"] and join["method"] == "pnp_location" and "language mode" in join["d3dkmt_error"]
+    assert by_name(snapshot)["train.exe"]["gpus"] == [1]
+
+
+def test_without_add_type_two_identical_gpus_are_never_guessed(tmp_path):
+    node = build(tmp_path, constrained_language=True, processes=[{"name": "train.exe", "gpus": [1], "memory_mib": 4096}])
+    snapshot = _win_snapshot.take(node)
+    join = snapshot["probes"]["luid_join"]
+    assert not join["ok"] and join["method"] == "name" and join["d3dkmt_error"]
+    assert [g["luid"] for g in snapshot["gpus"]] == [None, None]
+    assert [g["unattributed_mib"] for g in snapshot["gpus"]] == [None, None]  # unknown, not 0
+
+
+def test_without_add_type_a_single_gpu_still_joins(tmp_path):
+    node = build(tmp_path, gpus=[TWO_GPUS[0]], constrained_language=True)
+    snapshot = _win_snapshot.take(node)
+    assert snapshot["gpus"][0]["luid"] == "0x00000000_0x0002e40a" and snapshot["gpus"][0]["luid_join"] == "pnp_location"
+
+
+def test_the_pnp_fallback_needs_exactly_one_present_device_with_the_adapters_ids():
+    adapter = {"vendor_id": 0x10DE, "device_id": 0x2204, "subsys_id": 0x40051458, "revision_id": 0xA1}
+    here = {"present": True, "pci_location": [12, 0, 0]}
+    twin = {"present": True, "pci_location": [28, 0, 0]}
+    gone = {"present": False, "pci_location": [28, 0, 0]}
+    one = "pci\\ven_10de&dev_2204&subsys_40051458&rev_a1\\4&1&0&0008"
+    two = "pci\\ven_10de&dev_2204&subsys_40051458&rev_a1\\4&1&0&0018"
+    other = "pci\\ven_10de&dev_2231&subsys_40051458&rev_a1\\4&1&0&0018"
+    assert _win_snapshot.locate_by_pnp(adapter, {one: here, other: twin}) == [12, 0, 0]
+    assert _win_snapshot.locate_by_pnp(adapter, {one: here, two: twin}) is None
+    assert _win_snapshot.locate_by_pnp(adapter, {one: here, two: gone}) == [12, 0, 0]
+    assert _win_snapshot.locate_by_pnp(dict(adapter, device_id=None), {one: here}) is None

@@ -91,6 +91,7 @@ def test_win_gpu_reset_kill_called_on_its_own_leaves_protected_processes(tmp_pat
     assert done["processes"][0]["outcome"] == "refused" and done["processes"][0]["reason"].startswith("protected ")
     assert live(root)[holder["pid"]]["creation_time_ms"] == holder["creation_time_ms"]
     assert not [e for e in _win_sim.snapshot_of_state(root)["command_log"] if e["argv"][0] == "taskkill"]
+    assert not _win_sim.snapshot_of_state(root).get("script_log")
 
 
 def test_win_gpu_reset_kill_refuses_a_tree_holding_a_protected_child(tmp_path):

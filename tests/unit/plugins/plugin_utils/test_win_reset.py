@@ -12,7 +12,7 @@ from ansible.errors import AnsibleConnectionFailure
 
 from ansible_collections.gpuops.remediation.plugins.doc_fragments import win_journal
 from ansible_collections.gpuops.remediation.plugins.modules import win_gpu_reset
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_node, _win_reset, _win_sim, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_reset, _win_sim, _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, SimulatedNode, WindowsNodeError
 
 
@@ -58,7 +58,7 @@ def test_check_mode_predicts_the_kill_plan_and_changes_nothing(busy):
     done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
     assert done["changed"] and not done["failed"]
     assert would(predicted["plan"]) == done["plan"]
-    assert done["plan"][0] == "ended pid %d python.exe (ada, session 1) with taskkill /F /T" % selected[0]["pid"]
+    assert done["plan"][0] == "ended pid %d python.exe (ada, session 1)" % selected[0]["pid"]
     assert done["plan"][1] == "ended pid %d worker.exe (ada, session 1) with the tree of pid %d" % (selected[1]["pid"], selected[0]["pid"])
     assert done["ended_pids"] == predicted["ended_pids"] == sorted(h["pid"] for h in selected)
 
@@ -92,11 +92,16 @@ def test_a_reused_pid_is_left_alone(busy):
         assert done["processes"][0]["outcome"] == "pid_reused"
         assert done["plan"][0].startswith("left pid %d python.exe: pid reused: pid %d is now notepad.exe" % (newcomer["pid"], newcomer["pid"]))
     assert live(busy)[newcomer["pid"]]["name"] == "notepad.exe"
-    assert not [argv for argv in command_log(busy) if argv[0] == "taskkill"]
+    assert not [argv for argv in command_log(busy) if argv[0] == "taskkill"] and terminated(busy) == []
 
 
 def command_log(root):
     return [entry["argv"] for entry in _win_sim.snapshot_of_state(root)["command_log"]]
+
+
+def terminated(root):
+    """The pids each terminate script call was given, in order (taskkill's argv are in command_log)."""
+    return [entry["parameters"]["ProcessIds"] for entry in _win_sim.snapshot_of_state(root).get("script_log", []) if entry["script"] == "terminate"]
 
 
 def test_protected_processes_the_wsl_vm_the_shell_and_dwm_are_never_given_to_taskkill(busy):
@@ -109,7 +114,7 @@ def test_protected_processes_the_wsl_vm_the_shell_and_dwm_are_never_given_to_tas
     assert not done["changed"] and not done["failed"]
     assert set(e["outcome"] for e in done["processes"]) == {"refused"}
     assert all(alive(busy, h) for h in selected)
-    assert not [argv for argv in command_log(busy) if argv[0] == "taskkill"]
+    assert not [argv for argv in command_log(busy) if argv[0] == "taskkill"] and terminated(busy) == []
     reasons = dict((e["name"], e["reason"]) for e in done["processes"])
     assert "wsl --terminate" in reasons["vmmemWSL"]
     assert "allow_dwm" in reasons["dwm.exe"] and "restart_explorer" in reasons["explorer.exe"]
@@ -126,8 +131,9 @@ def test_access_denied_is_a_failure_and_the_process_still_runs(busy):
     selected = holders(busy, "python.exe")
     done = _win_reset.run(SimulatedNode(busy, user="bob"), {"method": "kill", "holders": selected}, check_mode=False)
     assert done["failed"] and not done["changed"]
-    assert done["processes"][0]["outcome"] == "failed" and done["processes"][0]["reason"] == "access_denied"
-    assert "Access is denied" in done["msg"] and alive(busy, selected[0])
+    # OpenProcess's Win32 error 5, a number in every language
+    assert done["processes"][0]["outcome"] == "failed" and done["processes"][0]["reason"] == "access_denied (Win32 error 5)"
+    assert "access_denied" in done["msg"] and alive(busy, selected[0])
 
 
 def test_creation_time_is_the_short_name_of_creation_time_ms(busy):
@@ -167,6 +173,7 @@ def test_bad_input_is_refused_naming_the_option_and_the_value_and_nothing_acts(b
     assert isinstance(caught.value, ValueError)
     assert _win_sim.snapshot_of_state(busy)["processes"] == before
     assert not [argv for argv in command_log(busy) if argv[0] in ("taskkill", "pnputil", "logoff") and len(argv) == 3 and argv[1] != "/enum-devices"]
+    assert terminated(busy) == []
 
 
 # ---- restart_adapter -----------------------------------------------------------------------------------------------
@@ -243,7 +250,7 @@ def test_tolerating_drop_waits_with_a_backoff_reconnects_and_lets_the_node_decid
     root = build(tmp_path)
     node, sleeps = DroppingNode(root, ["pnputil", "/restart-device"], down=3), []
     instance = _win_sim.snapshot_of_state(root)["gpus"][0]["instance_id"]
-    answer, dropped = _win_reset.tolerating_drop(node, lambda: node.command(["pnputil", "/restart-device", instance]), "a restart",
+    answer, dropped = _win_act.tolerating_drop(node, lambda: node.command(["pnputil", "/restart-device", instance]), "a restart",
                                                  timeout=600, sleep=sleeps.append)
     assert (answer, dropped) == (None, True)
     assert sleeps == [1, 2, 4, 8] and node.reconnects == 4
@@ -258,13 +265,13 @@ def test_tolerating_drop_gives_up_after_the_timeout(tmp_path):
         now[0] += seconds
 
     with pytest.raises(WindowsNodeError, match="did not answer again within 30 s"):
-        _win_reset.tolerating_drop(node, lambda: node.command(["quser"]), "a logoff", timeout=30, sleep=sleep, clock=lambda: now[0])
+        _win_act.tolerating_drop(node, lambda: node.command(["quser"]), "a logoff", timeout=30, sleep=sleep, clock=lambda: now[0])
     assert 30 <= now[0] < 31
 
 
 def test_an_answer_without_a_drop_is_returned_as_is(tmp_path):
     root = build(tmp_path)
-    answer, dropped = _win_reset.tolerating_drop(SimulatedNode(root), lambda: "answer", "nothing", timeout=1, sleep=pytest.fail)
+    answer, dropped = _win_act.tolerating_drop(SimulatedNode(root), lambda: "answer", "nothing", timeout=1, sleep=pytest.fail)
     assert (answer, dropped) == ("answer", False)
 
 
@@ -357,7 +364,7 @@ def test_the_shell_that_holds_gpu_memory_is_ended_alone_and_comes_back(tmp_path)
     assert entry["outcome"] == "restarted" and entry["gpu_memory_mib"] == 300
     assert entry["explorer_before"] == [{"pid": old["pid"], "creation_time_ms": old["creation_time_ms"]}]
     assert entry["explorer_after"] and entry["explorer_after"][0]["pid"] != old["pid"]
-    assert ["taskkill", "/F", "/PID", str(old["pid"])] in command_log(root)  # no /T
+    assert [old["pid"]] in terminated(root)  # alone: no tree
     assert holders(root, "python.exe")
     again = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "user": "ada"}, check_mode=False)
     assert not again["changed"] and again["sessions"][0]["outcome"] == "not_needed"
@@ -382,3 +389,35 @@ def test_the_doc_only_module_documents_the_options_the_plugin_checks():
         assert doc[name].get("choices") == spec.get("choices"), name
         assert doc[name].get("default") == spec.get("default"), name
         assert bool(doc[name].get("required")) == bool(spec.get("required")), name
+
+
+class ReusedBeforeTheEnd(SimulatedNode):
+    """The simulated node where Windows hands the selected pid to a new process after win_gpu_reset's creation-time
+    check and before the terminate script opens it: the race a check followed by taskkill /PID cannot close."""
+
+    def powershell(self, name, parameters=None, read_only=True):
+        if name == "terminate" and (parameters or {}).get("ProcessIds"):
+            _win_sim.reuse_pid(self.root, parameters["ProcessIds"][-1], "notepad.exe")
+        return super().powershell(name, parameters, read_only)
+
+
+def test_a_pid_reused_between_the_check_and_the_end_is_never_ended(busy):
+    selected = holders(busy, "render.exe")
+    done = _win_reset.run(ReusedBeforeTheEnd(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    newcomer = live(busy)[selected[0]["pid"]]
+    assert newcomer["name"] == "notepad.exe" and newcomer["creation_time_ms"] != selected[0]["creation_time_ms"]
+    entry = done["processes"][0]
+    assert entry["taskkill"]["method"] == "terminate" and entry["taskkill"]["outcome"].startswith("pid reused")
+    assert entry["outcome"] == "ended"  # the selected process is gone by pid + creation time (it exited); the newcomer lives
+
+
+def test_where_add_type_is_refused_taskkill_ends_the_tree_and_check_mode_says_so(tmp_path):
+    root = build(tmp_path, constrained_language=True,
+                 processes=[{"name": "python.exe", "memory_mib": 2048, "children": [{"name": "worker.exe", "memory_mib": 512}]}])
+    selected = holders(root, "python.exe")
+    predicted = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=True)
+    done = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=False)
+    assert would(predicted["plan"]) == done["plan"] and predicted["ended_pids"] == done["ended_pids"]
+    assert done["plan"][0].endswith("with taskkill /F /T") and "could not be compiled" in done["processes"][0]["taskkill"]["message"]
+    assert ["taskkill", "/F", "/T", "/PID", str(selected[0]["pid"])] in command_log(root) and terminated(root) == []
+    assert not holders(root, "python.exe", "worker.exe")

@@ -1,0 +1,87 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_breaker: the fleet-wide circuit breaker, decided and recorded on the controller under one lock."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
+    breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
+)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import DEFAULT_DESTRUCTIVE, LADDERS
+
+# gpu_reclaim's defaults (roles/gpu_reclaim/defaults/main.yml), for a play that does not set them.
+WALK_DEFAULT_MAX_RUNG = {"linux": "reload", "windows": "restart_adapter"}
+
+ARGUMENT_SPEC = {
+    "host": {"type": "str", "required": True},
+    "fleet_size": {"type": "int", "required": True},
+    "max_percent": {"type": "int", "default": 0},
+    "max_count": {"type": "int", "default": 0},
+    "window_minutes": {"type": "int", "default": 60},
+    "state_dir": {"type": "path", "required": True},
+    "run_id": {"type": "str", "default": ""},
+    "snapshot": {"type": "dict", "required": True},
+    "platform": {"type": "str", "default": "linux", "choices": ["linux", "windows"]},
+    "max_rung": {"type": "str"},
+    "allow_reboot": {"type": "bool", "default": False},
+    "destructive_rungs": {"type": "list", "elements": "str"},
+    "slurm_sinfo": {"type": "str"},
+    "kubernetes_nodes": {"type": "list", "elements": "dict"},
+    "kubernetes_annotation": {"type": "str", "default": "gpuops.io/cordoned-by"},
+    "drain_reason": {"type": "str", "default": "gpuops: reclaiming stuck GPU memory"},
+}
+
+
+class ActionModule(ControllerAction):
+    _requires_connection = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def act(self, args, task_vars):
+        if not 0 <= args["max_percent"] <= 100:
+            raise AnsibleActionFail("max_percent (gpu_remediate_breaker_max_percent) must be 0..100, got %r" % args["max_percent"])
+        if args["max_count"] < 0:
+            raise AnsibleActionFail("max_count (gpu_remediate_breaker_max_count) must be 0 or more, got %r" % args["max_count"])
+        if args["window_minutes"] < 1:
+            raise AnsibleActionFail("window_minutes (gpu_remediate_breaker_window_minutes) must be 1 or more, got %r" % args["window_minutes"])
+        if args["fleet_size"] < 1:
+            raise AnsibleActionFail("fleet_size must be 1 or more, got %r (does the group gpu_remediate_breaker_group name the fleet?)"
+                                    % args["fleet_size"])
+        limit = breaker_limit(args["fleet_size"], args["max_percent"], args["max_count"])
+        rungs = LADDERS[args["platform"]]
+        args["max_rung"] = args["max_rung"] or WALK_DEFAULT_MAX_RUNG[args["platform"]]
+        if args["destructive_rungs"] is None:
+            args["destructive_rungs"] = DEFAULT_DESTRUCTIVE[args["platform"]]
+        if args["max_rung"] not in rungs:
+            raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(LADDERS[args["platform"]]), args["max_rung"]))
+        rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])
+        if limit is None or rung is None:
+            return dict(changed=False, refusal="", out={}, limit=limit, recorded=False, rung=rung)
+        directory = args["state_dir"]
+        os.makedirs(directory, 0o755, exist_ok=True)
+        # One decision at a time across the controller's runs: two events at once must not both pass the last place.
+        with open(os.path.join(directory, ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            now = time.time()
+            out = recorded_out(read_records(directory), now, args["window_minutes"])
+            if args["slurm_sinfo"] is not None:
+                out.update(slurm_out(args["slurm_sinfo"], args["drain_reason"]))
+            if args["kubernetes_nodes"] is not None:
+                out.update(kubernetes_out(plain(args["kubernetes_nodes"]), args["kubernetes_annotation"], args["drain_reason"]))
+            refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],
+                                      args["window_minutes"])
+            recorded = False
+            if not refusal and not self._task.check_mode:
+                record = {"host": args["host"], "epoch": now, "run": args["run_id"], "rung": rung}
+                write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(record) + "\n")
+                recorded = True
+        return dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung)

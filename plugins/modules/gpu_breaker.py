@@ -1,0 +1,145 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_breaker
+short_description: The fleet-wide circuit breaker across runs, before a destructive rung
+version_added: 1.0.0
+description:
+  - Counts the nodes of the fleet already out, from state that outlives a job - the breaker records of O(state_dir)
+    within O(window_minutes) (one per host that passed the breaker for a destructive rung), the Slurm nodes drained with
+    our reason (O(slurm_sinfo)), and the Kubernetes nodes carrying our cordon annotation (O(kubernetes_nodes)) - and
+    refuses a destructive rung on O(host) when it would make more than O(max_percent) of O(fleet_size), or more than
+    O(max_count), naming the nodes already out.
+  - Counts only a host whose walk would start with one of O(destructive_rungs) and would not refuse it anyway (a reboot
+    without O(allow_reboot) is refused by the walk, and takes no place).
+  - Decides and records under one lock on the controller, so that two runs at once never both take the last place.
+    Check mode decides and records nothing.
+  - Role gpuops.remediation.gpu_remediate runs it when C(gpu_remediate_breaker_max_percent) or
+    C(gpu_remediate_breaker_max_count) is set. See the collection's docs/eda.md.
+author:
+  - gpuops maintainers (@gpuops)
+options:
+  host:
+    description: The host about to take a destructive rung.
+    type: str
+    required: true
+  fleet_size:
+    description: The number of nodes in the fleet the share is of.
+    type: int
+    required: true
+  max_percent:
+    description: The largest share (0..100) of the fleet that may be out at once; V(0) sets no share. One node is always allowed.
+    type: int
+    default: 0
+  max_count:
+    description: The most nodes that may be out at once; V(0) sets no count. Both set, the lower wins.
+    type: int
+    default: 0
+  window_minutes:
+    description: How long a breaker record counts.
+    type: int
+    default: 60
+  state_dir:
+    description: The directory of the breaker records on the controller; every run that shares the breaker must use the same.
+    type: path
+    required: true
+  run_id:
+    description: The run, written into the record.
+    type: str
+    default: ""
+  snapshot:
+    description: The host's snapshot (M(gpuops.remediation.gpu_holders_info)'s result).
+    type: dict
+    required: true
+  platform:
+    description: The host's ladder.
+    type: str
+    choices: [linux, windows]
+    default: linux
+  max_rung:
+    description: The walk's heaviest rung; unset, gpu_reclaim's default (V(reload) on Linux, V(restart_adapter) on Windows).
+    type: str
+  allow_reboot:
+    description: Whether the walk may reboot.
+    type: bool
+    default: false
+  destructive_rungs:
+    description: The rungs the breaker counts; unset, the walk's destructive rungs of the platform.
+    type: list
+    elements: str
+  slurm_sinfo:
+    description: The output of C(sinfo --noheader --Node --format '%N|%T|%U|%H|%E') over the cluster; unset reads no Slurm state.
+    type: str
+  kubernetes_nodes:
+    description: The Node resources of C(kubernetes.core.k8s_info); unset reads no Kubernetes state.
+    type: list
+    elements: dict
+  kubernetes_annotation:
+    description: Our cordon annotation.
+    type: str
+    default: gpuops.io/cordoned-by
+  drain_reason:
+    description: The reason our Slurm drains start with, and our cordon annotation's value.
+    type: str
+    default: "gpuops: reclaiming stuck GPU memory"
+extends_documentation_fragment:
+  - gpuops.remediation.attributes
+  - gpuops.remediation.attributes.CONTROLLER_ACTION
+attributes:
+  bypass_host_loop:
+    details:
+      - It runs per host like any task.
+  check_mode:
+    support: full
+    details:
+      - Decides the same way, and writes no record.
+  diff_mode:
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: all
+seealso:
+  - module: gpuops.remediation.gpu_ladder
+"""
+
+EXAMPLES = r"""
+- name: Apply the circuit breaker
+  gpuops.remediation.gpu_breaker:
+    host: "{{ inventory_hostname }}"
+    fleet_size: "{{ groups['gpu_nodes'] | length }}"
+    max_percent: 20
+    state_dir: /var/lib/gpuops/breaker
+    snapshot: "{{ gpu_inspect_snapshot }}"
+    max_rung: reset
+    destructive_rungs: [reset, reload, graphics, reboot]
+  register: breaker
+"""
+
+RETURN = r"""
+refusal:
+  description: Why the destructive rung is refused (naming the nodes out), or empty.
+  returned: always
+  type: str
+out:
+  description: The nodes counted as out, each with why (breaker record, Slurm drain, Kubernetes cordon).
+  returned: always
+  type: dict
+limit:
+  description: How many nodes may be out at once, this one included; null when no limit is set.
+  returned: always
+  type: int
+rung:
+  description: The destructive rung counted for this host, or null when the breaker does not count it.
+  returned: always
+  type: str
+recorded:
+  description: Whether this host's record was written (it passed, for a destructive rung, not in check mode).
+  returned: always
+  type: bool
+"""

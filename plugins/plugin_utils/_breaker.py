@@ -1,0 +1,117 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet-wide circuit breaker: before a destructive rung, count the nodes the fleet already has out, from state that
+outlives a job, and refuse over the configured share or count.
+
+Each event-driven run targets one host, so the per-run fleet guard (_ladder.fleet_guard) counts one host of one; the
+breaker counts across runs: the breaker records of the controller's state directory (one per host that passed it for a
+destructive rung, within the window), the Slurm nodes drained with our reason (_slurm.drain_run) and the Kubernetes
+nodes carrying our cordon annotation (_ladder.cordon_is_ours). breaker_refusal is the one decision; the rest read state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import SlurmNodeUnknown, drain_run, parse_sinfo
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, rung_index
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDERS, cordon_is_ours
+
+RECORD_SUFFIX = ".breaker.json"
+
+
+def breaker_limit(fleet_size, max_percent, max_count):
+    """How many nodes may be out at once (this one included), or None when the breaker is off (both limits 0).
+    A share rounds down, and allows one node at least, as the fleet guard's does."""
+    limits = []
+    if max_percent:
+        limits.append(max(1, int(fleet_size * max_percent / 100)))
+    if max_count:
+        limits.append(max_count)
+    return min(limits) if limits else None
+
+
+def counted_rung(snapshot, platform, destructive_rungs, max_rung, allow_reboot):
+    """The destructive rung this host's walk would start with, which the breaker counts; None when the walk would take
+    no destructive rung, or would refuse before any (the evidence needs a rung above the ceiling: nothing is done)."""
+    rungs = LADDERS[platform]
+    rung = entry_rung(snapshot, rungs)
+    if rung not in destructive_rungs or rung_index(rung, rungs) > ceiling_index(max_rung, allow_reboot, rungs):
+        return None
+    return rung
+
+
+def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minutes):
+    """The refusal of a destructive rung on `host` when the nodes already out (`out`: {node: why}, this host left out
+    of the count) and this one would be more than the limit, or ""."""
+    limit = breaker_limit(fleet_size, max_percent, max_count)
+    others = dict((node, why) for node, why in out.items() if node != host)
+    if limit is None or len(others) + 1 <= limit:
+        return ""
+    named = "; ".join("%s (%s)" % (node, others[node]) for node in sorted(others))
+    return ("circuit breaker: %d of the %d nodes of the fleet are already out: %s. A destructive rung on %s would make %d, "
+            "more than the %d allowed (gpu_remediate_breaker_max_percent=%s, gpu_remediate_breaker_max_count=%s). Nothing was "
+            "done on %s. It closes again when nodes come back or their records pass the %s-minute window "
+            "(gpu_remediate_breaker_window_minutes); or raise the limit."
+            % (len(others), fleet_size, named, host, len(others) + 1, limit, max_percent, max_count, host, window_minutes))
+
+
+def slurm_out(sinfo_text, marker):
+    """{node: why} of the nodes drained with our reason, from `sinfo --noheader --Node --format <_slurm.SINFO_FORMAT>`
+    over the whole cluster; a drain with anyone else's reason is not ours to count."""
+    out = {}
+    for line in (sinfo_text or "").splitlines():
+        name = line.split("|", 1)[0].strip()
+        if not name:
+            continue
+        try:
+            run = drain_run(parse_sinfo(line, name), marker)
+        except SlurmNodeUnknown:
+            continue
+        if run:
+            out[name] = "drained in Slurm by gpuops run %s" % run
+    return out
+
+
+def kubernetes_out(node_resources, annotation, reason):
+    """{node: why} of the Kubernetes nodes (kubernetes.core.k8s_info's resources) cordoned by us."""
+    out = {}
+    for node in node_resources or []:
+        name = (node.get("metadata") or {}).get("name")
+        if name and (node.get("spec") or {}).get("unschedulable") and cordon_is_ours([node], annotation, reason):
+            out[name] = "cordoned in Kubernetes by gpuops"
+    return out
+
+
+def recorded_out(records, now, window_minutes):
+    """{node: why} of the breaker records (one per host that passed the breaker for a destructive rung) of the window."""
+    out = {}
+    for record in records:
+        epoch = record.get("epoch")
+        if isinstance(epoch, (int, float)) and 0 <= now - epoch <= window_minutes * 60 and record.get("host"):
+            out[record["host"]] = "%s rung by run %s, %d min ago" % (record.get("rung") or "destructive", record.get("run") or "?",
+                                                                     (now - epoch) // 60)
+    return out
+
+
+def read_records(directory):
+    """The breaker records of the state directory (unreadable ones are skipped: a record being written is atomic)."""
+    records = []
+    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+        if not name.endswith(RECORD_SUFFIX):
+            continue
+        try:
+            with open(os.path.join(directory, name)) as handle:
+                record = json.load(handle)
+        except (IOError, OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def record_name(host):
+    """The record's file name: the host name made safe for a file name, and told apart from its neighbours."""
+    safe = "".join(char if char.isalnum() or char in "-_." else "_" for char in host).lstrip(".")
+    return (safe or "_") + RECORD_SUFFIX

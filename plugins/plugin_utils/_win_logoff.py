@@ -1,0 +1,61 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""win_gpu_reset method=logoff: `logoff <id>` for the sessions of one user (never session 0); the evidence is quser no
+longer listing the session."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_sessions
+
+
+def act(node, args, check_mode, sleep, journal):
+    mine = _win_sessions.sessions_of(_win_act.sessions(node), args["user"])
+    entries = [_logoff_plan(session) for session in mine]
+    dropped = False
+    for entry in entries:
+        if entry["outcome"] == "logoff" and not check_mode:
+            dropped = _logoff_one(node, journal, entry, args, sleep) or dropped
+    if not check_mode and entries:
+        remaining = set((s["id"], s["user"].lower()) for s in _win_act.sessions(node))
+        for entry in entries:
+            if entry["outcome"] == "logoff_ran":
+                gone = (entry["id"], entry["user"].lower()) not in remaining
+                entry["outcome"] = "logged_off" if gone else "failed"
+    for entry in entries:
+        entry["line"] = _session_line(entry, check_mode)
+    failures = [e for e in entries if e["outcome"] == "failed"]
+    result = {"changed": any(e["outcome"] in ("logoff", "logged_off") for e in entries), "sessions": entries,
+              "connection_dropped": dropped, "plan": [e["line"] for e in entries] or ["no session of %s: nothing to log off" % args["user"]]}
+    if failures:
+        result["msg"] = "; ".join(e["line"] for e in failures)
+    return result
+
+
+def _logoff_plan(session):
+    entry = dict(session, argv=None, rc=None, message=None, connection_dropped=False)
+    if session["id"] == _win_act.SERVICES_SESSION:
+        return dict(entry, outcome="refused", message="session 0 is the services' session: never logged off")
+    return dict(entry, outcome="logoff", argv=_win_sessions.logoff_argv(session["id"]))
+
+
+def _logoff_one(node, journal, entry, args, sleep):
+    def judge(answer):
+        return answer.rc == 0, {"rc": answer.rc}
+    answer, dropped = _win_act.journaled_drop(node, journal, "logoff", entry, "the logoff of session %s" % entry["id"], args, sleep, judge,
+                                      session_id=entry["id"], user=entry["user"])
+    entry.update(outcome="logoff_ran", connection_dropped=dropped)
+    if answer is not None:
+        entry.update(rc=answer.rc, message=(answer.stdout + answer.stderr).strip() or None)
+    return dropped
+
+
+def _session_line(entry, check_mode):
+    what = "session %s of %s (%s)%s" % (entry["id"], entry["user"], entry.get("session_name") or "no session name",
+                                        ", the connection's own: it may drop" if entry.get("current") else "")
+    if entry["outcome"] == "refused":
+        return "left %s: %s" % (what, entry["message"])
+    if check_mode:
+        return "would log off %s with logoff %s" % (what, entry["id"])
+    if entry["outcome"] == "logged_off":
+        return "logged off %s with logoff %s" % (what, entry["id"])
+    return "could not log off %s: logoff exited %s%s, quser still lists it" % (what, entry["rc"], ": %s" % entry["message"] if entry["message"] else "")

@@ -1,0 +1,88 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""win_gpu_reset method=restart_explorer: the session's explorer.exe ended alone (no tree) when it holds GPU memory, and
+Windows waited for to start it again (AutoRestartShell)."""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_processes, _win_protect, _win_sessions, _win_snapshot, _win_terminate
+
+
+SHELL_NAME = _win_protect.SHELL_NAME
+_SHELL_POLL_S = 1
+
+
+def act(node, args, check_mode, sleep, journal):
+    sessions = [s for s in _win_sessions.sessions_of(_win_act.sessions(node), args["user"]) if s["id"] != _win_act.SERVICES_SESSION]
+    snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
+    processes = _win_act.process_list(node)
+    policy = _win_protect.Policy.from_args(args, allow_shell=True)
+    entries = [_shell_plan(session, processes, snapshot, args["force"], policy) for session in sessions]
+    for entry in entries:
+        if entry["outcome"] == "restart" and not check_mode:
+            _restart_shell(node, journal, entry, args["shell_timeout"], sleep)
+        entry["line"] = _shell_line(entry, check_mode)
+    failures = [e for e in entries if e["outcome"] == "failed"]
+    result = {"changed": any(e["outcome"] in ("restart", "restarted") or e.get("ended") for e in entries), "sessions": entries,
+              "plan": [e["line"] for e in entries] or ["no session of %s: no explorer to restart" % args["user"]]}
+    if failures:
+        result["msg"] = "; ".join(e["line"] for e in failures)
+    return result
+
+
+def _shell_plan(session, processes, snapshot, force, policy):
+    shells = [p for p in processes.values() if p.get("session_id") == session["id"] and _win_processes.base_name(p.get("name")) == SHELL_NAME]
+    held = sum(h.get("used_mib") or 0 for h in snapshot["holders"] if h["pid"] in [p["pid"] for p in shells])
+    entry = {"id": session["id"], "user": session["user"], "explorer_before": [_win_act.identity(p) for p in shells], "explorer_after": None,
+             "gpu_memory_mib": held, "ended": False, "message": None}
+    if not shells:
+        return dict(entry, outcome="no_shell", message="no explorer.exe runs in it")
+    refused = [why for why in (_win_protect.refusal(shell, policy) for shell in shells) if why]
+    if refused:
+        return dict(entry, outcome="refused", message="; ".join(refused))
+    if not held and not force:
+        return dict(entry, outcome="not_needed", message="its explorer.exe holds no GPU memory (force=true restarts it anyway)")
+    return dict(entry, outcome="restart")
+
+
+def _restart_shell(node, journal, entry, timeout, sleep):
+    for shell in entry["explorer_before"]:
+        answer = _win_terminate.end(node, journal, dict(shell, name="explorer.exe", user=entry["user"]), [])
+        entry["message"] = answer["message"]
+    after = _new_shells(node, entry, timeout, sleep)
+    old = [s for s in entry["explorer_before"] if s in after["all"]]
+    entry.update(ended=len(old) < len(entry["explorer_before"]), explorer_after=after["new"])
+    if old:
+        entry.update(outcome="failed", message="explorer.exe is still running: %s" % (entry["message"] or "no reason given"))
+    elif not after["new"]:
+        entry.update(outcome="failed", message="explorer.exe ended, Windows did not start it again within %d s (AutoRestartShell off?): "
+                     "the user can start it from Task Manager, or log off and on" % timeout)
+    else:
+        entry.update(outcome="restarted", message=None)
+
+
+def _new_shells(node, entry, timeout, sleep, clock=time.monotonic):
+    """Poll the session's explorer.exe until one that is not an old one runs, or `timeout` passes."""
+    deadline = clock() + timeout
+    while True:
+        shells = [_win_act.identity(p) for p in _win_act.process_list(node).values()
+                  if p.get("session_id") == entry["id"] and _win_processes.base_name(p.get("name")) == SHELL_NAME]
+        new = [s for s in shells if s not in entry["explorer_before"]]
+        if new or clock() >= deadline:
+            return {"all": shells, "new": new}
+        sleep(_SHELL_POLL_S)
+
+
+def _shell_line(entry, check_mode):
+    what = "explorer.exe of session %s (%s)" % (entry["id"], entry["user"])
+    pids = ", ".join("pid %s" % s["pid"] for s in entry["explorer_before"])
+    if entry["outcome"] in ("no_shell", "not_needed", "refused"):
+        return "left %s: %s" % (what, entry["message"])
+    if check_mode:
+        return "would restart %s: end %s alone, Windows starts it again" % (what, pids)
+    if entry["outcome"] == "restarted":
+        return "restarted %s: ended %s alone, Windows started %s" % (
+            what, pids, ", ".join("pid %s" % s["pid"] for s in entry["explorer_after"]))
+    return "could not restart %s: %s" % (what, entry["message"])

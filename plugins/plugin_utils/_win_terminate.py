@@ -1,0 +1,93 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ending Windows processes: the terminate script, which opens each process by its pid, compares its creation time on
+that handle and terminates that same handle (a pid handed to another process between the check and the end is never
+ended), and taskkill where the script cannot be compiled (Constrained Language Mode or AppLocker refuse Add-Type),
+after the caller's creation-time check, said so in the result.
+
+A tree is ended by the same rule, member by member: the caller gives the tree as the process list showed it (pid and
+creation time of each descendant), deepest first, the process last. What was ended is judged afterwards by the
+process list, by pid and creation time (the caller's), never by what a tool printed.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json, _win_taskkill
+
+SCRIPT = "terminate"
+# Win32 error codes OpenProcess and TerminateProcess give, language-neutral: what they mean here.
+WIN32_REASONS = {5: "access_denied", 87: "not_found"}
+
+
+def parse_results(answer):
+    """The terminate script's $Ansible.Result -> {"unavailable": why or None, "by_pid": {pid: {"outcome", "code"}}}.
+
+    outcome: "ended", "not_opened" (code: the Win32 error; 87 no such process, 5 access denied), "pid_reused" (code: the
+    creation time in ms the pid has now), "not_terminated" (code: the Win32 error)."""
+    if answer.get("unavailable"):
+        return {"unavailable": str(answer["unavailable"]), "by_pid": {}}
+    by_pid = {}
+    for item in _win_json.objects(answer.get("results") or "[]"):
+        pid = _win_json.integer(item.get("ProcessId"))
+        if pid is not None:
+            by_pid[pid] = {"outcome": str(item.get("Outcome")), "code": _win_json.integer(item.get("Code"))}
+    return {"unavailable": None, "by_pid": by_pid}
+
+
+def unavailable(node):
+    """Why the terminate script cannot run on this node (Add-Type refused), or None. Asked with no process at all, in
+    check mode too, so that check mode predicts the way the run will end processes."""
+    return parse_results(node.powershell(SCRIPT, {"ProcessIds": [], "CreationTimesMs": []}, read_only=True))["unavailable"]
+
+
+def reason(result):
+    """A member's result as the reason a process was not ended (None when it was)."""
+    if result is None:
+        return "no answer for it"
+    if result["outcome"] == "ended":
+        return None
+    if result["outcome"] == "pid_reused":
+        return "pid reused (the pid now names a process created at %s ms)" % result["code"]
+    return "%s (Win32 error %s)" % (WIN32_REASONS.get(result["code"], result["outcome"]), result["code"])
+
+
+def end(node, journal, process, tree):
+    """End `process` ({"pid", "creation_time_ms", "name", "user"}) and `tree` (its descendants as the process list showed
+    them, [{"pid", "creation_time_ms"}], deepest first) -> {"method" ("terminate" or "taskkill"), "outcome" ("ended" or
+    the reason), "message", "by_pid"}. One journal action: "terminate" (or "taskkill" when the script is unavailable)."""
+    members = list(tree) + [{"pid": process["pid"], "creation_time_ms": process["creation_time_ms"]}]
+    parameters = {"ProcessIds": [m["pid"] for m in members], "CreationTimesMs": [m["creation_time_ms"] for m in members]}
+    done = {}
+
+    def judge(answer):
+        done.update(parse_results(answer))
+        if done["unavailable"]:
+            return False, {"unavailable": done["unavailable"]}
+        outcomes = dict((str(pid), result["outcome"]) for pid, result in done["by_pid"].items())
+        return done["by_pid"].get(process["pid"], {}).get("outcome") == "ended", {"outcomes": outcomes}
+    journal.around(SCRIPT, lambda: node.powershell(SCRIPT, parameters, read_only=False), judge, pid=process["pid"],
+                   creation_time_ms=process["creation_time_ms"], name=process.get("name"), user=process.get("user"),
+                   tree=[m["pid"] for m in tree], source=holder_source(process))
+    if done["unavailable"]:
+        fallback = taskkill(node, journal, process, bool(tree))
+        note = "the terminate script could not be compiled (%s): taskkill after the creation-time check" % done["unavailable"]
+        return {"method": "taskkill", "outcome": fallback["outcome"], "by_pid": {},
+                "message": "; ".join(part for part in (note, fallback["message"]) if part)}
+    own = done["by_pid"].get(process["pid"])
+    why = reason(own)
+    return {"method": "terminate", "outcome": "ended" if why is None else why, "by_pid": done["by_pid"], "message": why}
+
+
+def taskkill(node, journal, process, tree):
+    """`taskkill /F [/T] /PID` of one process, journaled; its exit code decides "ended", its words are the message."""
+    pid = process["pid"]
+    argv = _win_taskkill.taskkill_argv(pid, tree=tree)
+    parsed = {}
+
+    def judge(answer):
+        parsed.update(_win_taskkill.parse_taskkill(answer.stdout, answer.stderr, answer.rc, pid), rc=answer.rc, argv=argv)
+        return parsed["outcome"] == "ended", {"rc": answer.rc, "outcome": parsed["outcome"], "message": parsed["message"]}
+    journal.around("taskkill", lambda: node.command(argv), judge, pid=pid, creation_time_ms=process.get("creation_time_ms"),
+                   name=process.get("name"), user=process.get("user"), tree=tree, argv=argv, source=holder_source(process))
+    return parsed

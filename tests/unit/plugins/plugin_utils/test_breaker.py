@@ -1,0 +1,95 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet-wide circuit breaker's decision and the state it reads."""
+
+import json
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
+    breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
+)
+
+REASON = "gpuops: reclaiming stuck GPU memory"
+
+
+def test_limit_share_rounds_down_allows_one_and_count_wins_when_lower():
+    assert breaker_limit(10, 20, 0) == 2
+    assert breaker_limit(10, 25, 0) == 2
+    assert breaker_limit(3, 20, 0) == 1
+    assert breaker_limit(10, 50, 3) == 3
+    assert breaker_limit(10, 0, 4) == 4
+    assert breaker_limit(10, 0, 0) is None
+
+
+def test_ten_nodes_at_twenty_percent_two_pass_then_refused_naming_the_nodes_out():
+    out = {}
+    passed, refused = [], []
+    for index in range(10):
+        host = "node%02d" % index
+        refusal = breaker_refusal(host, out, 10, 20, 0, 60)
+        if refusal:
+            refused.append((host, refusal))
+        else:
+            passed.append(host)
+            out[host] = "reset rung by run r, 0 min ago"
+    assert passed == ["node00", "node01"]
+    assert len(refused) == 8
+    host, refusal = refused[0]
+    assert refusal.startswith("circuit breaker: 2 of the 10 nodes of the fleet are already out: node00 (reset rung")
+    assert "node01 (" in refusal and "would make 3, more than the 2 allowed (gpu_remediate_breaker_max_percent=20" in refusal
+    assert "Nothing was done on node02" in refusal
+
+
+def test_the_host_itself_is_not_counted_twice_and_no_limit_never_refuses():
+    out = {"a": "x", "b": "y"}
+    assert breaker_refusal("a", out, 10, 20, 0, 60) == ""
+    assert breaker_refusal("c", out, 10, 0, 0, 60) == ""
+    assert breaker_refusal("c", out, 10, 0, 2, 60).startswith("circuit breaker: 2 of the 10")
+
+
+def test_records_within_the_window_only(tmp_path):
+    for host, epoch in (("a", 1000.0), ("b", 4000.0), ("c/../x", 4500.0)):
+        (tmp_path / record_name(host)).write_text(json.dumps({"host": host, "epoch": epoch, "run": "r", "rung": "reset"}))
+    (tmp_path / "junk.breaker.json").write_text("{not json")
+    (tmp_path / "other.txt").write_text("{}")
+    records = read_records(str(tmp_path))
+    assert sorted(record["host"] for record in records) == ["a", "b", "c/../x"]
+    assert sorted(recorded_out(records, 5000.0, 60)) == ["b", "c/../x"]
+    assert recorded_out(records, 5000.0, 60)["b"] == "reset rung by run r, 16 min ago"
+    assert record_name("c/../x") == "c_.._x.breaker.json" and record_name("..") == "_.breaker.json"
+    assert read_records(str(tmp_path / "missing")) == []
+
+
+def test_slurm_nodes_drained_with_our_reason_only():
+    sinfo = "\n".join([
+        "gpu01|drained|root|2026-11-30T10:00:00|%s (run eda-1: the reset rung)" % REASON,
+        "gpu02|draining|root|2026-11-30T10:00:00|%s (run eda-2: the reboot rung)" % REASON,
+        "gpu03|drained|root|2026-11-30T10:00:00|%s failed, RMA - do not resume" % REASON,
+        "gpu04|drained|slurm|2026-11-30T10:00:00|disk replaced",
+        "gpu05|idle|Unknown|Unknown|none",
+        "",
+    ])
+    assert slurm_out(sinfo, REASON) == {"gpu01": "drained in Slurm by gpuops run eda-1", "gpu02": "drained in Slurm by gpuops run eda-2"}
+
+
+def test_kubernetes_nodes_cordoned_by_us_only():
+    nodes = [
+        {"metadata": {"name": "k1", "annotations": {"gpuops.io/cordoned-by": REASON}}, "spec": {"unschedulable": True}},
+        {"metadata": {"name": "k2", "annotations": {"gpuops.io/cordoned-by": REASON}}, "spec": {}},
+        {"metadata": {"name": "k3"}, "spec": {"unschedulable": True}},
+    ]
+    assert kubernetes_out(nodes, "gpuops.io/cordoned-by", REASON) == {"k1": "cordoned in Kubernetes by gpuops"}
+
+
+def _snapshot(rung, held=True):
+    return {"gpus": [{"index": 0, "state": "stuck" if held else "ok"}], "verdict": {"rung": rung, "reasons": []}}
+
+
+def test_counted_rung_only_destructive_and_not_refused_by_the_walk():
+    destructive = ["reset", "reload", "graphics", "reboot"]
+    assert counted_rung(_snapshot("reset"), "linux", destructive, "reset", False) == "reset"
+    assert counted_rung(_snapshot("kill"), "linux", destructive, "reset", False) is None
+    assert counted_rung(_snapshot("reset", held=False), "linux", destructive, "reset", False) is None
+    # Xid 79 without gpu_reclaim_allow_reboot: the walk refuses before any rung, the breaker counts nothing
+    assert counted_rung(_snapshot("reboot"), "linux", destructive, "reboot", False) is None
+    assert counted_rung(_snapshot("reboot"), "linux", destructive, "reboot", True) == "reboot"
+    assert counted_rung(_snapshot("reload"), "linux", destructive, "reset", False) is None

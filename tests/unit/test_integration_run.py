@@ -1,0 +1,135 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tests/integration/run.py on a machine where an engine cannot start (a fresh, unprivileged container): the target
+that needs it is reported "not run: <reason>" in the final summary, and the run passes; where it starts, it runs.
+
+The real tools/docker_env.sh and tools/slurm_env.sh are run on a PATH that holds what such a machine has (no docker,
+no apt-get; or a dockerd that exits because it cannot create its iptables chains). No engine is started for real.
+"""
+
+import importlib.util
+import os
+import shutil
+import stat
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# What the tools need from a bare machine, without docker, dockerd, apt-get or Slurm.
+BASE_TOOLS = ("bash", "mkdir", "id", "cat", "dirname", "tail", "sleep", "setsid", "seq", "rm", "tee")
+
+
+def load_runner():
+    spec = importlib.util.spec_from_file_location("gpuops_integration_run", os.path.join(ROOT, "tests", "integration", "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def executable(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+@pytest.fixture
+def bare_path(tmp_path, monkeypatch):
+    """A PATH with only BASE_TOOLS (and what a test adds to it): no container engine, no package manager."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in BASE_TOOLS:
+        found = shutil.which(tool)
+        assert found, "%s is missing on this machine" % tool
+        os.symlink(found, str(bin_dir / tool))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("GPUOPS_DOCKER_STATE", str(tmp_path / "docker-state"))
+    return bin_dir
+
+
+@pytest.fixture
+def targets(tmp_path, monkeypatch):
+    """A targets directory with one target that needs Docker and one that needs Slurm (neither is ever run here)."""
+    runner = load_runner()
+    directory = tmp_path / "targets"
+    for name, alias in (("needs_docker", "docker"), ("needs_slurm", "slurm")):
+        (directory / name / "tasks").mkdir(parents=True)
+        (directory / name / "tasks" / "main.yml").write_text("---\n- name: never run here\n  ansible.builtin.fail:\n")
+        (directory / name / "aliases").write_text("%s\nneeds/root\n" % alias)
+    monkeypatch.setattr(runner, "TARGETS", str(directory))
+    return runner
+
+
+def test_without_docker_or_apt_get_the_docker_target_is_not_run_with_the_reason(bare_path, targets, capsys):
+    engines = targets.Engines()
+    reason = targets.why_not_here("needs_docker", engines)
+    assert reason == "the Docker engine cannot start here: docker_env: no Docker engine answers and there is no apt-get to install one"
+    targets.main(["needs_docker"], engines=engines)  # no SystemExit: a target not run is no failure
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1] == "integration target needs_docker: not run: %s" % reason
+
+
+def test_a_dockerd_that_cannot_create_its_iptables_chains_is_not_run_with_its_words_and_nothing_is_left_running(bare_path, targets, capsys):
+    """docker.io is installed but the container has no privileges: dockerd exits at once, as in a dev container."""
+    executable(str(bare_path / "docker"), "#!/bin/bash\nexit 1\n")  # `docker info`: no engine answers
+    executable(str(bare_path / "debootstrap"), "#!/bin/bash\nexit 1\n")
+    executable(str(bare_path / "pgrep"), "#!/bin/bash\nexit 1\n")  # no other dockerd on this machine
+    executable(str(bare_path / "dockerd"), "#!/bin/bash\necho 'failed to start daemon: Error initializing network controller: "
+               "error obtaining controller instance: failed to create NAT chain DOCKER: iptables failed: iptables --wait -t nat "
+               "-N DOCKER: iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)'\n"
+               "exit 1\n")
+    engines = targets.Engines()
+    reason = targets.why_not_here("needs_docker", engines)
+    assert reason.startswith("the Docker engine cannot start here: docker_env: dockerd exit")
+    assert engines.to_stop == []
+    targets.main(["needs_docker"], engines=engines)
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1].startswith("integration target needs_docker: not run: the Docker engine cannot start here")
+    assert "FAILED" not in out
+
+
+def test_without_slurm_or_apt_get_the_slurm_target_is_not_run_with_the_reason(bare_path, targets, capsys):
+    engines = targets.Engines()
+    assert targets.why_not_here("needs_slurm", engines) == \
+        "needs Debian's slurmctld, slurmd, slurm-client and munge, or root with apt-get to install them"
+    targets.main(["needs_slurm", "needs_docker"], engines=engines)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines[-2:]] == ["integration target needs_slurm", "integration target needs_docker"]
+    assert all(": not run: " in line for line in lines[-2:])
+
+
+def test_a_slurmd_that_cannot_run_is_not_run_with_its_words(tmp_path, targets):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    calls = tmp_path / "calls"
+    executable(str(tools / "slurm_env.sh"), "#!/bin/bash\necho \"$1\" >> %s\ncase $1 in check) exit 0 ;; stop) exit 0 ;; esac\n"
+               "echo 'slurm_env: slurmd did not start; last lines of its log: error: cannot create cgroup: Read-only file system' >&2\n"
+               "exit 1\n" % calls)
+    engines = targets.Engines(str(tools))
+    assert targets.why_not_here("needs_slurm", engines) == \
+        "Slurm cannot start here: slurm_env: slurmd did not start; last lines of its log: error: cannot create cgroup: Read-only file system"
+    # It was tried once, and what the try started was stopped.
+    assert targets.why_not_here("needs_slurm", engines) is not None
+    assert calls.read_text().split() == ["check", "start", "stop"]
+
+
+def test_an_engine_that_starts_runs_its_target_and_the_runner_stops_what_it_started(tmp_path, targets):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    calls = tmp_path / "calls"
+    executable(str(tools / "docker_env.sh"), "#!/bin/bash\necho \"$1\" >> %s\n[[ $1 == start ]] && echo 'dockerd: started (pid 4242)'\n"
+               "exit 0\n" % calls)
+    engines = targets.Engines(str(tools))
+    assert targets.why_not_here("needs_docker", engines) is None
+    engines.stop()
+    assert calls.read_text().split() == ["start", "stop"]
+
+
+def test_an_engine_already_running_is_used_and_left_running(tmp_path, targets):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    calls = tmp_path / "calls"
+    executable(str(tools / "docker_env.sh"), "#!/bin/bash\necho \"$1\" >> %s\necho 'dockerd: already running'\n" % calls)
+    engines = targets.Engines(str(tools))
+    assert targets.why_not_here("needs_docker", engines) is None
+    engines.stop()
+    assert calls.read_text().split() == ["start"]
