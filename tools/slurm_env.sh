@@ -37,6 +37,9 @@ install_packages() {
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# ReturnToService=1, as most sites run it: a node that was DOWN only for not responding comes back when slurmd
+# registers; a node an administrator set DOWN stays DOWN (2 would return it at its next registration, undoing the
+# decision the tests check is left alone).
 write_conf() {
     local dir=$1 node=$2
     cat > "$dir/slurm.conf" <<CONF
@@ -62,7 +65,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SelectType=select/cons_tres
 MpiDefault=none
-ReturnToService=2
+ReturnToService=1
 NodeName=$node NodeHostname=localhost CPUs=$(nproc) State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 CONF

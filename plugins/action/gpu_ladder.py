@@ -8,7 +8,8 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, hold_reason, platform_args, walk_argument_spec,
+    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, hold_reason, platform_args, slurm_drain_state,
+    walk_argument_spec,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node
@@ -40,6 +41,7 @@ class ActionModule(ControllerAction):
         return dict(
             changed=any(step["changed"] for step in state["tried"][steps_before:]),
             pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
+            slurm_drain_state=slurm_drain_state(state) if state["pending"] == "drain" else None,
             drain_followup=state.get("drain_followup") if state["pending"] is None else None,
             slurm_state=SLURM_STATES.get(state.get("drain_followup")) if state["pending"] is None else None,
             hold_reason=hold_reason(state) if state["pending"] is None else None,

@@ -11,7 +11,18 @@ class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
   signals:
-    description: The signals to send in turn, waiting O(grace) seconds after each for the process to exit.
+    description:
+      - The signals to send in turn, waiting O(grace) seconds after each for the process to exit.
+      - Each process gets the sequence as its kernel signal state says it can act on it (C(/proc/<pid>/status) State,
+        SigBlk, SigIgn, SigCgt, TracerPid, NSpid); check mode reports that plan per process (C(expected),
+        C(kill_follows), C(why)) and the run carries it out. A signal the process ignores, one the init of its own PID
+        namespace has no handler for, and any signal but KILL to a process stopped by its tracer (state t) is not sent
+        and not waited for (listed in C(not_sent)), and the next one follows at once. A blocked signal is sent and waited
+        for (it acts if the process unblocks it). A stopped process (state T) gets SIGCONT right after the signal, as
+        systemd does, so that it acts on it (its handler runs).
+      - Uninterruptible sleep (D) is no reason to leave a process alone, since SIGKILL ends most of it (a vfork parent, a
+        killable wait). A process still there when the O(grace) after KILL runs out is recorded in the journal as having
+        outlived SIGKILL; only that makes it C(unkillable), the evidence for a heavier rung.
     type: list
     elements: str
     default: [TERM, KILL]
@@ -94,6 +105,15 @@ options:
     default: true
   allow_parent_termination:
     description: When SIGCHLD does not get a zombie reaped, end its parent (with O(signals)) so that init reaps it.
+    type: bool
+    default: false
+  thaw_frozen:
+    description:
+      - Thaw the frozen cgroup (v1 freezer C(freezer.state) FROZEN, cgroup v2 C(cgroup.freeze) 1, on the process's own
+        cgroup or an ancestor) of a process to end, before signalling it. A frozen task acts on no signal until it is
+        thawed (under the v1 freezer not even on SIGKILL), and its handler cannot run.
+      - Without it, a run that would signal a process of a frozen cgroup refuses before acting, naming the cgroup and
+        this option. Thawing lets every task of that cgroup run again.
     type: bool
     default: false
 """

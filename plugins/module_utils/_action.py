@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, left_isolated, left_stopped, recent_records, unfinished
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
+    Journal, JournalUnwritable, left_isolated, left_stopped, path_failure, recent_records, unfinished,
+)
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
@@ -72,27 +73,10 @@ class Remediation:
         self._check_journal_path()
 
     def _check_journal_path(self):
-        """Fail naming journal_path when its directory could not be made or written. Only looks: the directory is made
-        by the first line written, so a run that does nothing creates nothing."""
-        path = self.journal.path
-        parent = os.path.dirname(os.path.abspath(path))
-        existing = parent
-        while not os.path.isdir(existing):
-            if os.path.lexists(existing):
-                break
-            existing = os.path.dirname(existing)
-        problem = None
-        if not os.path.isdir(existing):
-            problem = "%s is not a directory" % existing
-        elif not os.access(existing, os.W_OK | os.X_OK):
-            problem = "%s is not writable" % existing
-        elif os.path.isdir(path):
-            problem = "it is a directory"
-        elif os.path.exists(path) and not os.access(path, os.W_OK):
-            problem = "it is not writable"
-        if problem:
-            given = "journal_path" if self.module.params["journal_path"] else "journal_path (default)"
-            self.module.fail_json(msg="%s: %r cannot be written: %s" % (given, path, problem), changed=False)
+        """Fail naming journal_path and its value when the journal could not be written there (_journal.path_failure)."""
+        failure = path_failure(self.journal.path, bool(self.module.params["journal_path"]))
+        if failure:
+            self.module.fail_json(msg=failure, changed=False)
 
     def snapshot(self, **overrides):
         """The snapshot an action plans from or reports after: every memory map is read, since a destructive rung is
@@ -144,6 +128,9 @@ class Remediation:
             except Interrupted as exc:
                 self.module.fail_json(msg="interrupted by %s; what this run had stopped was started again (see journal)" % exc,
                                       changed=True, journal=self.journal.entries())
+            except JournalUnwritable as exc:
+                # Every action is journalled before it is done: nothing was done since the last line that was written.
+                self.module.fail_json(msg=str(exc), changed=bool(self.journal.entries()), journal=self.journal.entries())
 
     def report_restored(self, result):
         """Put into a module result what acting() found of an interrupted run, and what it started again."""

@@ -7,10 +7,14 @@ Slurm says which processes are a job's: `scontrol listpids` lists every process 
 step daemons know them, whatever the process tracking), `squeue` gives each job's state. The cgroup path (`job_<id>`,
 `pod<uid>`) is only a hint: a holder whose cgroup names a job that Slurm does not list is a leftover. A pod is running
 when the CRI runtime says so (`crictl pods --label io.kubernetes.pod.uid=<uid> --state ready`). A node without the
-scheduler's tools has no scheduler: its holders are classed as before.
+scheduler's tools has no scheduler: its holders are classed as before. A hint in a cgroup that lies in a user's delegated
+subtree (`user@UID.service`, where any user may create `job_<id>` or `kubepods-pod<uid>.slice` and name a live job or
+pod) is no hint: a user cannot shield a leftover behind someone else's job.
 """
 
 from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import delegated_subtree
 
 # Slurm job states in which the job still runs on its nodes (its processes are the job's, not leftovers).
 LIVE_SLURM_STATES = ("RUNNING", "SUSPENDED", "STOPPED", "CONFIGURING", "RESIZING", "SIGNALING")
@@ -96,8 +100,9 @@ def pod_live(pod_uid, rc, out):
 class JobProbe:
     """Asks the node's schedulers, once per run, which processes belong to a live job."""
 
-    def __init__(self, module):
+    def __init__(self, module, proc_root="/proc"):
         self.module = module
+        self.proc_root = proc_root
         self.scontrol = module.get_bin_path("scontrol")
         self.squeue = module.get_bin_path("squeue")
         self.crictl = module.get_bin_path("crictl")
@@ -118,6 +123,14 @@ class JobProbe:
     def job_of(self, pid, attribution):
         """The live-job record of pid ({"scheduler", "id", "state", "running", "why"}), None when no scheduler of
         this node has anything to say of it (no scheduler, or a process outside every job)."""
+        if attribution.get("slurm_job") or attribution.get("kubernetes_pod_uid"):
+            try:
+                with open("%s/%d/cgroup" % (self.proc_root, pid), "rb") as handle:
+                    cgroup = handle.read().decode("utf-8", "replace")
+            except OSError:
+                cgroup = ""
+            if not cgroup or delegated_subtree(cgroup):
+                attribution = dict(attribution, slurm_job=None, kubernetes_pod_uid=None)
         if self.scontrol and self.squeue:
             answered, pids, states, error = self._slurm_view()
             job = slurm_job(pid, attribution.get("slurm_job"), answered, pids, states, error[0])

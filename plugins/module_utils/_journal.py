@@ -19,6 +19,8 @@ import socket
 import time
 import uuid
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
+
 DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
 # What the acting modules read of the journal (across its rotated files): its last 4 MiB, far more than a node writes
 # between two boots or during one run.
@@ -47,6 +49,9 @@ def holder_source(holder):
     """What the journal keeps of a holder it acts on, so that repeated leaks can be traced to who made them: the
     process, its user, its parent and what owns it (container, pod, Slurm job, systemd unit), and the memory it held."""
     source = dict((key, holder.get(key)) for key in SOURCE_KEYS if holder.get(key) is not None)
+    if isinstance(holder.get("cmdline"), list) or holder.get("exe"):
+        # The process as ps -f names it (argv[0], its executable), for the reports: not the 15-byte comm.
+        source["command"] = holder_command(holder)
     if "cmdline" in source:
         source["cmdline"] = command_line(source["cmdline"])
     return source
@@ -57,6 +62,71 @@ def command_line(argv):
     (and the "..." that says it was cut); each argument shell-quoted, for a person to read, never to run."""
     text = " ".join(shlex.quote(str(arg)) for arg in argv) if isinstance(argv, list) else str(argv)
     return text[:SOURCE_CMDLINE_CHARS] + "..." if len(text) > SOURCE_CMDLINE_CHARS else text
+
+
+# Filesystems of the kernel's own (no file can be created there, whatever access(2) says to root) and device nodes:
+# a journal path there is refused before the run acts.
+PSEUDO_FILESYSTEMS = ("proc", "sysfs", "cgroup", "cgroup2", "devpts", "debugfs", "tracefs", "securityfs", "configfs",
+                      "bpf", "pstore", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "nsfs", "autofs", "hugetlbfs")
+_NAME_MAX = 255
+_PATH_MAX = 4095
+
+
+def _filesystem_type(path, mountinfo="/proc/self/mountinfo"):
+    """The type of the filesystem that holds the existing directory path (the longest mount point above it)."""
+    best, kind = "", None
+    try:
+        with open(mountinfo, "r", encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or not tail:
+            continue
+        point = fields[4].replace("\\040", " ")
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, kind = point, tail[0]
+    return kind
+
+
+def path_problem(path):
+    """Why a journal cannot be written at path (its directories made as needed), or None. Only looks: the directory
+    is made by the first line written, so a run that does nothing creates nothing."""
+    absolute = os.path.abspath(path)
+    if len(absolute) > _PATH_MAX or any(len(part.encode("utf-8", "replace")) > _NAME_MAX for part in absolute.split("/")):
+        return "the path is too long"
+    existing = os.path.dirname(absolute)
+    while not os.path.isdir(existing):
+        if os.path.lexists(existing):
+            break
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        return "%s is not a directory" % existing
+    fstype = _filesystem_type(existing)
+    if fstype in PSEUDO_FILESYSTEMS:
+        return "%s is on a %s filesystem, where no journal can be created" % (existing, fstype)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return "%s is not writable" % existing
+    if os.path.isdir(absolute):
+        return "it is a directory"
+    if os.path.exists(absolute):
+        if not os.path.isfile(absolute):
+            return "it is not a regular file (a device, FIFO or socket)"
+        if not os.access(absolute, os.W_OK):
+            return "it is not writable"
+    return None
+
+
+def path_failure(path, given):
+    """The message a module fails with when the journal at path cannot be written, or None. given: whether the
+    journal_path option named it (else it is the node's default)."""
+    problem = path_problem(path)
+    if problem is None:
+        return None
+    return "%s: %r cannot be written: %s" % ("journal_path" if given else "journal_path (default)", path, problem)
 
 
 def _utc_now():
@@ -121,6 +191,10 @@ def append_line(path, record):
         os.close(fd)
 
 
+class JournalUnwritable(OSError):
+    """A journal line could not be written: the action it announces must not go ahead."""
+
+
 class Journal:
     """Writes this run's intents and outcomes to the journal at path; entries() returns what it wrote."""
 
@@ -134,7 +208,11 @@ class Journal:
         self._token = uuid.uuid4().hex[:12]
 
     def _write(self, record):
-        append_line(self.path, record)
+        try:
+            append_line(self.path, record)
+        except OSError as exc:
+            raise JournalUnwritable("journal_path: %r cannot be written: %s; the action it was to record was not done"
+                                    % (self.path, exc.strerror or exc))
         self._entries.append(record)
         return record
 
@@ -432,6 +510,20 @@ def probe_journal(layout, options, events):
     return completed_resets(records), report
 
 
+def outlived_kill(records):
+    """{(pid, start_time): the outcome's ts} of every process a run sent SIGKILL that was still there when its bounded
+    wait ran out (_terminate): the only evidence that a process is unkillable. Malformed lines are skipped."""
+    intents, found = {}, {}
+    for record in records:
+        if record.get("phase") == "intent" and record.get("action") == "signal":
+            intents[record.get("id")] = record
+        elif record.get("phase") == "outcome" and record.get("outlived_kill") is True and record.get("signal") == "KILL":
+            intent = intents.get(record.get("id"))
+            if intent is not None and isinstance(intent.get("pid"), int) and isinstance(intent.get("start_time"), int):
+                found[(intent["pid"], intent["start_time"])] = record.get("ts")
+    return found
+
+
 def _owner(source):
     """What owned an ended holder, as one label: its Slurm job, pod, container or systemd unit, else None."""
     if source.get("slurm_job"):
@@ -480,7 +572,8 @@ def leak_sources(records, since=None):
         if since is not None and (epoch is None or epoch < since):
             continue
         key = (str(source.get("user")), str(source.get("name")))
-        group = groups.setdefault(key, {"user": source.get("user"), "name": source.get("name"), "ended": 0, "runs": set(),
+        group = groups.setdefault(key, {"user": source.get("user"), "name": source.get("name"),
+                                        "command": source.get("command") or source.get("name"), "ended": 0, "runs": set(),
                                         "first": intent["ts"], "last": intent["ts"], "used_mib": 0, "owners": [], "cmdlines": []})
         group["ended"] += 1
         group["runs"].add(intent.get("run_id"))

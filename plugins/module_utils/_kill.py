@@ -3,9 +3,11 @@
 """The one kill path: which holders to end, and how each kind is ended, for every module that ends a process.
 
 Selection (gpu_kill's options) picks holders out of a snapshot; HolderKiller ends what it is given with one
-policy: D-state holders are left (no signal ends them), zombies are reaped through their parent (_zombies), a
+policy: holders that outlived SIGKILL are left (no signal ends them), zombies are reaped through their parent (_zombies), a
 holder in another container is handled through that container's runtime (_containers), and everything else goes
-through _protect's triage (who may be signalled) to _terminate (pid + start time checked before every signal).
+through _protect's triage (who may be signalled) to _terminate (pid + start time checked before every signal; the
+signals each one gets planned from its signal state, _signal_state), after its frozen cgroup, if any, is thawed
+(thaw_frozen) or the run refused (_freezer).
 gpu_kill, gpu_reset and nvidia_driver_reload all end holders here, with the options of the doc fragment
 gpuops.remediation.kill.
 """
@@ -19,6 +21,7 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import ContainerWitness, namespace_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._containers import predict_stop, stop_container
+from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import describe, frozen_cgroup, thaw
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
@@ -43,11 +46,12 @@ KILL_ARGUMENT_SPEC = dict(
     allow_daemons=dict(type="bool", default=False),
     reap_zombies=dict(type="bool", default=True),
     allow_parent_termination=dict(type="bool", default=False),
+    thaw_frozen=dict(type="bool", default=False),
     end_running_jobs=dict(type="bool", default=False),
 )
 
 # What HolderKiller.end() reports, as gpu_reset and nvidia_driver_reload return it under `killed`.
-KILL_RESULT_KEYS = ("signalled", "left_alone", "zombies", "containers", "unconfirmed_containers")
+KILL_RESULT_KEYS = ("signalled", "left_alone", "zombies", "containers", "unconfirmed_containers", "thawed")
 
 SELECTION_ARGUMENT_SPEC = dict(
     holders=dict(type="list", elements="dict"),
@@ -248,9 +252,10 @@ class HolderKiller:
 
         In check mode, or with predict_only, nothing is signalled: the result is what a real run would do.
         """
-        result = {"signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": []}
+        result = {"signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "thawed": []}
         targets, zombies, containers = self._triage(holders, result)
         check_mode = self.module.check_mode or predict_only
+        result["thawed"] = self._thaw(targets + self._zombie_parents(zombies), check_mode)
         outcome = terminate_permitted(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
                                       journal=self.journal, check_mode=check_mode)
         result["signalled"] = outcome["signalled"]
@@ -294,7 +299,8 @@ class HolderKiller:
             if confirmation and not confirmation["confirmed"]:
                 result["unconfirmed_containers"].append(dict(_left(holder, confirmation["reason"]), claimed=_claimed(holder)))
             if kind == "unkillable":
-                left_alone.append(_left(holder, "unkillable: uninterruptible sleep (D); a reset, reload or reboot is needed"))
+                left_alone.append(_left(holder, "unkillable: it outlived SIGKILL (journal, %s); a reset, reload or reboot is needed"
+                                        % holder.get("outlived_kill")))
             elif kind == "zombie":
                 zombies.append(holder)
             elif kind == "skip":
@@ -310,6 +316,50 @@ class HolderKiller:
                 targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"],
                                       source=holder_source(holder)))
         return targets, zombies, containers
+
+    def _zombie_parents(self, zombies):
+        """The parents SIGCHLD (and, allowed, the signal sequence) would go to: a frozen one reaps nothing either."""
+        if not self.params["reap_zombies"]:
+            return []
+        parents = [parent_of(zombie["pid"]) for zombie in zombies]
+        return [Target(parent["pid"], parent["start_time"]) for parent in parents
+                if parent and parent.get("start_time") is not None and not refusal(Target(parent["pid"], parent["start_time"]), self.policy)]
+
+    def _thaw(self, targets, check_mode):
+        """Thaw the frozen cgroups that hold targets, when thaw_frozen allows it; else refuse the run, naming them.
+
+        A frozen task acts on no signal until thawed (under the v1 freezer not even on SIGKILL); thawing happens first,
+        so that TERM can run its handler. [{"cgroup", "file", "version", "pids", "ok", "message"}], one per cgroup.
+        Only targets the rules let this run signal count: a frozen cgroup of a busy, protected or refused process (a
+        Slurm job suspended through the freezer) is neither thawed nor a reason to refuse; that process is left alone."""
+        frozen = {}
+        for target in targets:
+            if refusal(target, self.policy):
+                continue
+            found = frozen_cgroup(target.pid)
+            if found:
+                frozen.setdefault(found["cgroup"], (found, []))[1].append(target)
+        if not frozen:
+            return []
+        if not self.params["thaw_frozen"]:
+            self.module.fail_json(changed=False, msg="refused: %s; a frozen task acts on no signal until it is thawed (under "
+                                  "the v1 freezer not even SIGKILL); thaw_frozen=true allows this run to thaw it" % "; ".join(
+                                      "pid %s: %s" % (",".join(str(t.pid) for t in members), describe(found))
+                                      for found, members in frozen.values()))
+        thawed = []
+        for cgroup, (found, members) in sorted(frozen.items()):
+            entry = {"cgroup": cgroup, "file": found["file"], "version": found["version"], "pids": [t.pid for t in members],
+                     "ok": True, "message": None}
+            if not check_mode:
+                entry_id = self.journal.intent("thaw_cgroup", cgroup=cgroup, file=found["file"], pids=entry["pids"]) if self.journal else None
+                entry["message"] = thaw(members[0].pid, found, self.params["grace"])
+                entry["ok"] = entry["message"] is None
+                if self.journal:
+                    self.journal.outcome(entry_id, entry["ok"], cgroup=cgroup, error=entry["message"])
+            for target in members:
+                target.thawed = True
+            thawed.append(entry)
+        return thawed
 
     def would_end(self, holders, snapshot):
         """Every live process that end(holders) would end, with what the snapshot says it holds: the plain targets
@@ -436,7 +486,7 @@ def refuse_outside(module, outside, selected):
 def acted(result):
     """Whether ending changed the node: a signal sent (to a holder, or to a zombie's parent), a container stopped."""
     return bool(result["signalled"] or [z for z in result["zombies"] if z.get("reaped_by") or z.get("parent_signalled")]
-                or [c for c in result["containers"] if c["ok"]])
+                or [c for c in result["containers"] if c["ok"]] or [t for t in result.get("thawed") or [] if t["ok"]])
 
 
 def ended_pids(result):
@@ -451,11 +501,18 @@ def failures(result):
     """Actions that were attempted and failed, as sentences: a failed action is reported as failed."""
     stops = ["could not stop %s container %s: %s" % (c["runtime"], c["id"], c["message"] or "no message")
              for c in result["containers"] if not c["ok"]]
-    survivors = ["pid %s (%s) still runs after %s" % (s["pid"], s.get("name"), ", ".join(s.get("signals") or []))
-                 for s in result["signalled"] if not s.get("exited")]
+    survivors = ["pid %s (%s) still runs after %s" % (s["pid"], s.get("name"), _after(s)) for s in result["signalled"] if not s.get("exited")]
     stayed = ["pid %s (%s) of %s container %s still runs after the container was stopped" % (s["pid"], s.get("name"), c["runtime"], c["id"])
               for c in result["containers"] for s in c.get("survivors") or []]
-    return stops + stayed + survivors
+    thaws = ["could not thaw cgroup %s: %s" % (t["cgroup"], t["message"]) for t in result.get("thawed") or [] if not t["ok"]]
+    return thaws + stops + stayed + survivors
+
+
+def _after(entry):
+    """What was sent to a process that still runs, and what was not sent and why."""
+    sent = ", ".join(entry.get("signals") or []) or "no signal"
+    skipped = "; ".join("%s not sent: %s" % (skip["signal"], skip["why"]) for skip in entry.get("not_sent") or [])
+    return sent + (" (%s)" % skipped if skipped else "")
 
 
 def still_holding(result, holders):

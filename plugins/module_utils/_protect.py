@@ -96,8 +96,6 @@ def refusal(target, policy, self_pid=None):
         return "pid reused: start time %s, expected %s" % (info.get("start_time"), target.start_time)
     if pid in _own_lineage(self_pid):
         return "ancestor of this Ansible run"
-    if info.get("state") == "D":
-        return "unkillable: uninterruptible sleep (D)"
     permission = _permission(pid)
     if permission:
         return permission

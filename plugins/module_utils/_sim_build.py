@@ -19,6 +19,7 @@ A node lives under one directory (the root):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ import signal
 import sys
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import parse_mountinfo
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import GPU_COMMANDS
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import NVIDIA_PCI_VENDOR, SIM_REGISTRY
@@ -38,8 +40,11 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state impo
 
 STATE_VERSION = 1
 HOLDER_KINDS = ("fd", "mmap", "inherited", "zombie", "ignores_term", "leader_exited", "leader_exited_ignores_term",
+                "term_checkpoint", "blocks_term", "stopped_checkpoint", "pidns_init", "pidns_init_checkpoint", "vfork_parent",
                 "second_node", "mount_namespace", "own_fd_table", "o_path")
 HOLDER_TYPES = ("C", "G", "C+G")
+FREEZE_WHEN = ("never", "at_start", "on_term")
+FREEZABLE_KINDS = ("fd", "ignores_term", "blocks_term", "term_checkpoint")
 COMPUTE_MODES = ("Default", "Exclusive_Thread", "Prohibited", "Exclusive_Process")
 RECOVERY_ACTIONS = ("none", "reset", "reboot", "drain_p2p", "drain_and_reset")
 DEFAULT_MODULE_PARAMS = {"nvidia_drm": {"modeset": "Y"}}
@@ -50,7 +55,7 @@ DEFAULT_GPU_RESERVED_MIB = 552
 DEFAULT_BUS_NUMBERS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 # What the node's lib/ holds: everything its tools, its NVML and its processes import, and nothing else.
 LIB_FILES = ("_sim_state.py", "_sim_rules.py", "_sim_processes.py", "_sim_programs.py", "_sim_tools.py",
-             "_sim_dcgmi.py", "_sim_nvml.py", "_procscan.py", "_pci.py")
+             "_sim_dcgmi.py", "_sim_nvml.py", "_procscan.py", "_pci.py", "_freezer.py")
 DIAG_RESULTS = ("pass", "warn", "fail")
 # DCGM's command line, installed only on a node built with dcgm (a node without DCGM has no gate to pass).
 DCGM_COMMANDS = ("dcgmi",)
@@ -212,8 +217,55 @@ def _holder_specs(state, root, holders):
         specs.append({"role": "holder", "kind": kind, "name": name, "gpus": gpus, "memory_mib": memory,
                       "type": htype, "user": holder.get("user"), "run_as": _resolve_user(holder.get("user"), where),
                       "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher",
-                      "parent_devices": parent_devices})
+                      "parent_devices": parent_devices,
+                      "cgroup": _holder_cgroup(root, number, kind, holder, where), "freeze": holder.get("freeze") or "never"})
     return specs
+
+
+def _holder_cgroup(root, number, kind, holder, where):
+    """{"version", "dir"} of the cgroup of its own a holder with a freezer runs in, or None."""
+    version = holder.get("freezer")
+    if not version:
+        if (holder.get("freeze") or "never") != "never":
+            raise SimError("%s.freeze %r needs %s.freezer (v1 or v2)" % (where, holder["freeze"], where))
+        return None
+    if kind not in FREEZABLE_KINDS:
+        raise SimError("%s.freezer: kind %s cannot run in a cgroup of its own (only %s)" % (where, kind, ", ".join(FREEZABLE_KINDS)))
+    if os.geteuid() != 0:
+        raise SimError("%s.freezer: a cgroup of its own needs root (this runs as uid %d)" % (where, os.geteuid()))
+    with open("/proc/self/mountinfo") as handle:
+        mounts = parse_mountinfo(handle.read())
+    mount = mounts["v1"].get("freezer") if version == "v1" else mounts["v2"]
+    if not mount:
+        raise SimError("%s.freezer: this machine has no %s mounted" % (where, "v1 freezer" if version == "v1" else "cgroup v2"))
+    tag = hashlib.sha256(os.path.abspath(root).encode("utf-8")).hexdigest()[:12]
+    return {"version": version, "dir": os.path.join(mount[0], "gpuops-sim-%s-%d" % (tag, number))}
+
+
+def _release_cgroups(state):
+    """Thaw the holders' cgroups (a v1 frozen task outlives SIGKILL until thawed): before the kill."""
+    for holder in state.get("holders", []):
+        cgroup = holder.get("cgroup")
+        if cgroup:
+            name = "freezer.state" if cgroup["version"] == "v1" else "cgroup.freeze"
+            try:
+                with open(os.path.join(cgroup["dir"], name), "w") as handle:
+                    handle.write("THAWED" if cgroup["version"] == "v1" else "0")
+            except OSError:
+                pass
+
+
+def _remove_cgroups(state):
+    for holder in state.get("holders", []):
+        cgroup = holder.get("cgroup")
+        deadline = time.monotonic() + 2.0
+        while cgroup and os.path.isdir(cgroup["dir"]):
+            try:
+                os.rmdir(cgroup["dir"])
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
 
 
 def _initial_state(root, spec):
@@ -295,7 +347,7 @@ def create_node(root, spec):
 
 
 def _make_tree(root, state):
-    for sub in ("dev/dri", "bin", "lib", "run/spawn", "run/specs", "run/ready", "var", "sys/module"):
+    for sub in ("dev/dri", "bin", "lib", "run/spawn", "run/specs", "run/ready", "run/checkpoints", "var", "sys/module"):
         os.makedirs(os.path.join(root, sub), exist_ok=True)
     names = ["nvidia%d" % gpu["index"] for gpu in state["gpus"]] + list(CONTROL_DEVICES)
     for name in names:
@@ -310,6 +362,7 @@ def _make_tree(root, state):
     os.chmod(root, 0o755)
     # Holders that run as another user report back here after dropping privileges: sticky and open, like /tmp.
     os.chmod(os.path.join(root, "run", "ready"), 0o1777)
+    os.chmod(os.path.join(root, "run", "checkpoints"), 0o1777)
     write_module_views(root, state)
     _write_drm_vendors(root)
     open(os.path.join(root, "kernel.log"), "a").close()
@@ -365,6 +418,7 @@ def destroy_node(root):
         state = load_state(root)
     except SimError:
         state = {"processes": []}
+    _release_cgroups(state)
     records = list(state.get("processes", [])) + _ready_reports(root)
     others = [(p["pid"], p["start_time"]) for p in records if p.get("role") != "supervisor" and p.get("pid")]
     supervisors = [(p["pid"], p["start_time"]) for p in records if p.get("role") == "supervisor"]
@@ -381,6 +435,7 @@ def destroy_node(root):
             send_signal(pid, signal.SIGKILL)
     for pid, st in others + supervisors:
         _reap(pid, st)
+    _remove_cgroups(state)
     shutil.rmtree(root, ignore_errors=True)
     return True
 

@@ -17,10 +17,12 @@ import threading
 import time
 
 try:
+    from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import frozen_cgroup
     from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
     from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state import (
         SimError, dev_path, gpu_device, load_state, process_exists, update_state, write_json_atomic)
 except ImportError:  # running from <root>/lib as plain modules
+    from _freezer import frozen_cgroup  # type: ignore[no-redef] # pylint: disable=import-error
     from _procscan import read_process  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_state import (  # type: ignore[no-redef] # pylint: disable=import-error
         SimError, dev_path, gpu_device, load_state, process_exists, update_state, write_json_atomic)
@@ -38,6 +40,10 @@ SERVICES = {
     "display-manager": {"unit": "gdm.service", "process": "gdm3", "description": "GNOME Display Manager",
                         "aliases": ["display-manager.service", "gdm3.service"]},
 }
+# Holder kinds that stop themselves once they have reported, and the state spawn() waits for.
+STOPPED_KINDS = {"stopped_checkpoint": "T"}
+# Holder kinds with a TERM handler that writes <root>/run/checkpoints/<spawn id> (their record's "checkpoint").
+CHECKPOINT_KINDS = ("term_checkpoint", "stopped_checkpoint", "pidns_init_checkpoint")
 XORG_NAME = "Xorg"
 XORG_MEMORY_MIB = 24
 
@@ -105,12 +111,33 @@ def wait_ready(root, spec):
     while time.monotonic() < deadline:
         if os.path.exists(ready):
             with open(ready) as handle:
-                return json.load(handle)
+                report = json.load(handle)
+            _wait_state(report["pid"], STOPPED_KINDS.get(spec.get("kind")), deadline)
+            if spec.get("freeze") == "at_start":
+                _wait_frozen(report["pid"], deadline)
+            report["spawn_id"] = spec["id"]
+            return report
         if os.path.exists(failed):
             with open(failed) as handle:
                 raise SimError("%s %r did not start: %s" % (spec.get("role"), spec.get("name"), handle.read().strip()))
         time.sleep(0.02)
     raise SimError("%s %r did not report ready within %.0f s" % (spec.get("role"), spec.get("name"), SPAWN_TIMEOUT))
+
+
+def _wait_state(pid, state, deadline):
+    """Until pid is in state (a holder that stops itself after its report), when there is one to wait for."""
+    while state and (read_process(pid) or {}).get("state") != state:
+        if time.monotonic() > deadline:
+            raise SimError("pid %d did not reach state %s" % (pid, state))
+        time.sleep(0.02)
+
+
+def _wait_frozen(pid, deadline):
+    """Until pid's cgroup is frozen (a holder that freezes itself after its report)."""
+    while frozen_cgroup(pid) is None or (frozen_cgroup(pid) or {}).get("state") not in ("FROZEN", "frozen"):
+        if time.monotonic() > deadline:
+            raise SimError("pid %d was not frozen" % pid)
+        time.sleep(0.02)
 
 
 def record_holder(root, spec, report):
@@ -119,7 +146,10 @@ def record_holder(root, spec, report):
               "type": spec.get("type", "C"), "user": spec.get("user"),
               "gpus": dict((str(index), int(spec.get("memory_mib", 0))) for index in spec.get("gpus", [])),
               "parent_pid": report.get("parent_pid"), "parent_start_time": report.get("parent_start_time"),
-              "role": spec["role"], "service": spec.get("service")}
+              "role": spec["role"], "service": spec.get("service"),
+              "checkpoint": os.path.join(root, "run", "checkpoints", report["spawn_id"])
+              if spec["kind"] in CHECKPOINT_KINDS or spec.get("freeze") == "on_term" else None,
+              "cgroup": spec.get("cgroup")}
 
     def record(state):
         state["holders"].append(holder)

@@ -35,6 +35,10 @@ except ImportError:  # running from <root>/lib as plain modules
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+CLONE_NEWPID = 0x20000000
+CLONE_VFORK = 0x00004000
+CLONE_SYSCALL = {"x86_64": 56, "aarch64": 220}
 CLONE_FILES = 0x400
 CLONE_NEWNS = 0x20000
 MS_BIND = 0x1000
@@ -99,9 +103,26 @@ def run_holder(spec_path):
         os.setgid(gid)
         os.setuid(uid)
     kind = spec.get("kind", "fd")
+    if spec.get("cgroup"):
+        _enter_cgroup(spec["cgroup"])
     if kind in ("ignores_term", "leader_exited_ignores_term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # process-wide: the threads of the group share it
-    if kind == "mmap":
+    if kind in ("term_checkpoint", "stopped_checkpoint"):
+        _checkpoint_on_term(spec)
+    if spec.get("freeze") == "on_term":
+        _freeze_on_term(spec)
+    if kind == "blocks_term":
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    if kind in ("pidns_init", "pidns_init_checkpoint"):
+        _hold_as_namespace_init(spec)
+    elif kind == "vfork_parent":
+        _hold_as_vfork_parent(spec)
+    elif kind == "stopped_checkpoint":
+        fds = _open_devices(spec["devices"])
+        _report(spec, _own_identity())
+        os.kill(os.getpid(), signal.SIGSTOP)  # the spawner waits for state T
+        _sleep_forever(fds)
+    elif kind == "mmap":
         _hold_mapped(spec)
     elif kind == "inherited":
         _hold_inherited(spec)
@@ -123,9 +144,98 @@ def run_holder(spec_path):
         fds = _open_devices(spec["devices"])
         _start_children(spec)
         _report(spec, _own_identity())
+        if spec.get("freeze") == "at_start":
+            _freeze(spec["cgroup"])
         _sleep_forever(fds)
 
 
+def checkpoint_path(spec):
+    """The file a holder with a TERM handler writes when its handler runs (what a job saves before it exits)."""
+    return os.path.join(spec["root"], "run", "checkpoints", spec["id"])
+
+
+def _checkpoint_on_term(spec):
+    path = checkpoint_path(spec)
+
+    def _on_term(signum, frame):  # pylint: disable=unused-argument
+        with open(path, "w") as handle:
+            handle.write("checkpoint of pid %d\n" % os.getpid())
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, _on_term)
+
+
+def _enter_cgroup(cgroup):
+    os.makedirs(cgroup["dir"], exist_ok=True)
+    with open(os.path.join(cgroup["dir"], "cgroup.procs"), "w") as handle:
+        handle.write(str(os.getpid()))
+
+
+def _freeze(cgroup):
+    """Freeze our own cgroup: we stop at the next return to user space."""
+    name, value = ("freezer.state", "FROZEN") if cgroup["version"] == "v1" else ("cgroup.freeze", "1")
+    with open(os.path.join(cgroup["dir"], name), "w") as handle:
+        handle.write(value)
+
+
+def _freeze_on_term(spec):
+    path = checkpoint_path(spec)
+
+    def _on_term(signum, frame):  # pylint: disable=unused-argument
+        _freeze(spec["cgroup"])
+        time.sleep(0.05)  # frozen here until thawed; a SIGKILL sent meanwhile ends us on the thaw
+        with open(path, "w") as handle:
+            handle.write("checkpoint of pid %d after a thaw\n" % os.getpid())
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, _on_term)
+
+
+def _hold_as_namespace_init(spec):
+    """Become the parent of the init of a new PID namespace, which holds the devices; report its pid as we see it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWPID) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID) failed (needs root)")
+    ready_r, ready_w = os.pipe()
+    child = os.fork()
+    if child == 0:  # pid 1 of the new namespace
+        os.close(ready_r)
+        _set_process_name(spec["name"])
+        if spec["kind"] == "pidns_init_checkpoint":
+            _checkpoint_on_term(spec)
+        fds = _open_devices(spec["devices"])
+        os.write(ready_w, b"1")
+        os.close(ready_w)
+        _sleep_forever(fds)
+    os.close(ready_w)
+    os.read(ready_r, 1)
+    _report(spec, {"pid": child, "start_time": start_time(child)})
+    os._exit(0)  # the supervisor, a subreaper, adopts the namespace's init
+
+
+def _hold_as_vfork_parent(spec):
+    """Hold the devices and vfork a child that never execs: the parent waits for it in a killable sleep, which /proc
+    shows as D. The child (it closed the devices) reports the parent once the parent waits, and dies with it."""
+    machine = os.uname().machine
+    if machine not in CLONE_SYSCALL:
+        raise OSError(0, "vfork_parent: no clone syscall number for %s" % machine)
+    fds = _open_devices(spec["devices"])
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    # clone(CLONE_VFORK | SIGCHLD) without CLONE_VM: the child has its own copy of memory, so it may run Python.
+    child = libc.syscall(CLONE_SYSCALL[machine], CLONE_VFORK | signal.SIGCHLD, 0, 0, 0, 0)
+    if child == 0:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        for fd in fds:
+            os.close(fd)
+        parent = os.getppid()
+        while (read_process(parent) or {}).get("state") != "D":
+            time.sleep(0.01)
+        _report(spec, {"pid": parent, "start_time": start_time(parent)})
+        _sleep_forever()
+    if child < 0:
+        raise OSError(ctypes.get_errno(), "clone(CLONE_VFORK) failed")
+    os._exit(0)  # reached only if the child exited: it never does
 def _start_children(spec):
     """Start the processes a service starts itself (the display manager's Xorg): our children, reaped by the kernel
     (SIGCHLD ignored) like a display manager reaps the server it started."""

@@ -13,8 +13,9 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import cgroup_mounts, frozen_cgroup
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import probe_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill, probe_journal, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
@@ -153,8 +154,6 @@ def _holder_class(record, types, role):
     # A leader-exited thread group is alive: read_process gives it a live thread's state, never Z.
     if record["state"] == "Z" and not record.get("leader_exited"):
         return "zombie"
-    if record["state"] == "D":
-        return "unkillable"
     if role and role["role"] == DAEMON:
         return "gpu_daemon"
     if "C" in types:
@@ -320,6 +319,22 @@ def reset_blockers(holders):
     return blockers
 
 
+def mark_unkillable(holders, journal_path):
+    """Name the frozen cgroup of every holder in one, and class "unkillable" a holder that outlived SIGKILL (the
+    journal says so) outside one: uninterruptible sleep (D) alone is no evidence, SIGKILL ends most of it. The journal
+    is read only when a holder is in D, as a process that outlives SIGKILL is."""
+    mounts = cgroup_mounts()
+    for holder in holders:
+        holder["frozen_cgroup"] = frozen_cgroup(holder["pid"], mounts=mounts) if holder.get("visible", True) else None
+    if not any(h.get("state") == PROCESS_STATES["D"] for h in holders):
+        return
+    survivors = outlived_kill(recent_records(journal_path)[0])
+    for holder in holders:
+        when = survivors.get((holder["pid"], holder.get("start_time")))
+        if when and holder["state"] == PROCESS_STATES["D"] and not holder["frozen_cgroup"]:
+            holder.update({"class": "unkillable", "outlived_kill": when})
+
+
 def _start_epochs(holders):
     epochs = {}
     for holder in holders:
@@ -351,6 +366,7 @@ def take_snapshot(module, layout, options):
     jobs = JobProbe(module) if scan or listed else None
     holders = build_holders(scan, gpus, members=members, jobs=jobs)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
+    mark_unkillable(holders, options.journal_path or layout.journal_file)
     confirm_holders(module, holders)  # a cgroup name is a container only when its runtime says so
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.

@@ -16,6 +16,7 @@ import signal
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils._signal_state import HANDLER, TERM, plan, read_facts
 
 POLL_INTERVAL = 0.05
 
@@ -23,8 +24,10 @@ POLL_INTERVAL = 0.05
 class Target:
     """A process to signal: pid, its start time when it was detected, and why it is targeted."""
 
-    def __init__(self, pid, start_time, reason="", source=None):
+    def __init__(self, pid, start_time, reason="", source=None, thawed=False):
         self.pid = int(pid)
+        # Its frozen cgroup is thawed before the first signal: its D or stopped look is the freezer's.
+        self.thawed = thawed
         self.start_time = None if start_time is None else int(start_time)
         self.reason = reason
         # What the journal records of who this is (_journal.holder_source), so that a leak can be traced to its source.
@@ -130,74 +133,82 @@ def _wait_for_exit(entries, grace, started):
         time.sleep(POLL_INTERVAL)
 
 
-# --- check mode predictions -------------------------------------------------------------------------------
-
-def _signal_mask(pid, field):
-    """The SigIgn / SigCgt mask of pid as an int (0 when unreadable)."""
-    try:
-        with open("/proc/%d/status" % pid, "r", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith(field + ":"):
-                    return int(line.split(":", 1)[1].strip(), 16)
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def _handles(mask, signum):
-    return bool(mask & (1 << (signum - 1)))
-
+# --- the plan -----------------------------------------------------------------------------------------------
 
 def catches(pid, signum):
     """Whether pid has a handler installed for signum."""
-    return _handles(_signal_mask(pid, "SigCgt"), signum)
+    facts = read_facts(pid)
+    return bool(facts and facts["caught"] & (1 << (signum - 1)))
 
 
-def predicted_signals(pid, signals):
-    """The signals a real run would send: the next one follows only if this one is ignored."""
-    ignored = _signal_mask(pid, "SigIgn")
-    sent = []
-    for name in signals:
-        sent.append(signal_name(name))
-        if not _handles(ignored, signal_number(name)):
-            break
-    return sent
+def _plan_entry(entry, signals):
+    """Read the process's signal state and put its plan (_signal_state.plan) into the entry; the same in check mode
+    and in the real run, so that check mode says what the run does."""
+    facts = read_facts(entry["pid"]) or {"state": "?", "blocked": 0, "ignored": 0, "caught": 0, "pending": 0,
+                                          "tracer_pid": 0, "nspid": []}
+    entry["_plan"] = plan(facts, [signal_number(name) for name in signals], frozen=entry["_target"].thawed)
+    entry.update(expected=entry["_plan"]["expected"], why=entry["_plan"]["why"], kill_follows=entry["_plan"]["kill_follows"],
+                 state=facts["state"], not_sent=[])
+
+
+def _predicted(entry):
+    """Check mode's entry: the signals the plan sends, and whether the process is expected to end."""
+    entry["signals"] = list(entry["_plan"]["signals"])
+    entry["not_sent"] = [dict(skip) for skip in entry["_plan"]["not_sent"]]
+    entry["exited"] = entry["expected"] in (TERM, HANDLER) or "KILL" in entry["signals"]
+    return entry
 
 
 # --- terminate ------------------------------------------------------------------------------------------
 
-def _signal_round(entries, signum, journal, started):
-    """Send one signal to every entry still running; returns the entries that were not signalled."""
-    name = signal_name(signum)
-    not_sent = []
+def _send(entry, name, signum, journal, started):
+    """Send one signal to the entry (journalled); None when sent, else why not."""
+    entry_id = None
+    if journal is not None:
+        entry_id = journal.intent("signal", pid=entry["pid"], start_time=entry["start_time"], name=entry["name"],
+                                  signal=name, reason=entry["_target"].reason, source=entry["_target"].source)
+    started.setdefault(entry["pid"], time.monotonic())
+    why_not = send_checked(entry["pid"], entry["start_time"], signum)
+    if why_not is None:
+        entry["signals"].append(name)
+        entry.setdefault("_journal_ids", []).append((entry_id, name))
+    elif journal is not None:
+        journal.outcome(entry_id, False, pid=entry["pid"], signal=name, error=why_not)
+    return why_not
+
+
+def _signal_round(entries, position, journal, started):
+    """Carry out step `position` of each running entry's plan: send its signal (and SIGCONT to a stopped process),
+    or record why it is not sent. Returns (entries to wait for, [(entry, why not)] for signals that could not be sent)."""
+    waiting, not_sent = [], []
     for entry in entries:
         if entry["exited"]:
             continue
-        entry_id = None
-        if journal is not None:
-            entry_id = journal.intent("signal", pid=entry["pid"], start_time=entry["start_time"], name=entry["name"],
-                                      signal=name, reason=entry["_target"].reason, source=entry["_target"].source)
-        started.setdefault(entry["pid"], time.monotonic())
-        why_not = send_checked(entry["pid"], entry["start_time"], signum)
-        if why_not is None:
-            entry["signals"].append(name)
-            entry["_journal_id"] = entry_id
-        else:
-            entry["_journal_id"] = None
-            if journal is not None:
-                journal.outcome(entry_id, False, pid=entry["pid"], signal=name, error=why_not)
+        step = entry["_plan"]["steps"][position]
+        if not step["send"]:
+            entry["not_sent"].append({"signal": step["signal"], "why": step["why"]})
+            continue
+        why_not = _send(entry, step["signal"], signal_number(step["signal"]), journal, started)
+        if why_not is None and step["cont"]:
+            why_not = _send(entry, "CONT", signal.SIGCONT, journal, started)
+        if why_not is not None:
             not_sent.append((entry, why_not))
-    return not_sent
+        elif step["wait"]:
+            waiting.append(entry)
+    return waiting, not_sent
 
 
-def _journal_wait_outcomes(entries, signum, journal):
+def _journal_wait_outcomes(entries, journal):
     if journal is None:
         return
     for entry in entries:
-        entry_id = entry.pop("_journal_id", None)
-        if entry_id is not None:
-            journal.outcome(entry_id, True, pid=entry["pid"], signal=signal_name(signum), exited=entry["exited"],
-                            zombie=entry.get("_zombie", False), seconds=entry["seconds"])
+        for entry_id, name in entry.pop("_journal_ids", []):
+            details = {}
+            if name == "KILL" and not entry["exited"]:
+                # The evidence the verdict reads (_journal.outlived_kill): this process outlived SIGKILL.
+                details = {"outlived_kill": True, "state": (_procscan.read_process(entry["pid"]) or {}).get("state")}
+            journal.outcome(entry_id, True, pid=entry["pid"], signal=name, exited=entry["exited"],
+                            zombie=entry.get("_zombie", False), seconds=entry["seconds"], **details)
 
 
 def _resolve_not_sent(not_sent, skipped, started):
@@ -221,31 +232,34 @@ def _entry(target, name):
 
 
 def terminate(triaged, signals=("TERM", "KILL"), grace=10.0, journal=None, check_mode=False):
-    """Signal the triaged [(Target, name)] with the sequence signals, waiting up to grace seconds after each for
-    them to exit. Who may be signalled is decided before (_protect.triage); here only a target that exited or
-    whose pid was reused before its first signal is skipped.
+    """Signal the triaged [(Target, name)] with the sequence signals as each one's plan (_signal_state.plan) says:
+    a signal that cannot act on it is not sent, one that can is followed by up to grace seconds for it to exit
+    (SIGKILL too: a process that outlives it is journalled as such). Who may be signalled is decided before
+    (_protect.triage); here only a target that exited or whose pid was reused before its first signal is skipped.
 
-    Returns {"signalled": [{"pid", "start_time", "name", "signals", "exited", "seconds"}],
-    "skipped": [{"pid", "start_time", "name", "reason"}], "zombies": [{"pid", "start_time", "name"}] (signalled
-    targets that exited and are left unreaped)}.
+    Returns {"signalled": [{"pid", "start_time", "name", "signals", "exited", "seconds", "expected", "why",
+    "kill_follows", "state", "not_sent"}], "skipped": [{"pid", "start_time", "name", "reason"}], "zombies": [{"pid",
+    "start_time", "name"}] (signalled targets that exited and are left unreaped)}. In check mode nothing is sent and
+    "signals" and "exited" are the plan's.
     """
     entries, skipped = [_entry(target, name) for target, name in triaged], []
+    for entry in entries:
+        _plan_entry(entry, signals)
     if check_mode:
-        for entry in entries:
-            entry["signals"] = predicted_signals(entry["pid"], signals)
-            entry["exited"] = True
-        return {"signalled": [_public(entry) for entry in entries], "skipped": skipped, "zombies": []}
+        return {"signalled": [_public(_predicted(entry)) for entry in entries], "skipped": skipped, "zombies": []}
 
     started = {}
-    for name in signals:
-        signum = signal_number(name)
+    for position in range(len(signals)):
         if all(entry["exited"] or entry.get("_drop") for entry in entries):
             break
-        not_sent = _signal_round([entry for entry in entries if not entry.get("_drop")], signum, journal, started)
-        _resolve_not_sent(not_sent, skipped, started)
         live = [entry for entry in entries if not entry.get("_drop")]
-        _wait_for_exit(live, grace, started)
-        _journal_wait_outcomes(live, signum, journal)
+        waiting, not_sent = _signal_round(live, position, journal, started)
+        _resolve_not_sent(not_sent, skipped, started)
+        waiting = [entry for entry in waiting if not entry.get("_drop")]
+        if waiting:
+            _wait_for_exit(waiting, grace, started)
+        # Every signal sent gets its outcome, also a TERM whose SIGCONT found the process gone already.
+        _journal_wait_outcomes([entry for entry in live if not entry.get("_drop")], journal)
     for entry in entries:
         if not entry["exited"] and entry["pid"] in started:
             entry["seconds"] = round(time.monotonic() - started[entry["pid"]], 3)

@@ -69,7 +69,7 @@ def entry_rung(snapshot, rungs=RUNGS, end_running_jobs=False):
 
 def kill_targets(snapshot, platform="linux", end_running_jobs=False):
     """The holders the kill rung ends: those holding a GPU, except GPU daemons (the reset and reload rungs stop and
-    start them), processes in uninterruptible sleep (no signal ends them; the verdict asks for a reboot) and, unless
+    start them), processes that outlived SIGKILL (no signal ends them; the verdict asks for a reboot) and, unless
     end_running_jobs, the processes of live scheduler jobs (busy). On Windows only compute contexts: the WSL VM, dwm,
     applications that only draw and system processes have rungs of their own (wsl, restart_adapter, logoff). Who among
     them may be ended is the protect rules' (_protect.refusal, plugin_utils/_win_protect.refusal)."""
@@ -158,7 +158,8 @@ def _holder_findings(finding, gpu, holders):
         what = "pid %s (%s)" % (holder["pid"], holder.get("name"))
         memory = " with %s MiB" % holder["used_mib"] if holder.get("used_mib") is not None else ""
         if holder["class"] == "unkillable":
-            finding.need("reboot", "%s holds GPU %s%s in uninterruptible sleep (D): no signal ends it" % (what, gpu["index"], memory))
+            finding.need("reboot", "%s holds GPU %s%s and outlived SIGKILL (journal, %s): no signal ends it"
+                         % (what, gpu["index"], memory, holder.get("outlived_kill")))
         elif holder["class"] == BUSY_CLASS:
             finding.reasons.append({"rung": NO_RUNG, "reason": "%s holds GPU %s%s in a running job (%s): busy, not stuck; "
                                     "ended only with end_running_jobs" % (what, gpu["index"], memory, (holder.get("job") or {}).get("why"))})
@@ -166,7 +167,18 @@ def _holder_findings(finding, gpu, holders):
             finding.need("kill", "%s holds GPU %s%s as a zombie: its parent pid %s (%s) must reap it"
                          % (what, gpu["index"], memory, holder.get("ppid"), holder.get("parent_name")))
         else:
-            finding.need("kill", "%s holds GPU %s%s (%s)" % (what, gpu["index"], memory, holder["class"]))
+            finding.need("kill", "%s holds GPU %s%s (%s)%s" % (what, gpu["index"], memory, holder["class"], _held_by(holder)))
+
+
+def _held_by(holder):
+    """What keeps a signal from acting at once: a frozen cgroup, or uninterruptible sleep (D), which is no evidence
+    for a reboot until the process outlives SIGKILL."""
+    frozen = holder.get("frozen_cgroup")
+    if frozen:
+        return ": its cgroup %s is frozen (%s): it acts on no signal until thawed (thaw_frozen)" % (frozen["cgroup"], frozen["file"])
+    if holder.get("state") == "disk-sleep":
+        return ": in uninterruptible sleep (D), which SIGKILL ends unless it never wakes; only outliving SIGKILL calls for a reboot"
+    return ""
 
 
 def _event_what(event):

@@ -16,7 +16,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._terminate impo
 
 
 def _predict_reap(parent, policy):
-    if catches(parent["pid"], signal.SIGCHLD):
+    # A stopped parent (T, or t under a tracer) runs no handler, and SIGCHLD gets no SIGCONT: it reaps nothing.
+    if catches(parent["pid"], signal.SIGCHLD) and (_procscan.read_process(parent["pid"]) or {}).get("state") not in ("T", "t"):
         return "sigchld"
     return "parent_terminated" if policy.allow_parents and not supervisor(parent) else None
 
@@ -69,6 +70,9 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
         result["reaped_by"] = _predict_reap(parent, policy)
         result["gone"] = result["reaped_by"] is not None
         result["parent_signalled"] = True  # SIGCHLD goes to every parent that is not refused
+        if result["reaped_by"] == "parent_terminated":
+            # What the run would send the parent, planned from its signal state as for any process.
+            result["parent_result"] = terminate_permitted([parent_target], policy, signals, grace, None, True, self_pid)
         return result
 
     why_not = _send_sigchld(parent, journal)

@@ -133,7 +133,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_config imp
     wanted_settings,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, path_failure
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
@@ -166,6 +166,9 @@ class GpuConfigWorker:
         self.params = module.params
         self.layout = current_layout()
         self.journal = Journal(self.params["journal_path"] or self.layout.journal_file, run_id=self.params["run_id"])
+        failure = path_failure(self.journal.path, bool(self.params["journal_path"]))
+        if failure:
+            module.fail_json(msg=failure, changed=False)
         self.wanted = wanted_settings(self.params["compute_mode"], self.params["persistence_mode"])
         self.result = {"changed": False, "gpus": [], "settings": [], "journal": []}
 

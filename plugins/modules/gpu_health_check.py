@@ -50,6 +50,15 @@ options:
     type: list
     elements: int
     default: []
+  run_id:
+    description: The run's identifier, written into the node journal with the check's intent and outcome.
+    type: str
+  journal_path:
+    description:
+      - The node journal (see M(gpuops.remediation.gpu_kill)); defaults to the node's. The check's start is written
+        there before dcgmi runs, and its result after, so that a later run knows a check that never finished (a run
+        killed during it) and does not resume a Slurm drain over it (M(gpuops.remediation.slurm_drain)).
+    type: path
 seealso:
   - module: gpuops.remediation.gpu_ladder
   - name: DCGM diagnostics
@@ -114,13 +123,17 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import (
     TOOL, command_text, diag_argv, health_check, judge, not_installed, timed_out,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import GATE_ACTION
 
 ARGUMENT_SPEC = dict(
     level=dict(type="int", choices=[1, 2, 3, 4], default=1),
     timeout=dict(type="float", default=300.0),
     gpus=dict(type="list", elements="int", default=[]),
+    run_id=dict(type="str"),
+    journal_path=dict(type="path"),
 )
 
 
@@ -154,7 +167,10 @@ def main():
     elif module.check_mode:
         check = health_check(level, "not_run", "check mode: would run %s" % command_text(level))
     else:
+        journal = Journal(module.params["journal_path"] or current_layout().journal_file, run_id=module.params["run_id"])
+        entry = journal.intent(GATE_ACTION, level=level, gpus=gpus, command=command_text(level))
         check = run_diag(module, dcgmi, level, gpus, timeout)
+        journal.outcome(entry, check["result"] == "pass", result=check["result"], reason=check.get("reason"))
     module.exit_json(changed=False, health_check=check)
 
 

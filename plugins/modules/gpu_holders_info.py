@@ -176,6 +176,8 @@ holders:
       description:
         - V(compute), V(graphics_session), V(gpu_daemon), V(busy), V(zombie) or V(unkillable), from what the kernel, the
           driver, the init system and the scheduler say, never from the process name.
+        - V(unkillable) is a process in uninterruptible sleep (D), outside a frozen cgroup, that the journal says outlived
+          SIGKILL (RV(holders[].outlived_kill)); D alone is not, since SIGKILL ends most of it.
         - V(busy) is a process of a live scheduler job (see RV(holders[].job)), reported and never ended unless
           O(gpuops.remediation.gpu_kill#module:end_running_jobs) says so.
         - V(gpu_daemon) is a process the init system runs in a GPU unit (see RV(holders[].unit_role)); a process with a compute
@@ -201,6 +203,17 @@ holders:
           (C(running) false).
       type: dict
       returned: when visible
+    outlived_kill:
+      description: When a run sent this process SIGKILL and it was still there once the wait ran out (the journal's time).
+      type: str
+      returned: when the class is unkillable
+    frozen_cgroup:
+      description:
+        - The frozen cgroup that holds it (v1 freezer C(freezer.state) FROZEN or FREEZING, cgroup v2 C(cgroup.freeze) 1, its
+          own or an ancestor's), with C(version), C(cgroup) (the outermost one frozen), C(holder_cgroup), C(file),
+          C(state) and C(thaw) (what thawing writes); null when none. Its tasks act on no signal until it is thawed.
+      type: dict
+      returned: always
     leader_exited:
       description: Its thread-group leader exited while other threads live on (the leader's stat says Z); alive, not a zombie.
       type: bool

@@ -79,7 +79,12 @@ sources:
       description: The user the processes ran as.
       type: str
     name:
-      description: The program's name.
+      description: The program's name (the kernel's command name, at most 15 bytes).
+      type: str
+    command:
+      description:
+        - The process as C(ps -f) names it, from the first of them - the base name of its argv[0], with its executable's
+          in parentheses when that differs; the name for lines written before it was recorded.
       type: str
     ended:
       description: How many of its processes were ended (one per process and run, whatever the signals).

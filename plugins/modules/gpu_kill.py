@@ -108,7 +108,22 @@ EXAMPLES = r"""
 
 RETURN = r"""
 signalled:
-  description: The processes signalled (in check mode, that would be), with the signals sent and whether they exited.
+  description:
+    - The processes signalled (in check mode, that would be), with the signals sent and whether they exited.
+    - Each also says what its kernel signal state predicted, in check mode and in the run alike - C(expected) (V(term)
+      its default action ends it, V(handler) its handler runs, V(pending) it blocks the signal, V(kill_needed) the
+      signal cannot act), C(why) (the kernel fact), C(kill_follows) (V(at_once), V(after_grace) if it still runs, V(no)),
+      C(not_sent) (signals skipped because they cannot act, each with C(why)) and C(state) (its State letter).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pid: 4242, start_time: 73695, name: trainer, signals: [TERM, CONT], exited: true, seconds: 0.21,
+            expected: handler, kill_follows: after_grace, not_sent: [], state: T,
+            why: "TERM has a handler (SigCgt); it is stopped (T): SIGCONT follows so that it acts"}]
+thawed:
+  description:
+    - Frozen cgroups thawed (in check mode, that would be) before their processes were signalled, with O(thaw_frozen)
+      (C(cgroup), C(file), C(version), C(pids), C(ok), C(message)).
   returned: always
   type: list
   elements: dict
@@ -204,7 +219,8 @@ class GpuKillWorker:
         self.params = module.params
         self.run = Remediation(module)
         self.selection = HolderSelection(self.params, patterns)
-        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "gpus": [],
+        self.result = {"changed": False, "signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "thawed": [],
+                       "gpus": [],
                        "still_listed": [], "journal": []}
 
     def _wait_driver_release(self, pids):
@@ -228,7 +244,7 @@ class GpuKillWorker:
         killer = HolderKiller(self.module, self.run.journal)
         refuse_beyond_selection(self.module, killer, holders, snapshot, gpu_indexes)
         outcome = killer.end(holders)
-        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "unconfirmed_containers", "changed"))
+        self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "unconfirmed_containers", "thawed", "changed"))
         self.result["left_alone"] = left_alone + outcome["left_alone"]
         return snapshot, gpu_indexes
 

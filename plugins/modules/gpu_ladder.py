@@ -210,6 +210,13 @@ slurm_state:
   description: With RV(drain_followup), the O(gpuops.remediation.slurm_drain#module:state) that does it - V(resumed), V(released) or V(held).
   returned: always
   type: str
+slurm_drain_state:
+  description:
+    - With RV(pending) V(drain), the O(gpuops.remediation.slurm_drain#module:state) of the pause - V(drained) before the
+      walk's first destructive rung, V(confirmed) before each later one (the drain checked again - an administrator's
+      resume, or a job on the node, stops the walk).
+  returned: always
+  type: str
 hold_reason:
   description: With RV(drain_followup) V(hold), why the node stays out of service (the health gate's reason); else null.
   returned: always

@@ -118,7 +118,7 @@ services_started:
 killed:
   description:
     - What O(kill_holders) did (in check mode, would do), as M(gpuops.remediation.gpu_kill) reports it (C(signalled),
-      C(left_alone), C(zombies), C(containers), C(unconfirmed_containers)).
+      C(left_alone), C(zombies), C(containers), C(unconfirmed_containers), C(thawed)).
   returned: when kill_holders is true and something blocked the reset
   type: dict
 persistence_restored:

@@ -16,7 +16,9 @@ description:
     C(gpu_inspect_summary); a host with neither is reported as V(not_reached). A host that the fleet guard refused
     (role gpuops.remediation.gpu_remediate) left C(gpu_remediate_guard_refusal), the reason, and is reported as V(refused).
   - Writes C(<run id>.json), C(<run id>.md), C(<run id>.html), C(latest.json), C(latest.md) and C(latest.html) under
-    O(dest); each file is replaced whole, so a reader never sees half a report.
+    O(dest); each file is replaced whole, so a reader never sees half a report. The plan of a V(reset_gpu) run in check
+    mode goes to C(latest-plan.json), C(latest-plan.md) and C(latest-plan.html) instead, leaving the report of the last
+    real run in C(latest.*).
   - The HTML file is one self-contained page (inline CSS, no script, nothing fetched) built from the JSON report alone,
     with a bar per GPU that splits its memory into attributed, ghost, reserved and free, the holders, the rungs taken,
     the memory recovered and the time taken; every string from a node is HTML-escaped. See the collection's docs/report.md.

@@ -126,6 +126,12 @@ options:
             C(inherited) holds fds its parent opened and exited; C(zombie) is an exited child whose parent runs on
             and never reaps it (the zombie holds the memory); C(ignores_term) ignores SIGTERM; C(leader_exited) holds
             the files in a thread after its main thread exited; C(leader_exited_ignores_term) does that and ignores SIGTERM.
+          - C(term_checkpoint) has a SIGTERM handler that writes its RV(holders[].checkpoint) file and exits;
+            C(stopped_checkpoint) has that handler and is stopped (SIGSTOP, state T) once it holds the files;
+            C(blocks_term) blocks SIGTERM (sigprocmask); C(pidns_init) is the init (pid 1) of a PID namespace of its own,
+            without a SIGTERM handler (needs root); C(pidns_init_checkpoint) is that with the checkpoint handler;
+            C(vfork_parent) waits, holding the files, for a vfork child that never execs (a killable wait that
+            C(/proc) shows as D).
           - C(second_node) opens them through nodes of its own outside C(<root>/dev) (hard links, since a simulated
             device is known by its inode, as a real one by its major and minor); C(mount_namespace) opens them through
             a bind mount of C(<root>/dev) in a mount namespace of its own (needs root); C(own_fd_table) opens them
@@ -133,7 +139,8 @@ options:
             with C(O_PATH) descriptors, which never open a device; it is no holder, the driver does not list it,
             and its O(holders[].memory_mib) is ignored.
         type: str
-        choices: [fd, mmap, inherited, zombie, ignores_term, leader_exited, leader_exited_ignores_term, second_node,
+        choices: [fd, mmap, inherited, zombie, ignores_term, leader_exited, leader_exited_ignores_term, term_checkpoint,
+                  blocks_term, stopped_checkpoint, pidns_init, pidns_init_checkpoint, vfork_parent, second_node,
                   mount_namespace, own_fd_table, o_path]
         default: fd
       gpus:
@@ -163,6 +170,21 @@ options:
         description: For O(holders[].kind=zombie), the name of the parent that never reaps it.
         type: str
         default: job-launcher
+      freezer:
+        description:
+          - Put the holder in a cgroup of its own of this hierarchy, the v1 freezer or cgroup v2 (needs root and the
+            hierarchy mounted; C(state=absent) thaws and removes it). Its path is RV(holders[].cgroup).
+          - Only with O(holders[].kind) V(fd), V(ignores_term), V(blocks_term) or V(term_checkpoint).
+        type: str
+        choices: [v1, v2]
+      freeze:
+        description:
+          - When the holder's cgroup (O(holders[].freezer)) is frozen. V(never); V(at_start) once it holds the files;
+            V(on_term) by its own SIGTERM handler, which freezes it (so that it outlives SIGKILL under the v1 freezer)
+            and, once thawed, writes its RV(holders[].checkpoint) and exits.
+        type: str
+        choices: [never, at_start, on_term]
+        default: never
       parent_gpus:
         description:
           - For O(holders[].kind=zombie), indexes of the GPUs its parent holds open itself (C(nvidia<N>), C(nvidiactl),
@@ -331,6 +353,14 @@ holders:
     parent_start_time:
       description: For a zombie, the start time of that parent.
       type: int
+    cgroup:
+      description: The cgroup directory O(holders[].freezer) put it in; null without one.
+      type: str
+    checkpoint:
+      description:
+        - For a holder with a TERM handler (O(holders[].kind=term_checkpoint), V(stopped_checkpoint),
+          V(pidns_init_checkpoint)), the file its handler writes before it exits; null for the others.
+      type: str
   sample: [{"pid": 4242, "start_time": 73695, "kind": "fd", "name": "trainer", "gpus": [1], "memory_mib": 2048,
             "type": "C", "user": null, "parent_pid": null, "parent_start_time": null}]
 services:
@@ -383,6 +413,8 @@ HOLDER_SPEC = dict(
     user=dict(type="str"),
     type=dict(type="str", choices=list(sim.HOLDER_TYPES), default="C"),
     parent_name=dict(type="str", default="job-launcher"),
+    freezer=dict(type="str", choices=["v1", "v2"]),
+    freeze=dict(type="str", choices=list(sim.FREEZE_WHEN), default="never"),
     parent_gpus=dict(type="list", elements="int", default=[]),
 )
 XID_SPEC = dict(
@@ -447,7 +479,8 @@ def holders_result(state):
                        "name": holder["name"], "gpus": sorted(int(index) for index in holder["gpus"]),
                        "memory_mib": max(list(holder["gpus"].values()) or [0]), "type": holder["type"],
                        "user": holder.get("user"), "parent_pid": holder.get("parent_pid"),
-                       "parent_start_time": holder.get("parent_start_time")})
+                       "parent_start_time": holder.get("parent_start_time"), "checkpoint": holder.get("checkpoint"),
+                       "cgroup": (holder.get("cgroup") or {}).get("dir")})
     return result
 
 

@@ -115,7 +115,7 @@ services_started:
 killed:
   description:
     - What O(kill_holders) did, as M(gpuops.remediation.gpu_kill) reports it (C(signalled), C(left_alone), C(zombies),
-      C(containers), C(unconfirmed_containers)).
+      C(containers), C(unconfirmed_containers), C(thawed)).
   returned: when kill_holders is true
   type: dict
 node_state:

@@ -14,6 +14,17 @@ description:
     O(purpose)), unless it is drained already. Then, while jobs still run on it (Slurm state C(draining)), waits up
     to O(job_timeout) seconds for them to end (O(running_jobs=wait)) or fails naming them (O(running_jobs=refuse)),
     so that no GPU is reset under a running job. Succeeds once the node is C(drained).
+  - A run that gives up because jobs still run leaves the node as it found it - with O(running_jobs=refuse) it drains
+    nothing, and a drain taken while waiting is undone after O(job_timeout) - unless O(keep_drain=true).
+  - A node under an administrator's decision is left exactly as found, and RV(left_as_found) and RV(msg) say why - a
+    state flag DOWN, FAIL, MAINTENANCE, REBOOT_ISSUED or REBOOT_REQUESTED, powered down or powering, FUTURE or UNKNOWN,
+    or any reason that is not exactly one this module writes (someone else's drain, a note, Slurm's own). Our drain is
+    never applied over it (DRAIN would replace the reason; RESUME would clear DOWN and FAIL too). When such a node is
+    out of service (drained, down or failing - no job can start) the drain succeeds without ours; otherwise it fails,
+    saying that draining it yourself allows the rung.
+  - With O(state=confirmed), before a later destructive rung of the same run, checks that the node is still out of
+    service with no job on it, and fails naming what changed (an administrator resumed it, a job started). Changes
+    nothing.
   - With O(state=resumed), resumes the node only while its reason is still the one this module writes. A drain by
     someone else (another reason, set before the run or replacing ours during it, or one that only starts with
     O(marker)) is left alone, and RV(msg) says why.
@@ -21,14 +32,20 @@ description:
     reason names the run. The drain of another gpuops run is resumed only once that run has ended and handed it on
     (O(state=released)), or has shown no life for O(stale_drain_after) seconds (its last line in the node journal,
     else the time Slurm recorded the drain). So a run interrupted after its drain leaves the node drained and a later
-    run resumes it, while a run still waiting for its jobs keeps its drain.
+    run resumes it, while a run still waiting for its jobs keeps its drain. A drain is not resumed while the node also
+    carries an administrator's state flag (RESUME would clear it), nor when the run named in the reason began the GPUs'
+    health check (M(gpuops.remediation.gpu_health_check) journals its start) and no check passed since - the node is
+    held instead, as after a failed check.
   - With O(state=held), keeps the node out of service with a reason that names why (O(hold_reason)) and that no gpuops
     run resumes - the GPUs failed their health check after the memory came back, and a person must look at them. Our
     drain (this run's, or one another run left) takes the new reason; an undrained node is drained with it; a drain by
     someone else stays theirs.
-  - Reads the node with C(sinfo) (C(%N), the node name, not C(%n), its host name; the whole reason, C(%E), not the
-    20 characters of C(sinfo -R)), and its jobs with C(squeue). Slurm commands need their configuration
-    (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
+  - Reads the node with C(scontrol --oneliner show node NODE) - the state with every flag (C(sinfo) shows DOWN+DRAIN
+    as C(drained)), the whole reason with all its lines, who set it and when - and its jobs with C(squeue). A drain
+    is ours only when its whole reason is exactly what this module writes; a reason with more lines is someone
+    else's. Slurm commands need their configuration (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
+  - O(node), O(marker), O(purpose), O(hold_reason) and O(run_id) are refused when they hold a newline or a control
+    character.
   - Writes the drain and the resume to the node journal, as the other acting modules do.
 author:
   - gpuops maintainers (@gpuops)
@@ -47,8 +64,9 @@ options:
         it writes that to the node journal, so that the next run may resume the drain once it has fixed the node,
         without waiting for O(stale_drain_after). It changes nothing in Slurm.
       - V(held) keeps the node drained with a reason built from O(hold_reason), one that no gpuops run resumes.
+      - V(confirmed) checks, before a later destructive rung, that the node is still out of service with no job on it.
     type: str
-    choices: [drained, resumed, released, held]
+    choices: [drained, resumed, released, held, confirmed]
     default: drained
   marker:
     description: The start of every reason we drain with; a drain whose reason starts with it is ours.
@@ -66,6 +84,12 @@ options:
     type: str
     choices: [wait, refuse]
     default: wait
+  keep_drain:
+    description:
+      - When the module fails because jobs still run (O(running_jobs=refuse), or past O(job_timeout)), keep our drain on
+        the node, so that the jobs' end frees it for the next run. By default the node is left as it was found.
+    type: bool
+    default: false
   job_timeout:
     description: Seconds to wait for the jobs to end with O(running_jobs=wait); the module fails naming them after it.
     type: float
@@ -105,13 +129,25 @@ EXAMPLES = r"""
 
 RETURN = r"""
 node:
-  description: The node as Slurm showed it after the module ran (state without flags, raw state, reason, user, time).
+  description:
+    - The node as Slurm showed it after the module ran - C(state) (as C(sinfo) names it), C(base), C(flags),
+      C(raw_state) (as C(scontrol) prints it), C(reason) (whole, lines joined by newlines), C(reason_user), C(reason_time).
   returned: always
   type: dict
 before:
   description: The node as Slurm showed it before.
   returned: always
   type: dict
+held:
+  description:
+    - Whether the node is held drained with a reason no gpuops run resumes - with O(state=held), or with
+      O(state=resumed) when the run named in our drain's reason began the GPUs' health check and none passed since.
+  returned: always
+  type: bool
+left_as_found:
+  description: Why the node was left exactly as found (an administrator's state flag, someone else's reason), or null.
+  returned: always
+  type: str
 ours:
   description: Whether the node's drain (after the module ran) is a gpuops drain (its reason is the one this module writes).
   returned: always
@@ -139,12 +175,13 @@ import datetime
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, path_failure, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, drain_argv, drain_reason, drain_run, hold_reason, is_drained, parse_sinfo, parse_squeue, reason_run_id, resume_argv,
-    sinfo_argv, squeue_argv,
+    SlurmNodeUnknown, admin_flags, control_character, describe_reason, drain_argv, drain_reason, drain_run, gate_unfinished,
+    hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id, resume_argv, show_node_argv,
+    squeue_argv, unknown_node,
 )
 
 
@@ -155,7 +192,10 @@ class SlurmDrain:
         self.node = self.params["node"]
         self.run_id = self.params["run_id"] or uuid.uuid4().hex
         self.journal = Journal(self.params["journal_path"] or current_layout().journal_file, run_id=self.run_id)
-        self.result = {"changed": False, "jobs": [], "waited": 0.0}
+        failure = path_failure(self.journal.path, bool(self.params["journal_path"]))
+        if failure:
+            module.fail_json(msg=failure, changed=False)
+        self.result = {"changed": False, "jobs": [], "waited": 0.0, "left_as_found": None, "ours": False, "held": False}
 
     def _fail(self, msg):
         details = dict((key, value) for key, value in self.result.items() if key != "msg")
@@ -168,39 +208,96 @@ class SlurmDrain:
         return out
 
     def read(self):
+        """The node as `scontrol --oneliner show node` tells it: state with every flag, the reason whole, who and when."""
+        argv = show_node_argv(self.module.get_bin_path("scontrol", required=True), self.node)
+        rc, out, err = self.module.run_command(argv)
         try:
-            return parse_sinfo(self._run(sinfo_argv(self.module.get_bin_path("sinfo", required=True), self.node)), self.node)
+            if unknown_node(rc, out, err):
+                raise SlurmNodeUnknown(self.node)
+            if rc != 0:
+                self._fail("%s failed (rc %d): %s" % (" ".join(argv[:4]), rc, (err or out).strip()))
+            return parse_node(out, self.node)
         except SlurmNodeUnknown:
-            self._fail("node: Slurm knows no node %r (sinfo -N lists it not); set the Slurm node name" % self.node)
+            self._fail("node: Slurm knows no node %r (scontrol show node finds it not); set the Slurm node name" % self.node)
         return None
 
     def jobs(self):
         return parse_squeue(self._run(squeue_argv(self.module.get_bin_path("squeue", required=True), self.node)))
 
-    def _act(self, action, argv):
+    def _act(self, action, argv, fail=True):
         entry = self.journal.intent(action, node=self.node, argv=argv)
         rc, out, err = self.module.run_command(argv)
         self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
         if rc != 0:
-            self._fail("%s failed (rc %d): %s" % (" ".join(argv[1:4]), rc, (err or out).strip()))
+            error = "%s failed (rc %d): %s" % (" ".join(argv[1:4]), rc, (err or out).strip())
+            if fail:
+                self._fail(error)
+            return error
         self.result["changed"] = True
+        return None
+
+    @staticmethod
+    def _jobs_text(jobs):
+        return ", ".join("%s (%s, %s)" % (j["job_id"], j["user"], j["name"]) for j in jobs)
 
     def drain(self, before):
         marker = self.params["marker"]
+        why = hands_off(before, marker)
+        if why and not out_of_service(before):
+            self.result["left_as_found"] = why
+            self._fail("left as found: Slurm node %s %s; our drain is never applied over that, and jobs can still start on "
+                       "it, so no destructive rung runs. Drain it yourself (scontrol update NodeName=%s State=DRAIN "
+                       "Reason=...) to allow the rung" % (self.node, why, self.node))
+        if why:
+            self.result["left_as_found"] = why
+            self.result["msg"] = "left someone else's drain as found: %s %s; our drain is not applied over it, and no job " \
+                "can start on it" % (self.node, why) if is_drained(before) else \
+                "left as found: %s %s; our drain is not applied over it, and no job can start on it" % (self.node, why)
+            return self.wait_for_jobs(before, taken=False)
         if drain_run(before, marker):
-            self.result["msg"] = "already drained by gpuops: %s" % before["reason"]
-        elif is_drained(before):
-            self.result["msg"] = "already drained by someone else (%s); it stays theirs and is never resumed by us" % before["reason"]
-        else:
-            reason = drain_reason(marker, self.run_id, self.params["purpose"])
-            if self.module.check_mode:
-                self.result.update(changed=True, msg="would drain with reason %r" % reason)
-                return self.wait_for_jobs(dict(before, state="drained", reason=reason))
-            self._act("slurm_drain", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
-            self.result["msg"] = "drained with reason %r" % reason
-        return self.wait_for_jobs(self.read())
+            self.result["msg"] = "already drained by gpuops: %s" % describe_reason(before)
+            return self.wait_for_jobs(before, taken=False)
+        if self.params["running_jobs"] == "refuse" and not self.params["keep_drain"]:
+            jobs = self.jobs()
+            if jobs:
+                self.result.update(jobs=jobs, node=before, ours=False)
+                self._fail("jobs run on Slurm node %s: %s; no GPU is reset under a running job (running_jobs=refuse). The node "
+                           "was left as found (%s); keep_drain=true would drain it so that the jobs' end frees it" % (
+                               self.node, self._jobs_text(jobs), before["raw_state"]))
+        reason = drain_reason(marker, self.run_id, self.params["purpose"])
+        if self.module.check_mode:
+            self.result.update(changed=True, msg="would drain %s with reason %r" % (self.node, reason))
+            return self.wait_for_jobs(dict(before, state="drained", flags=list(before["flags"]) + ["DRAIN"], reason=reason),
+                                      taken=True)
+        self._act("slurm_drain", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
+        self.result["msg"] = "drained with reason %r" % reason
+        return self.wait_for_jobs(self.read(), taken=True)
 
-    def wait_for_jobs(self, node):
+    def _give_up(self, node, jobs, why, taken):
+        """The jobs still run: fail naming them; a drain this call took is undone (the node as found) unless keep_drain."""
+        self.result.update(jobs=jobs, node=node)
+        undo = ""
+        if taken and not self.params["keep_drain"] and not self.module.check_mode:
+            node = self.read()
+            if drain_run(node, self.params["marker"]) != reason_run_id(self.run_id) or admin_flags(node):
+                # Someone changed the node since our drain: their decision stands.
+                undo = "; our drain was not undone, since the node is now %s with reason %s" % (node["raw_state"], describe_reason(node))
+            else:
+                error = self._act("slurm_resume", resume_argv(self.module.get_bin_path("scontrol", required=True), self.node),
+                                  fail=False)
+                node = self.read()
+                undo = "; our drain could not be undone: %s" % error if error else \
+                    "; our drain was undone, the node is as found (keep_drain=true keeps it so that the jobs' end frees the node)"
+            self.result["node"] = node
+        elif taken and not self.params["keep_drain"]:
+            undo = "; would undo our drain, leaving the node as found (keep_drain=true keeps it)"
+        elif taken:
+            undo = "; our drain stays (keep_drain=true): the node is drained once the jobs end"
+        self.result["ours"] = drain_run(node, self.params["marker"]) is not None
+        self._fail("jobs run on Slurm node %s: %s; no GPU is reset under a running job (%s)%s" % (
+            self.node, self._jobs_text(jobs), why, undo))
+
+    def wait_for_jobs(self, node, taken):
         """Until no job runs on node (Slurm says drained), bounded; or fail naming the jobs."""
         started = time.monotonic()
         jobs = self.jobs()
@@ -213,14 +310,28 @@ class SlurmDrain:
         while jobs:
             waited = time.monotonic() - started
             if self.params["running_jobs"] == "refuse" or waited >= self.params["job_timeout"]:
-                self.result.update(jobs=jobs, waited=round(waited, 1), node=node, ours=drain_run(node, self.params["marker"]) is not None)
+                self.result["waited"] = round(waited, 1)
                 why = "running_jobs=refuse" if self.params["running_jobs"] == "refuse" else "still running after %.0f s (job_timeout)" % waited
-                self._fail("jobs run on Slurm node %s: %s; no GPU is reset under a running job (%s)" % (
-                    self.node, ", ".join("%s (%s, %s)" % (j["job_id"], j["user"], j["name"]) for j in jobs), why))
+                self._give_up(node, jobs, why, taken)
             time.sleep(self.params["poll_interval"])
             jobs = self.jobs()
         self.result["waited"] = round(time.monotonic() - started, 1)
         return self.read()
+
+    def confirm(self, before):
+        """Before a later destructive rung of the same run: the node must still be out of service, with no job on it."""
+        if not out_of_service(before):
+            self._fail("Slurm node %s is back in service (state %s, reason %s) since the drain before an earlier rung: someone "
+                       "resumed it, so the walk stops here; no destructive rung runs on a node that can start jobs" % (
+                           self.node, before["raw_state"], describe_reason(before)))
+        jobs = self.jobs()
+        if jobs:
+            self.result.update(jobs=jobs)
+            self._fail("jobs run on Slurm node %s since the drain: %s; the walk stops here" % (self.node, self._jobs_text(jobs)))
+        run = drain_run(before, self.params["marker"])
+        self.result["msg"] = "still drained by gpuops run %s" % run if run else \
+            "still out of service (%s, reason %s), no longer by our drain" % (before["raw_state"], describe_reason(before))
+        return before
 
     def released_by(self, run_id, records):
         """Whether run run_id ended and left its drain to the next run (state=released, in the node journal)."""
@@ -239,20 +350,25 @@ class SlurmDrain:
             self.result["msg"] = "left drained for the next run (%s)" % before["reason"]
         return before
 
-    def hold(self, before):
+    def hold(self, before, why=None):
         """Keep the node out of service with a reason no gpuops run resumes (its GPUs failed the health check)."""
-        if is_drained(before) and drain_run(before, self.params["marker"]) is None:
-            self.result["msg"] = "left drained by someone else (%s); it stays out of service" % before["reason"]
+        left = hands_off(before, self.params["marker"])
+        if left:
+            self.result["left_as_found"] = left
+            self.result["msg"] = "left as found: %s %s; it stays as it is" % (self.node, left) if not is_drained(before) else \
+                "left someone else's drain as found: %s %s; it stays out of service" % (self.node, left)
             return before
-        reason = hold_reason(self.run_id, self.params["hold_reason"])
+        reason = hold_reason(self.run_id, why or self.params["hold_reason"])
+        self.result["held"] = True
         if before["reason"] == reason and is_drained(before):
             self.result["msg"] = "already held drained with reason %r" % reason
             return before
         if self.module.check_mode:
-            self.result.update(changed=True, msg="would keep the node drained with reason %r" % reason)
+            self.result.update(changed=True, msg="would hold the node drained with reason %r" % reason)
             return dict(before, state="drained", reason=reason)
         self._act("slurm_hold", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
-        self.result["msg"] = "held drained with reason %r; resume it by hand once the GPUs are repaired" % reason
+        self.result["msg"] = "held drained with reason %r; resume it by hand once the GPUs are repaired%s" % (
+            reason, " (not resumed: %s)" % why if why else "")
         return self.read()
 
     @staticmethod
@@ -272,14 +388,26 @@ class SlurmDrain:
         run = drain_run(before, self.params["marker"])
         self.result["drain_run"] = run
         if run is None:
+            left = hands_off(before, self.params["marker"])
+            self.result["left_as_found"] = left or None
             if is_drained(before):
-                self.result["msg"] = "not resumed: the drain is someone else's (reason %r, by %s at %s)" % (
-                    before["reason"], before["reason_user"], before["reason_time"])
+                self.result["msg"] = "not resumed: left someone else's drain as found: %s" % left
+            elif left:
+                self.result["msg"] = "not resumed: left as found: %s" % left
             else:
-                self.result["msg"] = "not resumed: the node is not drained (state %s)" % before["state"]
+                self.result["msg"] = "not resumed: the node is not drained (state %s)" % before["raw_state"]
             return before
+        flags = admin_flags(before)
+        if flags:
+            self.result["left_as_found"] = "its state is %s (%s)" % (before["raw_state"], ", ".join(flags))
+            self.result["msg"] = ("not resumed: our drain stays, since the node is now %s (%s): RESUME would clear that too; "
+                                  "resume it by hand once that is over" % (before["raw_state"], ", ".join(flags)))
+            return before
+        records = recent_records(self.journal.path)[0]
+        gate = gate_unfinished(records, run)
+        if gate:
+            return self.hold(before, gate)
         why = "the drain is this run's"
-        records = recent_records(self.journal.path)[0] if run != reason_run_id(self.run_id) else []
         if run != reason_run_id(self.run_id) and self.released_by(run, records):
             why = "run %s ended and left its drain to the next run" % run
         elif run != reason_run_id(self.run_id):
@@ -292,20 +420,21 @@ class SlurmDrain:
                 return before
             why = "a drain left by run %s, last seen %.0f s ago (%s)" % (run, age, source)
         if self.module.check_mode:
-            self.result.update(changed=True, msg="would resume: %s" % why)
-            return dict(before, state="idle", reason=None)
+            self.result.update(changed=True, msg="would resume: %s (reason %r)" % (why, before["reason"]))
+            return dict(before, state="idle", flags=[f for f in before["flags"] if f != "DRAIN"], reason=None)
         self._act("slurm_resume", resume_argv(self.module.get_bin_path("scontrol", required=True), self.node))
-        self.result["msg"] = "resumed: %s" % why
+        self.result["msg"] = "resumed: %s (reason %r)" % (why, before["reason"])
         return self.read()
 
     def execute(self):
         before = self.read()
         self.result["before"] = before
-        actions = {"drained": self.drain, "resumed": self.resume, "released": self.release, "held": self.hold}
+        actions = {"drained": self.drain, "resumed": self.resume, "released": self.release, "held": self.hold,
+                   "confirmed": self.confirm}
         after = actions[self.params["state"]](before)
         self.result.update(node=after, ours=drain_run(after, self.params["marker"]) is not None)
-        self.result["diff"] = {"before": {"state": before["state"], "reason": before["reason"]},
-                               "after": {"state": after["state"], "reason": after["reason"]}}
+        self.result["diff"] = {"before": {"state": before["raw_state"], "reason": before["reason"]},
+                               "after": {"state": after["raw_state"], "reason": after["reason"]}}
         self.module.exit_json(**self.result)
 
 
@@ -313,11 +442,12 @@ def main():
     module = GpuModule(
         argument_spec=dict(
             node=dict(type="str", required=True),
-            state=dict(type="str", choices=["drained", "resumed", "released", "held"], default="drained"),
+            state=dict(type="str", choices=["drained", "resumed", "released", "held", "confirmed"], default="drained"),
             marker=dict(type="str", default="gpuops: reclaiming stuck GPU memory"),
             purpose=dict(type="str", default="destructive rung"),
             hold_reason=dict(type="str"),
             running_jobs=dict(type="str", choices=["wait", "refuse"], default="wait"),
+            keep_drain=dict(type="bool", default=False),
             job_timeout=dict(type="float", default=600.0),
             poll_interval=dict(type="float", default=2.0),
             stale_drain_after=dict(type="float", default=7200.0),
@@ -335,6 +465,12 @@ def main():
     for option in ("node", "marker"):
         if not (module.params[option] or "").strip():
             module.fail_json(msg="%s must not be empty, got %r" % (option, module.params[option]))
+    # A reason is read back whole and must be exactly ours: nothing we write may hold a line break or a control character.
+    for option in ("node", "marker", "purpose", "hold_reason", "run_id"):
+        found = control_character(module.params[option])
+        if found:
+            module.fail_json(msg="%s must not contain a newline or a control character (%s), got %r" % (
+                option, found, module.params[option]))
     SlurmDrain(module).execute()
 
 

@@ -11,6 +11,7 @@ function here or in module_utils/_verdict.py; the roles only call it.
 
 from __future__ import annotations
 
+import re
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import LEVELS as HEALTH_CHECK_LEVELS
@@ -197,11 +198,18 @@ def next_rung(floor, tried, ceiling, rungs=RUNGS):
 
 
 def needs_drain(rung, options, state):
-    """Whether the node must leave its scheduler before this rung: the first destructive rung of a walk that drains,
-    or a rung that would end a running job's processes (end_running_jobs), the kill rung too."""
-    if options.drain == "none" or state["drain_taken"]:
+    """Whether the walk pauses for the scheduler before this rung: the first destructive rung of a walk that drains (the
+    drain) - a rung that would end a running job's processes (end_running_jobs) is destructive, the kill rung too - and
+    with Slurm every later destructive rung too (the drain checked again: an administrator's resume stops the walk)."""
+    if options.drain == "none" or state.get("drain_checked") == rung:
         return False
-    return rung in options.destructive_rungs or ends_running_jobs(state["last"], options.end_running_jobs)
+    destructive = rung in options.destructive_rungs or ends_running_jobs(state["last"], options.end_running_jobs)
+    return destructive and (not state["drain_taken"] or options.drain == "slurm")
+
+
+def slurm_drain_state(state):
+    """What slurm_drain does at the pause before a destructive rung: V(drained) the first time, then V(confirmed)."""
+    return "confirmed" if state.get("drain_taken") else "drained"
 
 
 def ends_running_jobs(snapshot, end_running_jobs):
@@ -254,16 +262,20 @@ def drain_followup(drain, drained, held, check_mode, gate_failed=False):
     return "release" if drained == "slurm" else None
 
 
-def drain_outcome(result, check_mode=False):
+def drain_outcome(result, check_mode=False, label="slurm drain"):
     """(drained, error, notes) from what the drain tasks returned: `scheduler`, the `slurm` (slurm_drain) or `kubernetes`
     (the cordon task) result, and `failure`, the result of the task that failed. A drain is ours when we took it (a
-    Slurm drain taken while the jobs still ran, too: the next run hands it on); an error fails the rung it was for."""
+    Slurm drain kept while the jobs still ran, too, with keep_drain: the next run hands it on); an error fails the rung
+    it was for. In check mode a drain of ours also says that the node would be resumed after."""
     scheduler = result.get("scheduler")
     failure = result.get("failure") or {}
     if scheduler == "slurm":
         slurm = failure or result.get("slurm") or {}
         drained = "slurm" if slurm.get("ours") else ""
-        notes = ["slurm drain: %s" % slurm.get("msg")] if slurm.get("msg") else []
+        notes = ["%s: %s" % (label, slurm.get("msg"))] if slurm.get("msg") else []
+        if check_mode and drained and not failure and label == "slurm drain":
+            notes.append("slurm resume: would resume the node once the memory is back and the GPUs pass the health check, "
+                         "or keep it drained if they do not")
     else:
         cordon = result.get("kubernetes") or {}
         drained = "kubernetes" if not failure and cordon and not cordon.get("skipped") else ""
@@ -273,23 +285,31 @@ def drain_outcome(result, check_mode=False):
 
 
 def undrain_outcome(followup, result):
-    """(undrained, notes) from what the tasks of the drain followup (resume, release) returned."""
+    """(undrained, notes, error) from what the tasks of the drain followup (resume, release, hold) returned; `failure`,
+    the result of the task that failed (slurmctld gone, say): the error the run fails with, its report written."""
+    failure = result.get("failure") or {}
     if result.get("scheduler") == "slurm":
-        slurm = result.get("slurm") or {}
-        undrained = "slurm" if followup == "resume" and slurm.get("changed") else ""
-        return undrained, ["slurm %s: %s" % (followup, slurm.get("msg"))] if slurm.get("msg") else []
+        slurm = failure or result.get("slurm") or {}
+        undrained = "slurm" if followup == "resume" and slurm.get("changed") and not failure and not slurm.get("held") else ""
+        error = ("the Slurm %s failed: %s" % (followup, slurm.get("msg") or "no message")) if failure else ""
+        if not failure and followup == "resume" and slurm.get("held"):
+            # A drain whose health check never finished (a run killed during it) is held, not resumed unchecked.
+            error = "the Slurm node stays out of service: %s" % slurm.get("msg")
+        return undrained, ["slurm %s: %s" % (followup, slurm.get("msg"))] if slurm.get("msg") else [], error
     uncordon = result.get("kubernetes") or {}
-    return ("kubernetes" if uncordon.get("changed") else ""), []
+    error = ("the uncordon failed: %s" % (failure.get("msg") or "no message")) if failure else ""
+    return ("kubernetes" if uncordon.get("changed") and not failure else ""), [], error
 
 
 SLURM_STATES = {"resume": "resumed", "release": "released", "hold": "held"}
 
 
 def hold_reason(state):
-    """Why the node stays out of service after the walk (the scheduler's hold), or None when it is not held."""
+    """Why the node stays out of service after the walk (the scheduler's hold), or None when it is not held: one line
+    (a reason is read back whole, and slurm_drain refuses line breaks and control characters)."""
     if state.get("drain_followup") != "hold":
         return None
-    return state["health_check"]["reason"]
+    return re.sub(r"[\x00-\x20\x7f]+", " ", state["health_check"]["reason"] or "").strip()
 
 
 def cordon_is_ours(node_resources, annotation, reason):
@@ -426,11 +446,17 @@ class LadderWalk:
         return after_step[step](state, controller_result)
 
     def _after_drain(self, state, drain):
-        drained, error, notes = drain_outcome(drain, self.check_mode)
-        state.update(drain_taken=True, drained=drained, drain_notes=state["drain_notes"] + notes)
         rung, state["pending_rung"] = state["pending_rung"], None
+        state["drain_checked"] = rung
+        if state["drain_taken"]:  # the drain checked again before a later destructive rung: ours stays as it was
+            _, error, notes = drain_outcome(drain, self.check_mode, label="slurm check before the %s rung" % rung)
+            state["drain_notes"] = state["drain_notes"] + notes
+        else:
+            drained, error, notes = drain_outcome(drain, self.check_mode)
+            state.update(drain_taken=True, drained=drained, drain_notes=state["drain_notes"] + notes)
         if error:
             # No destructive rung without the drain.
+            state["drain_error"] = error
             state["tried"].append({"rung": rung, "changed": False, "failed": True, "msg": error, "plan": []})
             return self._end(state)
         return self._climb(state)
@@ -444,8 +470,9 @@ class LadderWalk:
         return self._end(state)
 
     def _after_undrain(self, state, undrain):
-        undrained, notes = undrain_outcome(state["drain_followup"], undrain)
+        undrained, notes, error = undrain_outcome(state["drain_followup"], undrain)
         state["undrained"] = undrained
+        state["undrain_error"] = error
         state["drain_notes"] = state["drain_notes"] + notes
         state["undrain_taken"] = True
         return self._end(state)
@@ -487,8 +514,10 @@ class LadderWalk:
         if action == "plan":
             return health_check(level, "not_run", "check mode: after the %s rung, would run %s where dcgmi is installed, "
                                 "and keep the node out of service if it fails" % (last["rung"], command_text(level)))
-        result = self.execute(HEALTH_MODULE, {"level": level, "timeout": self.options.health_check_timeout,
-                                              "gpus": self._gate_gpus(state)})
+        # The journal too: the module writes the check's start before dcgmi runs (slurm_drain reads it before a resume).
+        journaled = dict((name, self.options.action_args[name]) for name in ("run_id", "journal_path") if name in self.options.action_args)
+        result = self.execute(HEALTH_MODULE, dict(journaled, level=level, timeout=self.options.health_check_timeout,
+                                                  gpus=self._gate_gpus(state)))
         gate = result.get("health_check") if not result.get("failed") else None
         if gate is None:
             gate = health_check(level, "fail", "the health check could not run: %s" % (result.get("msg") or "no result"))
@@ -619,6 +648,10 @@ def outcome_status(state, options, check_mode, freed_mib):
         if first["failed"]:
             return "planned", "check mode: would take the %s rung, which would fail: %s" % (tried[0], first["msg"])
         return "planned", "check mode: would take the %s rung" % tried[0]
+    if state.get("drain_error"):
+        before = ", ".join(tried[:-1])
+        return "failed", "no %s rung ran, the walk stopped at the scheduler: %s%s" % (
+            tried[-1], state["drain_error"], "; after the %s rung(s), GPU memory is still held" % before if before and held else "")
     if not held and not any(step["changed"] for step in state["tried"]):
         return "clean", "the memory was given back before any rung changed anything (%d MiB)" % freed_mib
     if not held and health_gate_failed(state.get("health_check")):
@@ -636,7 +669,7 @@ def held_by(snapshot):
             for holder in snapshot["holders"] if holder["class"] != "gpu_daemon"]
 
 
-def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None):
+def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None, drain_notes=()):
     lines = ["%s: %s - %s" % (host, status, msg)]
     lines += [holder_line(holder) for holder in holders]
     lines += ["  ghost memory on GPU %s: %s MiB" % (gpu["index"], gpu["ghost_mib_before"]) for gpu in gpus if gpu["ghost_mib_before"]]
@@ -654,6 +687,7 @@ def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None
                 gpu["index"], before, after, gpu["freed_mib"], gpu["state_before"], gpu["state_after"]))
     if gate:
         lines.append("  health check (%s): %s - %s" % (command_text(gate["level"]), gate["result"], gate["reason"]))
+    lines += ["  scheduler: %s" % note for note in drain_notes]
     return lines
 
 
@@ -662,6 +696,8 @@ def outcome(state, options, check_mode, now, host):
     gpus = gpu_outcomes(state["first"], state["last"], check_mode)
     freed = sum(gpu["freed_mib"] for gpu in gpus)
     status, msg = outcome_status(state, options, check_mode, freed)
+    if state.get("undrain_error"):
+        status, msg = "failed", "%s; then %s" % (msg, state["undrain_error"])
     holders = held_by(state["first"])
     gate = state.get("health_check")
     entry = {
@@ -672,7 +708,7 @@ def outcome(state, options, check_mode, now, host):
         "rungs_tried": state["tried"], "held_by": holders, "gpus": gpus, "memory_freed_mib": freed,
         "seconds": round(now - state["started"], 1), "drained": state["drained"] or None,
         "undrained": state["undrained"] or None, "drain_notes": state["drain_notes"], "inspections": state["inspections"],
-        "summary": summary_lines(host, status, msg, holders, gpus, state["tried"], check_mode, gate),
+        "summary": summary_lines(host, status, msg, holders, gpus, state["tried"], check_mode, gate, state["drain_notes"]),
     }
     if gate:
         entry["health_check"] = gate

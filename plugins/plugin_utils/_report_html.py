@@ -193,6 +193,13 @@ def _health_check(entry, path):
         _figure(check.get("result"), path + ".health_check.result"), _text(check.get("reason")), table))
 
 
+def _scheduler(entry):
+    """What the scheduler was told: drained, resumed, held, left someone else's - with the reason."""
+    if not entry.get("drain_notes"):
+        return ""
+    return "<h3>Scheduler</h3><ul>%s</ul>" % "".join("<li>%s</li>" % _text(note) for note in entry["drain_notes"])
+
+
 def _reasons(entry):
     if not entry.get("reasons"):
         return ""
@@ -220,10 +227,10 @@ def _host(entry, at):
         body = '<p class="none">no GPU figures: the host left no snapshot</p>'
     opened = "" if status in ("clean", "inspected") and not entry.get("held_by") else " open"
     return ('<details class="host" id="host-%d" data-host="%s" style="border-left-color:%s"%s><summary><h2>%s</h2>%s'
-            '<span class="msg">%s</span><span class="facts">%s</span></summary><div class="body">%s%s%s%s%s</div></details>' % (
+            '<span class="msg">%s</span><span class="facts">%s</span></summary><div class="body">%s%s%s%s%s%s</div></details>' % (
                 at, _text(entry.get("host")), _colour(status), opened, _figure(entry.get("host"), path + ".host"),
                 _badge(status, path + ".status"), _text(entry.get("msg")), " &middot; ".join(facts), body, _holders(entry, path),
-                _rungs(entry), _health_check(entry, path), _reasons(entry)))
+                _rungs(entry), _scheduler(entry), _health_check(entry, path), _reasons(entry)))
 
 
 def _overview_row(entry, at):

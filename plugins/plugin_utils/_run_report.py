@@ -167,6 +167,8 @@ def _host_markdown(entry):
         lines += ["  - %s" % line for line in step.get("plan", [])]
     if entry.get("rungs_tried"):
         lines.append("")  # a paragraph after a list must be apart from it, or Markdown reads it as the list's last item
+    if entry.get("drain_notes"):  # the scheduler: drained, resumed, held, left someone else's, with the reason
+        lines += ["Scheduler:", ""] + ["- %s" % _cell(note) for note in entry["drain_notes"]] + [""]
     if entry.get("reasons"):
         lines += ["Evidence:", ""]
         lines += ["- %s" % _cell(reason) for reason in entry["reasons"]]
@@ -189,6 +191,12 @@ def render_markdown(report):
     return "\n".join(lines) + "\n"
 
 
+def latest_name(kind, check_mode):
+    """The name of the copies a run's report also goes to: `latest`; a reset_gpu plan (check mode) has its own,
+    `latest-plan`, so that the report of the last real run stays where readers look for it."""
+    return "latest-plan" if check_mode and kind == "reset_gpu" else "latest"
+
+
 def report_name(run_id, hosts, job_id=None, process_id=None):
     """The name of a run's report files: the run id, the job's id (AWX), a digest of the play's hosts (each slice of a
     sliced job has its own) and the controller process's id. Two slices of one job, or two jobs in the same second on
@@ -199,15 +207,15 @@ def report_name(run_id, hosts, job_id=None, process_id=None):
     return "-".join(part.replace(os.sep, "_") for part in parts)
 
 
-def write_report(directory, report, markdown, page, name=None):
-    """<name>.json, .md and .html (`page`), and the same as latest.*; each replaced whole (a reader never sees half).
-    name: report_name(), by default the run id."""
+def write_report(directory, report, markdown, page, name=None, latest="latest"):
+    """<name>.json, .md and .html (`page`), and the same as <latest>.*; each replaced whole (a reader never sees half).
+    name: report_name(), by default the run id; latest: latest_name()."""
     os.makedirs(directory, mode=0o750, exist_ok=True)
     text = json.dumps(report, indent=4, sort_keys=True) + "\n"
     paths = []
     files = ((".json", text), (".md", markdown), (".html", page))
     stem = name or report["run_id"]
-    for name, content in [(stem + ext, content) for ext, content in files] + [("latest" + ext, content) for ext, content in files]:
+    for name, content in [(stem + ext, content) for ext, content in files] + [(latest + ext, content) for ext, content in files]:
         path = os.path.join(directory, name)
         write_atomic(path, content, 0o640)
         paths.append(path)

@@ -123,7 +123,7 @@ class WindowsWalk(LadderWalk):
 
     def _take_kill(self, snapshot):
         # explorer.exe is the user's shell: ending it with /T would end everything started from it, so its hold is
-        # ended by restarting the shell alone (win_gpu_reset method=restart_explorer), the others by taskkill.
+        # ended by restarting the shell alone (win_gpu_reset method=restart_explorer), the others with their trees.
         holders, left = protected_split(kill_targets(snapshot, "windows"), self.options.kill_args)
         left_lines = ["left pid %s %s: %s" % (h["pid"], h.get("name") or "", why) for h, why in left]
         protect = dict((name, self.options.kill_args[name]) for name in ("protect_names", "protect_users") if self.options.kill_args.get(name))

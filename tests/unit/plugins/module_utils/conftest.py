@@ -91,6 +91,11 @@ class Processes:
     def ignore_term():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
+    @staticmethod
+    def block_term():
+        """For preexec_fn: TERM blocked (sigprocmask), which exec keeps."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
     def python_child(self, code, argv0=None):
         """A Python child that prints one line when it is ready; returns (proc, that line)."""
         argv = [argv0 or sys.executable, "-c", textwrap.dedent(code)]

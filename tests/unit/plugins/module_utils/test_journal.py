@@ -241,6 +241,53 @@ def test_units_a_dead_run_stopped_and_never_started_again(tmp_path):
     assert left_stopped(read_journal(path), run_id="mine") == ["b.service", "c.service"]
 
 
+# --- where a journal cannot be written (journal_path) -----------------------------------------------------
+
+def test_path_problem_names_why_a_journal_cannot_be_made(tmp_path):
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import path_failure, path_problem  # pylint: disable=import-outside-toplevel
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
+    regular = tmp_path / "plain"
+    regular.write_text("x")
+    assert path_problem(str(tmp_path / "new" / "deeper" / "journal.jsonl")) is None
+    assert path_problem(str(regular)) is None
+    assert path_problem(str(regular / "journal.jsonl")) == "%s is not a directory" % regular
+    assert path_problem(str(tmp_path)) == "it is a directory"
+    assert path_problem(str(fifo)) == "it is not a regular file (a device, FIFO or socket)"
+    assert path_problem("/dev/null") == "it is not a regular file (a device, FIFO or socket)"
+    assert path_problem("/proc/gpuops/journal.jsonl") == "/proc is on a proc filesystem, where no journal can be created"
+    assert path_problem("/sys/gpuops/journal.jsonl") == "/sys is on a sysfs filesystem, where no journal can be created"
+    assert path_problem(str(tmp_path / ("x" * 300) / "journal.jsonl")) == "the path is too long"
+    assert path_failure("/proc/j.jsonl", True) == (
+        "journal_path: '/proc/j.jsonl' cannot be written: /proc is on a proc filesystem, where no journal can be created")
+    assert path_failure(str(regular), False) is None
+
+
+def test_a_line_that_cannot_be_written_raises_naming_journal_path(tmp_path):
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import JournalUnwritable  # pylint: disable=import-outside-toplevel
+    path = tmp_path / "journal.jsonl"
+    path.mkdir()
+    with pytest.raises(JournalUnwritable, match="journal_path: '%s' cannot be written" % path):
+        Journal(str(path)).intent("signal", pid=1)
+
+
+# --- the evidence that a process is unkillable -------------------------------------------------------------
+
+def test_outlived_kill_reads_only_kill_outcomes_that_say_so(tmp_path):
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill  # pylint: disable=import-outside-toplevel
+    journal = Journal(str(tmp_path / "journal.jsonl"), run_id="r")
+    survived = journal.intent("signal", pid=4242, start_time=777, signal="KILL")
+    journal.outcome(survived, True, pid=4242, signal="KILL", exited=False, outlived_kill=True, state="D")
+    ended = journal.intent("signal", pid=4243, start_time=778, signal="KILL")
+    journal.outcome(ended, True, pid=4243, signal="KILL", exited=True)
+    term = journal.intent("signal", pid=4244, start_time=779, signal="TERM")
+    journal.outcome(term, True, pid=4244, signal="TERM", exited=False, outlived_kill=True)
+    records = read_journal(journal.path)
+    assert list(outlived_kill(records)) == [(4242, 777)]
+    assert outlived_kill(records)[(4242, 777)] == records[1]["ts"]
+    assert outlived_kill([{"phase": "outcome", "id": "x", "signal": "KILL", "outlived_kill": True}]) == {}
+
+
 # ---------------------------------------------------------------- rotation, and reading across it (issue 19, rule 10)
 
 def _signal_lines(journal, count, **details):

@@ -27,7 +27,8 @@ def _end(journal, holder, exited=True, signal="TERM"):
 def test_holder_source_keeps_identity_and_owner_not_scan_details():
     source = holder_source(HOLDER)
     assert source == {"name": "python3", "user": "alice", "uid": 1001, "cmdline": "python3 train.py --name 'my run'", "ppid": 4200,
-                      "parent_name": "bash", "slurm_job": "41822", "used_mib_per_gpu": {"0": 40000, "1": 1000}}
+                      "parent_name": "bash", "slurm_job": "41822", "used_mib_per_gpu": {"0": 40000, "1": 1000},
+                      "command": "python3"}
 
 
 def test_holder_source_cuts_a_long_command_line():
@@ -123,3 +124,12 @@ def test_since_refuses_what_is_neither():
     for text in ("last tuesday", "-5d", "5 fortnights", "7"):
         with pytest.raises(ValueError):
             since_epoch(text, 0.0)
+
+
+def test_a_source_names_the_process_as_ps_does_not_by_its_15_byte_comm():
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
+    holder = {"pid": 1, "name": "<img src=x oner", "user": "eve", "cmdline": ["/opt/<img src=x onerror=alert(1)>", "-v"],
+              "exe": "/usr/bin/python3.11"}
+    source = holder_source(holder)
+    assert source["command"] == "<img src=x onerror=alert(1)> (python3.11)" and source["name"] == "<img src=x oner"
+    assert "command" not in holder_source({"pid": 2, "name": "worker", "cmdline": "worker --x"})  # an older line's text

@@ -81,6 +81,20 @@ def test_a_failed_stop_ends_nothing():
     assert failures(result) == ["could not stop docker container %s: no message" % CONTAINER_ID]
 
 
+def test_a_survivor_is_named_with_what_was_sent_and_what_was_not():
+    result = {"signalled": [{"pid": 5, "name": "deaf", "signals": [], "exited": False,
+                             "not_sent": [{"signal": "TERM", "why": "TERM is ignored (SigIgn): the kernel discards it"}]}],
+              "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [], "thawed": []}
+    assert failures(result) == ["pid 5 (deaf) still runs after no signal (TERM not sent: TERM is ignored (SigIgn): "
+                                "the kernel discards it)"]
+
+
+def test_a_cgroup_that_did_not_thaw_is_a_failure():
+    result = {"signalled": [], "left_alone": [], "zombies": [], "containers": [], "unconfirmed_containers": [],
+              "thawed": [{"cgroup": "/sys/fs/cgroup/freezer/job", "ok": False, "message": "still frozen after 2.0 s"}]}
+    assert failures(result) == ["could not thaw cgroup /sys/fs/cgroup/freezer/job: still frozen after 2.0 s"]
+
+
 def test_what_a_process_the_snapshot_does_not_list_holds_is_read_from_its_own_fds(tmp_path, monkeypatch):
     """A zombie's parent the snapshot missed still counts with what it holds: unknown is not nothing."""
     (tmp_path / "dev").mkdir()

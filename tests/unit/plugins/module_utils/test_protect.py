@@ -57,22 +57,29 @@ def test_exited_process_refused(spawn, procs):
     assert refusal(target, Policy()) == "exited"
 
 
-def test_uninterruptible_sleep_refused(spawn, tmp_path, procs):
+def test_uninterruptible_sleep_is_no_refusal_a_killable_one_ends(spawn, tmp_path, procs):
     compiler = shutil.which("cc") or shutil.which("gcc")
     if not compiler:
         pytest.skip("no C compiler to build a vfork parent")
-    # A vfork parent waits in TASK_KILLABLE, which /proc shows as D, until its child execs or exits.
+    # A vfork parent waits in TASK_KILLABLE, which /proc shows as D, until its child execs or exits: a fatal signal
+    # (TERM with its default action) ends it. D alone proves nothing.
     source = tmp_path / "vfork_parent.c"
-    source.write_text("#include <unistd.h>\nint main(void) { if (vfork() == 0) { sleep(30); _exit(0); } return 0; }\n")
+    source.write_text("#include <unistd.h>\n#include <sys/prctl.h>\n#include <signal.h>\n"
+                      "int main(void) { if (vfork() == 0) { prctl(PR_SET_PDEATHSIG, SIGKILL); sleep(30); _exit(0); } return 0; }\n")
     binary = str(tmp_path / "vfork_parent")
     subprocess.run([compiler, "-o", binary, str(source)], check=True)
     proc = spawn([binary])
     procs.wait_until(lambda: procs.state_of(proc.pid) == "D")
-    result = terminate_permitted([procs.target_for(proc.pid)], Policy(), grace=0.2)
-    assert result["skipped"][0]["reason"] == "unkillable: uninterruptible sleep (D)"
-    assert procs.state_of(proc.pid) == "D"
-    child = int(open("/proc/%d/task/%d/children" % (proc.pid, proc.pid)).read().split()[0])
-    os.kill(child, signal.SIGKILL)
+    target = procs.target_for(proc.pid)
+    assert refusal(target, Policy()) is None
+    predicted = terminate_permitted([target], Policy(), grace=2.0, check_mode=True)
+    result = terminate_permitted([target], Policy(), grace=2.0)
+    assert result["skipped"] == []
+    [entry] = result["signalled"]
+    assert entry["state"] == "D" and entry["expected"] == "term" and "uninterruptible sleep (D)" in entry["why"]
+    assert entry["signals"] == ["TERM"] and entry["exited"] is True
+    assert [(e["signals"], e["expected"]) for e in predicted["signalled"]] == [(["TERM"], "term")]
+    assert proc.wait() == -signal.SIGTERM
 
 
 def _named(procs, name):

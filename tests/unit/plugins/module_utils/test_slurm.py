@@ -1,74 +1,145 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_slurm parsers, against what sinfo and squeue of slurm-wlm 22.05.8 (Debian 12) printed for the formats we use.
-
-The lines were captured from the one-node cluster of tools/slurm_env.sh; the integration target slurm_drain runs
-the module against that cluster itself.
+"""_slurm parsers and decisions, against what `scontrol --oneliner show node` and squeue of slurm-wlm 22.05.8 (Debian 12)
+printed on the one-node cluster of tools/slurm_env.sh (fixtures/scontrol-show-node, sources in fixtures/SOURCES.md);
+the integration targets slurm_drain and gpu_reclaim_slurm run the module against that cluster itself.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, base_state, drain_reason, drain_run, hold_reason, is_drained, parse_sinfo, parse_squeue,
+    SlurmNodeUnknown, admin_flags, control_character, drain_reason, drain_run, drained_with_marker, gate_unfinished,
+    hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_nodes, parse_squeue, unknown_node,
 )
 
 MARKER = "gpuops: reclaiming stuck GPU memory"
-IDLE = "node07|idle|Unknown|Unknown|none\n"
-IDLE_NOT_RESPONDING = "node07|idle*|Unknown|Unknown|none\n"
-DRAINING = "node07|draining|root(0)|2026-12-01T08:54:06|gpuops run=abc: reset | test\n"
-DRAINED_FLAGGED = "node07|drained*|root(0)|2026-12-01T08:54:46|second\n"
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "scontrol-show-node")
 
 
-def test_idle_node_has_no_reason():
-    node = parse_sinfo(IDLE, "node07")
-    assert node == {"node": "node07", "state": "idle", "raw_state": "idle", "reason": None, "reason_user": None, "reason_time": None}
+def capture(name):
+    with open(os.path.join(FIXTURES, name + ".txt")) as handle:
+        return handle.read()
 
 
-def test_flags_are_not_part_of_the_state():
-    assert parse_sinfo(IDLE_NOT_RESPONDING, "node07")["state"] == "idle"
-    assert parse_sinfo(DRAINED_FLAGGED, "node07")["state"] == "drained"
-    assert base_state("DRAINING~") == "draining"
+def node(name):
+    return parse_node(capture(name), "gpunode1")
 
 
-def test_a_reason_keeps_its_bars():
-    node = parse_sinfo(DRAINING, "node07")
-    assert node["reason"] == "gpuops run=abc: reset | test"
-    assert node["reason_user"] == "root(0)"
-    assert node["state"] == "draining"
+def test_an_idle_node_has_no_reason_and_no_flag():
+    idle = node("idle")
+    assert (idle["state"], idle["base"], idle["flags"], idle["reason"], idle["reason_user"]) == ("idle", "IDLE", [], None, None)
+    assert not is_drained(idle) and not out_of_service(idle) and hands_off(idle, MARKER) == ""
 
 
-def test_an_unknown_node_prints_nothing():
+def test_down_and_drain_is_drained_to_sinfo_but_down_here():
+    # sinfo prints "drained" for DOWN+DRAIN; only scontrol shows the DOWN an admin set.
+    down = node("down-drain")
+    assert (down["state"], down["base"], down["flags"]) == ("drained", "DOWN", ["DRAIN"])
+    assert down["reason"] == "admin: down, PSU swap"
+    assert (down["reason_user"], down["reason_time"]) == ("root", "2026-12-01T21:39:44")
+    assert admin_flags(down) == ["DOWN"]
+    assert "DOWN+DRAIN" in hands_off(down, MARKER) and "admin: down, PSU swap" in hands_off(down, MARKER)
+
+
+@pytest.mark.parametrize("name, flags", [
+    ("down", ["DOWN"]), ("idle-fail", ["FAIL"]), ("idle-maintenance-reserved", ["MAINTENANCE"]),
+    ("idle-drain-maintenance", ["MAINTENANCE"]), ("down-drain-reboot-issued", ["DOWN", "REBOOT_ISSUED"]),
+])
+def test_an_administrators_state_is_left_as_found(name, flags):
+    found = node(name)
+    assert admin_flags(found) == flags
+    assert hands_off(found, MARKER)
+
+
+def test_out_of_service_means_no_job_can_start():
+    assert out_of_service(node("down")) and out_of_service(node("idle-fail")) and out_of_service(node("idle-drain-ours"))
+    # A maintenance reservation still lets its own users' jobs start: not out of service.
+    assert not out_of_service(node("idle-maintenance-reserved"))
+    assert not out_of_service(node("mixed"))
+
+
+def test_not_responding_alone_is_nobodys_decision():
+    # Seen for a moment after a RESUME of a DOWN node, until slurmd registers again.
+    found = node("idle-not-responding")
+    assert found["flags"] == ["NOT_RESPONDING"] and hands_off(found, MARKER) == ""
+
+
+def test_our_drain_read_back_whole():
+    ours = node("idle-drain-ours")
+    assert ours["reason"] == "gpuops: reclaiming stuck GPU memory (run r1: the reset rung)"
+    assert drain_run(ours, MARKER) == "r1" and hands_off(ours, MARKER) == ""
+    draining = node("mixed-drain-ours")
+    assert (draining["state"], draining["base"]) == ("draining", "MIXED") and drain_run(draining, MARKER) == "r2"
+
+
+def test_a_reason_whose_first_line_is_ours_is_someone_elses():
+    found = node("idle-drain-multiline-reason")
+    assert found["reason"] == "gpuops: reclaiming stuck GPU memory (run r1: the reset rung)\nadmin: RMA, do not resume"
+    assert found["reason_user"] == "root"
+    assert drain_run(found, MARKER) is None
+    assert "someone else's reason" in hands_off(found, MARKER)
+
+
+def test_a_stamp_inside_a_reason_is_not_the_end_of_its_first_line():
+    # Constructed from idle-drain-ours.txt: an admin wrote a reason that imitates ours and the stamp after it.
+    line = capture("idle-drain-ours").replace(
+        "Reason=gpuops: reclaiming stuck GPU memory (run r1: the reset rung) [root@",
+        "Reason=gpuops: reclaiming stuck GPU memory (run r1: the reset rung) [root@2026-01-01T00:00:00] x [root@")
+    found = parse_node(line, "gpunode1")
+    assert found["reason"] == "gpuops: reclaiming stuck GPU memory (run r1: the reset rung) [root@2026-01-01T00:00:00] x"
+    assert drain_run(found, MARKER) is None
+
+
+def test_comment_and_extra_after_the_reason_are_not_part_of_it():
+    # As scontrol 22.05.8 printed it with Comment and Extra set (the end of the line, from the same session).
+    line = capture("idle-drain-multiline-reason").rstrip("\n") + " Comment=a comment Extra=x=1\n"
+    found = parse_node(line, "gpunode1")
+    assert found["reason"] == "gpuops: reclaiming stuck GPU memory (run r1: the reset rung)\nadmin: RMA, do not resume"
+    ours = parse_node(capture("idle-drain-ours").rstrip("\n") + " Comment=a comment\n", "gpunode1")
+    assert drain_run(ours, MARKER) == "r1"
+
+
+def test_unknown_node():
     with pytest.raises(SlurmNodeUnknown):
-        parse_sinfo("", "nosuch")
+        parse_node(capture("idle"), "gpunode")
     with pytest.raises(SlurmNodeUnknown):
-        parse_sinfo(IDLE, "node0")
+        parse_node("", "gpunode1")
+    assert unknown_node(1, "", "Node nosuch not found\n")
+    assert not unknown_node(1, "", "slurm_load_node error: Unable to contact slurm controller (connect failure)\n")
 
 
-def test_ours_is_the_reason_drain_reason_writes_and_names_the_run():
-    ours = parse_sinfo("node07|drained|root(0)|2026-12-01T08:54:06|%s\n" % drain_reason(MARKER, "run-1", "the reset rung"), "node07")
-    assert ours["reason"] == "gpuops: reclaiming stuck GPU memory (run run-1: the reset rung)"
-    assert drain_run(ours, MARKER) == "run-1"
-    assert drain_run(parse_sinfo(DRAINED_FLAGGED, "node07"), MARKER) is None
-    assert drain_run(parse_sinfo(IDLE, "node07"), MARKER) is None
-    # A resumed node may keep no reason, or a stale one: only a drain can be ours.
-    assert drain_run(dict(ours, state="idle"), MARKER) is None
-    assert is_drained(parse_sinfo(DRAINING, "node07"))
+def test_nodes_drained_with_our_reason():
+    nodes = parse_nodes(capture("idle-drain-ours") + capture("idle-drain-multiline-reason").replace("gpunode1", "gpunode2", 1)
+                        + capture("idle").replace("gpunode1", "gpunode3", 1))
+    assert [n["node"] for n in nodes] == ["gpunode1", "gpunode2", "gpunode3"]
+    assert drained_with_marker(nodes, MARKER) == {"gpunode1": "r1"}
 
 
 def test_a_reason_that_only_starts_with_the_marker_is_someone_elses():
     for reason in ("gpuops: reclaiming stuck GPU memory failed, RMA - do not resume",
                    "gpuops: reclaiming stuck GPU memory (run x: reset) - and then a human note",
+                   "gpuops: reclaiming stuck GPU memory (run x: reset)\n",
                    "gpuops: reclaiming stuck GPU memory"):
-        node = {"state": "drained", "reason": reason}
-        assert drain_run(node, MARKER) is None, reason
+        assert drain_run({"flags": ["DRAIN"], "reason": reason}, MARKER) is None, reason
+    # Only a drain can be ours: a resumed node may keep a stale reason.
+    assert drain_run({"flags": [], "reason": drain_reason(MARKER, "r", "x")}, MARKER) is None
 
 
 def test_odd_run_ids_and_purposes_still_read_back():
-    reason = drain_reason(MARKER, "awx job 42: (retry)", "the (reset) rung")
+    reason = drain_reason(MARKER, "awx job 42: (retry)", "the (reset) [rung]")
     assert reason == "gpuops: reclaiming stuck GPU memory (run awx_job_42___retry_: the reset rung)"
-    assert drain_run({"state": "draining", "reason": reason}, MARKER) == "awx_job_42___retry_"
+    assert drain_run({"flags": ["DRAIN"], "reason": reason}, MARKER) == "awx_job_42___retry_"
+
+
+def test_control_characters_are_named():
+    assert control_character("a\nb") == repr("\n")
+    assert control_character("tab\there") == repr("\t")
+    assert control_character("fine: reason (1)") is None
+    assert control_character(None) is None
 
 
 def test_squeue_jobs():
@@ -80,9 +151,32 @@ def test_squeue_jobs():
 
 
 def test_a_hold_reason_names_the_gate_and_is_no_drain_of_ours_to_resume():
-    reason = hold_reason("run (1)", "dcgmi diag -r 1 failed:\n software Fail")
+    reason = hold_reason("run (1)", "dcgmi diag -r 1 failed:\n software Fail\x07")
     assert reason == ("gpuops: GPU health check failed (run run__1_) - dcgmi diag -r 1 failed: software Fail; resume by hand "
                       "once repaired")
-    assert drain_run({"state": "drained", "reason": reason}, MARKER) is None
-    assert drain_run({"state": "drained", "reason": reason}, "gpuops") is None
+    assert control_character(reason) is None
+    assert drain_run({"flags": ["DRAIN"], "reason": reason}, MARKER) is None
+    assert drain_run({"flags": ["DRAIN"], "reason": reason}, "gpuops") is None
     assert len(hold_reason("run-1", "x" * 500)) == 200
+
+
+def _gate(run, phase, entry, ok=None, ts="2026-12-01T10:00:00Z"):
+    record = {"run_id": run, "id": entry, "phase": phase, "action": "health_check", "ts": ts}
+    if ok is not None:
+        record.update(ok=ok, result="pass" if ok else "fail", reason="dcgmi said so")
+    return record
+
+
+def test_a_gate_begun_and_never_finished_blocks_the_resume():
+    assert gate_unfinished([], "r1") is None
+    begun = [_gate("r1", "intent", "r1-a-1")]
+    assert "never finished" in gate_unfinished(begun, "r1")
+    assert gate_unfinished(begun, "r2") is None
+    # A later check that passed (this run's, or any run's after it) lets the resume go on.
+    assert gate_unfinished(begun + [_gate("r1", "outcome", "r1-a-1", ok=True)], "r1") is None
+    assert gate_unfinished(begun + [_gate("r2", "intent", "r2-b-1"), _gate("r2", "outcome", "r2-b-1", ok=True)], "r1") is None
+    # A failed check that was never acted on blocks it too.
+    assert "failed" in gate_unfinished(begun + [_gate("r1", "outcome", "r1-a-1", ok=False)], "r1")
+    # A pass before the last begun check counts for nothing.
+    earlier = [_gate("r1", "intent", "r1-a-1"), _gate("r1", "outcome", "r1-a-1", ok=True), _gate("r1", "intent", "r1-a-2")]
+    assert "never finished" in gate_unfinished(earlier, "r1")

@@ -39,17 +39,36 @@ def test_sleeper_killed_by_term(spawn, tmp_path, procs):
     assert records == journal.entries()
 
 
-def test_term_ignored_then_kill_after_grace(spawn, procs):
+def test_term_ignored_gets_kill_at_once_without_the_grace(spawn, tmp_path, procs):
     proc = spawn(["sleep", "60"], preexec_fn=procs.ignore_term)
     threading.Thread(target=proc.wait, daemon=True).start()
+    journal = Journal(str(tmp_path / "journal.jsonl"))
+    grace = 5.0
+    began = time.monotonic()
+    result = terminate_permitted([procs.target_for(proc.pid)], Policy(), grace=grace, journal=journal)
+    waited = time.monotonic() - began
+    [entry] = result["signalled"]
+    assert entry["signals"] == ["KILL"] and entry["exited"] is True
+    assert entry["expected"] == "kill_needed" and entry["kill_follows"] == "at_once"
+    assert entry["not_sent"] == [{"signal": "TERM", "why": "TERM is ignored (SigIgn): the kernel discards it"}]
+    assert waited < grace
+    procs.wait_until(lambda: proc.returncode is not None)
+    assert proc.returncode == -signal.SIGKILL
+    assert [r.get("signal") for r in read_journal(journal.path)] == ["KILL", "KILL"]
+
+
+def test_term_blocked_stays_pending_through_the_grace_then_kill(spawn, procs):
+    proc = spawn(["sleep", "60"], preexec_fn=procs.block_term)
+    threading.Thread(target=proc.wait, daemon=True).start()
     grace = 1.0
+    predicted = terminate_permitted([procs.target_for(proc.pid)], Policy(), grace=grace, check_mode=True)
     began = time.monotonic()
     result = terminate_permitted([procs.target_for(proc.pid)], Policy(), grace=grace)
     waited = time.monotonic() - began
     [entry] = result["signalled"]
-    assert entry["signals"] == ["TERM", "KILL"] and entry["exited"] is True
-    assert grace <= waited < grace + 1.0
-    assert grace <= entry["seconds"] < grace + 1.0
+    assert entry["expected"] == "pending" and entry["kill_follows"] == "after_grace"
+    assert entry["signals"] == ["TERM", "KILL"] and entry["exited"] is True and grace <= waited < grace + 1.0
+    assert [(e["signals"], e["expected"], e["exited"]) for e in predicted["signalled"]] == [(["TERM", "KILL"], "pending", True)]
     procs.wait_until(lambda: proc.returncode is not None)
     assert proc.returncode == -signal.SIGKILL
 
@@ -60,8 +79,8 @@ def test_check_mode_sends_nothing(spawn, tmp_path, procs):
     journal = Journal(str(tmp_path / "journal.jsonl"))
     targets = [procs.target_for(plain.pid), procs.target_for(stubborn.pid), Target(plain.pid + 100000, 1, "gone")]
     result = terminate_permitted(targets, Policy(), grace=0.5, journal=journal, check_mode=True)
-    assert [(e["pid"], e["signals"], e["exited"]) for e in result["signalled"]] == [
-        (plain.pid, ["TERM"], True), (stubborn.pid, ["TERM", "KILL"], True)]
+    assert [(e["pid"], e["signals"], e["exited"], e["expected"]) for e in result["signalled"]] == [
+        (plain.pid, ["TERM"], True, "term"), (stubborn.pid, ["KILL"], True, "kill_needed")]
     assert [s["reason"] for s in result["skipped"]] == ["exited"]
     time.sleep(0.2)
     assert plain.poll() is None and stubborn.poll() is None
@@ -69,8 +88,8 @@ def test_check_mode_sends_nothing(spawn, tmp_path, procs):
     assert not os.path.exists(journal.path)
     # The real run does what check mode predicted.
     real = terminate_permitted(targets, Policy(), grace=0.5)
-    assert [(e["pid"], e["signals"]) for e in real["signalled"]] == [
-        (e["pid"], e["signals"]) for e in result["signalled"]]
+    keys = ("pid", "signals", "exited", "expected", "why", "kill_follows", "not_sent")
+    assert [[e[k] for k in keys] for e in real["signalled"]] == [[e[k] for k in keys] for e in result["signalled"]]
 
 
 def test_shell_metacharacters_in_the_name_reach_no_shell(tmp_path, procs):
@@ -133,13 +152,12 @@ def test_pid_reused_before_the_kill_is_never_signalled(spawn, procs):
 
 
 def test_pid_reused_during_the_grace_is_not_sent_the_next_signal(spawn, procs):
-    stubborn = spawn(["sleep", "60"], preexec_fn=procs.ignore_term)
+    stubborn = spawn(["sleep", "60"], preexec_fn=procs.block_term)
     target = procs.target_for(stubborn.pid)
     outcome = {}
     worker = threading.Thread(target=lambda: outcome.update(terminate_permitted([target], Policy(), grace=1.5)))
     worker.start()
-    procs.wait_until(lambda: _signal_mask_has_pending_or_ignored(stubborn.pid))
-    time.sleep(0.2)  # TERM has been sent and ignored; the grace is running
+    procs.wait_until(lambda: _term_pending(stubborn.pid))  # TERM has been sent and is blocked; the grace is running
     stubborn.kill()
     stubborn.wait()
     second = spawn_with_pid(spawn, target.pid, ["sleep", "60"])
@@ -152,9 +170,9 @@ def test_pid_reused_during_the_grace_is_not_sent_the_next_signal(spawn, procs):
     assert second.poll() is None and procs.state_of(second.pid) == "S"
 
 
-def _signal_mask_has_pending_or_ignored(pid):
+def _term_pending(pid):
     with open("/proc/%d/status" % pid) as handle:
-        return any(line.startswith("SigIgn:") and int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1))
+        return any(line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1))
                    for line in handle)
 
 
@@ -183,11 +201,11 @@ def test_leader_exited_group_that_ignores_term_gets_kill(procs):
     parent, child = procs.leader_exited_group("ignores_term")
     target = procs.target_for(child)
     predicted = terminate_permitted([target], Policy(), grace=0.5, check_mode=True)
-    assert predicted["signalled"][0]["signals"] == ["TERM", "KILL"]
+    assert predicted["signalled"][0]["signals"] == ["KILL"]
     assert _procscan.read_process(child)["leader_exited"] is True  # check mode sent nothing
     result = terminate_permitted([target], Policy(), grace=0.5)
     [entry] = result["signalled"]
-    assert entry["signals"] == ["TERM", "KILL"] and entry["exited"] is True
+    assert entry["signals"] == ["KILL"] and entry["exited"] is True
     assert parent.poll() is None
 
 

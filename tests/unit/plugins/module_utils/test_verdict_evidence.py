@@ -154,3 +154,66 @@ def test_a_lost_gpu_is_named_by_its_kernel_log_line():
     # Two lost GPUs, one line: which is which cannot be told, so neither is named.
     two = [{"index": 0, "lost": True, "processes": []}, {"index": 1, "lost": True, "processes": []}]
     assert [g["pci_bus_id"] for g in snapshot(fixture("kernel-xid", "fallen-off-bus-multiline-570.158.01.log"), gpus=two)["gpus"]] == [None, None]
+
+
+# --- uninterruptible sleep is evidence only once SIGKILL failed ---------------------------------------------
+
+def _d_holder(**extra):
+    holder = {"pid": 4242, "start_time": 777, "name": "trainer", "class": "compute", "state": "disk-sleep", "gpus": [0],
+              "used_mib": 4096, "frozen_cgroup": None}
+    holder.update(extra)
+    return holder
+
+
+def _gpu_snapshot(holder):
+    gpus = [{"index": 0, "pci_bus_id": "00000000:01:00.0", "memory_used_mib": 4096, "unattributed_mib": 0}]
+    return {"gpus": gpus, "holders": [holder], "xid_events": [], "probes": {"gpu": OK_PROBE}, "reset_blockers": []}
+
+
+def test_a_holder_in_d_asks_for_the_kill_rung_not_a_reboot():
+    found = verdict(_gpu_snapshot(_d_holder()), 256)
+    assert found["rung"] == "kill"
+    assert "uninterruptible sleep (D)" in found["reasons"][0]["reason"] and "outliving SIGKILL" in found["reasons"][0]["reason"]
+
+
+def test_only_a_holder_that_outlived_sigkill_asks_for_a_reboot():
+    found = verdict(_gpu_snapshot(_d_holder(**{"class": "unkillable", "outlived_kill": "2026-12-01T22:00:00.000000Z"})), 256)
+    assert found["rung"] == "reboot"
+    assert "outlived SIGKILL (journal, 2026-12-01T22:00:00.000000Z)" in found["reasons"][0]["reason"]
+
+
+def test_a_frozen_cgroup_is_named_and_asks_for_the_kill_rung():
+    frozen = {"cgroup": "/sys/fs/cgroup/freezer/job", "file": "/sys/fs/cgroup/freezer/job/freezer.state"}
+    found = verdict(_gpu_snapshot(_d_holder(frozen_cgroup=frozen)), 256)
+    assert found["rung"] == "kill"
+    assert "/sys/fs/cgroup/freezer/job is frozen" in found["reasons"][0]["reason"] and "thaw_frozen" in found["reasons"][0]["reason"]
+
+
+def test_the_snapshot_classes_unkillable_from_the_journal_a_live_d_process(tmp_path, spawn, procs):
+    """A real process in D (a vfork parent's killable wait) that the journal says outlived SIGKILL, and one it does
+    not name: only the first is unkillable."""
+    import shutil  # pylint: disable=import-outside-toplevel
+    import subprocess  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import mark_unkillable  # pylint: disable=import-outside-toplevel
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        import pytest  # pylint: disable=import-outside-toplevel
+        pytest.skip("no C compiler to build a vfork parent")
+    source = tmp_path / "vfork_parent.c"
+    source.write_text("#include <unistd.h>\n#include <sys/prctl.h>\n#include <signal.h>\n"
+                      "int main(void) { if (vfork() == 0) { prctl(PR_SET_PDEATHSIG, SIGKILL); sleep(60); _exit(0); } return 0; }\n")
+    binary = str(tmp_path / "vfork_parent")
+    subprocess.run([compiler, "-o", binary, str(source)], check=True)
+    named, other = spawn([binary]), spawn([binary])
+    procs.wait_until(lambda: procs.state_of(named.pid) == "D" and procs.state_of(other.pid) == "D")
+    journal = Journal(str(tmp_path / "journal.jsonl"))
+    entry = journal.intent("signal", pid=named.pid, start_time=procs.target_for(named.pid).start_time, signal="KILL")
+    journal.outcome(entry, True, pid=named.pid, signal="KILL", exited=False, outlived_kill=True, state="D")
+    holders = [_d_holder(pid=proc.pid, start_time=procs.target_for(proc.pid).start_time) for proc in (named, other)]
+    mark_unkillable(holders, journal.path)
+    assert [h["class"] for h in holders] == ["unkillable", "compute"]
+    assert holders[0]["outlived_kill"] == journal.entries()[1]["ts"] and holders[0]["frozen_cgroup"] is None
+    for proc in (named, other):
+        proc.kill()
+        proc.wait()

@@ -14,7 +14,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import he
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
     INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, check_options, drain_followup, fleet_guard, health_gate, hold_reason,
-    kill_plan_lines, next_rung, walk_argument_spec,
+    kill_plan_lines, next_rung, slurm_drain_state, walk_argument_spec,
 )
 
 THRESHOLD = 256
@@ -310,8 +310,60 @@ def test_no_destructive_rung_runs_when_the_drain_failed():
     outcome = state["outcome"]
     assert outcome["status"] == "failed"
     assert outcome["rungs_tried"] == [{"rung": "reset", "changed": False, "failed": True, "msg": failure["msg"], "plan": []}]
-    assert outcome["drained"] == "slurm"  # taken while the jobs still ran: ours to hand on
+    assert outcome["drained"] == "slurm"  # kept while the jobs still ran (keep_drain): ours to hand on
     assert state["drain_followup"] == "release"
+    # The outcome says what happened: the drain failed, no reset ran (not "memory still held after the reset rung").
+    assert outcome["msg"] == "no reset rung ran, the walk stopped at the scheduler: " + failure["msg"]
+
+
+def test_a_refusal_that_left_the_node_as_found_hands_nothing_on():
+    node = Node([{"ghost": 2048}])
+    ladder = walk(node, drain="slurm")
+    failure = {"failed": True, "ours": False, "msg": "jobs run on Slurm node gpunode1: 17 (bob, train); the node was left as found"}
+    state = ladder.continue_after("drain", ladder.start(node.snapshot()), {"scheduler": "slurm", "slurm": failure, "failure": failure})
+    assert state["outcome"]["drained"] is None and state["drain_followup"] is None
+    assert state["outcome"]["summary"][-1] == "  scheduler: slurm drain: " + failure["msg"]
+
+
+def test_the_slurm_drain_is_checked_again_before_each_later_destructive_rung():
+    node = Node([{"ghost": 2048}], reset_fails=True)
+    ladder = walk(node, drain="slurm", max_rung="reload")
+    state = ladder.start(node.snapshot())
+    assert state["pending"] == "drain" and slurm_drain_state(state) == "drained"
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"changed": True, "ours": True, "msg": "drained"}})
+    # The reset failed; before the reload the walk pauses again, for the check.
+    assert modules(node) == ["gpu_reset"] and state["pending"] == "drain" and state["pending_rung"] == "reload"
+    assert slurm_drain_state(state) == "confirmed"
+    resumed = {"failed": True, "msg": "Slurm node gpunode1 is back in service (state IDLE): someone resumed it"}
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": resumed, "failure": resumed})
+    outcome = state["outcome"]
+    assert modules(node) == ["gpu_reset"]  # no reload
+    assert outcome["status"] == "failed" and outcome["drained"] == "slurm"
+    assert outcome["msg"].startswith("no reload rung ran, the walk stopped at the scheduler: Slurm node gpunode1 is back in service")
+    assert "after the reset rung(s), GPU memory is still held" in outcome["msg"]
+    assert outcome["drain_notes"][-1] == "slurm check before the reload rung: " + resumed["msg"]
+
+
+def test_a_confirmed_drain_lets_the_next_rung_run():
+    node = Node([{"ghost": 2048}], reset_fails=True)
+    ladder = walk(node, drain="slurm", max_rung="reload")
+    state = ladder.continue_after("drain", ladder.start(node.snapshot()), {"scheduler": "slurm", "slurm": {"ours": True}})
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"msg": "still drained by gpuops run run-1"}})
+    assert modules(node) == ["gpu_reset", "nvidia_driver_reload", "gpu_health_check"]
+    assert state["outcome"]["status"] == "fixed" and state["outcome"]["drained"] == "slurm"
+    assert state["drain_followup"] == "resume"
+
+
+def test_a_failed_resume_fails_the_walk_naming_it_and_keeps_what_ran():
+    node = Node([{"ghost": 2048}])
+    ladder = walk(node, drain="slurm")
+    state = ladder.continue_after("drain", ladder.start(node.snapshot()), {"scheduler": "slurm", "slurm": {"ours": True, "msg": "drained"}})
+    gone = {"failed": True, "msg": "scontrol --oneliner show node failed (rc 1): Unable to contact slurm controller"}
+    state = ladder.continue_after("undrain", state, {"scheduler": "slurm", "slurm": gone, "failure": gone})
+    outcome = state["outcome"]
+    assert outcome["status"] == "failed" and outcome["undrained"] is None
+    assert outcome["msg"] == "the reset rung got the memory back (2048 MiB); then the Slurm resume failed: " + gone["msg"]
+    assert [step["rung"] for step in outcome["rungs_tried"]] == ["reset"]
 
 
 def test_a_node_someone_else_cordoned_is_walked_without_our_cordon():
@@ -424,7 +476,8 @@ def test_a_passing_gate_lets_the_node_back_into_service():
     state = ladder.continue_after("drain", ladder.start(node.snapshot()),
                                   {"scheduler": "slurm", "slurm": {"changed": True, "ours": True}, "failure": {}})
     assert modules(node) == ["gpu_reset", "gpu_health_check"]
-    assert node.calls[-1][1] == {"level": 1, "timeout": 300.0, "gpus": []}
+    # The run id and the journal go with it: the module journals the gate's start before dcgmi runs.
+    assert node.calls[-1][1] == {"level": 1, "timeout": 300.0, "gpus": [], "run_id": "run-1"}
     assert state["outcome"]["status"] == "fixed" and state["outcome"]["fixed_by"] == "reset"
     assert state["outcome"]["health_check"]["result"] == "pass"
     assert state["drain_followup"] == "resume" and hold_reason(state) is None
@@ -436,7 +489,7 @@ def test_a_failed_gate_fails_the_walk_and_keeps_the_slurm_node_drained_naming_th
     ladder = walk(node, drain="slurm", health_check_level=2, health_check_timeout=60.0)
     state = ladder.continue_after("drain", ladder.start(node.snapshot()),
                                   {"scheduler": "slurm", "slurm": {"changed": True, "ours": True}, "failure": {}})
-    assert node.calls[-1] == ("gpu_health_check", {"level": 2, "timeout": 60.0, "gpus": []})
+    assert node.calls[-1] == ("gpu_health_check", {"level": 2, "timeout": 60.0, "gpus": [], "run_id": "run-1"})
     outcome = state["outcome"]
     assert outcome["status"] == "failed" and outcome["fixed_by"] is None
     assert outcome["msg"] == ("the reset rung got the memory back (3072 MiB), but the GPUs failed the health check, so the node "
@@ -596,9 +649,27 @@ def test_check_mode_never_claims_the_drain_and_says_when_the_planned_rung_would_
     state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"ours": True, "msg": "would drain with reason 'x'"}})
     outcome = state["outcome"]
     assert outcome["status"] == "planned" and outcome["drained"] is None
-    assert outcome["drain_notes"] == ["slurm drain: would drain with reason 'x'"]
+    assert outcome["drain_notes"] == ["slurm drain: would drain with reason 'x'",
+                                      "slurm resume: would resume the node once the memory is back and the GPUs pass the health "
+                                      "check, or keep it drained if they do not"]
+    # Check mode names the drain in the summary too.
+    assert "  scheduler: slurm drain: would drain with reason 'x'" in outcome["summary"]
     assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported"
     assert state["drain_followup"] is None
+
+
+def test_a_resume_that_held_the_node_fails_the_walk_naming_why():
+    node = Node([{"ghost": 0}])
+    ladder = walk(node, drain="slurm")
+    state = ladder.start(node.snapshot())
+    assert state["drain_followup"] == "resume"  # a drain an interrupted run may have left
+    held = {"changed": True, "held": True, "msg": "held drained with reason 'gpuops: GPU health check failed (run run-1) - the "
+            "GPU health check that run killed began at T never finished; resume by hand once repaired'"}
+    state = ladder.continue_after("undrain", state, {"scheduler": "slurm", "slurm": held, "failure": {}})
+    outcome = state["outcome"]
+    assert outcome["status"] == "failed" and outcome["undrained"] is None
+    assert outcome["msg"] == "no GPU memory held: nothing to do; then the Slurm node stays out of service: " + held["msg"]
+    assert outcome["drain_notes"] == ["slurm resume: " + held["msg"]]
 
 
 # A running job's process is busy, not stuck (issue 17, rule 8).

@@ -3,7 +3,10 @@ import json
 import os
 import stat
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry, memory_bar, render_markdown, write_report
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import (
+    build_report, host_entry, latest_name, memory_bar, render_markdown, write_report,
+)
 
 SNAPSHOT = {
     "verdict": {"rung": "kill", "reasons": [{"reason": "pid 4242 (trainer) holds GPU 1 with 4096 MiB (compute)"}]},
@@ -141,6 +144,42 @@ def test_a_host_the_fleet_guard_refused_is_reported_refused_with_the_reason():
     report = build_report(entries, "reset_gpu-2", "reset_gpu", False, "t", ["a", "b"])
     assert report["fleet"]["by_status"]["refused"] == ["a", "b"]
     assert "\n## a: refused\n\n" + why + "\n" in render_markdown(report)
+
+
+DRAIN_NOTES = ["slurm drain: left as found: gpunode1 its state is DOWN (DOWN) and it carries someone else's reason "
+               "'admin: <down>\\n PSU | swap' (by root at 2026-12-01T21:39:45); our drain is not applied over it",
+               "slurm resume: resumed: the drain is this run's (reason 'gpuops: reclaiming stuck GPU memory (run r: x)')"]
+
+
+def test_the_markdown_and_the_html_say_what_the_scheduler_was_told():
+    outcome = dict(OUTCOME, drain_notes=DRAIN_NOTES)
+    report = build_report([host_entry("node07", outcome=outcome)], "r", "reset_gpu", False, "t")
+    text = render_markdown(report)
+    assert "Scheduler:\n\n- slurm drain: left as found: gpunode1 its state is DOWN" in text
+    assert "'admin: &lt;down>\\n PSU \\| swap'" in text  # a bar or a tag in a reason cannot break the page
+    assert "- slurm resume: resumed: the drain is this run's (reason 'gpuops: reclaiming" in text
+    page = render_html(report)
+    assert "<h3>Scheduler</h3><ul><li>slurm drain: left as found: gpunode1 its state is DOWN" in page
+    assert "&#x27;admin: &lt;down&gt;" in page or "&#39;admin: &lt;down&gt;" in page
+    # A host whose run drained nothing has no such section.
+    plain = build_report([host_entry("node07", outcome=OUTCOME)], "r", "reset_gpu", False, "t")
+    assert "Scheduler" not in render_markdown(plain) and "Scheduler" not in render_html(plain)
+
+
+def test_a_plan_never_replaces_the_last_real_report(tmp_path):
+    directory = str(tmp_path / "reports")
+    real = build_report([host_entry("node07", outcome=OUTCOME)], "reset_gpu-1", "reset_gpu", False, "t")
+    write_report(directory, real, render_markdown(real), "real page", latest=latest_name("reset_gpu", False))
+    plan = build_report([host_entry("node07", outcome=dict(OUTCOME, status="planned"))], "reset_gpu-2", "reset_gpu", True, "t")
+    paths = write_report(directory, plan, render_markdown(plan), "plan page", latest=latest_name("reset_gpu", True))
+    assert [os.path.basename(p) for p in paths] == ["reset_gpu-2.json", "reset_gpu-2.md", "reset_gpu-2.html",
+                                                    "latest-plan.json", "latest-plan.md", "latest-plan.html"]
+    with open(os.path.join(directory, "latest.json")) as handle:
+        assert json.load(handle) == real
+    with open(os.path.join(directory, "latest.html")) as handle:
+        assert handle.read() == "real page"
+    # A read-only report has nothing to plan: check mode or not, it is the latest.
+    assert latest_name("gpu_report", True) == "latest"
 
 
 def test_two_slices_or_two_jobs_in_one_second_never_write_the_same_report_file(tmp_path):

@@ -5,7 +5,7 @@
     family.py PARENT_DEVICE CHILD_DEVICE REPORT
 
 The parent holds PARENT_DEVICE open, its child CHILD_DEVICE; both wait until killed. REPORT gets
-{"parent": pid, "child": pid} once both hold their device; the command returns then.
+{"parent": pid, "child": pid, "started": ["pid:start time", ...]} once both hold their device; the command returns then.
 """
 import json
 import os
@@ -32,8 +32,16 @@ if child == 0:
         time.sleep(3600)
 os.close(ready_write)
 os.read(ready_read, 1)
+
+
+def start_time(pid):
+    with open("/proc/%d/stat" % pid) as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[19])
+
+
 with open(report + ".tmp", "w") as handle:
-    json.dump({"parent": os.getpid(), "child": child}, handle)
+    json.dump({"parent": os.getpid(), "child": child, "started": ["%d:%d" % (pid, start_time(pid)) for pid in (os.getpid(), child)]},
+              handle)
 os.rename(report + ".tmp", report)
 os.write(write_end, b"x")
 while True:

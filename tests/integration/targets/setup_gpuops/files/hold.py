@@ -4,7 +4,8 @@
 
     hold.py REPORT DEVICE [DEVICE...]
 
-The command returns once the holder has every device open; REPORT then holds {"pid": its pid}. It waits until killed.
+The command returns once the holder has every device open; REPORT then holds {"pid", "start_time"
+(clock ticks), "started": "pid:start time"}, what end_if_same.py takes. It waits until killed.
 """
 import json
 import os
@@ -19,8 +20,10 @@ if os.fork():
 os.setsid()
 os.close(read_end)
 held = [os.open(path, os.O_RDWR) for path in devices]
+with open("/proc/self/stat") as stat:
+    started = int(stat.read().rsplit(")", 1)[1].split()[19])
 with open(report + ".tmp", "w") as handle:
-    json.dump({"pid": os.getpid()}, handle)
+    json.dump({"pid": os.getpid(), "start_time": started, "started": "%d:%d" % (os.getpid(), started)}, handle)
 os.rename(report + ".tmp", report)
 os.write(write_end, b"x")
 os.close(write_end)

@@ -1,0 +1,149 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The simulated Windows node's answers to the named PowerShell scripts (_win_scripts): ConvertTo-Json as Windows
+PowerShell 5.1 writes it, the terminate script's results, and the journal's files under <root>/fs/.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
+    MIB, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
+    process_memory,
+)
+
+
+def _terminate_script(state, parameters, caller):
+    """The terminate script: each pid opened (Win32 error 87 when none has it, 5 when Windows refuses it to the caller),
+    its creation time compared, then ended; Add-Type refused under Constrained Language Mode (the scenario's
+    constrained_language)."""
+    if state.get("constrained_language"):
+        return {"unavailable": "Cannot add type. Definition of new types is not supported in this language mode.", "results": "[]"}
+    results = []
+    for pid, created in zip(parameters.get("ProcessIds") or [], parameters.get("CreationTimesMs") or []):
+        process = _process(state, int(pid))
+        if process is None:
+            results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 87})
+        elif process["creation_time_ms"] != int(created):
+            results.append({"ProcessId": int(pid), "Outcome": "pid_reused", "Code": process["creation_time_ms"]})
+        elif _kill_refusal(state, process, caller):
+            results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 5})
+        else:
+            state["processes"].remove(process)
+            _restart_shell(state, process)
+            results.append({"ProcessId": int(pid), "Outcome": "ended", "Code": 0})
+    return {"results": _ps_json(results)}
+
+
+def _ps_json(items):
+    # 5.1 escapes the slashes of its date form: "\/Date(1790077571033)\/", and writes an empty pipeline
+    # collected with @(...) as [null].
+    if not items:
+        return "[\r\n    null\r\n]"
+    return json.dumps(items, indent=4).replace('"/Date(', '"\\/Date(').replace(')/"', ')\\/"')
+
+
+def _store_wsl(state, path):
+    return bool(state["store_wsl"]) and path == _win_wsl.STORE_WSL_PATH
+
+
+def _snapshot_script(state, parameters, _caller):
+    memory_rows = []
+    for process in state["processes"]:
+        for luid, usage in sorted(process_memory(state, process).items()):
+            high, low = luid.split("_")
+            memory_rows.append({"Name": "pid_%d_luid_%s_%s_phys_0" % (process["pid"], high, low),
+                                "DedicatedUsage": usage["dedicated_bytes"], "SharedUsage": usage["shared_bytes"],
+                                "LocalUsage": usage["dedicated_bytes"], "NonLocalUsage": usage["shared_bytes"],
+                                "TotalCommitted": usage["dedicated_bytes"] + usage["shared_bytes"]})
+    for process in state["processes"]:
+        if process.get("counter_mib") is not None and memory_rows:
+            # what its per-process counter says (not what it holds): -1 is the sample of an exited process
+            for row in memory_rows:
+                if row["Name"].startswith("pid_%d_" % process["pid"]):
+                    row["DedicatedUsage"] = -1 if process["counter_mib"] < 0 else process["counter_mib"] * MIB
+    adapter_rows = {}
+    for process in state["processes"]:
+        for luid, usage in process_memory(state, process).items():
+            adapter_rows[luid] = adapter_rows.get(luid, 0) + usage["dedicated_bytes"]
+    adapter_memory = [{"Name": "luid_%s_%s_phys_0" % tuple(luid.split("_")), "DedicatedUsage": value, "SharedUsage": 0}
+                      for luid, value in sorted(adapter_rows.items())]
+    constrained = bool(state.get("constrained_language"))
+    adapters = [_registry_adapter(adapter, constrained) for adapter in sorted(_display_adapters(state), key=lambda a: a["registry_key"])]
+    answer = {"process_memory": {"source": "cim", "json": _ps_json(memory_rows), "error": None}, "processes": _processes_json(state),
+              "adapter_memory": {"source": "cim", "json": _ps_json(adapter_memory), "error": None},
+              "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath")),
+              "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None,
+              "d3dkmt_error": "Cannot add type. Definition of new types is not supported in this language mode." if constrained else None}
+    if not state.get("pnp_properties", True):
+        # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
+        answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "
+                                                    "function, script file, or operable program.")
+    return answer
+
+
+def _registry_adapter(adapter, constrained=False):
+    """One DirectX key's values as the snapshot script selects them (AdapterLuid: the QWORD as text) and the adapter's
+    PCI location as D3DKMTQueryAdapterInfo(KMTQAITYPE_ADAPTERADDRESS) gives it (bus, device, function; no domain)."""
+    dummy, bus, rest = adapter["pci_bus_id"].split(":")
+    device, function = rest.split(".")
+    return {"Key": adapter["registry_key"], "Description": adapter["name"], "AdapterLuid": str(_win_counters.luid_value(adapter["luid"])),
+            "VendorId": adapter["vendor_id"], "DeviceId": int(adapter["instance_id"].split("DEV_")[1][:4], 16),
+            "SubSysId": _id_after(adapter["instance_id"], "SUBSYS_", 8), "RevisionId": _id_after(adapter["instance_id"], "REV_", 2),
+            "BusNumber": None if constrained else int(bus, 16), "DeviceNumber": None if constrained else int(device, 16),
+            "FunctionNumber": None if constrained else int(function, 16)}
+
+
+def _id_after(instance_id, marker, width):
+    at = instance_id.upper().find(marker)
+    return int(instance_id[at + len(marker):at + len(marker) + width], 16) if at >= 0 else None
+
+
+def _processes_json(state):
+    return _ps_json([{"ProcessId": p["pid"], "ParentProcessId": p["ppid"], "Name": p["name"], "ExecutablePath": p["image_path"],
+                      "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"], "User": p["user"]}
+                     for p in state["processes"]])
+
+
+def _processes_script(state, _parameters, _caller):
+    return {"processes": _processes_json(state)}
+
+
+def _wsl_path_script(state, parameters, _caller):
+    return {"exists": _store_wsl(state, parameters.get("Path"))}
+
+
+def _journal_append_script(root, parameters):
+    line = parameters.get("Line")
+    if not isinstance(line, str) or "\n" in line or "\r" in line:
+        raise WinSimError("a journal line holds no newline: %r" % (line,))
+    path = host_file(root, parameters.get("Path"))
+    _journal.append_line(path, json.loads(line))
+    return {"written": len(line.encode("utf-8")) + 1}
+
+
+def _journal_read_script(root, parameters):
+    path = host_file(root, parameters.get("Path"))
+    if not os.path.isfile(path):
+        return {"exists": False, "cut": False, "base64": ""}
+    tail = int(parameters.get("TailBytes"))
+    with open(path, "rb") as handle:
+        cut = os.fstat(handle.fileno()).st_size > tail
+        if cut:
+            handle.seek(-tail, os.SEEK_END)
+        data = handle.read()
+    return {"exists": True, "cut": cut, "base64": base64.b64encode(data).decode("ascii")}
+
+
+_FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_read": _journal_read_script}
+
+
+_ACTING_SCRIPTS = {"terminate": _terminate_script}
+
+
+_SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script}

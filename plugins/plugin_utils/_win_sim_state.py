@@ -1,0 +1,365 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The simulated Windows node's state: the state file under its lock, a node built from a scenario, and the
+node's own rules (what Windows refuses to end, the shell Winlogon restarts, the WSL VM, a reused pid).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import fcntl
+import json
+import os
+import time
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes, _win_wsl
+
+
+STATE_KIND = "gpuops-windows-sim"
+
+
+MIB = 1024 * 1024
+
+
+FIRST_PID = 1000
+
+
+VM_NAME = "vmmemWSL"
+
+
+# What taskkill says of the processes Windows marks critical (ending one bugchecks the host).
+CRITICAL_NAMES = frozenset(("csrss", "wininit", "smss", "services", "lsass", "winlogon"))
+
+
+_BASE_PROCESSES = (
+    # name, session, user, image path, parent name
+    ("System", 0, "NT AUTHORITY\\SYSTEM", None, None),
+    ("smss.exe", 0, "NT AUTHORITY\\SYSTEM", "C:\\Windows\\System32\\smss.exe", "System"),
+    ("csrss.exe", 0, "NT AUTHORITY\\SYSTEM", "C:\\Windows\\System32\\csrss.exe", None),
+    ("wininit.exe", 0, "NT AUTHORITY\\SYSTEM", "C:\\Windows\\System32\\wininit.exe", None),
+    ("services.exe", 0, "NT AUTHORITY\\SYSTEM", "C:\\Windows\\System32\\services.exe", "wininit.exe"),
+    ("lsass.exe", 0, "NT AUTHORITY\\SYSTEM", "C:\\Windows\\System32\\lsass.exe", "wininit.exe"),
+)
+
+
+_SESSION_PROCESSES = (
+    ("csrss.exe", "NT AUTHORITY\\SYSTEM", "C:\\Windows\\System32\\csrss.exe"),
+    ("winlogon.exe", "NT AUTHORITY\\SYSTEM", "C:\\Windows\\System32\\winlogon.exe"),
+    ("dwm.exe", "Window Manager\\DWM-%(id)d", "C:\\Windows\\System32\\dwm.exe"),
+    ("explorer.exe", "%(host)s\\%(user)s", "C:\\Windows\\explorer.exe"),
+)
+
+
+DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "reserved_mib": 205, "driver_model": "WDDM",
+               "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81", "restart_needs_reboot": False}
+
+
+DWM_MIB = 128
+
+
+# The integrated GPU a scenario can add (integrated_gpu): another vendor's adapter, in the registry and pnputil, never in
+# nvidia-smi; its LUID's memory is never an NVIDIA GPU's.
+INTEGRATED_GPU = {"name": "Intel(R) UHD Graphics 770", "vendor_id": 0x8086, "device_id": "4680", "luid": "0x00000000_0x0000b1e5",
+                  "pci_bus_id": "00000000:00:02.0", "registry_key": "{5e1cb1e5-9e4f-11ee-8c90-0242ac120002}",
+                  "instance_id": "PCI\\VEN_8086&DEV_4680&SUBSYS_7D251462&REV_0C\\3&11583659&0&10", "manufacturer": "Intel Corporation"}
+
+
+# The virtual display a scenario can add (virtual_display): an indirect display driver's adapter, as the captured
+# pnputil block shows it (ROOT\DISPLAY\0000); not on the PCI bus, so Get-PnpDeviceProperty gives it no BusNumber or
+# Address, and not in the registry's DirectX adapters here.
+VIRTUAL_DISPLAY = {"name": "IddSampleDriver Device HDR", "instance_id": "ROOT\\DISPLAY\\0000", "manufacturer": "<Your manufacturer name>"}
+
+
+class WinSimError(Exception):
+    """A simulated Windows node that cannot be read, built or given that command; the message names the culprit."""
+
+
+def state_path(root):
+    return os.path.join(root, "windows-state.json")
+
+
+@contextlib.contextmanager
+def locked_state(root, write=False):
+    """The state under the node's lock; with `write`, what the block left in it is saved (atomically)."""
+    path = state_path(root)
+    if not os.path.exists(path):
+        raise WinSimError("no simulated Windows node at %s (gpuops_windows_sim_root): %s is missing" % (root, path))
+    with open(os.path.join(root, ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with open(path) as handle:
+            state = json.load(handle)
+        yield state
+        if write:
+            _write_atomic(path, state)
+
+
+def _write_atomic(path, state):
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        json.dump(state, handle, indent=1, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(tmp, path)
+
+
+def build_state(scenario, now_ms=None):
+    """A node's state from a scenario (the options of win_gpu_sim); ValueError naming the option and value."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    host = scenario.get("hostname") or "WS01"
+    state = {"kind": STATE_KIND, "version": 1, "hostname": host, "driver_version": "591.86", "cuda_version": "13.1",
+             "store_wsl": bool(scenario.get("store_wsl", True)), "default_user": scenario.get("default_user") or "ada",
+             "administrators": list(scenario.get("administrators") or [scenario.get("default_user") or "ada"]),
+             "auto_restart_shell": bool(scenario.get("auto_restart_shell", True)),
+             "next_pid": FIRST_PID, "clock_ms": now_ms - 3600 * 1000, "gpus": [], "processes": [], "sessions": [],
+             "distributions": [], "command_log": [], "script_log": [],
+             "constrained_language": bool(scenario.get("constrained_language")),
+             "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
+             "virtual_display": dict(VIRTUAL_DISPLAY) if scenario.get("virtual_display") else None,
+             "pnp_properties": bool(scenario.get("pnp_properties", True))}
+    for index, gpu in enumerate(scenario.get("gpus") or [{}]):
+        state["gpus"].append(_gpu(index, dict(DEFAULT_GPU, **dict((k, v) for k, v in gpu.items() if v is not None))))
+    for key in ("luid", "instance_id"):
+        values = [gpu[key].lower() for gpu in state["gpus"]]
+        if len(set(values)) != len(values):
+            raise ValueError("gpus[].%s: %s names one adapter twice" % (key, ", ".join(values)))
+    for name, session, user, image, parent in _BASE_PROCESSES:
+        pid = 4 if name == "System" else None
+        _spawn(state, name, user, session, image, parent_name=parent, pid=pid)
+    for session in scenario.get("sessions") if scenario.get("sessions") is not None else [{"user": state["default_user"]}]:
+        _open_session(state, session)
+    for process in scenario.get("processes") or []:
+        _scenario_process(state, process)
+    for distribution in scenario.get("distributions") or []:
+        _scenario_distribution(state, distribution)
+    for owner in sorted(set(d["owner"] for d in state["distributions"] if d["running"])):
+        _start_vm(state, owner)
+    return state
+
+
+def write_node(root, state):
+    os.makedirs(root, exist_ok=True)
+    _write_atomic(state_path(root), state)
+
+
+def same_scenario(root, scenario):
+    """Whether the node at root was built from this scenario (a second run then changes nothing)."""
+    try:
+        with open(state_path(root)) as handle:
+            return json.load(handle).get("scenario") == scenario
+    except (IOError, OSError, ValueError):
+        return False
+
+
+def _gpu(index, spec):
+    model = str(spec["driver_model"]).upper()
+    if model not in ("WDDM", "TCC", "MCDM"):
+        raise ValueError("gpus[%d].driver_model: %r is none of WDDM, TCC, MCDM" % (index, spec["driver_model"]))
+    bus = spec.get("pci_bus_id") or "00000000:%02X:00.0" % (0x0C + index * 0x10)
+    luid = spec.get("luid") or 0xFA7A + index * 0x1000
+    if isinstance(luid, bool) or not isinstance(luid, int) or not 0 < luid < 1 << 64:
+        raise ValueError("gpus[%d].luid: %r is no LUID (a positive 64-bit number)" % (index, spec.get("luid")))
+    instance_id = spec.get("instance_id")
+    if instance_id is not None and (not isinstance(instance_id, str) or not instance_id.strip()
+                                    or any(ord(c) < 32 for c in instance_id)):
+        raise ValueError("gpus[%d].instance_id: %r is no device instance id (one line of text)" % (index, instance_id))
+    return {"index": index, "name": spec["name"], "memory_mib": int(spec["memory_mib"]), "reserved_mib": int(spec["reserved_mib"]),
+            "driver_model": model, "ghost_mib": int(spec["ghost_mib"]), "recovery_action": spec["recovery_action"],
+            "pci_bus_id": bus, "uuid": spec.get("uuid") or "GPU-%08x-5e1c-4a7d-9b3e-%012x" % (0x19d6d965 + index, index),
+            "luid": "0x%08x_0x%08x" % (luid >> 32, luid & 0xFFFFFFFF),
+            # Get-ChildItem lists the DirectX keys in GUID order, which here follows the LUIDs, not nvidia-smi's order.
+            "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + (luid & 0xFFFF)),
+            "instance_id": instance_id or _nvidia_instance_id(spec["device_id"], index),
+            "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"])}
+
+
+def _nvidia_instance_id(device_id, index):
+    return "PCI\\VEN_10DE&DEV_%s&SUBSYS_40051458&REV_A1\\4&2a4c1b2&0&%04X" % (device_id, 0x0008 + index * 0x10)
+
+
+def _luid_of(state, index):
+    for gpu in state["gpus"]:
+        if gpu["index"] == index:
+            return gpu["luid"]
+    raise ValueError("gpus: %r is no GPU of the node (it has %d)" % (index, len(state["gpus"])))
+
+
+def _memory_on(state, gpus, memory_mib):
+    return dict((_luid_of(state, index), {"dedicated_bytes": int(memory_mib) * MIB, "shared_bytes": 0}) for index in gpus)
+
+
+def _spawn(state, name, user, session_id, image_path, parent_name=None, gpu_memory=None, pid=None, **extra):
+    if pid is None:
+        pid = state["next_pid"]
+        state["next_pid"] += 4
+    state["clock_ms"] += 1375
+    parent = next((p["pid"] for p in state["processes"] if p["name"] == parent_name), 0) if parent_name else 0
+    process = {"pid": pid, "ppid": parent, "name": name, "user": user, "session_id": session_id, "image_path": image_path,
+               "creation_time_ms": state["clock_ms"], "gpu_memory": gpu_memory or {}}
+    process.update(extra)
+    state["processes"].append(process)
+    return process
+
+
+def _open_session(state, session):
+    session_id = int(session["id"]) if session.get("id") is not None else 1 + len(state["sessions"])
+    user = session.get("user") or state["default_user"]
+    state["sessions"].append({"id": session_id, "user": user, "session_name": session.get("session_name", "console"),
+                              "state": session.get("state") or "Active", "logon_time": "6/14/2026 11:35 AM"})
+    values = {"id": session_id, "host": state["hostname"], "user": user}
+    shares = {"dwm.exe": DWM_MIB, "explorer.exe": int(session.get("explorer_memory_mib") or 0)}
+    for name, owner, image in _SESSION_PROCESSES:
+        memory = _memory_on(state, [0], shares[name]) if shares.get(name) and state["gpus"] else None
+        _spawn(state, name, owner % values, session_id, image, gpu_memory=memory)
+
+
+def _scenario_process(state, spec):
+    name = spec.get("name") or "python.exe"
+    if not isinstance(name, str) or not name.strip() or "\x00" in name:
+        raise ValueError("processes[].name: %r is no process name" % (name,))
+    user = spec.get("user") or state["default_user"]
+    session = spec.get("session_id", 1)
+    memory = _memory_on(state, spec.get("gpus", [0]), spec.get("memory_mib", 1024))
+    if spec.get("igpu_memory_mib"):
+        if not state.get("integrated_gpu"):
+            raise ValueError("processes[].igpu_memory_mib: %r needs integrated_gpu: true" % (spec["igpu_memory_mib"],))
+        memory[state["integrated_gpu"]["luid"]] = {"dedicated_bytes": int(spec["igpu_memory_mib"]) * MIB, "shared_bytes": 0}
+    image = spec.get("image_path") or "C:\\Users\\%s\\AppData\\Local\\Programs\\%s" % (user.split("\\")[-1], name)
+    owner = user if "\\" in user else "%s\\%s" % (state["hostname"], user)
+    process = _spawn(state, name, owner, session, image, gpu_memory=memory)
+    if spec.get("graphics"):
+        process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
+    if spec.get("counter_mib") is not None:
+        process["counter_mib"] = int(spec["counter_mib"])  # what its GPU Process Memory counter reports, not what it holds
+    for child in spec.get("children") or []:
+        kid = _scenario_process(state, dict(child, user=child.get("user") or user, session_id=child.get("session_id", session)))
+        kid["ppid"] = process["pid"]
+    return process
+
+
+def _scenario_distribution(state, spec):
+    name = spec.get("name")
+    try:
+        _win_wsl.checked_distribution_name(name)
+    except ValueError as exc:
+        raise ValueError("distributions[].name: %s" % exc) from None
+    state["distributions"].append({
+        "name": name, "owner": spec.get("owner") or state["default_user"], "running": bool(spec.get("running", True)),
+        "version": int(spec.get("version", 2)), "default": bool(spec.get("default", not state["distributions"])),
+        "gpu_memory": _memory_on(state, spec.get("gpus", [0]), spec.get("memory_mib", 0)) if spec.get("memory_mib") else {}})
+
+
+def _start_vm(state, owner):
+    if any(p.get("wsl_vm_of") == owner for p in state["processes"]):
+        return
+    # The VM's memory process runs in session 0 under its own virtual account; its GPU memory is its distributions'.
+    _spawn(state, VM_NAME, None, 0, None, wsl_vm_of=owner)
+
+
+def _vm_memory(state, vm):
+    memory = {}
+    for distribution in state["distributions"]:
+        if distribution["owner"] == vm["wsl_vm_of"] and distribution["running"]:
+            for luid, usage in distribution["gpu_memory"].items():
+                entry = memory.setdefault(luid, {"dedicated_bytes": 0, "shared_bytes": 0})
+                for key, value in usage.items():
+                    entry[key] += value
+    return memory
+
+
+def process_memory(state, process):
+    """{luid: {"dedicated_bytes", "shared_bytes"}} of a live process (the WSL VM: its running distributions')."""
+    return _vm_memory(state, process) if process.get("wsl_vm_of") else process["gpu_memory"]
+
+
+def _display_adapters(state):
+    """The display adapters as PnP and the registry know them: the NVIDIA GPUs, and the integrated GPU when there is one."""
+    adapters = [dict(gpu, manufacturer="NVIDIA", vendor_id=0x10DE, inf=40 + gpu["index"]) for gpu in state["gpus"]]
+    if state.get("integrated_gpu"):
+        adapters.insert(0, dict(state["integrated_gpu"], adapter_status="Started", inf=12))
+    return adapters
+
+
+def _pnp_devices(state):
+    """The Display-class devices PnP lists, in instance-id order (not nvidia-smi's): the adapters and the virtual display."""
+    devices = _display_adapters(state)
+    if state.get("virtual_display"):
+        devices.append(dict(state["virtual_display"], adapter_status="Started", inf=43))
+    return sorted(devices, key=lambda device: device["instance_id"].lower())
+
+
+def _pnp_locations(state):
+    """Get-PnpDevice -Class Display with each device's Get-PnpDeviceProperty BusNumber and Address (Type 7: UInt32;
+    for PCI, Address = (device << 16) | function), as the snapshot script selects them; none for the virtual display."""
+    devices = []
+    for device in _pnp_devices(state):
+        properties = []
+        if device.get("pci_bus_id"):
+            dummy, bus, rest = device["pci_bus_id"].split(":")
+            slot, function = rest.split(".")
+            properties = [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": int(bus, 16)},
+                          {"KeyName": "DEVPKEY_Device_Address", "Type": 7, "Data": int(slot, 16) << 16 | int(function, 16)}]
+        devices.append({"InstanceId": device["instance_id"], "Present": True, "Properties": properties})
+    return devices
+
+
+def _restart_shell(state, ended):
+    """Winlogon starts a session's shell again when it stops unexpectedly (AutoRestartShell=1, Windows' default)."""
+    if _win_processes.base_name(ended["name"]) == "explorer" and ended["session_id"] and state.get("auto_restart_shell", True):
+        _spawn(state, ended["name"], ended["user"], ended["session_id"], ended["image_path"])
+
+
+def _kill_refusal(state, process, caller):
+    base = _win_processes.base_name(process["name"])
+    if base in CRITICAL_NAMES:
+        return "This is critical system process. Taskkill cannot end this process."
+    if process["pid"] in _win_processes.PROTECTED_PIDS or base in _win_processes.PROTECTED_NAMES or process.get("wsl_vm_of"):
+        return "Access is denied."
+    owner = (process["user"] or "").split("\\")[-1]
+    if owner.lower() != caller.lower() and caller.lower() not in [a.lower() for a in state["administrators"]]:
+        return "Access is denied."
+    return None
+
+
+def _process(state, pid):
+    return next((p for p in state["processes"] if p["pid"] == pid), None)
+
+
+def _descendants(state, pid):
+    found, frontier = [], [pid]
+    while frontier:
+        children = [p for p in state["processes"] if p["ppid"] in frontier and p["pid"] != p["ppid"] and p not in found]
+        found.extend(children)
+        frontier = [p["pid"] for p in children]
+    return list(reversed(found))
+
+
+def reuse_pid(root, pid, name="notepad.exe"):
+    """Windows gives a freed pid to the next process soon: end the process `pid` (if any) and start `name` under the
+    same pid, in the same session, with a new creation time and no GPU memory. -> the new process."""
+    with locked_state(root, write=True) as state:
+        old = _process(state, pid)
+        if old is not None:
+            state["processes"].remove(old)
+        user = old["user"] if old else "%s\\%s" % (state["hostname"], state["default_user"])
+        session = old["session_id"] if old else 1
+        return copy.deepcopy(_spawn(state, name, user, session, "C:\\Windows\\System32\\%s" % name, pid=pid))
+
+
+def _stop_vm(state, owner):
+    state["processes"] = [p for p in state["processes"] if (p.get("wsl_vm_of") or "").lower() != owner.lower()]
+
+
+def host_file(root, windows_path):
+    """Where the simulated host keeps the file `windows_path` (C:\\ProgramData\\x -> <root>/fs/C/ProgramData/x)."""
+    drive, sep, rest = str(windows_path).partition(":\\")
+    parts = [part for part in rest.split("\\") if part]
+    if len(drive) != 1 or not drive.isalpha() or not sep or not parts or any(p in (".", "..") or "/" in p for p in parts):
+        raise WinSimError("The filename, directory name, or volume label syntax is incorrect: %r" % (windows_path,))
+    return os.path.join(root, "fs", drive.upper(), *parts)
+
+
+def snapshot_of_state(root):
+    """A copy of the node's state, for tests and the scenario builder's result."""
+    with locked_state(root) as state:
+        return copy.deepcopy(state)
