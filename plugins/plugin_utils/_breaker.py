@@ -51,7 +51,7 @@ def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minute
         return ""
     named = "; ".join("%s (%s)" % (node, others[node]) for node in sorted(others))
     return ("circuit breaker: %d of the %d nodes of the fleet are already out: %s. A destructive rung on %s would make %d, "
-            "more than the %d allowed (gpu_remediate_breaker_max_percent=%s, gpu_remediate_breaker_max_count=%s). Nothing was "
+            "more than the %s allowed (gpu_remediate_breaker_max_percent=%s, gpu_remediate_breaker_max_count=%s). Nothing was "
             "done on %s. It closes again when nodes come back or their records pass the %s-minute window "
             "(gpu_remediate_breaker_window_minutes); or raise the limit."
             % (len(others), fleet_size, named, host, len(others) + 1, limit, max_percent, max_count, host, window_minutes))
