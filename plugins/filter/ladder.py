@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.module_utils.common.validation import check_type_list
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -88,6 +89,13 @@ def snapshot_summary(snapshot):
     return snapshot_lines(_snapshot(snapshot, "snapshot_summary"))
 
 
+def flagged_hosts(hosts, hostvars, flag):
+    """The hosts, in order, whose variable `flag` is set and true (gpu_remediate_destructive, gpu_watch_remediated)."""
+    if not isinstance(flag, str) or not flag:
+        raise AnsibleFilterError("flagged_hosts: the flag must be a variable name, got %r" % (flag,))
+    return [str(host) for host in hosts if boolean((hostvars.get(host) or {}).get(flag) or False, strict=False)]
+
+
 def kubernetes_cordon_is_ours(node_info, annotation, reason):
     resources = node_info.get("resources") if isinstance(node_info, Mapping) else None
     if not isinstance(resources, list):
@@ -105,4 +113,5 @@ class FilterModule:
             "kubernetes_cordon_is_ours": kubernetes_cordon_is_ours,
             "snapshot_summary": snapshot_summary,
             "host_platform": host_platform,
+            "flagged_hosts": flagged_hosts,
         }

@@ -329,9 +329,13 @@ class HolderKiller:
         """Thaw the frozen cgroups that hold targets, when thaw_frozen allows it; else refuse the run, naming them.
 
         A frozen task acts on no signal until thawed (under the v1 freezer not even on SIGKILL); thawing happens first,
-        so that TERM can run its handler. [{"cgroup", "file", "version", "pids", "ok", "message"}], one per cgroup."""
+        so that TERM can run its handler. [{"cgroup", "file", "version", "pids", "ok", "message"}], one per cgroup.
+        Only targets the rules let this run signal count: a frozen cgroup of a busy, protected or refused process (a
+        Slurm job suspended through the freezer) is neither thawed nor a reason to refuse; that process is left alone."""
         frozen = {}
         for target in targets:
+            if refusal(target, self.policy):
+                continue
             found = frozen_cgroup(target.pid)
             if found:
                 frozen.setdefault(found["cgroup"], (found, []))[1].append(target)

@@ -15,7 +15,7 @@ description:
     takes those that are set for the host (inventory, play, C(-e), an AWX survey), and checks each.
   - Accepts what operators send - yes/no options as booleans or as the strings C(-e) and AWX surveys give (V(true),
     V(false), V(yes), V(no), V(on), V(off), V(1), V(0)), numbers as strings. Lists and mappings must be lists and
-    mappings (C(-e '{"gpu_reclaim_protect_names": ["a"]}')), since a string is never split into one.
+    mappings (C(-e '{"gpu_reclaim_protect_names":["a"]}')), since a string is never split into one.
   - Checks the values the types let through but a run cannot use - percentages (0..100), C(gpuops_serial) (N >= 1 or
     1%..100%), C(gpu_reclaim_windows_journal_path) (an absolute Windows path of a file, checked as the Windows modules
     check it), the choices of every option.

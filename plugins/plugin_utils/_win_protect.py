@@ -53,15 +53,25 @@ def refusal(process, policy):
         return "%s is a protected Windows system process" % label(process)
     if base in CONNECTION_NAMES:
         return "%s hosts a remote connection (maybe Ansible's own): never ended" % label(process)
-    if base in policy.names:
-        return "protected name: %s" % name
-    if policy.users and bare_user(process.get("user")) in policy.users:
-        return "protected user: %s" % process.get("user")
+    caller = caller_refusal(process, policy)
+    if caller:
+        return caller
     if kind == "dwm" and not policy.allow_dwm:
         return "%s is the Desktop Window Manager: ending it is allowed only with allow_dwm" % label(process)
     if base == SHELL_NAME and not policy.allow_shell:
         return ("%s is the user's shell: use method restart_explorer (ending it as a tree would end every program "
                 "started from it)" % label(process))
+    return None
+
+
+def caller_refusal(process, policy):
+    """Why the caller's protect_names / protect_users keep `process` from being ended or losing its GPU, or None. What
+    a rung that ends more than named processes asks (an adapter restart takes the GPU from every holder, whatever its
+    class; a logoff ends every process of the session): the system's own processes are those rungs' business."""
+    if base_name(process.get("name")) in policy.names:
+        return "protected name: %s" % process.get("name")
+    if policy.users and bare_user(process.get("user")) in policy.users:
+        return "protected user: %s" % process.get("user")
     return None
 
 

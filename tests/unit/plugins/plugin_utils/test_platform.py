@@ -66,3 +66,11 @@ def test_the_guard_reads_the_destructive_rungs_of_the_hosts_platform():
     assert needs_destructive_rung(GHOST, ["reload"], "linux", ["reset"]) is False
     with pytest.raises(AnsibleFilterError, match="gpu_reclaim_windows_destructive_rungs names no rung 'reset'"):
         needs_destructive_rung(GHOST, ["reset"], "windows", ["reset"])
+
+
+def test_the_flagged_hosts_keep_their_order_and_skip_unset_and_false_flags():
+    from ansible_collections.gpuops.remediation.plugins.filter.ladder import flagged_hosts
+    hostvars = {"a": {"flag": True}, "b": {}, "c": {"flag": "false"}, "d": {"flag": "yes"}, "e": {"flag": None}}
+    assert flagged_hosts(["d", "a", "b", "c", "e", "missing"], hostvars, "flag") == ["d", "a"]
+    with pytest.raises(AnsibleFilterError, match="flagged_hosts"):
+        flagged_hosts(["a"], hostvars, "")

@@ -1,0 +1,82 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""HolderKiller._thaw on the real v1 freezer: a frozen cgroup is thawed (or the run refused) only for a process the rules
+let the run signal. A suspended Slurm job is a frozen cgroup whose processes are busy: thawing it would resume the job
+behind Slurm's back, and refusing the whole run for it would keep every leftover (issue 17 rule 5)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import frozen_cgroup, parse_mountinfo
+from ansible_collections.gpuops.remediation.plugins.module_utils._kill import HolderKiller
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
+
+
+class Failed(Exception):
+    pass
+
+
+class Module:
+    check_mode = False
+
+    def fail_json(self, **kwargs):
+        raise Failed(kwargs["msg"])
+
+
+def _killer(thaw_frozen, policy):
+    killer = HolderKiller.__new__(HolderKiller)
+    killer.module = Module()
+    killer.params = {"thaw_frozen": thaw_frozen, "grace": 2.0}
+    killer.journal = None
+    killer.policy = policy
+    return killer
+
+
+@pytest.fixture
+def frozen_sleep(spawn, procs):
+    mounts = parse_mountinfo(open("/proc/self/mountinfo").read())
+    mounted = mounts["v1"].get("freezer")
+    if not mounted or not os.access(mounted[0], os.W_OK):
+        pytest.skip("this host has no writable v1 freezer (needs root and the mount)")
+    cgroup = os.path.join(mounted[0], "gpuops-test-thaw-%d" % os.getpid())
+    os.makedirs(cgroup)
+    proc = spawn(["sleep", "60"])
+    try:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as handle:
+            handle.write(str(proc.pid))
+        with open(os.path.join(cgroup, "freezer.state"), "w") as handle:
+            handle.write("FROZEN")
+        procs.wait_until(lambda: frozen_cgroup(proc.pid) is not None)
+        yield proc, cgroup
+    finally:
+        with open(os.path.join(cgroup, "freezer.state"), "w") as handle:
+            handle.write("THAWED")
+        proc.kill()
+        proc.wait()
+        for _ in range(50):
+            try:
+                os.rmdir(cgroup)
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+@pytest.mark.parametrize("thaw_frozen", [False, True])
+def test_a_protected_process_in_a_frozen_cgroup_is_neither_thawed_nor_a_reason_to_refuse(frozen_sleep, thaw_frozen):
+    proc, cgroup = frozen_sleep
+    target = Target(proc.pid, _procscan.start_time(proc.pid))
+    assert _killer(thaw_frozen, Policy(protect_names=["sleep"]))._thaw([target], check_mode=False) == []
+    assert frozen_cgroup(proc.pid) is not None  # still frozen: the run left it alone
+
+
+def test_a_process_the_run_may_end_still_refuses_without_thaw_frozen(frozen_sleep):
+    proc, cgroup = frozen_sleep
+    target = Target(proc.pid, _procscan.start_time(proc.pid))
+    with pytest.raises(Failed, match="thaw_frozen"):
+        _killer(False, Policy())._thaw([target], check_mode=False)
