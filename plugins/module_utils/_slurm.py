@@ -219,6 +219,12 @@ def reason_read_whole(reason, sinfo_text):
     return count >= 1 and sinfo_text == line * count
 
 
+def _read_as_stored(node_info):
+    """Whether the reason scontrol showed is the one Slurm stores: sinfo's reading agrees, or sinfo was not asked."""
+    stored = node_info.get("sinfo_reason")
+    return stored is None or reason_read_whole(node_info.get("reason"), stored)
+
+
 def drain_run(node_info, marker):
     """The run id of a gpuops drain (the DRAIN flag, and the whole reason exactly what drain_reason writes), or None.
 
@@ -228,7 +234,7 @@ def drain_run(node_info, marker):
     """
     if not is_drained(node_info):
         return None
-    if node_info.get("sinfo_reason") is not None and not reason_read_whole(node_info.get("reason"), node_info["sinfo_reason"]):
+    if not _read_as_stored(node_info):
         return None
     match = re.fullmatch(r"%s \(run ([A-Za-z0-9._@+-]+): [^()\[\]\x00-\x1f\x7f]*\)" % re.escape(marker),
                          node_info.get("reason") or "")
@@ -252,7 +258,7 @@ def describe_reason(node_info):
     if not node_info.get("reason"):
         return "none"
     text = repr(node_info.get("reason"))
-    if node_info.get("sinfo_reason") is not None and not reason_read_whole(node_info.get("reason"), node_info["sinfo_reason"]):
+    if not _read_as_stored(node_info):
         text += " (stored as %r, as sinfo shows it)" % node_info["sinfo_reason"]
     if node_info.get("reason_user") or node_info.get("reason_time"):
         text += " (by %s at %s)" % (node_info.get("reason_user") or "?", node_info.get("reason_time") or "?")

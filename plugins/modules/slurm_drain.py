@@ -45,7 +45,8 @@ description:
     is ours only when its whole reason is exactly what this module writes; a reason with more lines is someone
     else's. A reason C(scontrol) shows as ours is read again as stored with C(sinfo --format %E), since C(scontrol)
     drops a reason's empty lines (an admin's reason with a trailing newline) and cannot tell its own C([user@time])
-    stamp from one the reason holds; unless C(sinfo) shows it exactly, it is someone else's. Slurm commands need their configuration (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
+    stamp from one the reason holds; unless C(sinfo) shows it exactly, it is someone else's. Slurm commands need
+    their configuration (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
   - O(node), O(marker), O(purpose), O(hold_reason) and O(run_id) are refused when they hold a newline or a control
     character.
   - Writes the drain and the resume to the node journal, as the other acting modules do.
@@ -223,7 +224,8 @@ class SlurmDrain:
             self._fail("node: Slurm knows no node %r (scontrol show node finds it not); set the Slurm node name" % self.node)
         if drain_run(node, self.params["marker"]) is not None:
             # scontrol shows it as ours: confirm that with the reason as stored, which sinfo prints whole.
-            node["sinfo_reason"] = self._run(sinfo_reason_argv(self.module.get_bin_path("sinfo", required=True), self.node))
+            sinfo = self.module.get_bin_path("sinfo", required=True)
+            node["sinfo_reason"] = self._run(sinfo_reason_argv(sinfo, self.node))
         return node
 
     def jobs(self):
