@@ -77,7 +77,7 @@ def _restart_one(node, journal, entry, args, sleep):
         return done["outcome"] in ("restarted", "reboot_required"), {"rc": answer.rc, "outcome": done["outcome"],
                                                                      "reboot_required": done["reboot_required"]}
     answer, dropped = _win_act.journaled_drop(node, journal, "restart_adapter", entry, "the restart of %s" % entry["instance_id"], args,
-                                      sleep, judge, gpu=entry["gpu"], instance_id=entry["instance_id"], reason=entry["reason"])
+                                              sleep, judge, gpu=entry["gpu"], instance_id=entry["instance_id"], reason=entry["reason"])
     if dropped:
         # pnputil's exit code is lost with the connection: the adapter's state afterwards decides.
         entry.update(outcome="unknown", connection_dropped=True, reboot_required=None)

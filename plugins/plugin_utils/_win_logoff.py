@@ -53,7 +53,7 @@ def _logoff_one(node, journal, entry, args, sleep):
     def judge(answer):
         return answer.rc == 0, {"rc": answer.rc}
     answer, dropped = _win_act.journaled_drop(node, journal, "logoff", entry, "the logoff of session %s" % entry["id"], args, sleep, judge,
-                                      session_id=entry["id"], user=entry["user"])
+                                              session_id=entry["id"], user=entry["user"])
     entry.update(outcome="logoff_ran", connection_dropped=dropped)
     if answer is not None:
         entry.update(rc=answer.rc, message=(answer.stdout + answer.stderr).strip() or None)

@@ -83,3 +83,39 @@ def test_the_walk_never_logs_off_a_protected_user(tmp_path, check_mode):
     ladder, calls = walk(node, check_mode=check_mode, protect_users=["ada"], max_rung="logoff")
     step, dummy = ladder._take_logoff(snapshot)
     assert not step["changed"] and [s["user"] for s in _win_snapshot.take(node)["sessions"]] == ["ada"], step
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize("driver_model", [{"current": "WDDM", "pending": "WDDM"}, "WDDM"])
+def test_under_wddm_an_empty_process_list_is_no_per_process_view(driver_model):
+    # nvidia-smi lists no process on a WDDM GPU (all of them vacuously "have" a figure): the whole use is not ghost
+    # memory; the adapter-level figure decides, and without one it is unknown.
+    gpu = {"index": 0, "memory_used_mib": 3000, "processes": [], "luid": "0x00000000_0x0000fa7a", "driver_model": driver_model}
+    ghost = _win_snapshot.ghost_memory(gpu, 3000 * MIB)
+    assert ghost["ghost_mib"] == 0 and ghost["source"] == "adapter_counter"
+    assert _win_snapshot.ghost_memory(gpu, None)["ghost_mib"] is None
+
+
+def test_under_tcc_an_empty_process_list_is_the_driver_saying_no_process_holds_memory():
+    gpu = {"index": 0, "memory_used_mib": 3000, "processes": [], "luid": None, "driver_model": {"current": "TCC", "pending": "TCC"}}
+    assert _win_snapshot.ghost_memory(gpu, None)["ghost_mib"] == 3000
+
+
+def test_a_tree_member_whose_creation_time_is_unknown_still_counts_for_what_the_tree_would_take():
+    # CIM gave no CreationDate for the child: the terminate script never ends it (no creation time to match), but
+    # taskkill /T, the fallback, takes it by its parent pid: a protected process there refuses the tree.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, descendants, tree_refusal
+    processes = {
+        100: {"pid": 100, "ppid": 1, "name": "python.exe", "user": "WS12\\ada", "creation_time_ms": 5000},
+        101: {"pid": 101, "ppid": 100, "name": "keeper.exe", "user": "WS12\\bob", "creation_time_ms": None},
+    }
+    assert "keeper.exe" in tree_refusal(processes, processes[100], Policy(protect_users=["bob"]))
+    assert descendants(processes, processes[100]) == []  # never sent to the terminate script without its creation time
+
+
+@pytest.mark.parametrize("name", ["sshd-session.exe", "SSHD-AUTH.EXE", "sshd.exe", "wsmprovhost.exe"])
+def test_the_connection_host_processes_of_openssh_9_8_are_never_ended(name):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal
+    assert "remote connection" in refusal({"pid": 7000, "name": name}, Policy(allow_dwm=True, allow_shell=True))
