@@ -119,3 +119,22 @@ def test_a_tree_member_whose_creation_time_is_unknown_still_counts_for_what_the_
 def test_the_connection_host_processes_of_openssh_9_8_are_never_ended(name):
     from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal
     assert "remote connection" in refusal({"pid": 7000, "name": name}, Policy(allow_dwm=True, allow_shell=True))
+
+
+def test_the_journal_folder_dacl_is_set_only_on_a_folder_the_append_made():
+    # journal_path C:\ProgramData\gpuops.jsonl (or D:\journal.jsonl): the folder is C:\ProgramData (D:\), owned by
+    # SYSTEM, so the owner check passes; a Set-Acl there would replace its DACL with a protected SYSTEM+Administrators
+    # one and strip every user's access to it and to all that inherits from it.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_scripts
+    from .powershell_grammar import Script
+    script = Script(_win_scripts.SCRIPTS["journal_append"])
+    assert script.errors() == []
+    set_acl = [node for node in script.nodes() if node.type == "command_name" and script.text_of(node).lower() == "set-acl"]
+    assert set_acl
+    for node in set_acl:
+        guards, parent = [], node.parent
+        while parent is not None:
+            if parent.type == "if_statement":
+                guards.append(script.text_of(parent).split("{", 1)[0].replace(" ", "").lower())
+            parent = parent.parent
+        assert "if(-not[system.io.directory]::exists($folder))" in guards, guards
