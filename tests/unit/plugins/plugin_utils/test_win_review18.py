@@ -138,3 +138,15 @@ def test_the_journal_folder_dacl_is_set_only_on_a_folder_the_append_made():
                 guards.append(script.text_of(parent).split("{", 1)[0].replace(" ", "").lower())
             parent = parent.parent
         assert "if(-not[system.io.directory]::exists($folder))" in guards, guards
+
+
+def test_an_adapter_whose_one_physical_part_has_no_sample_has_no_figure():
+    # a linked adapter (phys_0, phys_1 under one LUID): phys_0 reads -1 (no sample); phys_1's 100 MiB alone is not
+    # what the adapter uses, and taken for it would make 2900 of 3000 MiB in use look like ghost memory.
+    import json
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters
+    rows = [{"Name": "luid_0x00000000_0x0000fa7a_phys_0", "DedicatedUsage": -1},
+            {"Name": "luid_0x00000000_0x0000fa7a_phys_1", "DedicatedUsage": 100 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_0", "DedicatedUsage": 5 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_1", "DedicatedUsage": 7 * MIB}]
+    assert _win_counters.parse_adapter_memory(json.dumps(rows)) == {"0x00000000_0x0000fb7a": 12 * MIB}
