@@ -150,3 +150,11 @@ def test_an_adapter_whose_one_physical_part_has_no_sample_has_no_figure():
             {"Name": "luid_0x00000000_0x0000fb7a_phys_0", "DedicatedUsage": 5 * MIB},
             {"Name": "luid_0x00000000_0x0000fb7a_phys_1", "DedicatedUsage": 7 * MIB}]
     assert _win_counters.parse_adapter_memory(json.dumps(rows)) == {"0x00000000_0x0000fb7a": 12 * MIB}
+
+
+@pytest.mark.parametrize("name", ["explorer.exe", "EXPLORER.EXE", "Explorer", "explorer"])
+def test_the_walk_knows_the_shell_by_the_name_the_protect_rules_use(name):
+    # restart_explorer for the shell, never the kill rung (which refuses it): whatever form the process list gives
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import is_shell
+    assert is_shell({"name": name})
+    assert not is_shell({"name": "explorer2.exe"}) and not is_shell({"name": None})
