@@ -158,3 +158,18 @@ def test_the_walk_knows_the_shell_by_the_name_the_protect_rules_use(name):
     from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import is_shell
     assert is_shell({"name": name})
     assert not is_shell({"name": "explorer2.exe"}) and not is_shell({"name": None})
+
+
+@pytest.mark.parametrize("check_mode", [False])
+def test_a_critical_process_with_an_ordinary_name_is_never_ended(tmp_path, check_mode):
+    # A service host Windows marks critical: no name rule knows it. TerminateProcess would end it (and bugcheck the
+    # host); the terminate script asks IsProcessCritical on the handle first and leaves it.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_terminate
+    node = build(tmp_path, processes=[{"name": "svchost.exe", "memory_mib": 1024, "critical": True, "user": "NT AUTHORITY\\SYSTEM", "session_id": 0}])
+    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "svchost.exe")
+    done = _win_reset.run(node, {"method": "kill", "holders": [holder]}, check_mode=check_mode)
+    assert not done["changed"] and done["failed"], done["plan"]
+    assert "critical system process" in done["processes"][0]["reason"]
+    assert holder["pid"] in [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    assert _win_terminate.reason({"outcome": "critical", "code": 0}).startswith("a critical system process")
+    assert "Win32 error 50" in _win_terminate.reason({"outcome": "critical", "code": 50})
