@@ -5,7 +5,8 @@
 Builds a temporary dev dir (nvidia0..nvidia7, nvidiactl, nvidia-uvm as regular files: lsof and fuser take
 any file), fills the process table to at least --processes entries with cheap forked sleepers (some hold a
 device file open, some mapped with the fd closed, one holds it only through a thread whose leader
-exited), then times:
+exited, one through a second node of the device (a hard link elsewhere), one in a thread with a file table of
+its own, and one names a device with an O_PATH descriptor only, which is no holder), then times:
   scan   scan_holders() in this process (its default workers), and with workers=1 (no fork); the fds-only
          tier (memory_maps=False: what a healthy node's snapshot reads) with workers=1
   lsof   the whole `lsof <files>` process
@@ -73,6 +74,20 @@ def sleeper(role, device, hold_fd):
     try:
         if role == "open":
             os.open(device, os.O_RDWR)
+        elif role == "second_node":
+            os.open(os.path.join(os.path.dirname(os.path.dirname(device)), "alt", os.path.basename(device)), os.O_RDWR)
+        elif role == "o_path":
+            os.open(device, os.O_PATH)
+        elif role == "own_table":
+            import ctypes, threading
+            opened = threading.Event()
+            def hold():
+                if ctypes.CDLL(None).unshare(0x400) == 0:  # CLONE_FILES: a file table of its own
+                    os.open(device, os.O_RDWR)
+                opened.set()
+                os.read(hold_fd, 1)
+            threading.Thread(target=hold).start()
+            opened.wait()
         elif role == "mmap":
             import ctypes  # not Python's mmap module: it keeps a dup of the fd
             libc = ctypes.CDLL(None)
@@ -94,9 +109,9 @@ count, dev_dir, ready_fd, hold_fd = int(sys.argv[1]), sys.argv[2], int(sys.argv[
 if sys.argv[5] == "1":
     import argparse, ctypes, json, mmap, subprocess, tempfile, threading
 devices = [os.path.join(dev_dir, name) for name in sys.argv[6:]]
-pids = {"open": [], "mmap": [], "leader_exited": [], "idle": []}
+pids = {"open": [], "mmap": [], "leader_exited": [], "second_node": [], "own_table": [], "o_path": [], "idle": []}
 for index in range(count):
-    role = "leader_exited" if index == 0 else {1: "open", 2: "mmap"}.get(index % 100, "idle")
+    role = {0: "leader_exited", 3: "second_node", 4: "own_table", 5: "o_path"}.get(index) or {1: "open", 2: "mmap"}.get(index % 100, "idle")
     pid = os.fork()
     if pid == 0:
         os.close(ready_fd)
@@ -189,11 +204,14 @@ def check_process_limit(wanted):
 
 
 def make_dev_dir(root):
+    """<root>/dev with the device files, and <root>/alt with a second node (hard link) of each."""
     dev_dir = os.path.join(root, "dev")
     os.mkdir(dev_dir)
+    os.mkdir(os.path.join(root, "alt"))
     for name in DEVICE_NAMES:
         with open(os.path.join(dev_dir, name), "wb") as handle:
             handle.write(b"\0" * 4096)
+        os.link(os.path.join(dev_dir, name), os.path.join(root, "alt", name))
     return dev_dir
 
 
@@ -218,9 +236,11 @@ def measure(args, dev_dir, roles):
     lsof_s, lsof_out = best["lsof"]
     fuser_s, fuser_out = best["fuser"]
     ours_pids = set(ours)
-    seen = {"lsof": parse_lsof_pids(lsof_out), "fuser": parse_fuser_pids(fuser_out)}
-    expected = set(roles["open"]) | set(roles["mmap"]) | set(roles["leader_exited"])
-    fd_holders = set(roles["open"]) | set(roles["leader_exited"])
+    # lsof and fuser take an O_PATH descriptor for an open file: that process is no holder.
+    o_path = set(roles["o_path"])
+    seen = {"lsof": parse_lsof_pids(lsof_out) - o_path, "fuser": parse_fuser_pids(fuser_out) - o_path}
+    fd_holders = set(roles["open"]) | set(roles["leader_exited"]) | set(roles["second_node"]) | set(roles["own_table"])
+    expected = fd_holders | set(roles["mmap"])
     return {
         "processes": process_count(),
         "holders": {"ours": len(ours_pids), "lsof": len(seen["lsof"]), "fuser": len(seen["fuser"]),
@@ -239,6 +259,8 @@ def measure(args, dev_dir, roles):
         "we_miss": {tool: sorted(pids - ours_pids) for tool, pids in seen.items()},
         "they_miss": {tool: sorted(ours_pids - pids) for tool, pids in seen.items()},
         "planted_missed_by_us": sorted(expected - ours_pids),
+        "o_path_taken_by": sorted(tool for tool, out in (("scan", ours_pids), ("lsof", parse_lsof_pids(lsof_out)),
+                                                         ("fuser", parse_fuser_pids(fuser_out))) if o_path & set(out)),
         # The fds-only tier finds every fd holder (the leader-exited one too) and none of the mmap-only ones.
         "fds_tier_finds_fd_holders": set(ours_fds) == fd_holders,
         "leader_exited_via": ours.get(roles["leader_exited"][0], {}).get("via"),
@@ -264,6 +286,8 @@ def report(result, args):
     for tool, missed in sorted(result["we_miss"].items()):
         if missed:
             print("THE SCAN MISSES %d holder(s) %s sees: %s" % (len(missed), tool, missed[:10]))
+    if result["o_path_taken_by"]:
+        print("the process with an O_PATH descriptor alone is taken for a holder by: %s" % ", ".join(result["o_path_taken_by"]))
     print(json.dumps(result, sort_keys=True))
 
 
@@ -294,7 +318,7 @@ def main(argv=None):
         shutil.rmtree(root, ignore_errors=True)
     report(result, args)
     missed = (any(result["we_miss"].values()) or result["planted_missed_by_us"] or not result["one_worker_same_holders"]
-              or not result["fds_tier_finds_fd_holders"])
+              or not result["fds_tier_finds_fd_holders"] or "scan" in result["o_path_taken_by"])
     return 1 if missed else 0
 
 

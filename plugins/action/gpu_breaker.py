@@ -35,7 +35,7 @@ ARGUMENT_SPEC = {
     "max_rung": {"type": "str"},
     "allow_reboot": {"type": "bool", "default": False},
     "destructive_rungs": {"type": "list", "elements": "str"},
-    "slurm_sinfo": {"type": "str"},
+    "slurm_nodes": {"type": "str"},
     "kubernetes_nodes": {"type": "list", "elements": "dict"},
     "kubernetes_annotation": {"type": "str", "default": "gpuops.io/cordoned-by"},
     "drain_reason": {"type": "str", "default": "gpuops: reclaiming stuck GPU memory"},
@@ -73,8 +73,8 @@ class ActionModule(ControllerAction):
             fcntl.flock(lock, fcntl.LOCK_EX)
             now = time.time()
             out = recorded_out(read_records(directory), now, args["window_minutes"])
-            if args["slurm_sinfo"] is not None:
-                out.update(slurm_out(args["slurm_sinfo"], args["drain_reason"]))
+            if args["slurm_nodes"] is not None:
+                out.update(slurm_out(args["slurm_nodes"], args["drain_reason"]))
             if args["kubernetes_nodes"] is not None:
                 out.update(kubernetes_out(plain(args["kubernetes_nodes"]), args["kubernetes_annotation"], args["drain_reason"]))
             refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],

@@ -30,7 +30,7 @@ import time
 from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import parse_mountinfo
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import GPU_COMMANDS
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import NVIDIA_PCI_VENDOR
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import NVIDIA_PCI_VENDOR, SIM_REGISTRY
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_processes import (
     SERVICES, STOP_TIMEOUT, record_holder, send_signal, spawn, start_service, start_supervisor, wait_gone)
 from ansible_collections.gpuops.remediation.plugins.module_utils._sim_rules import (
@@ -40,7 +40,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state impo
 
 STATE_VERSION = 1
 HOLDER_KINDS = ("fd", "mmap", "inherited", "zombie", "ignores_term", "leader_exited", "leader_exited_ignores_term",
-                "term_checkpoint", "blocks_term", "stopped_checkpoint", "pidns_init", "pidns_init_checkpoint", "vfork_parent")
+                "term_checkpoint", "blocks_term", "stopped_checkpoint", "pidns_init", "pidns_init_checkpoint", "vfork_parent",
+                "second_node", "mount_namespace", "own_fd_table", "o_path")
 HOLDER_TYPES = ("C", "G", "C+G")
 FREEZE_WHEN = ("never", "at_start", "on_term")
 FREEZABLE_KINDS = ("fd", "ignores_term", "blocks_term", "term_checkpoint")
@@ -195,6 +196,9 @@ def _holder_specs(state, root, holders):
         if memory < 0:
             raise SimError("%s.memory_mib %r is negative" % (where, memory))
         name = holder.get("name") or "python3"
+        if kind == "mount_namespace" and os.geteuid() != 0:
+            raise SimError("%s.kind mount_namespace needs root (a mount namespace of its own); this runs as uid %d"
+                           % (where, os.geteuid()))
         devices = [gpu_device(root, index) for index in gpus]
         if not gpus:
             devices = [dev_path(root, "nvidiactl")]  # an NVML client: the control device alone
@@ -208,6 +212,8 @@ def _holder_specs(state, root, holders):
         parent_devices = [gpu_device(root, index) for index in parent_gpus]
         if parent_devices:
             parent_devices += [dev_path(root, "nvidiactl"), dev_path(root, "nvidia-uvm")]
+        if kind == "o_path":
+            gpus, memory = [], 0  # it never opened a device: the driver knows nothing of it
         specs.append({"role": "holder", "kind": kind, "name": name, "gpus": gpus, "memory_mib": memory,
                       "type": htype, "user": holder.get("user"), "run_as": _resolve_user(holder.get("user"), where),
                       "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher",
@@ -348,6 +354,11 @@ def _make_tree(root, state):
         with open(dev_path(root, name), "wb") as handle:
             handle.write(b"\0" * DEVICE_SIZE)
         os.chmod(dev_path(root, name), 0o666)
+        # The node's registry of its devices: a device file deleted from dev/ while held stays known, as the
+        # kernel knows a device whose node was deleted.
+        registered = os.path.join(root, "sys", SIM_REGISTRY, name)
+        os.makedirs(os.path.dirname(registered), exist_ok=True)
+        os.link(dev_path(root, name), registered)
     os.chmod(root, 0o755)
     # Holders that run as another user report back here after dropping privileges: sticky and open, like /tmp.
     os.chmod(os.path.join(root, "run", "ready"), 0o1777)

@@ -39,6 +39,11 @@ PR_SET_PDEATHSIG = 1
 CLONE_NEWPID = 0x20000000
 CLONE_VFORK = 0x00004000
 CLONE_SYSCALL = {"x86_64": 56, "aarch64": 220}
+CLONE_FILES = 0x400
+CLONE_NEWNS = 0x20000
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
 
 
 def _set_process_name(name):
@@ -125,6 +130,16 @@ def run_holder(spec_path):
         _hold_as_zombie(spec)
     elif kind in ("leader_exited", "leader_exited_ignores_term"):
         _hold_in_thread(spec)
+    elif kind == "second_node":
+        _hold_through_second_node(spec)
+    elif kind == "mount_namespace":
+        _hold_in_mount_namespace(spec)
+    elif kind == "own_fd_table":
+        _hold_in_own_fd_table(spec)
+    elif kind == "o_path":
+        fds = [os.open(path, os.O_PATH) for path in spec["devices"]]  # names the files, never opens them
+        _report(spec, _own_identity())
+        _sleep_forever(fds)
     else:
         fds = _open_devices(spec["devices"])
         _start_children(spec)
@@ -298,6 +313,63 @@ def _thread_holds(spec, opened):
     _wait_until_leader_exits(identity["pid"])
     _report(spec, identity)
     _sleep_forever(fds)
+
+
+def _libc_call(name, *args):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) != 0:
+        raise OSError(ctypes.get_errno(), "%s failed" % name)
+
+
+def _hold_through_second_node(spec):
+    """Open each device through a node of its own (a hard link under run/: a simulated device's identity is its
+    inode, as a real one's is its major:minor), in a directory that is not the node's dev/."""
+    nodes_dir = os.path.join(spec["root"], "run", "nodes", spec["id"])
+    os.makedirs(nodes_dir)
+    fds = []
+    for number, path in enumerate(spec["devices"]):
+        node = os.path.join(nodes_dir, "gpu-node-%d" % number)
+        os.link(path, node)
+        fds.append(os.open(node, os.O_RDWR))
+    _report(spec, _own_identity())
+    _sleep_forever(fds)
+
+
+def _hold_in_mount_namespace(spec):
+    """Open each device through a bind mount of dev/ that only this process's own mount namespace has."""
+    mount_point = os.path.join(spec["root"], "run", "nodes", spec["id"])
+    os.makedirs(mount_point)
+    _libc_call("unshare", CLONE_NEWNS)
+    _libc_call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates back
+    dev_dir = os.path.join(spec["root"], "dev")
+    _libc_call("mount", dev_dir.encode(), mount_point.encode(), None, MS_BIND, None)
+    fds = [os.open(os.path.join(mount_point, os.path.relpath(path, dev_dir)), os.O_RDWR) for path in spec["devices"]]
+    _report(spec, _own_identity())
+    _sleep_forever(fds)
+
+
+def _hold_in_own_fd_table(spec):
+    """A thread unshares its file table (CLONE_FILES) and opens the devices there: the leader, alive, has none."""
+    opened = threading.Event()
+    failed = []
+
+    def hold():
+        try:
+            _libc_call("unshare", CLONE_FILES)
+            fds = _open_devices(spec["devices"])
+        except OSError as exc:
+            failed.append(exc)
+            opened.set()
+            return
+        opened.set()
+        _sleep_forever(fds)
+
+    threading.Thread(target=hold, daemon=True).start()
+    opened.wait()
+    if failed:
+        raise failed[0]
+    _report(spec, _own_identity())
+    _sleep_forever()
 
 
 # ---------------------------------------------------------------- the supervisor program

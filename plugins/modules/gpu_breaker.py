@@ -12,7 +12,7 @@ version_added: 1.0.0
 description:
   - Counts the nodes of the fleet already out, from state that outlives a job - the breaker records of O(state_dir)
     within O(window_minutes) (one per host that passed the breaker for a destructive rung), the Slurm nodes drained with
-    our reason (O(slurm_sinfo)), and the Kubernetes nodes carrying our cordon annotation (O(kubernetes_nodes)) - and
+    our reason (O(slurm_nodes)), and the Kubernetes nodes carrying our cordon annotation (O(kubernetes_nodes)) - and
     refuses a destructive rung on O(host) when it would make more than O(max_percent) of O(fleet_size), or more than
     O(max_count), naming the nodes already out.
   - Counts only a host whose walk would start with one of O(destructive_rungs) and would not refuse it anyway (a reboot
@@ -72,8 +72,10 @@ options:
     description: The rungs the breaker counts; unset, the walk's destructive rungs of the platform.
     type: list
     elements: str
-  slurm_sinfo:
-    description: The output of C(sinfo --noheader --Node --format '%N|%T|%U|%H|%E') over the cluster; unset reads no Slurm state.
+  slurm_nodes:
+    description:
+      - The output of C(scontrol --oneliner show node) over the cluster (each reason whole, every state flag); unset
+        reads no Slurm state. A node counts only when drained and its whole reason is one our drains write.
     type: str
   kubernetes_nodes:
     description: The Node resources of C(kubernetes.core.k8s_info); unset reads no Kubernetes state.

@@ -12,9 +12,13 @@ version_added: 1.0.0
 description:
   - Takes one snapshot of an NVIDIA GPU node and changes nothing.
   - Reads the GPUs through NVML (nvidia-ml-py) or C(nvidia-smi -q -x), in a child process with a deadline.
-  - Finds every process that holds a GPU device node (C(/dev/nvidia*), C(/dev/nvidiactl), C(/dev/nvidia-uvm*),
-    C(/dev/nvidia-caps/*), the C(/dev/dri/*) nodes of NVIDIA cards) open, mapped, or through a live thread
-    whose thread-group leader exited, by scanning C(/proc) directly (what C(lsof) and C(fuser) show, and more).
+  - Finds every process that holds a GPU device (C(/dev/nvidia*), C(/dev/nvidiactl), C(/dev/nvidia-uvm*),
+    C(/dev/nvidia-caps/*), the C(/dev/dri/*) nodes of NVIDIA cards) open, mapped, or in a thread's own file table
+    (a live thread whose thread-group leader exited, a thread that unshared its table), by scanning C(/proc)
+    directly (what C(lsof) and C(fuser) show, and more). A device is known by its identity (the device number of
+    what an fd opened, the device and inode fields of a mapping), never by a path, so a process that opened it
+    through another node, a bind mount, another mount namespace or a chroot is found; a descriptor opened with
+    C(O_PATH) never opened the device and makes no holder.
   - Attributes each holder to its container (docker, containerd/CRI, CRI-O, podman), Kubernetes pod, Slurm job
     and systemd unit, and identifies it by pid and start time, the identity every later action checks.
   - Reads the loaded kernel modules, the C(nvidia_drm) modeset, the GPU daemons, and the Xid events of the kernel
@@ -149,7 +153,8 @@ holders:
       returned: always
     used_mib: {description: "GPU memory the driver attributes to it; null when N/A.", type: int, returned: always}
     used_mib_per_gpu: {description: "The same, per GPU index.", type: dict, returned: always}
-    seen_by: {description: "How it was found: V(nvml), V(fd), V(mmap), V(task_fd).", type: list, elements: str, returned: always}
+    seen_by: {description: "How it was found: V(nvml), V(fd), V(mmap), V(task_fd) (a thread's own file table).", type: list, elements: str,
+              returned: always}
     devices: {description: "The device nodes it holds.", type: list, elements: str, returned: always}
     container:
       description:

@@ -132,9 +132,16 @@ options:
             without a SIGTERM handler (needs root); C(pidns_init_checkpoint) is that with the checkpoint handler;
             C(vfork_parent) waits, holding the files, for a vfork child that never execs (a killable wait that
             C(/proc) shows as D).
+          - C(second_node) opens them through nodes of its own outside C(<root>/dev) (hard links, since a simulated
+            device is known by its inode, as a real one by its major and minor); C(mount_namespace) opens them through
+            a bind mount of C(<root>/dev) in a mount namespace of its own (needs root); C(own_fd_table) opens them
+            in a thread that unshared its file table (the leader, alive, holds nothing); C(o_path) only names them
+            with C(O_PATH) descriptors, which never open a device; it is no holder, the driver does not list it,
+            and its O(holders[].memory_mib) is ignored.
         type: str
         choices: [fd, mmap, inherited, zombie, ignores_term, leader_exited, leader_exited_ignores_term, term_checkpoint,
-                  blocks_term, stopped_checkpoint, pidns_init, pidns_init_checkpoint, vfork_parent]
+                  blocks_term, stopped_checkpoint, pidns_init, pidns_init_checkpoint, vfork_parent, second_node,
+                  mount_namespace, own_fd_table, o_path]
         default: fd
       gpus:
         description:

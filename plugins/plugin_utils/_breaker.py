@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import SlurmNodeUnknown, drain_run, parse_sinfo
+from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import drained_with_marker, parse_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, rung_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDERS, cordon_is_ours
 
@@ -51,27 +51,18 @@ def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minute
         return ""
     named = "; ".join("%s (%s)" % (node, others[node]) for node in sorted(others))
     return ("circuit breaker: %d of the %d nodes of the fleet are already out: %s. A destructive rung on %s would make %d, "
-            "more than the %d allowed (gpu_remediate_breaker_max_percent=%s, gpu_remediate_breaker_max_count=%s). Nothing was "
+            "more than the %s allowed (gpu_remediate_breaker_max_percent=%s, gpu_remediate_breaker_max_count=%s). Nothing was "
             "done on %s. It closes again when nodes come back or their records pass the %s-minute window "
             "(gpu_remediate_breaker_window_minutes); or raise the limit."
             % (len(others), fleet_size, named, host, len(others) + 1, limit, max_percent, max_count, host, window_minutes))
 
 
-def slurm_out(sinfo_text, marker):
-    """{node: why} of the nodes drained with our reason, from `sinfo --noheader --Node --format <_slurm.SINFO_FORMAT>`
-    over the whole cluster; a drain with anyone else's reason is not ours to count."""
-    out = {}
-    for line in (sinfo_text or "").splitlines():
-        name = line.split("|", 1)[0].strip()
-        if not name:
-            continue
-        try:
-            run = drain_run(parse_sinfo(line, name), marker)
-        except SlurmNodeUnknown:
-            continue
-        if run:
-            out[name] = "drained in Slurm by gpuops run %s" % run
-    return out
+def slurm_out(show_node_text, marker):
+    """{node: why} of the nodes drained with our reason, from `scontrol --oneliner show node` over the whole cluster
+    (one record per line, each reason whole: sinfo prints a reason's later lines as lines of their own, so that our
+    first line followed by an administrator's would read as ours); a drain with anyone else's reason is not ours."""
+    return dict((name, "drained in Slurm by gpuops run %s" % run)
+                for name, run in drained_with_marker(parse_nodes(show_node_text or ""), marker).items())
 
 
 def kubernetes_out(node_resources, annotation, reason):

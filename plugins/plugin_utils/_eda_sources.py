@@ -274,8 +274,8 @@ class FileTail:
             data = handle.read()
         self.offset += len(data)
         data = self.partial + data
-        complete, _, self.partial = data.rpartition(b"\n")
-        return complete.decode("utf-8", "replace").splitlines() if complete or _ else []
+        complete, newline, self.partial = data.rpartition(b"\n")
+        return complete.decode("utf-8", "replace").splitlines() if complete or newline else []
 
 
 # ---------------------------------------------------------------- gpu_snapshot: conditions that last

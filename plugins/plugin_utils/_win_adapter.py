@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import reset_evidence
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_pnputil, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_pnputil, _win_protect, _win_snapshot
 
 
 def act(node, args, check_mode, sleep, journal):
@@ -23,7 +23,7 @@ def act(node, args, check_mode, sleep, journal):
         _judge_restarts(node, entries, args)
     for entry in entries:
         entry["line"] = _adapter_line(entry, check_mode)
-    failures = [e for e in entries if e["outcome"] in ("failed", "unsupported", "no_adapter")]
+    failures = [e for e in entries if e["outcome"] in ("failed", "unsupported", "no_adapter", "refused")]
     result = {"changed": any(e["outcome"] in ("restart", "restarted", "reboot_required") for e in entries),
               "adapters": entries, "reboot_required": any(e["reboot_required"] for e in entries),
               "connection_dropped": dropped, "plan": [e["line"] for e in entries] or ["no GPU needs an adapter restart"]}
@@ -56,6 +56,11 @@ def _adapter_plan(snapshot, gpu, args):
              "adapter_join": join.get("method"), "reboot_required": False, "message": None, "connection_dropped": False}
     if reason is None:
         return dict(entry, outcome="not_needed", reason="nothing asks for a restart (state %s)" % gpu.get("state"))
+    policy = _win_protect.Policy.from_args(args)
+    protected = ["%s: %s" % (_win_protect.label(h), why) for h, why in ((h, _win_protect.caller_refusal(h, policy))
+                 for h in snapshot["holders"] if gpu["index"] in (h.get("gpus") or [])) if why]
+    if protected:
+        return dict(entry, outcome="refused", message="the restart would take the GPU from protected processes too: %s" % "; ".join(protected))
     if entry["instance_id"] is None:
         return dict(entry, outcome="no_adapter", message="%d PnP display adapters are joined to it, not one (joined by %s: %s)" % (
             len(adapters), join.get("method"), join.get("error")))
@@ -72,7 +77,7 @@ def _restart_one(node, journal, entry, args, sleep):
         return done["outcome"] in ("restarted", "reboot_required"), {"rc": answer.rc, "outcome": done["outcome"],
                                                                      "reboot_required": done["reboot_required"]}
     answer, dropped = _win_act.journaled_drop(node, journal, "restart_adapter", entry, "the restart of %s" % entry["instance_id"], args,
-                                      sleep, judge, gpu=entry["gpu"], instance_id=entry["instance_id"], reason=entry["reason"])
+                                              sleep, judge, gpu=entry["gpu"], instance_id=entry["instance_id"], reason=entry["reason"])
     if dropped:
         # pnputil's exit code is lost with the connection: the adapter's state afterwards decides.
         entry.update(outcome="unknown", connection_dropped=True, reboot_required=None)
@@ -105,6 +110,8 @@ def _adapter_line(entry, check_mode):
     gpu = "GPU %s (%s)" % (entry["gpu"], entry["name"])
     if entry["outcome"] == "not_needed":
         return "left %s: %s" % (gpu, entry["reason"])
+    if entry["outcome"] == "refused":
+        return "left %s: %s" % (gpu, entry["message"])
     if entry["outcome"] == "no_adapter":
         return "could not restart %s: %s" % (gpu, entry["message"])
     display = "; it drives the display, the connection may drop" if entry["display"] else ""

@@ -170,8 +170,15 @@ class WindowsWalk(LadderWalk):
         return merged_step("wsl", steps + [self._wsl_step(snapshot)])
 
     def _refused_for_protected(self, rung, snapshot):
-        """A heavier rung would take the GPU from a protected process too: refused, naming it, as on Linux."""
+        """A heavier rung would take the GPU from a protected process too: refused, naming it, as on Linux. An adapter
+        restart takes it from every holder, so a holder the caller protects is counted whatever its class (an
+        application that only draws, too); the system's own processes (dwm, csrss) are that rung's business."""
         dummy, left = protected_split(kill_targets(snapshot, "windows"), self.options.kill_args)
+        if rung == "restart_adapter":
+            policy = _win_protect.Policy.from_args(self.options.kill_args)
+            seen = set(h["pid"] for h, dummy in left)
+            left += [(h, why) for h, why in ((h, _win_protect.caller_refusal(h, policy)) for h in snapshot["holders"]
+                                             if h["gpus"] and h["pid"] not in seen) if why]
         if not left:
             return None
         names = ", ".join("pid %s (%s, %s)" % (h["pid"], h.get("name"), why) for h, why in left)
@@ -194,4 +201,5 @@ class WindowsWalk(LadderWalk):
         users = logoff_users(snapshot)
         if not users:
             return {"rung": "logoff", "changed": False, "failed": False, "msg": "no user session holds a GPU", "plan": []}, snapshot
-        return merged_step("logoff", [self._reset("logoff", "logoff", user=user) for user in users])
+        protect = dict((name, self.options.kill_args[name]) for name in ("protect_names", "protect_users") if self.options.kill_args.get(name))
+        return merged_step("logoff", [self._reset("logoff", "logoff", user=user, **protect) for user in users])

@@ -5,12 +5,14 @@ longer listing the session."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_sessions
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_protect, _win_sessions
 
 
 def act(node, args, check_mode, sleep, journal):
     mine = _win_sessions.sessions_of(_win_act.sessions(node), args["user"])
-    entries = [_logoff_plan(session) for session in mine]
+    policy = _win_protect.Policy.from_args(args)
+    processes = _win_act.process_list(node).values() if mine and (policy.names or policy.users) else ()
+    entries = [_logoff_plan(session, policy, processes) for session in mine]
     dropped = False
     for entry in entries:
         if entry["outcome"] == "logoff" and not check_mode:
@@ -31,10 +33,19 @@ def act(node, args, check_mode, sleep, journal):
     return result
 
 
-def _logoff_plan(session):
+def _logoff_plan(session, policy, processes):
+    """A logoff ends every process of the session: refused when the session's user, or any process running in it, is
+    one the caller protects (protect_users, protect_names), as the kill refuses them."""
     entry = dict(session, argv=None, rc=None, message=None, connection_dropped=False)
     if session["id"] == _win_act.SERVICES_SESSION:
         return dict(entry, outcome="refused", message="session 0 is the services' session: never logged off")
+    why = _win_protect.caller_refusal({"name": None, "user": session.get("user")}, policy)
+    if why is None:
+        why = next((_win_protect.label(p) + ", " + _win_protect.caller_refusal(p, policy) for p in processes
+                    if p.get("session_id") == session["id"] and _win_protect.caller_refusal(p, policy)), None)
+        why = why and "a logoff would end %s" % why
+    if why:
+        return dict(entry, outcome="refused", message=why)
     return dict(entry, outcome="logoff", argv=_win_sessions.logoff_argv(session["id"]))
 
 
@@ -42,7 +53,7 @@ def _logoff_one(node, journal, entry, args, sleep):
     def judge(answer):
         return answer.rc == 0, {"rc": answer.rc}
     answer, dropped = _win_act.journaled_drop(node, journal, "logoff", entry, "the logoff of session %s" % entry["id"], args, sleep, judge,
-                                      session_id=entry["id"], user=entry["user"])
+                                              session_id=entry["id"], user=entry["user"])
     entry.update(outcome="logoff_ran", connection_dropped=dropped)
     if answer is not None:
         entry.update(rc=answer.rc, message=(answer.stdout + answer.stderr).strip() or None)

@@ -21,6 +21,7 @@ PROTECTED_NAMES = frozenset(("csrss", "wininit", "winlogon", "services", "lsass"
 PROTECTED_PIDS = frozenset((0, 4))
 DWM_NAME = "dwm"
 
+
 def base_name(name):
     """"csrss.exe" / "CSRSS" / "vmmemWSL" -> "csrss" / "csrss" / "vmmemwsl"."""
     lowered = (name or "").strip().lower()

@@ -14,7 +14,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_processes 
 
 SHELL_NAME = "explorer"
 # The host processes of the connection Ansible runs through: ending one cuts the run itself.
-CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd"))
+# OpenSSH for Windows 9.8 and later runs each connection in sshd-session.exe (sshd-auth.exe while it authenticates).
+CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd", "sshd-session", "sshd-auth"))
 
 
 class Policy:
@@ -53,10 +54,9 @@ def refusal(process, policy):
         return "%s is a protected Windows system process" % label(process)
     if base in CONNECTION_NAMES:
         return "%s hosts a remote connection (maybe Ansible's own): never ended" % label(process)
-    if base in policy.names:
-        return "protected name: %s" % name
-    if policy.users and bare_user(process.get("user")) in policy.users:
-        return "protected user: %s" % process.get("user")
+    caller = caller_refusal(process, policy)
+    if caller:
+        return caller
     if kind == "dwm" and not policy.allow_dwm:
         return "%s is the Desktop Window Manager: ending it is allowed only with allow_dwm" % label(process)
     if base == SHELL_NAME and not policy.allow_shell:
@@ -65,16 +65,31 @@ def refusal(process, policy):
     return None
 
 
-def descendants(processes, root):
+def caller_refusal(process, policy):
+    """Why the caller's protect_names / protect_users keep `process` from being ended or losing its GPU, or None. What
+    a rung that ends more than named processes asks (an adapter restart takes the GPU from every holder, whatever its
+    class; a logoff ends every process of the session): the system's own processes are those rungs' business."""
+    if base_name(process.get("name")) in policy.names:
+        return "protected name: %s" % process.get("name")
+    if policy.users and bare_user(process.get("user")) in policy.users:
+        return "protected user: %s" % process.get("user")
+    return None
+
+
+def descendants(processes, root, unknown_is_child=False):
     """The processes ({pid: process}) whose parent chain leads to root, as ended by a tree kill. A child is never
     older than its parent: Windows keeps a parent's pid in ParentProcessId after the parent exits, and that pid may
-    name a newer process, which is no parent of it."""
+    name a newer process, which is no parent of it. Where either creation time is unknown, `unknown_is_child` decides
+    (True for the question of what a tree may take with it: taskkill /T, the fallback, does not ask)."""
+    def younger(child, parent):
+        if child.get("creation_time_ms") is None or parent.get("creation_time_ms") is None:
+            return unknown_is_child
+        return child["creation_time_ms"] >= parent["creation_time_ms"]
     found, frontier = [], [root]
     while frontier:
         children = [p for p in processes.values() for parent in frontier
                     if p.get("ppid") == parent["pid"] and p["pid"] != parent["pid"] and p["pid"] not in found
-                    and p["pid"] != root["pid"]
-                    and (p.get("creation_time_ms") or 0) >= (parent.get("creation_time_ms") or 0)]
+                    and p["pid"] != root["pid"] and younger(p, parent)]
         found.extend(p["pid"] for p in children)
         frontier = children
     return found
@@ -85,7 +100,7 @@ def tree_refusal(processes, process, policy):
     on its own (the shell always: a tree never takes the user's desktop)."""
     tree_policy = Policy(allow_dwm=policy.allow_dwm)
     tree_policy.names, tree_policy.users = policy.names, policy.users
-    for pid in descendants(processes, process):
+    for pid in descendants(processes, process, unknown_is_child=True):
         why = refusal(processes[pid], tree_policy)
         if why:
             return "its tree (what ending it as a tree takes with it) holds %s, which is never ended: %s" % (label(processes[pid]), why)

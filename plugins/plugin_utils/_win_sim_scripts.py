@@ -67,7 +67,9 @@ def _snapshot_script(state, parameters, _caller):
             for row in memory_rows:
                 if row["Name"].startswith("pid_%d_" % process["pid"]):
                     row["DedicatedUsage"] = -1 if process["counter_mib"] < 0 else process["counter_mib"] * MIB
-    adapter_rows = {}
+    # Windows keeps a GPU Adapter Memory instance for every WDDM (and MCDM) adapter, at 0 when nothing holds it; a TCC
+    # GPU is no WDDM adapter and has none.
+    adapter_rows = dict((gpu["luid"], 0) for gpu in state["gpus"] if gpu["driver_model"] != "TCC")
     for process in state["processes"]:
         for luid, usage in process_memory(state, process).items():
             adapter_rows[luid] = adapter_rows.get(luid, 0) + usage["dedicated_bytes"]

@@ -74,7 +74,10 @@ def ghost_memory(gpu, adapter_dedicated_bytes):
     if used is None:
         return {"ghost_mib": None, "attributed_mib": None, "source": None, "reason": "nvidia-smi gave no memory in use"}
     listed = gpu.get("processes") or []
-    if all(process.get("used_mib") is not None for process in listed):
+    # Under WDDM the driver gives no per-process figure: an empty list there is no view at all (a process nvidia-smi
+    # does not list may hold memory the counters see), never "no process holds anything".
+    wddm = ((gpu.get("driver_model") or {}).get("current") if isinstance(gpu.get("driver_model"), dict) else gpu.get("driver_model")) == "WDDM"
+    if (listed or not wddm) and all(process.get("used_mib") is not None for process in listed):
         attributed = sum(process["used_mib"] for process in listed)
         return {"ghost_mib": max(0, used - attributed), "attributed_mib": attributed, "source": "nvidia_smi_processes", "reason": None}
     if adapter_dedicated_bytes is not None:

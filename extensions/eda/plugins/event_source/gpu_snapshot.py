@@ -113,10 +113,7 @@ def _import_collection():
         from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
     except ImportError:
         # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
-        root = os.path.abspath(__file__)
-        for _ in range(8):
-            root = os.path.dirname(root)
-        sys.path.insert(0, root)
+        sys.path.insert(0, os.path.abspath(os.path.join(os.path.abspath(__file__), *[os.pardir] * 8)))
         from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
     return _eda_sources
 

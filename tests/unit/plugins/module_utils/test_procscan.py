@@ -11,6 +11,7 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -320,26 +321,133 @@ def test_every_device_kind_and_nothing_else(children, dev_dir, tmp_path):
     assert outsider not in holders
 
 
-def test_deleted_device_node_still_counts(children, dev_dir):
+def test_deleted_device_file_of_a_simulated_node_stays_known_through_its_registry(children, dev_dir, tmp_path):
+    # The simulated node's registry (hard links under sys/, made when it is built) keeps the inode of a device
+    # file deleted from dev/, as the kernel keeps a device whose node was deleted.
+    registry = tmp_path / "sys" / procscan.SIM_REGISTRY
+    registry.mkdir(parents=True)
     device = os.path.join(dev_dir, "nvidia1")
+    os.link(device, str(registry / "nvidia1"))
     _proc, line = children.start(HOLD_OPEN, device)
     os.unlink(device)
-    assert procscan.scan_holders(dev_dir)[int(line)]["devices"] == [os.path.realpath(device)]
+    holders = procscan.scan_holders(dev_dir, sys_dir=str(tmp_path / "sys"))
+    assert holders[int(line)]["devices"] == [os.path.realpath(device)]
 
 
-def test_dri_nodes_of_the_real_dev_count_only_for_nvidia_cards(tmp_path):
-    for card, vendor in (("card0", "0x10de"), ("renderD129", "0x8086")):
-        device = tmp_path / "class" / "drm" / card / "device"
+def _table(dev_dir, tmp_path, vendors=(), devices_text=None):
+    """A DeviceTable of dev_dir, with the PCI vendors of dri nodes in a sysfs under tmp_path and, when given,
+    a /proc/devices text under tmp_path."""
+    sys_dir = tmp_path / "sys"
+    for card, vendor in vendors:
+        device = sys_dir / "class" / "drm" / card / "device"
         device.mkdir(parents=True)
         (device / "vendor").write_text(vendor + "\n")
-    matcher = procscan._DeviceMatcher("/dev", str(tmp_path))  # pylint: disable=protected-access
-    assert matcher.device("/dev/dri/card0") == "/dev/dri/card0"
-    assert matcher.device("/dev/dri/renderD129") is None
-    assert matcher.device("/dev/dri/card7") is None  # no sysfs entry: not known to be NVIDIA
-    assert matcher.device("/dev/nvidia3 (deleted)") == "/dev/nvidia3"
-    assert matcher.device("/dev/nvidia-caps/nvidia-cap2") == "/dev/nvidia-caps/nvidia-cap2"
-    assert matcher.device("/dev/shm/nvidia0") is None
-    assert matcher.device("/dev/zero (deleted)") is None
+    proc_root = tmp_path / "proc"
+    proc_root.mkdir(exist_ok=True)
+    if devices_text is not None:
+        (proc_root / "devices").write_text(devices_text)
+    return procscan.DeviceTable(dev_dir, str(sys_dir), proc_root=str(proc_root))
+
+
+def _device(table, path):
+    return table.device(procscan._stat_fields(os.stat(path)))  # pylint: disable=protected-access
+
+
+def test_dri_nodes_count_only_for_nvidia_cards(dev_dir, tmp_path):
+    for name in ("dri/card0", "dri/renderD129", "dri/card7"):
+        (tmp_path / "dev" / name).write_bytes(b"\0" * 4096)
+    table = _table(dev_dir, tmp_path, vendors=(("card0", "0x10de"), ("card1", "0x10de"), ("renderD129", "0x8086")))
+    real = os.path.realpath(dev_dir)
+    assert _device(table, os.path.join(dev_dir, "dri/card0")) == real + "/dri/card0"
+    assert _device(table, os.path.join(dev_dir, "dri/renderD129")) is None
+    assert _device(table, os.path.join(dev_dir, "dri/card7")) is None  # no sysfs entry: not known to be NVIDIA
+    assert _device(table, os.path.join(dev_dir, "nvidia-caps/nvidia-cap1")) == real + "/nvidia-caps/nvidia-cap1"
+    assert _device(table, os.path.join(dev_dir, "zero")) is None
+
+
+def test_a_character_device_is_known_by_its_number_through_the_drivers_majors(tmp_path):
+    # /dev/null is 1:3 and /dev/zero 1:5: with major 1 named as the driver's frontend, they are nvidia3 and
+    # nvidia5, though no node of that name exists; the block devices' section never counts.
+    dev_dir = tmp_path / "dev"
+    dev_dir.mkdir()
+    text = "Character devices:\n  1 nvidia-frontend\n  5 /dev/tty\n\nBlock devices:\n  7 nvidia-uvm\n"
+    table = _table(str(dev_dir), tmp_path, devices_text=text)
+    assert _device(table, "/dev/null") == str(dev_dir) + "/nvidia3"
+    assert _device(table, "/dev/zero") == str(dev_dir) + "/nvidia5"
+    assert _device(table, "/dev/tty") is None
+    assert _device(table, str(tmp_path)) is None
+    for name, minor, node in (("nvidia-frontend", 255, "nvidiactl"), ("nvidia-frontend", 254, "nvidia-modeset"),
+                              ("nvidia-uvm", 1, "nvidia-uvm-tools"), ("nvidia-caps", 2, "nvidia-caps/nvidia-cap2")):
+        assert procscan._DRIVER_MAJORS[name](minor) == node  # pylint: disable=protected-access
+
+
+def test_a_node_of_regular_files_never_takes_the_drivers_majors(dev_dir, tmp_path):
+    # A simulated node (regular files) on a host whose driver has nodes: the host's devices are not the node's.
+    table = _table(dev_dir, tmp_path, devices_text="Character devices:\n  1 nvidia-frontend\n")
+    assert _device(table, "/dev/null") is None
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device and mount namespaces need root")
+
+
+@needs_root
+def test_another_node_with_the_same_major_minor_is_the_same_device(children, tmp_path):
+    # dev/nvidia0 made with /dev/null's numbers: a process that opened /dev/null (another node, another
+    # path) holds "nvidia0"; one that opened /dev/zero does not; a node deleted after it was opened still counts.
+    dev_dir = tmp_path / "dev"
+    dev_dir.mkdir()
+    os.mknod(str(dev_dir / "nvidia0"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    # An alias of the same device, sorted before it: the device keeps the driver's name.
+    os.mknod(str(dev_dir / "nvidia-0-alias"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    os.mknod(str(dev_dir / "nvidia1"), 0o600 | stat.S_IFCHR, os.makedev(1, 7))  # /dev/full
+    other = tmp_path / "other-node"
+    os.mknod(str(other), 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+    _proc, line = children.start(HOLD_OPEN, "/dev/null")
+    through_null = int(line)
+    _proc, line = children.start(HOLD_OPEN, "/dev/zero")
+    through_zero = int(line)
+    _proc, line = children.start(HOLD_OPEN, str(other))
+    through_deleted = int(line)
+    other.unlink()
+
+    holders = procscan.scan_holders(str(dev_dir), sys_dir=str(tmp_path / "sys"), memory_maps=False)
+
+    assert holders[through_null]["devices"] == [str(dev_dir / "nvidia0")]
+    assert holders[through_null]["via"] == ["fd"]
+    assert through_zero not in holders
+    assert holders[through_deleted]["devices"] == [str(dev_dir / "nvidia1")]
+
+
+@needs_root
+def test_a_node_of_the_drivers_major_is_named_by_its_number(tmp_path):
+    # dev/nvidia0 made with /dev/null's numbers (1:3) where major 1 is the driver's: it is nvidia3, the name the
+    # device number gives, whatever the node is called.
+    dev_dir = tmp_path / "dev"
+    dev_dir.mkdir()
+    os.mknod(str(dev_dir / "nvidia0"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    table = _table(str(dev_dir), tmp_path, devices_text="Character devices:\n  1 nvidia-frontend\n")
+    assert _device(table, str(dev_dir / "nvidia0")) == str(dev_dir / "nvidia3")
+    assert _device(table, "/dev/null") == str(dev_dir / "nvidia3")
+
+
+@needs_root
+def test_a_bind_mount_in_another_mount_namespace_is_the_same_device(children, dev_dir, tmp_path):
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], check=False).returncode != 0:
+        pytest.fail("unshare -m does not work here, though this runs as root")
+    mount_point = tmp_path / "elsewhere"
+    mount_point.mkdir()
+    proc = subprocess.Popen(  # pylint: disable=consider-using-with
+        ["unshare", "-m", "--propagation", "private", "sh", "-c",
+         'mount --bind "$1" "$2" && exec "$3" -c "$4" "$2/nvidia0"', "sh", dev_dir, str(mount_point), sys.executable,
+         HOLD_OPEN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    children.procs.append(proc)
+    pid = int(proc.stdout.readline())
+    assert os.listdir(str(mount_point)) == []  # the bind mount is in the holder's namespace only
+    assert os.readlink("/proc/%d/fd/3" % pid) == str(mount_point / "nvidia0")
+
+    holder = procscan.scan_holders(dev_dir)[pid]
+
+    assert holder["devices"] == [os.path.realpath(os.path.join(dev_dir, "nvidia0"))]
 
 
 def test_worker_processes_find_the_same_holders(children, dev_dir):
@@ -662,3 +770,126 @@ def test_bench_reads_what_fuser_prints_on_stdout(children, dev_dir, holder_scan_
     completed = subprocess.run(["fuser", "-v", device], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, check=False)
     assert holder_scan_bench.parse_fuser_pids(completed.stdout) == {pid}
+
+
+# A thread unshares its file table (CLONE_FILES) and opens the device there; the leader, alive, never has it.
+OWN_FD_TABLE = """
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+opened = threading.Event()
+def hold():
+    assert libc.unshare(0x400) == 0, ctypes.get_errno()
+    fd = os.open(sys.argv[1], os.O_RDWR)
+    print(os.getpid(), threading.get_native_id(), fd, flush=True)
+    opened.set()
+    os.read(0, 1)
+threading.Thread(target=hold).start()
+opened.wait()
+os.read(0, 1)
+"""
+
+# Threads that share the leader's table: the device is seen once, as the process's fd.
+SHARED_THREADS = """
+import os, sys, threading
+fd = os.open(sys.argv[1], os.O_RDWR)
+done = threading.Event()
+threads = [threading.Thread(target=done.wait) for _ in range(3)]
+for thread in threads:
+    thread.start()
+print(os.getpid(), flush=True)
+os.read(0, 1)
+done.set()
+"""
+
+# An O_PATH descriptor names the file and never opens it; the second argument, when given, is opened for real.
+O_PATH_HOLDER = """
+import os, sys
+named = os.open(sys.argv[1], os.O_PATH)
+opened = [os.open(path, os.O_RDWR) for path in sys.argv[2:]]
+print(os.getpid(), named, flush=True)
+os.read(0, 1)
+"""
+
+
+@pytest.fixture(params=["kcmp", "no kcmp"])
+def kcmp(request, monkeypatch):
+    """The scan with the kernel's comparison of file tables, and as where kcmp is missing or refused."""
+    if request.param == "no kcmp":
+        monkeypatch.setattr(procscan, "_KCMP_CALL", [lambda pid, tid: None])
+    return request.param
+
+
+def test_a_thread_with_a_file_table_of_its_own_is_read(children, dev_dir, kcmp):  # pylint: disable=unused-argument
+    device = os.path.join(dev_dir, "nvidia0")
+    _proc, line = children.start(OWN_FD_TABLE, device)
+    pid, tid, fd = (int(field) for field in line.split())
+    assert str(fd) not in os.listdir("/proc/%d/fd" % pid) or os.stat("/proc/%d/fd/%d" % (pid, fd)).st_ino != os.stat(device).st_ino
+
+    for memory_maps in (True, False):
+        holder = procscan.scan_holders(dev_dir, memory_maps=memory_maps)[pid]
+        assert holder["via"] == ["task_fd"]
+        assert holder["devices"] == [os.path.realpath(device)]
+        assert holder["leader_exited"] is False
+    assert procscan.scan_holders(dev_dir, workers=2)[pid]["via"] == ["task_fd"]
+    assert tid != pid
+
+
+def test_threads_that_share_the_table_are_read_once(children, dev_dir, kcmp):  # pylint: disable=unused-argument
+    device = os.path.join(dev_dir, "nvidia1")
+    _proc, line = children.start(SHARED_THREADS, device)
+    pid = int(line)
+    assert len(os.listdir("/proc/%d/task" % pid)) == 4
+    holder = procscan.scan_holders(dev_dir)[pid]
+    assert holder["via"] == ["fd"]
+    assert holder["devices"] == [os.path.realpath(device)]
+
+
+def test_an_o_path_descriptor_is_no_holder(children, dev_dir):
+    device = os.path.join(dev_dir, "nvidia0")
+    _proc, line = children.start(O_PATH_HOLDER, device)
+    named_only = int(line.split()[0])
+    _proc, line = children.start(O_PATH_HOLDER, device, os.path.join(dev_dir, "nvidiactl"))
+    also_opened = int(line.split()[0])
+    # The O_PATH fd is there, and stat through it reaches the device file: only its flags tell.
+    fd = int(line.split()[1])
+    assert os.stat("/proc/%d/fd/%d" % (also_opened, fd)).st_ino == os.stat(device).st_ino
+
+    holders = procscan.scan_holders(dev_dir)
+
+    assert named_only not in holders
+    assert holders[also_opened]["devices"] == [os.path.realpath(os.path.join(dev_dir, "nvidiactl"))]
+
+
+def test_another_path_to_the_same_file_is_the_same_device(children, dev_dir, tmp_path):
+    # A hard link (a simulated device's second node) and a symlinked directory, opened and mapped.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.link(os.path.join(dev_dir, "nvidia0"), str(elsewhere / "gpu"))
+    os.link(os.path.join(dev_dir, "nvidia-uvm"), str(elsewhere / "uvm"))
+    (tmp_path / "devlink").symlink_to(dev_dir)
+    _proc, line = children.start(HOLD_OPEN, str(elsewhere / "gpu"))
+    opened = int(line)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(elsewhere / "uvm"))
+    mapped = int(line)
+    _proc, line = children.start(HOLD_OPEN, str(tmp_path / "devlink" / "nvidia1"))
+    through_symlink = int(line)
+
+    holders = procscan.scan_holders(dev_dir)
+
+    real = os.path.realpath(dev_dir)
+    assert holders[opened]["devices"] == [real + "/nvidia0"] and holders[opened]["via"] == ["fd"]
+    assert holders[mapped]["devices"] == [real + "/nvidia-uvm"] and holders[mapped]["via"] == ["mmap"]
+    assert holders[through_symlink]["devices"] == [real + "/nvidia1"]
+
+
+def test_a_mapped_file_whose_path_spells_a_devices_numbers_is_no_holder(children, dev_dir, tmp_path):
+    # The maps line of a mapping of this file ends with a path that holds " MAJ:MIN INODE " of nvidia0:
+    # only the line's own fields count.
+    st = os.stat(os.path.join(dev_dir, "nvidia0"))
+    decoy = tmp_path / ("x %02x:%02x %d y" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino))
+    decoy.write_bytes(b"\0" * 4096)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(decoy))
+    pid = int(line)
+    with open("/proc/%d/maps" % pid) as handle:
+        assert str(decoy) in handle.read()
+    assert pid not in procscan.scan_holders(dev_dir)

@@ -3,6 +3,7 @@
 """The fleet-wide circuit breaker's decision and the state it reads."""
 
 import json
+import os
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
@@ -59,16 +60,34 @@ def test_records_within_the_window_only(tmp_path):
     assert read_records(str(tmp_path / "missing")) == []
 
 
-def test_slurm_nodes_drained_with_our_reason_only():
-    sinfo = "\n".join([
-        "gpu01|drained|root|2026-11-30T10:00:00|%s (run eda-1: the reset rung)" % REASON,
-        "gpu02|draining|root|2026-11-30T10:00:00|%s (run eda-2: the reboot rung)" % REASON,
-        "gpu03|drained|root|2026-11-30T10:00:00|%s failed, RMA - do not resume" % REASON,
-        "gpu04|drained|slurm|2026-11-30T10:00:00|disk replaced",
-        "gpu05|idle|Unknown|Unknown|none",
-        "",
-    ])
-    assert slurm_out(sinfo, REASON) == {"gpu01": "drained in Slurm by gpuops run eda-1", "gpu02": "drained in Slurm by gpuops run eda-2"}
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "scontrol-show-node")
+
+
+def _cluster(*captures):
+    """Real `scontrol --oneliner show node gpunode1` captures, each renamed, joined as the whole cluster's output."""
+    lines = []
+    for index, name in enumerate(captures):
+        with open(os.path.join(FIXTURES, name + ".txt")) as handle:
+            line = handle.read().strip("\n")
+        lines.append(line.replace("NodeName=gpunode1 ", "NodeName=gpu%02d " % index, 1))
+    return "\n".join(lines) + "\n"
+
+
+def test_slurm_nodes_drained_with_our_whole_reason_only_from_real_scontrol_captures():
+    text = _cluster("idle-drain-ours", "mixed-drain-ours", "idle-drain-multiline-reason", "down-drain", "idle", "down",
+                    "idle-fail", "idle-drain-maintenance")
+    assert slurm_out(text, REASON) == {"gpu00": "drained in Slurm by gpuops run r1", "gpu01": "drained in Slurm by gpuops run r2"}
+    assert slurm_out("", REASON) == {} and slurm_out(None, REASON) == {}
+
+
+def test_slurm_an_admins_line_after_our_reason_is_not_ours_and_forges_no_node():
+    """Our reason's line, then an administrator's: read whole, it is not our drain. sinfo printed the later line as a
+    line of its own, so that the first line alone looked like ours, and a later line shaped like a record was a node."""
+    with open(os.path.join(FIXTURES, "idle-drain-multiline-reason.txt")) as handle:
+        line = handle.read().strip("\n")
+    forged = line.replace("admin: RMA, do not resume", "gpu99|drained|root|2026-12-01T00:00:00|%s (run x: y)" % REASON)
+    assert slurm_out(line + "\n", REASON) == {}
+    assert slurm_out(forged + "\n", REASON) == {}
 
 
 def test_kubernetes_nodes_cordoned_by_us_only():

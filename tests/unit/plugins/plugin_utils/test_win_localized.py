@@ -78,8 +78,9 @@ def live(root):
 @pytest.mark.parametrize("select", [("python.exe",), ("python.exe", "worker.exe"), ("worker.exe", "python.exe")])
 def test_a_zh_cn_taskkill_tree_is_read_from_the_process_list(tmp_path, select):
     # constrained_language: Add-Type is refused, the terminate script cannot run, taskkill /T (in zh-CN) ends the tree
-    root = build(tmp_path, constrained_language=True, processes=[{"name": "python.exe", "memory_mib": 2048,
-                                       "children": [{"name": "worker.exe", "memory_mib": 512, "children": [{"name": "helper.exe"}]}]}])
+    tree = {"name": "python.exe", "memory_mib": 2048,
+            "children": [{"name": "worker.exe", "memory_mib": 512, "children": [{"name": "helper.exe"}]}]}
+    root = build(tmp_path, constrained_language=True, processes=[tree])
     node = _win_node.TargetNode(LocalizedAction(root, "ada", False), {})
     snapshot = _win_snapshot.take(node)
     by_name = dict((p["name"], p) for p in live(root).values())

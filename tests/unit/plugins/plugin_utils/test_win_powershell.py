@@ -286,8 +286,6 @@ def test_every_script_is_constant_text_and_every_value_is_a_declared_parameter(r
     assert any(HOSTILE_PROCESS in json.loads(line).get("name", "") for line in appended)
 
 
-
-
 @pytest.mark.parametrize("name", HOSTILE)
 def test_a_hostile_name_is_one_string_to_the_powershell_grammar_too(name):
     script = Script(literal(name) + "\n")

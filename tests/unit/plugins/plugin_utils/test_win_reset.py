@@ -251,7 +251,7 @@ def test_tolerating_drop_waits_with_a_backoff_reconnects_and_lets_the_node_decid
     node, sleeps = DroppingNode(root, ["pnputil", "/restart-device"], down=3), []
     instance = _win_sim.snapshot_of_state(root)["gpus"][0]["instance_id"]
     answer, dropped = _win_act.tolerating_drop(node, lambda: node.command(["pnputil", "/restart-device", instance]), "a restart",
-                                                 timeout=600, sleep=sleeps.append)
+                                               timeout=600, sleep=sleeps.append)
     assert (answer, dropped) == (None, True)
     assert sleeps == [1, 2, 4, 8] and node.reconnects == 4
     assert _win_sim.snapshot_of_state(root)["gpus"][0]["restarts"] == 1

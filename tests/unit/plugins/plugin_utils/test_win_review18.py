@@ -1,0 +1,121 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 18 review (review18): who may be ended on Windows through the paths the protect rules must cover."""
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset, _win_sim, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+
+
+def options(**overrides):
+    args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
+    args.update(platform="windows", max_rung="restart_adapter",
+                option_names={"max_rung": "gpu_reclaim_windows_max_rung", "allow_reboot": "gpu_reclaim_allow_reboot"})
+    args.update(overrides)
+    return WalkOptions(args)
+
+
+def build(tmp_path, **scenario):
+    root = str(tmp_path / "ws12")
+    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}]}, **scenario)))
+    return SimulatedNode(root, "ada")
+
+
+def walk(node, check_mode=False, **overrides):
+    executor = windows_executor(node, check_mode, 256)
+    calls = []
+
+    def execute(module_name, args):
+        calls.append((module_name.rsplit(".", 1)[-1], args.get("method")))
+        return executor(module_name, args)
+    return WindowsWalk(options(**overrides), execute, check_mode, "ws12"), calls
+
+
+def commands(node):
+    return [entry["argv"] for entry in _win_sim.snapshot_of_state(node.root)["command_log"]]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_restart_adapter_is_refused_for_a_protected_application_that_only_draws(tmp_path, check_mode):
+    # A protected name holds the GPU as a graphics application (not a compute context): an adapter restart takes the
+    # GPU from it as surely as from a compute process.
+    node = build(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 512, "graphics": True}])
+    ladder, calls = walk(node, check_mode=check_mode, protect_names=["render"], max_rung="restart_adapter")
+    state = ladder.start()
+    assert ("win_gpu_reset", "restart_adapter") not in calls, state["outcome"]
+    assert not [argv for argv in commands(node) if argv[0].lower().startswith("pnputil") and "/restart-device" in argv]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_win_gpu_reset_logoff_called_on_its_own_never_logs_off_a_protected_user(tmp_path, check_mode):
+    node = build(tmp_path)
+    args = {"method": "logoff", "user": "ada", "protect_users": ["WS12\\ADA"]}
+    done = _win_reset.run(node, args, check_mode=check_mode)
+    assert not done["changed"], done["plan"]
+    assert [s["user"] for s in _win_snapshot.take(node)["sessions"]] == ["ada"]
+
+
+def test_win_gpu_reset_logoff_never_ends_a_protected_name_running_in_the_session(tmp_path):
+    node = build(tmp_path, processes=[{"name": "render.exe", "memory_mib": 0}])
+    done = _win_reset.run(node, {"method": "logoff", "user": "ada", "protect_names": ["render"]}, check_mode=False)
+    assert not done["changed"], done["plan"]
+    assert "render.exe" in [p["name"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_win_gpu_reset_restart_adapter_called_on_its_own_leaves_a_gpu_a_protected_process_holds(tmp_path, check_mode):
+    node = build(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 512, "graphics": True}])
+    done = _win_reset.run(node, {"method": "restart_adapter", "protect_names": ["RENDER.EXE"]}, check_mode=check_mode)
+    assert done["failed"] and not done["changed"] and "render.exe" in done["msg"] and "protected name" in done["msg"]
+    assert [a["outcome"] for a in done["adapters"]] == ["refused"]
+    assert not [argv for argv in commands(node) if "/restart-device" in argv]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_the_walk_never_logs_off_a_protected_user(tmp_path, check_mode):
+    node = build(tmp_path, gpus=[{"recovery_action": "None"}], processes=[])
+    snapshot = _win_snapshot.take(node)
+    # a system process of ada's session holds the GPU: the logoff rung's case
+    snapshot["holders"] = [{"pid": 999, "name": "csrss.exe", "class": "system", "session_id": 1, "gpus": [0], "user": None}]
+    ladder, calls = walk(node, check_mode=check_mode, protect_users=["ada"], max_rung="logoff")
+    step, dummy = ladder._take_logoff(snapshot)
+    assert not step["changed"] and [s["user"] for s in _win_snapshot.take(node)["sessions"]] == ["ada"], step
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize("driver_model", [{"current": "WDDM", "pending": "WDDM"}, "WDDM"])
+def test_under_wddm_an_empty_process_list_is_no_per_process_view(driver_model):
+    # nvidia-smi lists no process on a WDDM GPU (all of them vacuously "have" a figure): the whole use is not ghost
+    # memory; the adapter-level figure decides, and without one it is unknown.
+    gpu = {"index": 0, "memory_used_mib": 3000, "processes": [], "luid": "0x00000000_0x0000fa7a", "driver_model": driver_model}
+    ghost = _win_snapshot.ghost_memory(gpu, 3000 * MIB)
+    assert ghost["ghost_mib"] == 0 and ghost["source"] == "adapter_counter"
+    assert _win_snapshot.ghost_memory(gpu, None)["ghost_mib"] is None
+
+
+def test_under_tcc_an_empty_process_list_is_the_driver_saying_no_process_holds_memory():
+    gpu = {"index": 0, "memory_used_mib": 3000, "processes": [], "luid": None, "driver_model": {"current": "TCC", "pending": "TCC"}}
+    assert _win_snapshot.ghost_memory(gpu, None)["ghost_mib"] == 3000
+
+
+def test_a_tree_member_whose_creation_time_is_unknown_still_counts_for_what_the_tree_would_take():
+    # CIM gave no CreationDate for the child: the terminate script never ends it (no creation time to match), but
+    # taskkill /T, the fallback, takes it by its parent pid: a protected process there refuses the tree.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, descendants, tree_refusal
+    processes = {
+        100: {"pid": 100, "ppid": 1, "name": "python.exe", "user": "WS12\\ada", "creation_time_ms": 5000},
+        101: {"pid": 101, "ppid": 100, "name": "keeper.exe", "user": "WS12\\bob", "creation_time_ms": None},
+    }
+    assert "keeper.exe" in tree_refusal(processes, processes[100], Policy(protect_users=["bob"]))
+    assert descendants(processes, processes[100]) == []  # never sent to the terminate script without its creation time
+
+
+@pytest.mark.parametrize("name", ["sshd-session.exe", "SSHD-AUTH.EXE", "sshd.exe", "wsmprovhost.exe"])
+def test_the_connection_host_processes_of_openssh_9_8_are_never_ended(name):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal
+    assert "remote connection" in refusal({"pid": 7000, "name": name}, Policy(allow_dwm=True, allow_shell=True))
