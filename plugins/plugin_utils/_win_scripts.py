@@ -254,7 +254,8 @@ $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Dept
 
 # One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
 # the disk before the action goes ahead. The folder is made when missing, with an explicit protected DACL (SYSTEM and
-# Administrators only); a folder or file that is a reparse point or is owned by anyone else (planted) is refused.
+# Administrators only), never set on a folder that was there already; a folder or file that is a reparse point or is
+# owned by anyone else (planted) is refused.
 # Acts: in check mode it creates and writes nothing (no action runs then either).
 JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
@@ -294,11 +295,14 @@ foreach ($sid in $trusted) {
     $rule = [System.Security.AccessControl.FileSystemAccessRule]::new($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')
     $security.AddAccessRule($rule)
 }
+# The DACL is set only on a folder made here: an existing folder (C:\ProgramData itself, a drive's root, when
+# journal_path names a file there) is checked, never rewritten.
 if (-not [System.IO.Directory]::Exists($folder)) {
     [void][System.IO.Directory]::CreateDirectory($folder)
+    Test-Trusted $folder
+    Set-Acl -LiteralPath $folder -AclObject $security
 }
 Test-Trusted $folder
-Set-Acl -LiteralPath $folder -AclObject $security
 if ([System.IO.File]::Exists($Path)) {
     Test-Trusted $Path
 }

@@ -119,3 +119,42 @@ def test_a_tree_member_whose_creation_time_is_unknown_still_counts_for_what_the_
 def test_the_connection_host_processes_of_openssh_9_8_are_never_ended(name):
     from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal
     assert "remote connection" in refusal({"pid": 7000, "name": name}, Policy(allow_dwm=True, allow_shell=True))
+
+
+def test_the_journal_folder_dacl_is_set_only_on_a_folder_the_append_made():
+    # journal_path C:\ProgramData\gpuops.jsonl (or D:\journal.jsonl): the folder is C:\ProgramData (D:\), owned by
+    # SYSTEM, so the owner check passes; a Set-Acl there would replace its DACL with a protected SYSTEM+Administrators
+    # one and strip every user's access to it and to all that inherits from it.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_scripts
+    from .powershell_grammar import Script
+    script = Script(_win_scripts.SCRIPTS["journal_append"])
+    assert script.errors() == []
+    set_acl = [node for node in script.nodes() if node.type == "command_name" and script.text_of(node).lower() == "set-acl"]
+    assert set_acl
+    for node in set_acl:
+        guards, parent = [], node.parent
+        while parent is not None:
+            if parent.type == "if_statement":
+                guards.append(script.text_of(parent).split("{", 1)[0].replace(" ", "").lower())
+            parent = parent.parent
+        assert "if(-not[system.io.directory]::exists($folder))" in guards, guards
+
+
+def test_an_adapter_whose_one_physical_part_has_no_sample_has_no_figure():
+    # a linked adapter (phys_0, phys_1 under one LUID): phys_0 reads -1 (no sample); phys_1's 100 MiB alone is not
+    # what the adapter uses, and taken for it would make 2900 of 3000 MiB in use look like ghost memory.
+    import json
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters
+    rows = [{"Name": "luid_0x00000000_0x0000fa7a_phys_0", "DedicatedUsage": -1},
+            {"Name": "luid_0x00000000_0x0000fa7a_phys_1", "DedicatedUsage": 100 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_0", "DedicatedUsage": 5 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_1", "DedicatedUsage": 7 * MIB}]
+    assert _win_counters.parse_adapter_memory(json.dumps(rows)) == {"0x00000000_0x0000fb7a": 12 * MIB}
+
+
+@pytest.mark.parametrize("name", ["explorer.exe", "EXPLORER.EXE", "Explorer", "explorer"])
+def test_the_walk_knows_the_shell_by_the_name_the_protect_rules_use(name):
+    # restart_explorer for the shell, never the kill rung (which refuses it): whatever form the process list gives
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import is_shell
+    assert is_shell({"name": name})
+    assert not is_shell({"name": "explorer2.exe"}) and not is_shell({"name": None})
