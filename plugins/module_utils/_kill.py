@@ -245,7 +245,8 @@ class HolderKiller:
         self.params = module.params
         self.journal = journal
         self.policy = kill_policy(module)
-        self.witness = ContainerWitness(module)
+        # The runtime's answers are asked once: the refusal (a running container is busy) and the stop share them.
+        self.witness = self.policy.jobs.witness if self.policy is not None and self.policy.jobs is not None else ContainerWitness(module)
 
     def end(self, holders, predict_only=False):
         """{"signalled", "left_alone", "zombies", "containers", "unconfirmed_containers", "changed"} for these holders.
