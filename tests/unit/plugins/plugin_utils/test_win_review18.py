@@ -173,3 +173,21 @@ def test_a_critical_process_with_an_ordinary_name_is_never_ended(tmp_path, check
     assert holder["pid"] in [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
     assert _win_terminate.reason({"outcome": "critical", "code": 0}).startswith("a critical system process")
     assert "Win32 error 50" in _win_terminate.reason({"outcome": "critical", "code": 50})
+
+
+def test_a_protect_name_given_as_the_executable_path_protects_that_executable():
+    # "C:\Apps\render.exe" never equalled a process name: the process it meant was ended
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal
+    policy = Policy(protect_names=["C:\\Apps\\Render.exe"])
+    assert refusal({"pid": 10, "name": "render.exe", "image_path": "c:\\apps\\render.exe"}, policy).startswith("protected name")
+    assert refusal({"pid": 10, "name": "render.exe", "image_path": "D:\\other\\render.exe"}, policy) is None
+    assert refusal({"pid": 10, "name": "render.exe", "image_path": None}, policy).startswith("protected name")  # not known: kept
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_win_gpu_reset_kill_leaves_a_process_protected_by_its_path(tmp_path, check_mode):
+    node = build(tmp_path, processes=[{"name": "render.exe", "memory_mib": 1024, "image_path": "C:\\Apps\\render.exe"}])
+    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe")
+    done = _win_reset.run(node, {"method": "kill", "holders": [holder], "protect_names": ["c:\\apps\\RENDER.EXE"]}, check_mode=check_mode)
+    assert not done["changed"] and done["processes"][0]["outcome"] == "refused"
+    assert holder["pid"] in [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
