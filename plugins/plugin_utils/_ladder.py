@@ -449,7 +449,7 @@ class LadderWalk:
         rung, state["pending_rung"] = state["pending_rung"], None
         state["drain_checked"] = rung
         if state["drain_taken"]:  # the drain checked again before a later destructive rung: ours stays as it was
-            _, error, notes = drain_outcome(drain, self.check_mode, label="slurm check before the %s rung" % rung)
+            dummy, error, notes = drain_outcome(drain, self.check_mode, label="slurm check before the %s rung" % rung)
             state["drain_notes"] = state["drain_notes"] + notes
         else:
             drained, error, notes = drain_outcome(drain, self.check_mode)
