@@ -43,7 +43,10 @@ description:
   - Reads the node with C(scontrol --oneliner show node NODE) - the state with every flag (C(sinfo) shows DOWN+DRAIN
     as C(drained)), the whole reason with all its lines, who set it and when - and its jobs with C(squeue). A drain
     is ours only when its whole reason is exactly what this module writes; a reason with more lines is someone
-    else's. Slurm commands need their configuration (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
+    else's. A reason C(scontrol) shows as ours is read again as stored with C(sinfo --format %E), since C(scontrol)
+    drops a reason's empty lines (an admin's reason with a trailing newline) and cannot tell its own C([user@time])
+    stamp from one the reason holds; unless C(sinfo) shows it exactly, it is someone else's. Slurm commands need
+    their configuration (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
   - O(node), O(marker), O(purpose), O(hold_reason) and O(run_id) are refused when they hold a newline or a control
     character.
   - Writes the drain and the resume to the node journal, as the other acting modules do.
@@ -181,7 +184,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._node import cu
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
     SlurmNodeUnknown, admin_flags, control_character, describe_reason, drain_argv, drain_reason, drain_run, gate_unfinished,
     hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id, resume_argv, show_node_argv,
-    squeue_argv, unknown_node,
+    sinfo_reason_argv, squeue_argv, unknown_node,
 )
 
 
@@ -216,10 +219,14 @@ class SlurmDrain:
                 raise SlurmNodeUnknown(self.node)
             if rc != 0:
                 self._fail("%s failed (rc %d): %s" % (" ".join(argv[:4]), rc, (err or out).strip()))
-            return parse_node(out, self.node)
+            node = parse_node(out, self.node)
         except SlurmNodeUnknown:
             self._fail("node: Slurm knows no node %r (scontrol show node finds it not); set the Slurm node name" % self.node)
-        return None
+        if drain_run(node, self.params["marker"]) is not None:
+            # scontrol shows it as ours: confirm that with the reason as stored, which sinfo prints whole.
+            sinfo = self.module.get_bin_path("sinfo", required=True)
+            node["sinfo_reason"] = self._run(sinfo_reason_argv(sinfo, self.node))
+        return node
 
     def jobs(self):
         return parse_squeue(self._run(squeue_argv(self.module.get_bin_path("squeue", required=True), self.node)))

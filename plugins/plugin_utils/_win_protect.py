@@ -14,7 +14,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_processes 
 
 SHELL_NAME = "explorer"
 # The host processes of the connection Ansible runs through: ending one cuts the run itself.
-CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd"))
+# OpenSSH for Windows 9.8 and later runs each connection in sshd-session.exe (sshd-auth.exe while it authenticates).
+CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd", "sshd-session", "sshd-auth"))
 
 
 class Policy:
@@ -75,16 +76,20 @@ def caller_refusal(process, policy):
     return None
 
 
-def descendants(processes, root):
+def descendants(processes, root, unknown_is_child=False):
     """The processes ({pid: process}) whose parent chain leads to root, as ended by a tree kill. A child is never
     older than its parent: Windows keeps a parent's pid in ParentProcessId after the parent exits, and that pid may
-    name a newer process, which is no parent of it."""
+    name a newer process, which is no parent of it. Where either creation time is unknown, `unknown_is_child` decides
+    (True for the question of what a tree may take with it: taskkill /T, the fallback, does not ask)."""
+    def younger(child, parent):
+        if child.get("creation_time_ms") is None or parent.get("creation_time_ms") is None:
+            return unknown_is_child
+        return child["creation_time_ms"] >= parent["creation_time_ms"]
     found, frontier = [], [root]
     while frontier:
         children = [p for p in processes.values() for parent in frontier
                     if p.get("ppid") == parent["pid"] and p["pid"] != parent["pid"] and p["pid"] not in found
-                    and p["pid"] != root["pid"]
-                    and (p.get("creation_time_ms") or 0) >= (parent.get("creation_time_ms") or 0)]
+                    and p["pid"] != root["pid"] and younger(p, parent)]
         found.extend(p["pid"] for p in children)
         frontier = children
     return found
@@ -95,7 +100,7 @@ def tree_refusal(processes, process, policy):
     on its own (the shell always: a tree never takes the user's desktop)."""
     tree_policy = Policy(allow_dwm=policy.allow_dwm)
     tree_policy.names, tree_policy.users = policy.names, policy.users
-    for pid in descendants(processes, process):
+    for pid in descendants(processes, process, unknown_is_child=True):
         why = refusal(processes[pid], tree_policy)
         if why:
             return "its tree (what ending it as a tree takes with it) holds %s, which is never ended: %s" % (label(processes[pid]), why)

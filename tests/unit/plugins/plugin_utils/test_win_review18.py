@@ -101,3 +101,75 @@ def test_under_wddm_an_empty_process_list_is_no_per_process_view(driver_model):
 def test_under_tcc_an_empty_process_list_is_the_driver_saying_no_process_holds_memory():
     gpu = {"index": 0, "memory_used_mib": 3000, "processes": [], "luid": None, "driver_model": {"current": "TCC", "pending": "TCC"}}
     assert _win_snapshot.ghost_memory(gpu, None)["ghost_mib"] == 3000
+
+
+def test_a_tree_member_whose_creation_time_is_unknown_still_counts_for_what_the_tree_would_take():
+    # CIM gave no CreationDate for the child: the terminate script never ends it (no creation time to match), but
+    # taskkill /T, the fallback, takes it by its parent pid: a protected process there refuses the tree.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, descendants, tree_refusal
+    processes = {
+        100: {"pid": 100, "ppid": 1, "name": "python.exe", "user": "WS12\\ada", "creation_time_ms": 5000},
+        101: {"pid": 101, "ppid": 100, "name": "keeper.exe", "user": "WS12\\bob", "creation_time_ms": None},
+    }
+    assert "keeper.exe" in tree_refusal(processes, processes[100], Policy(protect_users=["bob"]))
+    assert descendants(processes, processes[100]) == []  # never sent to the terminate script without its creation time
+
+
+@pytest.mark.parametrize("name", ["sshd-session.exe", "SSHD-AUTH.EXE", "sshd.exe", "wsmprovhost.exe"])
+def test_the_connection_host_processes_of_openssh_9_8_are_never_ended(name):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal
+    assert "remote connection" in refusal({"pid": 7000, "name": name}, Policy(allow_dwm=True, allow_shell=True))
+
+
+def test_the_journal_folder_dacl_is_set_only_on_a_folder_the_append_made():
+    # journal_path C:\ProgramData\gpuops.jsonl (or D:\journal.jsonl): the folder is C:\ProgramData (D:\), owned by
+    # SYSTEM, so the owner check passes; a Set-Acl there would replace its DACL with a protected SYSTEM+Administrators
+    # one and strip every user's access to it and to all that inherits from it.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_scripts
+    from .powershell_grammar import Script
+    script = Script(_win_scripts.SCRIPTS["journal_append"])
+    assert script.errors() == []
+    set_acl = [node for node in script.nodes() if node.type == "command_name" and script.text_of(node).lower() == "set-acl"]
+    assert set_acl
+    for node in set_acl:
+        guards, parent = [], node.parent
+        while parent is not None:
+            if parent.type == "if_statement":
+                guards.append(script.text_of(parent).split("{", 1)[0].replace(" ", "").lower())
+            parent = parent.parent
+        assert "if(-not[system.io.directory]::exists($folder))" in guards, guards
+
+
+def test_an_adapter_whose_one_physical_part_has_no_sample_has_no_figure():
+    # a linked adapter (phys_0, phys_1 under one LUID): phys_0 reads -1 (no sample); phys_1's 100 MiB alone is not
+    # what the adapter uses, and taken for it would make 2900 of 3000 MiB in use look like ghost memory.
+    import json
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters
+    rows = [{"Name": "luid_0x00000000_0x0000fa7a_phys_0", "DedicatedUsage": -1},
+            {"Name": "luid_0x00000000_0x0000fa7a_phys_1", "DedicatedUsage": 100 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_0", "DedicatedUsage": 5 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_1", "DedicatedUsage": 7 * MIB}]
+    assert _win_counters.parse_adapter_memory(json.dumps(rows)) == {"0x00000000_0x0000fb7a": 12 * MIB}
+
+
+@pytest.mark.parametrize("name", ["explorer.exe", "EXPLORER.EXE", "Explorer", "explorer"])
+def test_the_walk_knows_the_shell_by_the_name_the_protect_rules_use(name):
+    # restart_explorer for the shell, never the kill rung (which refuses it): whatever form the process list gives
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import is_shell
+    assert is_shell({"name": name})
+    assert not is_shell({"name": "explorer2.exe"}) and not is_shell({"name": None})
+
+
+@pytest.mark.parametrize("check_mode", [False])
+def test_a_critical_process_with_an_ordinary_name_is_never_ended(tmp_path, check_mode):
+    # A service host Windows marks critical: no name rule knows it. TerminateProcess would end it (and bugcheck the
+    # host); the terminate script asks IsProcessCritical on the handle first and leaves it.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_terminate
+    node = build(tmp_path, processes=[{"name": "svchost.exe", "memory_mib": 1024, "critical": True, "user": "NT AUTHORITY\\SYSTEM", "session_id": 0}])
+    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "svchost.exe")
+    done = _win_reset.run(node, {"method": "kill", "holders": [holder]}, check_mode=check_mode)
+    assert not done["changed"] and done["failed"], done["plan"]
+    assert "critical system process" in done["processes"][0]["reason"]
+    assert holder["pid"] in [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    assert _win_terminate.reason({"outcome": "critical", "code": 0}).startswith("a critical system process")
+    assert "Win32 error 50" in _win_terminate.reason({"outcome": "critical", "code": 50})
