@@ -5,7 +5,7 @@
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
 
