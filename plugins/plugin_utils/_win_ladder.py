@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets, wsl_targets
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_processes, _win_protect, _win_snapshot, _wsl_shutdown
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, step_result
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import step_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
 INSPECT_MODULE = "gpuops.remediation.win_gpu_holders_info"

@@ -23,7 +23,12 @@ class Policy:
     restart_explorer method ends explorer.exe, and it alone, without /T)."""
 
     def __init__(self, protect_names=(), protect_users=(), allow_dwm=False, allow_shell=False):
-        self.names = frozenset(base_name(name) for name in protect_names or ())
+        # A name with a backslash is an executable's path (C:\Apps\render.exe): it protects the process whose image
+        # path (Win32_Process.ExecutablePath) it is, any case; where the image path is not known, the process of its
+        # file name.
+        entries = [name.strip() for name in protect_names or ()]
+        self.names = frozenset(base_name(name) for name in entries if "\\" not in name)
+        self.paths = frozenset(name.lower() for name in entries if "\\" in name)
         self.users = frozenset(bare_user(user) for user in protect_users or ())
         self.allow_dwm = bool(allow_dwm)
         self.allow_shell = bool(allow_shell)
@@ -71,6 +76,10 @@ def caller_refusal(process, policy):
     class; a logoff ends every process of the session): the system's own processes are those rungs' business."""
     if base_name(process.get("name")) in policy.names:
         return "protected name: %s" % process.get("name")
+    image = (process.get("image_path") or "").strip().lower()
+    for path in policy.paths:
+        if image == path or (not image and base_name(path.rsplit("\\", 1)[-1]) == base_name(process.get("name"))):
+            return "protected name: %s (%s)" % (process.get("name"), process.get("image_path") or "its image path unknown")
     if policy.users and bare_user(process.get("user")) in policy.users:
         return "protected user: %s" % process.get("user")
     return None
@@ -99,7 +108,7 @@ def tree_refusal(processes, process, policy):
     """Why a tree kill of `process` must not run, or None: a process it would take with it that would be refused
     on its own (the shell always: a tree never takes the user's desktop)."""
     tree_policy = Policy(allow_dwm=policy.allow_dwm)
-    tree_policy.names, tree_policy.users = policy.names, policy.users
+    tree_policy.names, tree_policy.users, tree_policy.paths = policy.names, policy.users, policy.paths
     for pid in descendants(processes, process, unknown_is_child=True):
         why = refusal(processes[pid], tree_policy)
         if why:

@@ -397,10 +397,16 @@ public static class GpuopsTerminate
     [DllImport("kernel32.dll", SetLastError = true)]
     private static extern bool CloseHandle(IntPtr handle);
 
+    // Whether Windows marks the process critical (ending it bugchecks the host): TerminateProcess does not refuse one,
+    // as taskkill does, so the script asks first (Windows 8.1 / Server 2012 R2 and later).
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool IsProcessCritical(IntPtr process, out bool critical);
+
     // One process, by the handle opened for it: its creation time is compared on that handle, and that handle is
     // terminated, so the pid cannot pass to another process between the check and the end.
     // -> { outcome: 0 ended, 1 could not open (error: the Win32 code; 87 when no process has the pid), 2 another
-    // process now (its creation time in ms), 3 terminate failed (error) }
+    // process now (its creation time in ms), 3 terminate failed (error), 4 a critical process (never ended; error: the
+    // Win32 code when Windows could not say whether it is one) }
     public static long[] End(uint processId, long creationTimeMs)
     {
         IntPtr handle = OpenProcess(ProcessTerminate | ProcessQueryLimitedInformation, false, processId);
@@ -419,6 +425,15 @@ public static class GpuopsTerminate
             if (createdMs != creationTimeMs)
             {
                 return new long[] { 2, createdMs };
+            }
+            bool critical;
+            if (!IsProcessCritical(handle, out critical))
+            {
+                return new long[] { 4, Marshal.GetLastWin32Error() };
+            }
+            if (critical)
+            {
+                return new long[] { 4, 0 };
             }
             if (!TerminateProcess(handle, 1))
             {
@@ -440,7 +455,7 @@ public static class GpuopsTerminate
         return
     }
 }
-$outcomes = @('ended', 'not_opened', 'pid_reused', 'not_terminated')
+$outcomes = @('ended', 'not_opened', 'pid_reused', 'not_terminated', 'critical')
 $results = for ($at = 0; $at -lt $ProcessIds.Count; $at++) {
     $processId = $ProcessIds[$at]
     if (-not $PSCmdlet.ShouldProcess([string]$processId, 'terminate')) {

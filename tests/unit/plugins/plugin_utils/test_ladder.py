@@ -12,10 +12,14 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import health_check, not_installed
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, check_options, drain_followup, fleet_guard, health_gate, hold_reason,
-    kill_plan_lines, next_rung, slurm_drain_state, walk_argument_spec,
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import (
+    drain_followup, fleet_guard, health_gate, hold_reason, next_rung, slurm_drain_state,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
+    INSPECT_MODULE, WalkError, WalkOptions, check_options, walk_argument_spec,
+)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import kill_plan_lines
 
 THRESHOLD = 256
 # The scope of a snapshot taken with the walk's default options.
@@ -700,7 +704,7 @@ def test_the_kill_rung_ends_leftovers_and_never_a_running_job():
 
 
 def test_ending_running_jobs_is_destructive_the_kill_rung_too():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import destructive_entry
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import destructive_entry
     node = Node([{"ghost": 0}], holders=[JOB])
     snap = node.snapshot()
     assert not destructive_entry(snap, ["reset", "reload", "graphics", "reboot"])
