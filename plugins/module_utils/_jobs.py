@@ -31,7 +31,7 @@ def listpids_argv(scontrol):
 
 
 def job_states_argv(squeue, job_ids):
-    return [squeue, "--noheader", "--jobs", ",".join(sorted(job_ids)), "--format", "%i|%T"]
+    return [squeue, "--all", "--noheader", "--jobs", ",".join(sorted(job_ids)), "--format", "%i|%T"]
 
 
 def pod_argv(crictl, pod_uid):

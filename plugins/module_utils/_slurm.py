@@ -32,12 +32,14 @@ class SlurmNodeUnknown(Exception):
     """Slurm does not know this node name."""
 
 
+# --all everywhere: without it Slurm hides a partition marked Hidden (and its nodes and jobs) from anyone but root and
+# SlurmUser - an operator's run would find no such node, or no job on it.
 def show_node_argv(scontrol, node):
-    return [scontrol, "--oneliner", "show", "node", node]
+    return [scontrol, "--all", "--oneliner", "show", "node", node]
 
 
 def squeue_argv(squeue, node):
-    return [squeue, "--noheader", "--nodelist", node, "--format", SQUEUE_FORMAT]
+    return [squeue, "--all", "--noheader", "--nodelist", node, "--format", SQUEUE_FORMAT]
 
 
 def drain_argv(scontrol, node, reason):
@@ -143,7 +145,7 @@ SINFO_FLAGS = "*~#!%$@^-"
 
 
 def sinfo_argv(sinfo, node):
-    return [sinfo, "--noheader", "--Node", "--nodes", node, "--format", SINFO_FORMAT]
+    return [sinfo, "--all", "--noheader", "--Node", "--nodes", node, "--format", SINFO_FORMAT]
 
 
 def base_state(state):
@@ -227,7 +229,7 @@ SINFO_REASON_FORMAT = "%E"
 
 
 def sinfo_reason_argv(sinfo, node):
-    return [sinfo, "--noheader", "--Node", "--nodes", node, "--format", SINFO_REASON_FORMAT]
+    return [sinfo, "--all", "--noheader", "--Node", "--nodes", node, "--format", SINFO_REASON_FORMAT]
 
 
 def reason_read_whole(reason, sinfo_text):

@@ -226,3 +226,16 @@ def test_check_mode_predicts_the_state_slurm_shows_after_a_drain_and_a_resume():
         resumed = as_resumed(real)
         assert (resumed["state"], resumed["raw_state"], resumed["flags"], resumed["reason"]) == (
             node(before)["state"], node(before)["raw_state"], node(before)["flags"], None)
+
+
+def test_every_slurm_read_asks_for_hidden_partitions_too():
+    """review19, on the one-node cluster of tools/slurm_env.sh (slurm-wlm 22.05.8) with its partition Hidden=YES and a
+    job running on gpunode9: as a user who is not root nor SlurmUser (an operator), `squeue --nodelist gpunode9` listed
+    no job (the drain would have gone on under a running job), `scontrol show node gpunode9` said "Node gpunode9 not
+    found" and sinfo printed nothing; with --all each showed the node and the job."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import job_states_argv
+    from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
+        show_node_argv, sinfo_argv, sinfo_reason_argv, squeue_argv)
+    for argv in (show_node_argv("scontrol", "n1"), squeue_argv("squeue", "n1"), sinfo_argv("sinfo", "n1"),
+                 sinfo_reason_argv("sinfo", "n1"), job_states_argv("squeue", {"7"})):
+        assert argv[1] == "--all", argv
