@@ -103,6 +103,24 @@ def _parse_record(line):
             "raw_state": state.group(1), "reason": reason or None, "reason_user": user, "reason_time": when}
 
 
+def _with_flags(node_info, flags, reason):
+    base = (node_info.get("raw_state") or node_info.get("base") or "").split("+")[0]
+    return dict(node_info, flags=flags, state=long_state(node_info.get("base") or "", flags), raw_state="+".join([base] + flags),
+                reason=reason, reason_user=None, reason_time=None)
+
+
+def as_drained(node_info, reason):
+    """The node as Slurm would show it once drained with reason (check mode's prediction): the DRAIN flag right after
+    the base state, as scontrol prints it (IDLE+DRAIN, MIXED+DRAIN: draining), who and when unknown yet."""
+    flags = [flag for flag in node_info.get("flags") or [] if flag != "DRAIN"]
+    return _with_flags(node_info, ["DRAIN"] + flags, reason)
+
+
+def as_resumed(node_info):
+    """The node as Slurm would show it once resumed (check mode's prediction): no DRAIN flag, no reason."""
+    return _with_flags(node_info, [flag for flag in node_info.get("flags") or [] if flag != "DRAIN"], None)
+
+
 def parse_nodes(text):
     """Every node of `scontrol --oneliner show node [NODE]`: {"node", "state" (as sinfo names it), "base", "flags",
     "raw_state", "reason" (whole: its lines joined by newlines), "reason_user", "reason_time"}."""

@@ -182,9 +182,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, admin_flags, control_character, describe_reason, drain_argv, drain_reason, drain_run, gate_unfinished,
-    hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id, resume_argv, show_node_argv,
-    sinfo_reason_argv, squeue_argv, unknown_node,
+    SlurmNodeUnknown, admin_flags, as_drained, as_resumed, control_character, describe_reason, drain_argv, drain_reason,
+    drain_run, gate_unfinished, hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id,
+    resume_argv, show_node_argv, sinfo_reason_argv, squeue_argv, unknown_node,
 )
 
 
@@ -274,8 +274,7 @@ class SlurmDrain:
         reason = drain_reason(marker, self.run_id, self.params["purpose"])
         if self.module.check_mode:
             self.result.update(changed=True, msg="would drain %s with reason %r" % (self.node, reason))
-            return self.wait_for_jobs(dict(before, state="drained", flags=list(before["flags"]) + ["DRAIN"], reason=reason),
-                                      taken=True)
+            return self.wait_for_jobs(as_drained(before, reason), taken=True)
         self._act("slurm_drain", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
         self.result["msg"] = "drained with reason %r" % reason
         return self.wait_for_jobs(self.read(), taken=True)
@@ -372,7 +371,7 @@ class SlurmDrain:
             return before
         if self.module.check_mode:
             self.result.update(changed=True, msg="would hold the node drained with reason %r" % reason)
-            return dict(before, state="drained", reason=reason)
+            return as_drained(before, reason)
         self._act("slurm_hold", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
         self.result["msg"] = "held drained with reason %r; resume it by hand once the GPUs are repaired%s" % (
             reason, " (not resumed: %s)" % why if why else "")
@@ -428,7 +427,7 @@ class SlurmDrain:
             why = "a drain left by run %s, last seen %.0f s ago (%s)" % (run, age, source)
         if self.module.check_mode:
             self.result.update(changed=True, msg="would resume: %s (reason %r)" % (why, before["reason"]))
-            return dict(before, state="idle", flags=[f for f in before["flags"] if f != "DRAIN"], reason=None)
+            return as_resumed(before)
         self._act("slurm_resume", resume_argv(self.module.get_bin_path("scontrol", required=True), self.node))
         self.result["msg"] = "resumed: %s (reason %r)" % (why, before["reason"])
         return self.read()

@@ -212,3 +212,17 @@ def test_our_reason_read_whole_by_sinfo_stays_ours():
     assert drain_run(dict(found, sinfo_reason=found["sinfo_reason"] * 2), MARKER) == "abc"
     for other in ("", "none\n", found["sinfo_reason"] + "\n", found["sinfo_reason"][:-1], found["sinfo_reason"] + "x\n"):
         assert drain_run(dict(found, sinfo_reason=other), MARKER) is None, other
+
+
+def test_check_mode_predicts_the_state_slurm_shows_after_a_drain_and_a_resume():
+    """review19: check mode kept raw_state "IDLE" for a drain (the diff read IDLE -> IDLE) and called a busy node "drained"
+    where Slurm says "draining"; a prediction is what scontrol shows after the real command (fixtures)."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import as_drained, as_resumed
+    for before, after in (("idle", "idle-drain-ours"), ("mixed", "mixed-drain-ours")):
+        real = node(after)
+        predicted = as_drained(node(before), real["reason"])
+        for field in ("state", "base", "flags", "raw_state", "reason"):
+            assert predicted[field] == real[field], (before, field)
+        resumed = as_resumed(real)
+        assert (resumed["state"], resumed["raw_state"], resumed["flags"], resumed["reason"]) == (
+            node(before)["state"], node(before)["raw_state"], node(before)["flags"], None)
