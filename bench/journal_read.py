@@ -63,7 +63,7 @@ def ended(records, since):
 
 def best(repeat, work):
     times, answer = [], None
-    for _ in range(repeat):
+    for dummy in range(repeat):
         started = time.perf_counter()
         answer = work()
         times.append(time.perf_counter() - started)

@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import
     breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import DEFAULT_DESTRUCTIVE, LADDERS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
 
 # gpu_reclaim's defaults (roles/gpu_reclaim/defaults/main.yml), for a play that does not set them.
 WALK_DEFAULT_MAX_RUNG = {"linux": "reload", "windows": "restart_adapter"}

@@ -7,9 +7,10 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    SLURM_STATES, LadderWalk, WalkError, WalkOptions, check_options, hold_reason, platform_args, slurm_drain_state,
-    walk_argument_spec,
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import SLURM_STATES, hold_reason, slurm_drain_state
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
+    WalkError, WalkOptions, check_options, platform_args, walk_argument_spec,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node

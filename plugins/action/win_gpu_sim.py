@@ -21,7 +21,8 @@ _GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": 
 _CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "elements": "int", "default": [0]},
           "memory_mib": {"type": "int", "default": 1024}, "user": {"type": "str"}, "session_id": {"type": "int"},
           "image_path": {"type": "str"}, "igpu_memory_mib": {"type": "int", "default": 0},
-          "graphics": {"type": "bool", "default": False}, "counter_mib": {"type": "int"}}
+          "graphics": {"type": "bool", "default": False}, "counter_mib": {"type": "int"},
+          "critical": {"type": "bool", "default": False}}
 _PROCESS = dict(_CHILD, session_id={"type": "int", "default": 1},
                 children={"type": "list", "elements": "dict", "default": [], "options": _CHILD})
 ARGUMENT_SPEC = {

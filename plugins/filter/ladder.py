@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.module_utils.common.validation import check_type_list
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    DEFAULT_DESTRUCTIVE, LADDERS, cordon_is_ours, destructive_entry, fleet_guard,
-)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours, destructive_entry, fleet_guard
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._host_platform import host_platform as _host_platform
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import snapshot_lines

@@ -80,7 +80,8 @@ def display_name(name, cmdline=None, exe=None, limit=DISPLAY_NAME_CHARS):
     """A process as ps names it for a person: the base name of its argv[0] (what ps -f shows first, whole: not the
     kernel's 15-byte comm), followed by its executable's base name in parentheses when that differs (a script run by
     python3, a renamed argv[0]); "[comm]" for a process whose command line is empty (a kernel thread, a zombie), as ps
-    shows it; the comm when the command line is unknown (None). Cut at limit characters, never inside a character. Text for people only: escape it where it is rendered."""
+    shows it; the comm when the command line is unknown (None). Cut at limit characters, never inside a character.
+    Text for people only: escape it where it is rendered."""
     argv0 = str(cmdline[0]) if cmdline and cmdline[0] else ""
     first = os.path.basename(argv0.rstrip("/")) or argv0
     exe_name = os.path.basename(exe[:-len(" (deleted)")] if exe and exe.endswith(" (deleted)") else exe) if exe else ""

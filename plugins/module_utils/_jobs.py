@@ -10,11 +10,16 @@ when the CRI runtime says so (`crictl pods --label io.kubernetes.pod.uid=<uid> -
 scheduler's tools has no scheduler: its holders are classed as before. A hint in a cgroup that lies in a user's delegated
 subtree (`user@UID.service`, where any user may create `job_<id>` or `kubepods-pod<uid>.slice` and name a live job or
 pod) is no hint: a user cannot shield a leftover behind someone else's job.
+
+A container is a live job when its runtime confirms it (`_container_runtime.ContainerWitness`): it runs, its main
+process is alive, and the holder is in its cgroup. A holder of a container the runtime reports stopped or exited, or
+whose main process is gone, is a leftover. A runtime that cannot be asked confirms nothing: the holder is a plain
+process (no job), as the container rule decides.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import delegated_subtree
+from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import ContainerWitness, delegated_subtree
 
 # Slurm job states in which the job still runs on its nodes (its processes are the job's, not leftovers).
 LIVE_SLURM_STATES = ("RUNNING", "SUSPENDED", "STOPPED", "CONFIGURING", "RESIZING", "SIGNALING")
@@ -97,12 +102,36 @@ def pod_live(pod_uid, rc, out):
             "why": "pod %s %s" % (pod_uid, "runs on this node (crictl: ready)" if running else "is not running on this node")}
 
 
+def container_job(claimed, state, confirmation):
+    """The job record of a holder whose cgroup names the container `claimed` ({"runtime", "id"}), or None.
+
+    state: the runtime's inspect answer (_container_runtime.parse_inspect's state, None when it gave none);
+    confirmation: ContainerWitness.confirm() of the holder. Running (busy) only when the runtime confirms the container
+    with its main process alive; a leftover when the runtime says it is not running or its main process is gone; None
+    (no job: a plain process) when the runtime gave no answer, or the holder is not one of its processes.
+    """
+    what = "%s container %s" % (claimed["runtime"], claimed["id"])
+    if confirmation.get("confirmed") and confirmation.get("main_pid"):
+        return {"scheduler": "container", "id": claimed["id"], "runtime": claimed["runtime"], "state": "running",
+                "running": True, "main_pid": confirmation["main_pid"],
+                "why": "%s runs with its main process %d alive" % (what, confirmation["main_pid"])}
+    if state is None:
+        return None
+    if not state.get("running") or state.get("pid") is None or not confirmation.get("main_pid"):
+        return {"scheduler": "container", "id": claimed["id"], "runtime": claimed["runtime"],
+                "state": "running" if state.get("running") else "not running", "running": False, "main_pid": None,
+                "why": "%s: a leftover of it" % confirmation.get("reason")}
+    return None
+
+
 class JobProbe:
     """Asks the node's schedulers, once per run, which processes belong to a live job."""
 
-    def __init__(self, module, proc_root="/proc"):
+    def __init__(self, module, proc_root="/proc", witness=None):
         self.module = module
         self.proc_root = proc_root
+        # The containers' runtimes, asked through the one witness of the run (its answers are cached).
+        self.witness = witness or ContainerWitness(module, proc_root)
         self.scontrol = module.get_bin_path("scontrol")
         self.squeue = module.get_bin_path("squeue")
         self.crictl = module.get_bin_path("crictl")
@@ -142,4 +171,8 @@ class JobProbe:
                 rc, out, dummy = self.module.run_command(pod_argv(self.crictl, pod))
                 self._pods[pod] = (rc, out)
             return pod_live(pod, *self._pods[pod])
+        claimed = attribution.get("container")
+        if claimed:
+            return container_job(claimed, self.witness.inspect(claimed["runtime"], claimed["id"])[0],
+                                 self.witness.confirm(pid, claimed))
         return None

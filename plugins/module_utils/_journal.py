@@ -355,7 +355,7 @@ def read_window(path, since=None, max_bytes=None):
         dated = [journal_epoch(record.get("ts")) for record in records]
         dated = [epoch for epoch in dated if epoch is not None]
         if dated:
-            oldest = min(dated) if oldest is None else min(oldest, min(dated))
+            oldest = min(dated) if oldest is None else min(oldest, *dated)
         if cut:
             reason = "read its newest %d bytes only (the most one answer reads)" % max_bytes
             break

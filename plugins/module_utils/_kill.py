@@ -25,7 +25,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process, scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process, same_process, scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectEntryError, check_entries, check_units
@@ -245,7 +245,8 @@ class HolderKiller:
         self.params = module.params
         self.journal = journal
         self.policy = kill_policy(module)
-        self.witness = ContainerWitness(module)
+        # The runtime's answers are asked once: the refusal (a running container is busy) and the stop share them.
+        self.witness = self.policy.jobs.witness if self.policy is not None and self.policy.jobs is not None else ContainerWitness(module)
 
     def end(self, holders, predict_only=False):
         """{"signalled", "left_alone", "zombies", "containers", "unconfirmed_containers", "changed"} for these holders.
@@ -294,6 +295,7 @@ class HolderKiller:
         """Split holders into plain targets, zombies and containers to stop; the others are left alone."""
         targets, zombies, containers = [], [], {}
         left_alone = result["left_alone"]
+        blocked = self._blocked_containers(holders)
         for holder in holders:
             kind, confirmation = self._kind(holder)
             if confirmation and not confirmation["confirmed"]:
@@ -308,14 +310,31 @@ class HolderKiller:
                 left_alone.append(_left(holder, "in %s container %s (containers=skip)" % (container["runtime"], container["id"])))
             elif kind == "container":
                 why_not = refusal(Target(holder["pid"], holder["start_time"]), self.policy)
+                key = (holder["container"]["runtime"], holder["container"]["id"])
                 if why_not:
                     left_alone.append(_left(holder, why_not))
+                elif key in blocked:
+                    left_alone.append(_left(holder, "in %s container %s, whose stop would also end pid %s (%s)" % (key + blocked[key])))
                 else:
-                    containers.setdefault((holder["container"]["runtime"], holder["container"]["id"]), []).append(holder)
+                    containers.setdefault(key, []).append(holder)
             else:
                 targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"],
                                       source=holder_source(holder)))
         return targets, zombies, containers
+
+    def _blocked_containers(self, holders):
+        """{(runtime, id): (pid, why)} of the confirmed containers to stop that hold a process of `holders` the rules
+        refuse (protected, busy, a display server...): a stop ends every process of its container, so such a container
+        is not stopped, and its other holders are left alone too. A holder that is gone blocks nothing."""
+        blocked = {}
+        for holder in holders:
+            if self._kind(holder)[0] != "container":
+                continue
+            key = (holder["container"]["runtime"], holder["container"]["id"])
+            why_not = refusal(Target(holder["pid"], holder["start_time"]), self.policy)
+            if key not in blocked and why_not and same_process(holder["pid"], holder["start_time"]):
+                blocked[key] = (holder["pid"], why_not)
+        return blocked
 
     def _zombie_parents(self, zombies):
         """The parents SIGCHLD (and, allowed, the signal sequence) would go to: a frozen one reaps nothing either."""
@@ -370,6 +389,7 @@ class HolderKiller:
         """
         by_pid = dict((h["pid"], h) for h in snapshot["holders"])
         ended = {}
+        blocked = self._blocked_containers(holders)
 
         def add(pid, start_time, name, why):
             if pid not in ended:
@@ -390,7 +410,8 @@ class HolderKiller:
                 parent = self._parent_to_end(holder)
                 if parent:
                     add(parent["pid"], parent["start_time"], parent["name"], "parent of zombie %s, ended when it does not reap it" % holder["pid"])
-            elif kind == "container" and not refusal(Target(holder["pid"], holder["start_time"]), self.policy):
+            elif kind == "container" and not refusal(Target(holder["pid"], holder["start_time"]), self.policy) and (
+                    (holder["container"]["runtime"], holder["container"]["id"]) not in blocked):
                 container = holder["container"]
                 for member in self.witness.members(confirmation, snapshot["holders"]):
                     add(member["pid"], member.get("start_time"), member.get("name"),

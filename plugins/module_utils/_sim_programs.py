@@ -236,6 +236,8 @@ def _hold_as_vfork_parent(spec):
     if child < 0:
         raise OSError(ctypes.get_errno(), "clone(CLONE_VFORK) failed")
     os._exit(0)  # reached only if the child exited: it never does
+
+
 def _start_children(spec):
     """Start the processes a service starts itself (the display manager's Xorg): our children, reaped by the kernel
     (SIGCHLD ignored) like a display manager reaps the server it started."""

@@ -103,6 +103,24 @@ def _parse_record(line):
             "raw_state": state.group(1), "reason": reason or None, "reason_user": user, "reason_time": when}
 
 
+def _with_flags(node_info, flags, reason):
+    base = (node_info.get("raw_state") or node_info.get("base") or "").split("+")[0]
+    return dict(node_info, flags=flags, state=long_state(node_info.get("base") or "", flags), raw_state="+".join([base] + flags),
+                reason=reason, reason_user=None, reason_time=None)
+
+
+def as_drained(node_info, reason):
+    """The node as Slurm would show it once drained with reason (check mode's prediction): the DRAIN flag right after
+    the base state, as scontrol prints it (IDLE+DRAIN, MIXED+DRAIN: draining), who and when unknown yet."""
+    flags = [flag for flag in node_info.get("flags") or [] if flag != "DRAIN"]
+    return _with_flags(node_info, ["DRAIN"] + flags, reason)
+
+
+def as_resumed(node_info):
+    """The node as Slurm would show it once resumed (check mode's prediction): no DRAIN flag, no reason."""
+    return _with_flags(node_info, [flag for flag in node_info.get("flags") or [] if flag != "DRAIN"], None)
+
+
 def parse_nodes(text):
     """Every node of `scontrol --oneliner show node [NODE]`: {"node", "state" (as sinfo names it), "base", "flags",
     "raw_state", "reason" (whole: its lines joined by newlines), "reason_user", "reason_time"}."""
@@ -203,13 +221,38 @@ def hold_reason(run_id, why):
     return reason if len(reason) <= HOLD_REASON_MAX else reason[:HOLD_REASON_MAX - 3] + "..."
 
 
+# scontrol cannot show every reason whole: it drops a reason's empty lines (a trailing newline is gone) and a reason
+# may itself hold " [user@time] Comment=..." where the real stamp would be. sinfo's %E prints the reason as stored.
+SINFO_REASON_FORMAT = "%E"
+
+
+def sinfo_reason_argv(sinfo, node):
+    return [sinfo, "--noheader", "--Node", "--nodes", node, "--format", SINFO_REASON_FORMAT]
+
+
+def reason_read_whole(reason, sinfo_text):
+    """Whether sinfo's %E lines (one per partition of the node) are exactly `reason`, once or more, and nothing else."""
+    line = "%s\n" % reason
+    count = len(sinfo_text or "") // len(line)
+    return count >= 1 and sinfo_text == line * count
+
+
+def _read_as_stored(node_info):
+    """Whether the reason scontrol showed is the one Slurm stores: sinfo's reading agrees, or sinfo was not asked."""
+    stored = node_info.get("sinfo_reason")
+    return stored is None or reason_read_whole(node_info.get("reason"), stored)
+
+
 def drain_run(node_info, marker):
     """The run id of a gpuops drain (the DRAIN flag, and the whole reason exactly what drain_reason writes), or None.
 
     A reason that only starts with the marker ("<marker> failed, RMA - do not resume"), or whose first line is ours and
-    more lines follow, is not ours: someone wrote it.
+    more lines follow, is not ours: someone wrote it. Nor is one that scontrol shows as ours while sinfo shows it
+    otherwise (node_info's "sinfo_reason", where read: an empty line, a stamp of the reason's own).
     """
     if not is_drained(node_info):
+        return None
+    if not _read_as_stored(node_info):
         return None
     match = re.fullmatch(r"%s \(run ([A-Za-z0-9._@+-]+): [^()\[\]\x00-\x1f\x7f]*\)" % re.escape(marker),
                          node_info.get("reason") or "")
@@ -233,6 +276,8 @@ def describe_reason(node_info):
     if not node_info.get("reason"):
         return "none"
     text = repr(node_info.get("reason"))
+    if not _read_as_stored(node_info):
+        text += " (stored as %r, as sinfo shows it)" % node_info["sinfo_reason"]
     if node_info.get("reason_user") or node_info.get("reason_time"):
         text += " (by %s at %s)" % (node_info.get("reason_user") or "?", node_info.get("reason_time") or "?")
     return text

@@ -367,7 +367,8 @@ def take_snapshot(module, layout, options):
     holders = build_holders(scan, gpus, members=members, jobs=jobs)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
     mark_unkillable(holders, options.journal_path or layout.journal_file)
-    confirm_holders(module, holders)  # a cgroup name is a container only when its runtime says so
+    # A cgroup name is a container only when its runtime says so (the witness the job probe asked, its answers cached).
+    confirm_holders(module, holders, witness=jobs.witness if jobs is not None else None)
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)

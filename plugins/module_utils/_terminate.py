@@ -145,7 +145,7 @@ def _plan_entry(entry, signals):
     """Read the process's signal state and put its plan (_signal_state.plan) into the entry; the same in check mode
     and in the real run, so that check mode says what the run does."""
     facts = read_facts(entry["pid"]) or {"state": "?", "blocked": 0, "ignored": 0, "caught": 0, "pending": 0,
-                                          "tracer_pid": 0, "nspid": []}
+                                         "tracer_pid": 0, "nspid": []}
     entry["_plan"] = plan(facts, [signal_number(name) for name in signals], frozen=entry["_target"].thawed)
     entry.update(expected=entry["_plan"]["expected"], why=entry["_plan"]["why"], kill_follows=entry["_plan"]["kill_follows"],
                  state=facts["state"], not_sent=[])

@@ -197,8 +197,12 @@ holders:
       description:
         - The scheduler's word on the job the process belongs to; null when no scheduler of the node has anything to say
           of it (no scheduler, or a process outside every job).
-        - C(scheduler) (V(slurm) or V(kubernetes)), C(id), C(state) (Slurm's job state, or V(ready)), C(running) (a live
-          job, the process is V(busy)), C(why).
+        - C(scheduler) (V(slurm), V(kubernetes) or V(container)), C(id), C(state) (Slurm's job state, V(ready) for a
+          pod, V(running) or V(not running) for a container), C(running) (a live job, the process is V(busy)), C(why);
+          for a container also C(runtime) and C(main_pid) (its main process, null when it is gone).
+        - A container is a running job when its runtime confirms it runs with its main process alive and this process is
+          one of its (RV(holders[].container)); a holder of a container the runtime says is not running, or whose main
+          process is gone, is a leftover (C(running) false). A runtime that cannot be asked gives no job.
         - A cgroup path naming a job is only a hint; a job Slurm does not list this process in is a leftover
           (C(running) false).
       type: dict

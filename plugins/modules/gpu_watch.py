@@ -283,7 +283,7 @@ ARGUMENT_SPEC = dict(
     remediate_on=dict(type="list", elements="str", choices=list(FINDING_KINDS), default=["ghost_memory", "recovery_action"]),
 )
 
-# (option, test, what it must be)
+
 def validate(module):
     validate_snapshot_params(module)
     for option in RANGED_OPTIONS:

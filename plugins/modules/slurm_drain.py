@@ -43,7 +43,10 @@ description:
   - Reads the node with C(scontrol --oneliner show node NODE) - the state with every flag (C(sinfo) shows DOWN+DRAIN
     as C(drained)), the whole reason with all its lines, who set it and when - and its jobs with C(squeue). A drain
     is ours only when its whole reason is exactly what this module writes; a reason with more lines is someone
-    else's. Slurm commands need their configuration (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
+    else's. A reason C(scontrol) shows as ours is read again as stored with C(sinfo --format %E), since C(scontrol)
+    drops a reason's empty lines (an admin's reason with a trailing newline) and cannot tell its own C([user@time])
+    stamp from one the reason holds; unless C(sinfo) shows it exactly, it is someone else's. Slurm commands need
+    their configuration (C(SLURM_CONF) or C(/etc/slurm)); pass the environment to the task.
   - O(node), O(marker), O(purpose), O(hold_reason) and O(run_id) are refused when they hold a newline or a control
     character.
   - Writes the drain and the resume to the node journal, as the other acting modules do.
@@ -179,9 +182,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
-    SlurmNodeUnknown, admin_flags, control_character, describe_reason, drain_argv, drain_reason, drain_run, gate_unfinished,
-    hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id, resume_argv, show_node_argv,
-    squeue_argv, unknown_node,
+    SlurmNodeUnknown, admin_flags, as_drained, as_resumed, control_character, describe_reason, drain_argv, drain_reason,
+    drain_run, gate_unfinished, hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id,
+    resume_argv, show_node_argv, sinfo_reason_argv, squeue_argv, unknown_node,
 )
 
 
@@ -216,10 +219,14 @@ class SlurmDrain:
                 raise SlurmNodeUnknown(self.node)
             if rc != 0:
                 self._fail("%s failed (rc %d): %s" % (" ".join(argv[:4]), rc, (err or out).strip()))
-            return parse_node(out, self.node)
+            node = parse_node(out, self.node)
         except SlurmNodeUnknown:
             self._fail("node: Slurm knows no node %r (scontrol show node finds it not); set the Slurm node name" % self.node)
-        return None
+        if drain_run(node, self.params["marker"]) is not None:
+            # scontrol shows it as ours: confirm that with the reason as stored, which sinfo prints whole.
+            sinfo = self.module.get_bin_path("sinfo", required=True)
+            node["sinfo_reason"] = self._run(sinfo_reason_argv(sinfo, self.node))
+        return node
 
     def jobs(self):
         return parse_squeue(self._run(squeue_argv(self.module.get_bin_path("squeue", required=True), self.node)))
@@ -267,8 +274,7 @@ class SlurmDrain:
         reason = drain_reason(marker, self.run_id, self.params["purpose"])
         if self.module.check_mode:
             self.result.update(changed=True, msg="would drain %s with reason %r" % (self.node, reason))
-            return self.wait_for_jobs(dict(before, state="drained", flags=list(before["flags"]) + ["DRAIN"], reason=reason),
-                                      taken=True)
+            return self.wait_for_jobs(as_drained(before, reason), taken=True)
         self._act("slurm_drain", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
         self.result["msg"] = "drained with reason %r" % reason
         return self.wait_for_jobs(self.read(), taken=True)
@@ -365,7 +371,7 @@ class SlurmDrain:
             return before
         if self.module.check_mode:
             self.result.update(changed=True, msg="would hold the node drained with reason %r" % reason)
-            return dict(before, state="drained", reason=reason)
+            return as_drained(before, reason)
         self._act("slurm_hold", drain_argv(self.module.get_bin_path("scontrol", required=True), self.node, reason))
         self.result["msg"] = "held drained with reason %r; resume it by hand once the GPUs are repaired%s" % (
             reason, " (not resumed: %s)" % why if why else "")
@@ -421,7 +427,7 @@ class SlurmDrain:
             why = "a drain left by run %s, last seen %.0f s ago (%s)" % (run, age, source)
         if self.module.check_mode:
             self.result.update(changed=True, msg="would resume: %s (reason %r)" % (why, before["reason"]))
-            return dict(before, state="idle", flags=[f for f in before["flags"] if f != "DRAIN"], reason=None)
+            return as_resumed(before)
         self._act("slurm_resume", resume_argv(self.module.get_bin_path("scontrol", required=True), self.node))
         self.result["msg"] = "resumed: %s (reason %r)" % (why, before["reason"])
         return self.read()

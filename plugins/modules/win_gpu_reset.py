@@ -77,7 +77,11 @@ options:
   protect_names:
     description:
       - With V(kill) and V(restart_explorer), process names never ended (any case, with or without C(.exe)); a
-        selected process whose tree holds one is left alone with its tree.
+        selected process whose tree holds one is left alone with its tree. A name with a backslash is an
+        executable's path (C(C:\\Apps\\render.exe), any case), matched against the process's image path.
+      - With V(restart_adapter), a GPU that a process of these (or of O(protect_users)) holds, in any role, is not
+        restarted; with V(logoff), a session of a user in O(protect_users), or in which one of these runs, is not
+        logged off.
       - The same rule as the walk's C(gpu_reclaim_protect_names) (C(plugins/plugin_utils/_win_protect.py)).
     type: list
     elements: str

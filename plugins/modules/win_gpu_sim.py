@@ -182,6 +182,12 @@ options:
             are not additive (a real capture shows dwm.exe at 9.4 GB on an adapter using 0.99 GB). V(-1) is the sample
             of a process that has exited. Unset means what it holds. The adapter's own figure and nvidia-smi are not changed.
         type: int
+      critical:
+        description:
+          - Windows marks it critical (ending it bugchecks the host), whatever its name (a service host can be) -
+            taskkill refuses it, and the terminate script finds it so (C(IsProcessCritical)) and leaves it.
+        type: bool
+        default: false
       children:
         description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
         type: list

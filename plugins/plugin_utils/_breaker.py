@@ -3,10 +3,10 @@
 """The fleet-wide circuit breaker: before a destructive rung, count the nodes the fleet already has out, from state that
 outlives a job, and refuse over the configured share or count.
 
-Each event-driven run targets one host, so the per-run fleet guard (_ladder.fleet_guard) counts one host of one; the
+Each event-driven run targets one host, so the per-run fleet guard (_ladder_decisions.fleet_guard) counts one host of one; the
 breaker counts across runs: the breaker records of the controller's state directory (one per host that passed it for a
 destructive rung, within the window), the Slurm nodes drained with our reason (_slurm.drain_run) and the Kubernetes
-nodes carrying our cordon annotation (_ladder.cordon_is_ours). breaker_refusal is the one decision; the rest read state.
+nodes carrying our cordon annotation (_ladder_decisions.cordon_is_ours). breaker_refusal is the one decision; the rest read state.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import drained_with_marker, parse_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, rung_index
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LADDERS, cordon_is_ours
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
 
 RECORD_SUFFIX = ".breaker.json"
 

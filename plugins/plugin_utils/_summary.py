@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Lines for humans: a snapshot's (the role gpu_inspect's gpu_inspect_summary) and the holder lines the ladder's
-outcome summary shares with it (_ladder.summary_lines)."""
+outcome summary shares with it (_ladder_outcome.summary_lines)."""
 
 from __future__ import annotations
 

@@ -81,15 +81,19 @@ def parse_adapter_memory(text):
     DedicatedUsage) or Get-Counter's `\\GPU Adapter Memory(*)\\Dedicated Usage` samples (InstanceName, CookedValue).
     What WDDM accounts to the adapter for every live process together: an adapter-level figure. A value below 0 is no
     sample (a counter whose owner went away reads -1), never a negative size."""
-    by_luid = {}
+    by_luid, partial = {}, set()
     for item in _win_json.objects(text):
         name = item.get("Name") if item.get("Name") is not None else item.get("InstanceName")
         match = _ADAPTER_INSTANCE_RE.match(str(name or "").strip())
+        if not match:
+            continue
         value = _win_json.integer(item.get("DedicatedUsage") if "DedicatedUsage" in item else item.get("CookedValue"))
-        if match and value is not None and value >= 0:
-            luid = _luid(match.group(1), match.group(2))
-            by_luid[luid] = by_luid.get(luid, 0) + value
-    return by_luid
+        luid = _luid(match.group(1), match.group(2))
+        if value is None or value < 0:
+            partial.add(luid)  # one physical part without a sample: the others' sum is not the adapter's figure
+            continue
+        by_luid[luid] = by_luid.get(luid, 0) + value
+    return dict((luid, value) for luid, value in by_luid.items() if luid not in partial)
 
 
 def _luid(high, low):

@@ -13,8 +13,9 @@ which windows_executor() offers the walk under the modules' names.
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets, wsl_targets
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_protect, _win_snapshot, _wsl_shutdown
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk, step_result
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_processes, _win_protect, _win_snapshot, _wsl_shutdown
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import step_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
 INSPECT_MODULE = "gpuops.remediation.win_gpu_holders_info"
@@ -71,7 +72,8 @@ def protected_split(holders, kill_args):
 
 
 def is_shell(holder):
-    return (holder.get("name") or "").lower() == "explorer.exe"
+    """The user's shell, named as _win_protect names it (any case, with or without .exe: Get-Process drops it)."""
+    return _win_processes.base_name(holder.get("name")) == _win_protect.SHELL_NAME
 
 
 def merged_step(rung, steps):

@@ -14,7 +14,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_processes 
 
 SHELL_NAME = "explorer"
 # The host processes of the connection Ansible runs through: ending one cuts the run itself.
-CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd"))
+# OpenSSH for Windows 9.8 and later runs each connection in sshd-session.exe (sshd-auth.exe while it authenticates).
+CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd", "sshd-session", "sshd-auth"))
 
 
 class Policy:
@@ -22,7 +23,12 @@ class Policy:
     restart_explorer method ends explorer.exe, and it alone, without /T)."""
 
     def __init__(self, protect_names=(), protect_users=(), allow_dwm=False, allow_shell=False):
-        self.names = frozenset(base_name(name) for name in protect_names or ())
+        # A name with a backslash is an executable's path (C:\Apps\render.exe): it protects the process whose image
+        # path (Win32_Process.ExecutablePath) it is, any case; where the image path is not known, the process of its
+        # file name.
+        entries = [name.strip() for name in protect_names or ()]
+        self.names = frozenset(base_name(name) for name in entries if "\\" not in name)
+        self.paths = frozenset(name.lower() for name in entries if "\\" in name)
         self.users = frozenset(bare_user(user) for user in protect_users or ())
         self.allow_dwm = bool(allow_dwm)
         self.allow_shell = bool(allow_shell)
@@ -70,21 +76,29 @@ def caller_refusal(process, policy):
     class; a logoff ends every process of the session): the system's own processes are those rungs' business."""
     if base_name(process.get("name")) in policy.names:
         return "protected name: %s" % process.get("name")
+    image = (process.get("image_path") or "").strip().lower()
+    for path in policy.paths:
+        if image == path or (not image and base_name(path.rsplit("\\", 1)[-1]) == base_name(process.get("name"))):
+            return "protected name: %s (%s)" % (process.get("name"), process.get("image_path") or "its image path unknown")
     if policy.users and bare_user(process.get("user")) in policy.users:
         return "protected user: %s" % process.get("user")
     return None
 
 
-def descendants(processes, root):
+def descendants(processes, root, unknown_is_child=False):
     """The processes ({pid: process}) whose parent chain leads to root, as ended by a tree kill. A child is never
     older than its parent: Windows keeps a parent's pid in ParentProcessId after the parent exits, and that pid may
-    name a newer process, which is no parent of it."""
+    name a newer process, which is no parent of it. Where either creation time is unknown, `unknown_is_child` decides
+    (True for the question of what a tree may take with it: taskkill /T, the fallback, does not ask)."""
+    def younger(child, parent):
+        if child.get("creation_time_ms") is None or parent.get("creation_time_ms") is None:
+            return unknown_is_child
+        return child["creation_time_ms"] >= parent["creation_time_ms"]
     found, frontier = [], [root]
     while frontier:
         children = [p for p in processes.values() for parent in frontier
                     if p.get("ppid") == parent["pid"] and p["pid"] != parent["pid"] and p["pid"] not in found
-                    and p["pid"] != root["pid"]
-                    and (p.get("creation_time_ms") or 0) >= (parent.get("creation_time_ms") or 0)]
+                    and p["pid"] != root["pid"] and younger(p, parent)]
         found.extend(p["pid"] for p in children)
         frontier = children
     return found
@@ -94,8 +108,8 @@ def tree_refusal(processes, process, policy):
     """Why a tree kill of `process` must not run, or None: a process it would take with it that would be refused
     on its own (the shell always: a tree never takes the user's desktop)."""
     tree_policy = Policy(allow_dwm=policy.allow_dwm)
-    tree_policy.names, tree_policy.users = policy.names, policy.users
-    for pid in descendants(processes, process):
+    tree_policy.names, tree_policy.users, tree_policy.paths = policy.names, policy.users, policy.paths
+    for pid in descendants(processes, process, unknown_is_child=True):
         why = refusal(processes[pid], tree_policy)
         if why:
             return "its tree (what ending it as a tree takes with it) holds %s, which is never ended: %s" % (label(processes[pid]), why)

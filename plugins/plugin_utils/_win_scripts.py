@@ -254,7 +254,8 @@ $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Dept
 
 # One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
 # the disk before the action goes ahead. The folder is made when missing, with an explicit protected DACL (SYSTEM and
-# Administrators only); a folder or file that is a reparse point or is owned by anyone else (planted) is refused.
+# Administrators only), never set on a folder that was there already; a folder or file that is a reparse point or is
+# owned by anyone else (planted) is refused.
 # Acts: in check mode it creates and writes nothing (no action runs then either).
 JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
@@ -294,11 +295,14 @@ foreach ($sid in $trusted) {
     $rule = [System.Security.AccessControl.FileSystemAccessRule]::new($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')
     $security.AddAccessRule($rule)
 }
+# The DACL is set only on a folder made here: an existing folder (C:\ProgramData itself, a drive's root, when
+# journal_path names a file there) is checked, never rewritten.
 if (-not [System.IO.Directory]::Exists($folder)) {
     [void][System.IO.Directory]::CreateDirectory($folder)
+    Test-Trusted $folder
+    Set-Acl -LiteralPath $folder -AclObject $security
 }
 Test-Trusted $folder
-Set-Acl -LiteralPath $folder -AclObject $security
 if ([System.IO.File]::Exists($Path)) {
     Test-Trusted $Path
 }
@@ -393,10 +397,16 @@ public static class GpuopsTerminate
     [DllImport("kernel32.dll", SetLastError = true)]
     private static extern bool CloseHandle(IntPtr handle);
 
+    // Whether Windows marks the process critical (ending it bugchecks the host): TerminateProcess does not refuse one,
+    // as taskkill does, so the script asks first (Windows 8.1 / Server 2012 R2 and later).
+    [DllImport("kernel32.dll", SetLastError = true)]
+    private static extern bool IsProcessCritical(IntPtr process, out bool critical);
+
     // One process, by the handle opened for it: its creation time is compared on that handle, and that handle is
     // terminated, so the pid cannot pass to another process between the check and the end.
     // -> { outcome: 0 ended, 1 could not open (error: the Win32 code; 87 when no process has the pid), 2 another
-    // process now (its creation time in ms), 3 terminate failed (error) }
+    // process now (its creation time in ms), 3 terminate failed (error), 4 a critical process (never ended; error: the
+    // Win32 code when Windows could not say whether it is one) }
     public static long[] End(uint processId, long creationTimeMs)
     {
         IntPtr handle = OpenProcess(ProcessTerminate | ProcessQueryLimitedInformation, false, processId);
@@ -415,6 +425,15 @@ public static class GpuopsTerminate
             if (createdMs != creationTimeMs)
             {
                 return new long[] { 2, createdMs };
+            }
+            bool critical;
+            if (!IsProcessCritical(handle, out critical))
+            {
+                return new long[] { 4, Marshal.GetLastWin32Error() };
+            }
+            if (critical)
+            {
+                return new long[] { 4, 0 };
             }
             if (!TerminateProcess(handle, 1))
             {
@@ -436,7 +455,7 @@ public static class GpuopsTerminate
         return
     }
 }
-$outcomes = @('ended', 'not_opened', 'pid_reused', 'not_terminated')
+$outcomes = @('ended', 'not_opened', 'pid_reused', 'not_terminated', 'critical')
 $results = for ($at = 0; $at -lt $ProcessIds.Count; $at++) {
     $processId = $ProcessIds[$at]
     if (-not $PSCmdlet.ShouldProcess([string]$processId, 'terminate')) {

@@ -11,9 +11,9 @@ import json
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
-    MIB, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
+    CRITICAL_NAMES, MIB, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
     process_memory,
 )
 
@@ -31,6 +31,9 @@ def _terminate_script(state, parameters, caller):
             results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 87})
         elif process["creation_time_ms"] != int(created):
             results.append({"ProcessId": int(pid), "Outcome": "pid_reused", "Code": process["creation_time_ms"]})
+        elif process.get("critical") or _win_processes.base_name(process["name"]) in CRITICAL_NAMES:
+            # IsProcessCritical on the handle: TerminateProcess itself would end it (and stop the host)
+            results.append({"ProcessId": int(pid), "Outcome": "critical", "Code": 0})
         elif _kill_refusal(state, process, caller):
             results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 5})
         else:

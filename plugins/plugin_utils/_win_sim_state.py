@@ -229,6 +229,8 @@ def _scenario_process(state, spec):
     process = _spawn(state, name, owner, session, image, gpu_memory=memory)
     if spec.get("graphics"):
         process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
+    if spec.get("critical"):
+        process["critical"] = True  # what IsProcessCritical says of it: not a name
     if spec.get("counter_mib") is not None:
         process["counter_mib"] = int(spec["counter_mib"])  # what its GPU Process Memory counter reports, not what it holds
     for child in spec.get("children") or []:
@@ -311,7 +313,7 @@ def _restart_shell(state, ended):
 
 def _kill_refusal(state, process, caller):
     base = _win_processes.base_name(process["name"])
-    if base in CRITICAL_NAMES:
+    if base in CRITICAL_NAMES or process.get("critical"):
         return "This is critical system process. Taskkill cannot end this process."
     if process["pid"] in _win_processes.PROTECTED_PIDS or base in _win_processes.PROTECTED_NAMES or process.get("wsl_vm_of"):
         return "Access is denied."

@@ -24,7 +24,8 @@ def parse_results(answer):
     """The terminate script's $Ansible.Result -> {"unavailable": why or None, "by_pid": {pid: {"outcome", "code"}}}.
 
     outcome: "ended", "not_opened" (code: the Win32 error; 87 no such process, 5 access denied), "pid_reused" (code: the
-    creation time in ms the pid has now), "not_terminated" (code: the Win32 error)."""
+    creation time in ms the pid has now), "not_terminated" (code: the Win32 error), "critical" (Windows marks it critical:
+    never ended; code: 0, or the Win32 error when Windows could not say)."""
     if answer.get("unavailable"):
         return {"unavailable": str(answer["unavailable"]), "by_pid": {}}
     by_pid = {}
@@ -47,6 +48,9 @@ def reason(result):
         return "no answer for it"
     if result["outcome"] == "ended":
         return None
+    if result["outcome"] == "critical":
+        return ("a critical system process (ending it stops the host): never ended" if not result["code"] else
+                "not known whether it is a critical system process (Win32 error %s): never ended" % result["code"])
     if result["outcome"] == "pid_reused":
         return "pid reused (the pid now names a process created at %s ms)" % result["code"]
     return "%s (Win32 error %s)" % (WIN32_REASONS.get(result["code"], result["outcome"]), result["code"])

@@ -137,32 +137,37 @@ def test_process_gids_reads_the_kernels_credentials():
 # --- a running job's process --------------------------------------------------------------------------
 
 def test_listpids_and_state_parsers():
-    assert parse_listpids(fixture("scontrol-listpids")) == {20132: "4271", 20160: "4271", 20161: "4271", 20544: "4302"}
-    assert parse_job_states(fixture("squeue-states")) == {"4271": "RUNNING", "4302": "COMPLETING"}
+    # Job 1's batch script (14409), two srun processes under it, step 0's task (14425) and its child: every process of
+    # every step, a child included (LOCALID -), as slurmd's step daemons know them.
+    assert parse_listpids(fixture("scontrol-listpids")) == {14409: "1", 14413: "1", 14410: "1", 14425: "1", 14429: "1"}
+    assert parse_job_states(fixture("squeue-states")) == {"1": "RUNNING", "2": "PENDING"}
+    assert parse_job_states(fixture("squeue-states-completing")) == {"1": "COMPLETING", "2": "PENDING"}
     assert parse_job_states("") == {}
-    # No step on this node is an answer; no configuration is none.
-    assert slurm_pids(1, "", "No job steps exist on this node.\n") == (True, {})
+    # No step on this node is an answer (exit 1, the header on stdout); no configuration is none.
+    assert slurm_pids(1, fixture("scontrol-listpids-no-steps.stdout"), fixture("scontrol-listpids-no-steps.stderr")) == (True, {})
     assert slurm_pids(1, "", "scontrol: fatal: Could not establish a configuration source\n") == (False, {})
     assert slurm_pids(0, fixture("scontrol-listpids"), "")[0] is True
 
 
-def _job(pid, hint, listed=True):
+def _job(pid, hint, listed=True, states="squeue-states"):
     answered, pids = slurm_pids(0, fixture("scontrol-listpids"), "") if listed else (False, {})
-    return slurm_job(pid, hint, answered, pids, parse_job_states(fixture("squeue-states")), "fatal: no configuration")
+    return slurm_job(pid, hint, answered, pids, parse_job_states(fixture(states)), "fatal: no configuration")
 
 
 def test_slurm_job_is_running_here_only_when_slurm_says_so():
-    assert _job(20160, "4271")["running"] and _job(20160, None)["running"]   # listed: the hint is not needed
-    assert _job(20160, None)["why"] == "Slurm job 4271 is RUNNING on this node"
+    assert _job(14425, "1")["running"] and _job(14429, None)["running"]   # listed: the hint is not needed
+    assert _job(14429, None)["why"] == "Slurm job 1 is RUNNING on this node"
     # Listed in a job that is completing: its processes are leftovers.
-    assert _job(20544, "4302")["running"] is False
-    # The cgroup names job 4271, but slurmd does not list the pid: a leftover, or a name a user made.
-    outside = _job(31337, "4271")
+    assert _job(14425, "1", states="squeue-states-completing")["running"] is False
+    # The cgroup names job 1, but slurmd does not list the pid: a leftover, or a name a user made.
+    outside = _job(31337, "1")
     assert outside["running"] is False and "lists no such process" in outside["why"]
+    # Listed nowhere, named by a pending job's hint: not running here.
+    assert _job(31337, "2")["running"] is False
     # A process outside every job, with no hint: Slurm has nothing to say of it (ended as before).
     assert _job(31337, None) is None
     # Slurm could not answer: a process whose cgroup names a job is not ended on a guess.
-    unknown = _job(31337, "4271", listed=False)
+    unknown = _job(31337, "1", listed=False)
     assert unknown["running"] is True and "could not say" in unknown["why"]
     assert _job(31337, None, listed=False) is None
 

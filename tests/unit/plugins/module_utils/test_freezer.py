@@ -104,7 +104,7 @@ def test_real_frozen_cgroup_found_and_thawed(kind, spawn, procs):
         proc.kill()
         proc.wait()
         for path in (inner, outer):
-            for _ in range(50):
+            for dummy in range(50):
                 try:
                     os.rmdir(path)
                     break

@@ -59,7 +59,7 @@ def frozen_sleep(spawn, procs):
             handle.write("THAWED")
         proc.kill()
         proc.wait()
-        for _ in range(50):
+        for dummy in range(50):
             try:
                 os.rmdir(cgroup)
                 break

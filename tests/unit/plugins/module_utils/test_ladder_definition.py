@@ -8,7 +8,7 @@ import yaml
 from ansible_collections.gpuops.remediation.plugins.module_utils import _verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import XID_RUNGS
 from ansible_collections.gpuops.remediation.plugins.modules import gpu_holders_info, gpu_ladder
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
     ALL_RUNGS, DEFAULT_DESTRUCTIVE, LADDER_ARGUMENT_SPEC, LADDERS, RUNG_MODULES,
 )
 
@@ -67,7 +67,7 @@ def test_the_role_passes_every_option_of_the_walk_it_documents():
 
 
 def gpu_ladder_options():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import walk_argument_spec
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import walk_argument_spec
     return walk_argument_spec()
 
 
@@ -81,12 +81,3 @@ def test_the_verdicts_rungs_are_the_ones_its_docs_name():
     asked = set(re.findall(r"\bneed\(\"(\w+)\"", linux)) | set(XID_RUNGS.values()) | set(_verdict.RECOVERY_RUNGS.values())
     assert asked == set(_verdict.ENTRY_RUNGS)
     assert set(_verdict.ENTRY_RUNGS) <= set(_verdict.RUNGS)
-
-
-def test_every_rung_but_the_reboot_has_its_taker_named_in_one_table():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk
-    for walk_class, rungs in ((LadderWalk, _verdict.RUNGS), (WindowsWalk, _verdict.WINDOWS_RUNGS)):
-        takers = walk_class.rung_takers(object.__new__(walk_class))
-        assert tuple(takers) == rungs[:-1], walk_class
-        assert all(callable(taker) for taker in takers.values())

@@ -180,3 +180,49 @@ def test_a_gate_begun_and_never_finished_blocks_the_resume():
     # A pass before the last begun check counts for nothing.
     earlier = [_gate("r1", "intent", "r1-a-1"), _gate("r1", "outcome", "r1-a-1", ok=True), _gate("r1", "intent", "r1-a-2")]
     assert "never finished" in gate_unfinished(earlier, "r1")
+
+
+def read_with_sinfo(name, node_name):
+    """parse_node of a capture, with the sinfo %E output captured beside it (as slurm_drain reads a node that looks ours)."""
+    found = parse_node(capture(name), node_name)
+    with open(os.path.join(FIXTURES, name + ".sinfo")) as handle:
+        found["sinfo_reason"] = handle.read()
+    return found
+
+
+@pytest.mark.parametrize("name", ["idle-drain-spoofed-stamp", "idle-drain-trailing-newline"])
+def test_an_admin_reason_scontrol_shows_as_ours_is_not_ours(name):
+    """review19: scontrol drops a reason's empty lines and cannot tell its stamp from a stamp-like text of the reason
+    followed by " Comment=" (22.05 prints nothing after the reason): both admin reasons read back as exactly ours, with
+    the spoofed reason even dated 2026-01-01 (a stale drain, resumed at once). sinfo's %E shows them as stored."""
+    scontrol_only = parse_node(capture(name), "gpunode9")
+    assert drain_run(scontrol_only, MARKER) == "abc"  # what scontrol alone makes of it
+    found = read_with_sinfo(name, "gpunode9")
+    assert drain_run(found, MARKER) is None
+    assert "someone else's reason" in hands_off(found, MARKER)
+    assert "as sinfo shows it" in hands_off(found, MARKER)
+    assert drained_with_marker([found], MARKER) == {}
+
+
+def test_our_reason_read_whole_by_sinfo_stays_ours():
+    found = read_with_sinfo("gpunode9-idle-drain-ours", "gpunode9")
+    assert drain_run(found, MARKER) == "abc"
+    assert hands_off(found, MARKER) == ""
+    # one line per partition the node is in
+    assert drain_run(dict(found, sinfo_reason=found["sinfo_reason"] * 2), MARKER) == "abc"
+    for other in ("", "none\n", found["sinfo_reason"] + "\n", found["sinfo_reason"][:-1], found["sinfo_reason"] + "x\n"):
+        assert drain_run(dict(found, sinfo_reason=other), MARKER) is None, other
+
+
+def test_check_mode_predicts_the_state_slurm_shows_after_a_drain_and_a_resume():
+    """review19: check mode kept raw_state "IDLE" for a drain (the diff read IDLE -> IDLE) and called a busy node "drained"
+    where Slurm says "draining"; a prediction is what scontrol shows after the real command (fixtures)."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import as_drained, as_resumed
+    for before, after in (("idle", "idle-drain-ours"), ("mixed", "mixed-drain-ours")):
+        real = node(after)
+        predicted = as_drained(node(before), real["reason"])
+        for field in ("state", "base", "flags", "raw_state", "reason"):
+            assert predicted[field] == real[field], (before, field)
+        resumed = as_resumed(real)
+        assert (resumed["state"], resumed["raw_state"], resumed["flags"], resumed["reason"]) == (
+            node(before)["state"], node(before)["raw_state"], node(before)["flags"], None)

@@ -91,3 +91,16 @@ def test_a_process_its_tracer_stopped_gets_kill_at_once(spawn, procs):
     [entry] = real["signalled"]
     assert entry["expected"] == "kill_needed" and entry["signals"] == ["KILL"] and entry["exited"] is True
     _same(predicted, real)
+
+
+def test_a_stopped_process_that_blocks_term_gets_cont_then_kill_after_the_grace(spawn, procs):
+    proc = spawn(["sleep", "60"], preexec_fn=procs.block_term)
+    os.kill(proc.pid, signal.SIGSTOP)
+    procs.wait_until(lambda: procs.state_of(proc.pid) == "T")
+    threading.Thread(target=proc.wait, daemon=True).start()
+    target = procs.target_for(proc.pid)
+    predicted = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=0.5, check_mode=True)
+    real = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=0.5)
+    [entry] = real["signalled"]
+    assert entry["expected"] == "pending" and entry["signals"] == ["TERM", "CONT", "KILL"] and entry["exited"] is True
+    _same(predicted, real)

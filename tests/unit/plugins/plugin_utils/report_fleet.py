@@ -12,7 +12,7 @@ def _gpu(index, name, total, used, ghost, reserved=0, bus="00000000:18:00.0"):
 
 
 def _walk(gpus, after, rung, status, seconds, health=None, holders=(), msg=""):
-    """A ladder outcome (the shape of _ladder.outcome) and the snapshot the run took before it."""
+    """A ladder outcome (the shape of _ladder_outcome.outcome) and the snapshot the run took before it."""
     outcome_gpus = [{"index": g["index"], "name": g["name"], "pci_bus_id": g["pci_bus_id"], "state_before": g["state"],
                      "state_after": "ok" if status == "fixed" else g["state"], "memory_used_mib_before": g["memory_used_mib"],
                      "memory_used_mib_after": used_after, "ghost_mib_before": g["unattributed_mib"],

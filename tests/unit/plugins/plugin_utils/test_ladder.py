@@ -11,11 +11,15 @@ import copy
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import health_check, not_installed
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, verdict
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import (
-    INSPECT_MODULE, LadderWalk, WalkError, WalkOptions, check_options, drain_followup, fleet_guard, health_gate, hold_reason,
-    kill_plan_lines, next_rung, slurm_drain_state, walk_argument_spec,
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RUNGS, WINDOWS_RUNGS, gpu_state, verdict
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import (
+    drain_followup, fleet_guard, health_gate, hold_reason, next_rung, slurm_drain_state,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
+    INSPECT_MODULE, WalkError, WalkOptions, check_options, walk_argument_spec,
+)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import kill_plan_lines
 
 THRESHOLD = 256
 # The scope of a snapshot taken with the walk's default options.
@@ -700,7 +704,7 @@ def test_the_kill_rung_ends_leftovers_and_never_a_running_job():
 
 
 def test_ending_running_jobs_is_destructive_the_kill_rung_too():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import destructive_entry
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import destructive_entry
     node = Node([{"ghost": 0}], holders=[JOB])
     snap = node.snapshot()
     assert not destructive_entry(snap, ["reset", "reload", "graphics", "reboot"])
@@ -719,3 +723,11 @@ def test_without_a_drain_ending_running_jobs_walks_the_kill_rung_at_once():
     node = Node([{"ghost": 0}], holders=[JOB])
     state = walk(node, end_running_jobs=True).start(node.snapshot())
     assert modules(node) == ["gpu_kill"] and state["pending"] is None
+
+
+def test_every_rung_but_the_reboot_has_its_taker_named_in_one_table():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk
+    for walk_class, rungs in ((LadderWalk, RUNGS), (WindowsWalk, WINDOWS_RUNGS)):
+        takers = walk_class.rung_takers(object.__new__(walk_class))
+        assert tuple(takers) == rungs[:-1], walk_class
+        assert all(callable(taker) for taker in takers.values())

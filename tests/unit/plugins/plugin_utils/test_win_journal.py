@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_reset, _win_sim, _win_snapshot, _wsl_shutdown
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode, WindowsNodeError
 

@@ -6,7 +6,7 @@ node itself (_win_sim through _win_node.SimulatedNode, the node the action plugi
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import (
     WindowsWalk, logoff_users, windows_executor,
 )
@@ -109,7 +109,7 @@ def test_logoff_is_of_the_users_whose_session_system_processes_hold_a_gpu():
     ({"destructive_rungs": ["reset"]}, "destructive_rungs: 'reset' not a rung of the windows ladder"),
 ])
 def test_rungs_of_the_other_ladder_are_refused(overrides, message):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import WalkError, check_options
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkError, check_options
     args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
     args.update(platform="windows", max_rung="wsl")
     args.update(overrides)
