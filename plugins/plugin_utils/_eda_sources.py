@@ -198,6 +198,10 @@ def pending_tail(lines):
     return 0
 
 
+# How far a node's clock may run ahead of the rulebook's machine (a collector's files of other nodes).
+CLOCK_SKEW_SECONDS = 300
+
+
 class KernelLines:
     """Turns the lines of one host's log into events: Xid and fallen-off-the-bus lines, less those throttled or
     answered by a remediation the same log reported (the closed loop)."""
@@ -219,7 +223,9 @@ class KernelLines:
         lines = lines[:len(lines) - keep] if keep else lines
         for line in lines:
             done = remediation_of(line, self.host)
-            if done:
+            # A remediation is dated when its line is written: one dated after now (beyond clock skew) is no answer;
+            # taken, it would drop every later Xid of the host (any user can write that line with logger).
+            if done and done["epoch"] is not None and done["epoch"] <= now + CLOCK_SKEW_SECONDS:
                 self.answers.record(done)
         events = []
         parsed = apply_policy(parse_kernel_log("\n".join(lines), boot_time=self.boot_time, now=now), self.policy)

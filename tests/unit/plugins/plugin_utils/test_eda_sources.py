@@ -589,3 +589,20 @@ def test_webhook_huge_non_json_and_replayed_bodies():
     events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1, ready=listening(port)))
     assert statuses == [413, 400, 400, 422, 202, 401]
     assert [event["meta"] for event in events] == [{"hosts": "node07"}]
+
+
+def test_a_remediation_line_dated_in_the_future_answers_nothing():
+    """Anyone on the node can write `logger -t gpuops-remediation "host=node7 ... epoch=9999999999"`: taken as an answer,
+    it dropped every later Xid of node7 (each dated before 2286). A remediation dated after now (beyond the clock skew)
+    is no answer; one dated within the skew still is."""
+    import calendar
+
+    now = calendar.timegm((2026, 11, 30, 9, 59, 1))
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    forged = "2026-11-30T09:59:00+00:00 node7 gpuops-remediation[4321]: host=node7 action=gpu_reset epoch=9999999999 run=fake"
+    assert lines_of.feed([forged], now) == []
+    assert [event["gpuops"]["xid"] for event in lines_of.feed([XID_119], now + 60)] == [119]
+    late = "2026-11-30T10:00:10+00:00 node7 gpuops-remediation[4321]: host=node7 action=gpu_reset epoch=%s run=r" % (now + 100)
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    assert lines_of.feed([late, XID_119], now) == []
+    assert lines_of.dropped[0]["why"] == "answered by gpu_reset (run r)"
