@@ -185,7 +185,7 @@ async def main(queue, args):
         if options["source"] != "file":
             raise eda.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
         tails = []
-        for host, paths in sorted(options["paths"].items()):
+        for host, paths in sorted(options["paths"].items(), key=lambda item: str(item[0])):
             files = [paths] if isinstance(paths, str) else paths
             if not isinstance(files, list) or not files or not all(isinstance(path, str) and path for path in files):
                 raise eda.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))

@@ -556,6 +556,7 @@ def test_alert_hosts_that_are_one_host():
 @pytest.mark.parametrize("name, args, says", [
     ("gpu_kernel_log", {"host": "all"}, "option host: its host 'all'"),
     ("gpu_kernel_log", {"paths": {"node07,node08": "/nonexistent"}}, "option paths: its host 'node07,node08'"),
+    ("gpu_kernel_log", {"paths": {7: "/nonexistent", "node08": "/nonexistent"}}, "option paths: its host 7 is not a host name"),
     ("gpu_snapshot", {"host": "node*"}, "option host: its host 'node*'"),
     ("gpu_snapshot", {"nodes": [{"host": "~n", "state_path": "/nonexistent"}]}, "option nodes: its host '~n'"),
 ])
