@@ -4,10 +4,10 @@
 main() as a task on an asyncio queue, real files appended to, cancelled at the end; and their pure helpers."""
 
 import asyncio
+import importlib.util
 import json
 import os
 import re
-import runpy
 
 import pytest
 
@@ -28,7 +28,12 @@ OTHER = "2026-11-30T10:00:07+00:00 node7 kernel: usb 1-1: new high-speed USB dev
 
 
 def _source(name):
-    return runpy.run_path(os.path.join(SOURCES, name + ".py"))
+    """The source file's globals, loaded by path as ansible-rulebook loads it (runpy's path hooks clash with the
+    collection loader ansible-test units installs)."""
+    spec = importlib.util.spec_from_file_location("gpuops_eda_source_" + name, os.path.join(SOURCES, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return vars(module)
 
 
 # A line the kernel log sources turn into an event: appended until one comes back, it tells that the source is
