@@ -81,12 +81,12 @@ options:
       - End the processes of live scheduler jobs. A process is a running job's when Slurm lists it in a job step on
         this node (C(scontrol listpids)) whose state is live (C(squeue)), or when its pod runs (C(crictl pods --state
         ready)), or when its container's runtime confirms the container runs with its main process alive and the process
-        is one of its (C(docker|podman container inspect), C(crictl inspect)); a cgroup path naming a job is only a hint, and one that Slurm does not list is a leftover, ended as
-        before, as is a holder of a container that has stopped or whose main process is gone. When Slurm cannot answer,
-        a process whose cgroup names a job is treated as running; a container runtime that cannot be asked confirms no
-        container, and its holder is a plain process.
+        is one of its (C(docker|podman container inspect), C(crictl inspect)). A cgroup path naming a job is only a
+        hint, and one that Slurm does not list is a leftover, ended as before, as is a holder of a container that has
+        stopped or whose main process is gone. When Slurm cannot answer, a process whose cgroup names a job is treated
+        as running; a container runtime that cannot be asked confirms no container, and its holder is a plain process.
       - By default such a process is left alone with the reason (C(busy - ...)), and is never ended, even when
-        selected by pid. A running container's holder is not stopped either (O(containers=stop)): the
+        selected by pid. A running container's holder is not stopped either (with O(containers=stop)), and the
         container is left running. A node without C(scontrol)/C(squeue), C(crictl) or a container runtime has no
         scheduler, and nothing changes.
     type: bool

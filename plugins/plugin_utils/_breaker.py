@@ -11,6 +11,7 @@ nodes carrying our cordon annotation (_ladder_decisions.cordon_is_ours). breaker
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -81,9 +82,11 @@ def recorded_out(records, now, window_minutes):
     out = {}
     for record in records:
         epoch = record.get("epoch")
-        if isinstance(epoch, (int, float)) and 0 <= now - epoch <= window_minutes * 60 and record.get("host"):
+        # A record dated after now (another controller's clock, on a shared state directory) counts: it is recent.
+        if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) and now - epoch <= window_minutes * 60 \
+                and record.get("host"):
             out[record["host"]] = "%s rung by run %s, %d min ago" % (record.get("rung") or "destructive", record.get("run") or "?",
-                                                                     (now - epoch) // 60)
+                                                                     max(0, now - epoch) // 60)
     return out
 
 
@@ -104,6 +107,9 @@ def read_records(directory):
 
 
 def record_name(host):
-    """The record's file name: the host name made safe for a file name, and told apart from its neighbours."""
+    """The record's file name: the host name made safe for a file name, and told apart from its neighbours (a name
+    that had to change gets a digest of the whole name: "a/b" and "a_b" are two hosts, two records)."""
     safe = "".join(char if char.isalnum() or char in "-_." else "_" for char in host).lstrip(".")
-    return (safe or "_") + RECORD_SUFFIX
+    if safe != host:
+        safe = "%s-%s" % (safe or "_", hashlib.sha256(host.encode("utf-8", "surrogateescape")).hexdigest()[:16])
+    return safe + RECORD_SUFFIX

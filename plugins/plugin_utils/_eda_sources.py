@@ -8,6 +8,8 @@ sources themselves (extensions/eda/plugins/event_source/) only read their input,
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import os
 import re
 import socket
@@ -196,6 +198,10 @@ def pending_tail(lines):
     return 0
 
 
+# How far a node's clock may run ahead of the rulebook's machine (a collector's files of other nodes).
+CLOCK_SKEW_SECONDS = 300
+
+
 class KernelLines:
     """Turns the lines of one host's log into events: Xid and fallen-off-the-bus lines, less those throttled or
     answered by a remediation the same log reported (the closed loop)."""
@@ -217,7 +223,9 @@ class KernelLines:
         lines = lines[:len(lines) - keep] if keep else lines
         for line in lines:
             done = remediation_of(line, self.host)
-            if done:
+            # A remediation is dated when its line is written: one dated after now (beyond clock skew) is no answer;
+            # taken, it would drop every later Xid of the host (any user can write that line with logger).
+            if done and done["epoch"] is not None and done["epoch"] <= now + CLOCK_SKEW_SECONDS:
                 self.answers.record(done)
         events = []
         parsed = apply_policy(parse_kernel_log("\n".join(lines), boot_time=self.boot_time, now=now), self.policy)
@@ -247,32 +255,50 @@ def kmsg_line(record):
 
 class FileTail:
     """The complete lines appended to a file since the last read, from its end at the start; a file replaced
-    (rotated: another inode) or truncated is read again from its start."""
+    (rotated: another inode) or truncated is read again from its start, also when it grew past the old end before the
+    next read (copytruncate, then writes): the bytes before the old end are no longer the ones read. A file missing or
+    unreadable for a while is tried again at the next read."""
+
+    MARK = 64
 
     def __init__(self, path):
         self.path = path
         self.identity = None
         self.offset = 0
         self.partial = b""
+        self.mark = None  # the bytes before offset, when known
         try:
             stat = os.stat(path)
-            self.identity, self.offset = (stat.st_dev, stat.st_ino), stat.st_size
         except OSError:
-            pass  # not there yet: read from its start once it is
+            return  # not there yet: read from its start once it is
+        self.identity, self.offset = (stat.st_dev, stat.st_ino), stat.st_size
+        try:
+            with open(path, "rb") as handle:
+                self.mark = self._mark(handle, self.offset)
+        except OSError:
+            pass  # unreadable now: its end is still where it was, compared from the next read on
+
+    def _mark(self, handle, offset):
+        start = max(0, offset - self.MARK)
+        handle.seek(start)
+        return handle.read(offset - start)
 
     def read(self):
         try:
-            stat = os.stat(self.path)
+            with open(self.path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                if ((stat.st_dev, stat.st_ino) != self.identity or stat.st_size < self.offset
+                        or (self.mark is not None and self._mark(handle, self.offset) != self.mark)):
+                    self.identity, self.offset, self.partial = (stat.st_dev, stat.st_ino), 0, b""
+                if stat.st_size == self.offset:
+                    self.mark = self._mark(handle, self.offset)
+                    return []
+                handle.seek(self.offset)
+                data = handle.read()
+                self.offset += len(data)
+                self.mark = self._mark(handle, self.offset)
         except OSError:
-            return []
-        if (stat.st_dev, stat.st_ino) != self.identity or stat.st_size < self.offset:
-            self.identity, self.offset, self.partial = (stat.st_dev, stat.st_ino), 0, b""
-        if stat.st_size == self.offset:
-            return []
-        with open(self.path, "rb") as handle:
-            handle.seek(self.offset)
-            data = handle.read()
-        self.offset += len(data)
+            return []  # gone or unreadable for now (being rotated, its mode changed): tried again at the next read
         data = self.partial + data
         complete, newline, self.partial = data.rpartition(b"\n")
         return complete.decode("utf-8", "replace").splitlines() if complete or newline else []
@@ -375,6 +401,8 @@ def verify(secret, headers, body, now, window_seconds):
     try:
         epoch = float(stamp)
     except ValueError:
+        epoch = math.nan
+    if not math.isfinite(epoch):  # "nan" is within every window, "inf" within none: neither is a time
         return "%s is not a number of seconds: %r" % (TIMESTAMP_HEADER, stamp[:40])
     if abs(now - epoch) > window_seconds:
         return "stale: %s is %d s from now, more than the %d s allowed" % (TIMESTAMP_HEADER, abs(now - epoch), window_seconds)
@@ -390,6 +418,35 @@ def _instance_host(instance):
     if instance.startswith("["):
         return instance[1:].split("]", 1)[0]
     return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
+
+
+# One inventory host name: ansible-rulebook passes meta.hosts to the playbook as its --limit, where a pattern ("all", a
+# group, "a,b", "node*", "~regex", "!x", "&x", "@file") would name other hosts. An IP address is one host too.
+_HOST_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+_IMPLICIT_GROUPS = ("all", "ungrouped")
+
+
+def host_problem(host):
+    """Why `host` cannot be the one host an event names (its meta.hosts), or None."""
+    if not isinstance(host, str) or not host:
+        return "its host %r is not a host name" % (host,)
+    if host in _IMPLICIT_GROUPS:
+        return "its host %r is Ansible's group of every host, not one host" % host
+    if _HOST_NAME_RE.match(host):
+        return None
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        return "its host %r is not one host name (as a --limit it is a pattern that names other hosts)" % host
+
+
+def checked_host(source, option, host):
+    """The host an option names, or OptionError naming the option and the value when it is not one host name."""
+    why = host_problem(host)
+    if why:
+        raise OptionError("%s: option %s: %s" % (source, option, why))
+    return host
 
 
 def alert_events(payload, host_label="instance"):
@@ -417,8 +474,12 @@ def alert_events(payload, host_label="instance"):
         if not host:
             problems.append("alert %d (%s) names no host" % (index, name))
             continue
-        body = {"type": "alert", "alert": name, "host": str(host), "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
+        why = host_problem(host)
+        if why:
+            problems.append("alert %d (%s): %s" % (index, name, why))
+            continue
+        body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
                 "rung": ALERT_RUNGS.get(name, "none"), "message": message,
                 "fingerprint": alert.get("fingerprint")}
-        events.append({"gpuops": body, "meta": {"hosts": str(host)}})
+        events.append({"gpuops": body, "meta": {"hosts": host}})
     return events, problems

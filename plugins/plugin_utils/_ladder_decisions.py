@@ -12,7 +12,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import GATED_RUNGS, LADDERS
 
+
 # The decisions of the walk, one function each.
+
 
 def next_rung(floor, tried, ceiling, rungs=RUNGS):
     """The next rung to take: above every rung tried, at or above the floor the evidence sets, at most the ceiling."""

@@ -12,7 +12,9 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import
 
 _HOLDER_FIELDS = ("pid", "name", "user", "class", "state", "gpus", "used_mib", "ppid", "parent_name")
 
+
 # What a rung did, as the lines of the report.
+
 
 def kill_plan_lines(killed, check_mode):
     """The kill section of gpu_kill, gpu_reset or nvidia_driver_reload, one line per process or container."""

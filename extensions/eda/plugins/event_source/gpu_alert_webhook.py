@@ -18,7 +18,9 @@ description:
   - "Each event: C(event.gpuops) with C(type) (alert), C(alert) (the alert name or gpu_watch finding kind), C(host),
     C(gpu) and C(pci_bus_id), C(gpu_index), C(rung) (reset for ghost memory and a recovery action, reboot for a lost
     or silent GPU, none otherwise), C(message), C(fingerprint)."
-  - An alert naming no host is answered 422 and logged, never dropped silently. Never returns; ends when cancelled.
+  - An alert naming no host, or a host that is not one host name (C(meta.hosts) is the playbook's limit, where C(all),
+    C(a,b), C(node*), C(~regex) or C(@file) would name other hosts), is answered 422 and logged, never dropped
+    silently. A timestamp that is no number of seconds (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
 options:
   host:
     description: The address to listen on.

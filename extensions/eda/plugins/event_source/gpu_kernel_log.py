@@ -185,13 +185,14 @@ async def main(queue, args):
         if options["source"] != "file":
             raise eda.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
         tails = []
-        for host, paths in sorted(options["paths"].items()):
+        for host, paths in sorted(options["paths"].items(), key=lambda item: str(item[0])):
             files = [paths] if isinstance(paths, str) else paths
             if not isinstance(files, list) or not files or not all(isinstance(path, str) and path for path in files):
                 raise eda.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
-            tails.append((eda.KernelLines(str(host), policy, throttle, boot), [eda.FileTail(path) for path in files]))
+            host = eda.checked_host(SOURCE, "paths", host)
+            tails.append((eda.KernelLines(host, policy, throttle, boot), [eda.FileTail(path) for path in files]))
         await _follow_files(queue, tails, options)
-    lines_of = eda.KernelLines(options["host"] or eda.default_host(), policy, throttle, boot)
+    lines_of = eda.KernelLines(eda.checked_host(SOURCE, "host", options["host"] or eda.default_host()), policy, throttle, boot)
     if options["source"] == "file":
         await _follow_files(queue, [(lines_of, [eda.FileTail(options["path"])])], options)
     elif options["source"] == "kmsg":

@@ -183,7 +183,8 @@ async def main(queue, args):
     throttle = eda.Throttle(options["throttle_seconds"])
     nodes = _nodes(options, eda)
     for node in nodes:
-        node["host"] = node.get("host") or options["host"] or eda.default_host()
+        node["host"] = eda.checked_host(SOURCE, "nodes" if options["nodes"] else "host",
+                                        node.get("host") or options["host"] or eda.default_host())
         node["lasting"] = eda.Lasting(node["host"], options["duration_seconds"], throttle)
     while True:
         for node in nodes:

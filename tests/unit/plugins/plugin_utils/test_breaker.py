@@ -56,7 +56,9 @@ def test_records_within_the_window_only(tmp_path):
     assert sorted(record["host"] for record in records) == ["a", "b", "c/../x"]
     assert sorted(recorded_out(records, 5000.0, 60)) == ["b", "c/../x"]
     assert recorded_out(records, 5000.0, 60)["b"] == "reset rung by run r, 16 min ago"
-    assert record_name("c/../x") == "c_.._x.breaker.json" and record_name("..") == "_.breaker.json"
+    assert record_name("node07") == "node07.breaker.json"
+    assert record_name("c/../x").startswith("c_.._x-") and record_name("..").startswith("_-")
+    assert all(name.endswith(".breaker.json") and "/" not in name for name in (record_name("c/../x"), record_name("..")))
     assert read_records(str(tmp_path / "missing")) == []
 
 
@@ -112,3 +114,33 @@ def test_counted_rung_only_destructive_and_not_refused_by_the_walk():
     assert counted_rung(_snapshot("reboot"), "linux", destructive, "reboot", False) is None
     assert counted_rung(_snapshot("reboot"), "linux", destructive, "reboot", True) == "reboot"
     assert counted_rung(_snapshot("reload"), "linux", destructive, "reset", False) is None
+
+
+def test_two_hosts_whose_names_make_the_same_safe_name_keep_two_records(tmp_path):
+    """One record per host: "a/b", "a_b", "fe80::1" and "fe80__1" must not overwrite each other (one more out uncounted)."""
+    hosts = ("a/b", "a_b", "fe80::1", "fe80__1", ".x", "x")
+    assert len(set(record_name(host) for host in hosts)) == len(hosts)
+    for host in hosts:
+        (tmp_path / record_name(host)).write_text(json.dumps({"host": host, "epoch": 1000.0, "run": "r", "rung": "reset"}))
+    assert sorted(recorded_out(read_records(str(tmp_path)), 1000.0, 60)) == sorted(hosts)
+
+
+def test_a_record_dated_after_now_counts_and_the_window_edges():
+    """Controllers sharing the state directory disagree on the clock by seconds: a record 5 s ahead is recent, not
+    ignored (ignoring it let two runs both pass). The window's edge: 60 min ago counts, a second more does not."""
+    records = [{"host": "ahead", "epoch": 1005.0, "run": "r", "rung": "reset"},
+               {"host": "edge", "epoch": 1000.0 - 3600, "run": "r", "rung": "reset"},
+               {"host": "gone", "epoch": 1000.0 - 3601, "run": "r", "rung": "reset"},
+               {"host": "bool", "epoch": True, "run": "r", "rung": "reset"}]
+    out = recorded_out(records, 1000.0, 60)
+    assert sorted(out) == ["ahead", "edge"]
+    assert out["ahead"] == "reset rung by run r, 0 min ago"
+
+
+def test_share_and_count_at_their_edges():
+    assert breaker_limit(1, 20, 0) == 1 and breaker_refusal("a", {}, 1, 20, 0, 60) == ""
+    assert breaker_limit(10, 100, 0) == 10
+    assert breaker_refusal("j", dict(("n%d" % i, "x") for i in range(9)), 10, 100, 0, 60) == ""
+    assert breaker_refusal("k", dict(("n%d" % i, "x") for i in range(10)), 10, 100, 0, 60) != ""
+    assert breaker_refusal("b", {"a": "x"}, 1, 100, 0, 60).startswith("circuit breaker: 1 of the 1 nodes")
+    assert breaker_limit(10, 19, 0) == 1 and breaker_limit(10, 20, 1) == 1

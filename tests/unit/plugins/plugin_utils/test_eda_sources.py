@@ -4,9 +4,10 @@
 main() as a task on an asyncio queue, real files appended to, cancelled at the end; and their pure helpers."""
 
 import asyncio
+import importlib.util
 import json
 import os
-import runpy
+import re
 
 import pytest
 
@@ -27,7 +28,12 @@ OTHER = "2026-11-30T10:00:07+00:00 node7 kernel: usb 1-1: new high-speed USB dev
 
 
 def _source(name):
-    return runpy.run_path(os.path.join(SOURCES, name + ".py"))
+    """The source file's globals, loaded by path as ansible-rulebook loads it (runpy's path hooks clash with the
+    collection loader ansible-test units installs)."""
+    spec = importlib.util.spec_from_file_location("gpuops_eda_source_" + name, os.path.join(SOURCES, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return vars(module)
 
 
 # A line the kernel log sources turn into an event: appended until one comes back, it tells that the source is
@@ -430,3 +436,179 @@ def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
     with open(syslog) as handle:
         line = handle.read()
     assert "gpuops-remediation[" in line and "action=gpu_reset gpus=00000000:3B:00.0 epoch=" in line and line.rstrip().endswith("run=run_7")
+
+
+# ---------------------------------------------------------------- attacks of review20
+
+def test_file_tail_truncated_then_grown_past_the_old_end_before_the_next_read(tmp_path):
+    """copytruncate, then a line longer than what was there before the next poll: size >= the old offset, same inode.
+    Read from the old offset, the Xid line came out cut ("10:00:00+00:00 node7 ..."); read whole from the start now."""
+    path = str(tmp_path / "kern.log")
+    _append(path, "a" * 10)
+    tail = FileTail(path)
+    with open(path, "w") as handle:
+        handle.write(XID_119 + "\n")
+    assert tail.read() == [XID_119]
+    _append(path, OTHER)
+    assert tail.read() == [OTHER]
+    assert tail.read() == []
+
+
+def test_file_tail_multibyte_character_split_between_reads(tmp_path):
+    path = str(tmp_path / "kern.log")
+    open(path, "w").close()
+    tail = FileTail(path)
+    data = "NVRM: GPU 0 – ü\n".encode("utf-8")
+    cut = data.index("–".encode("utf-8")) + 1  # inside the 3-byte dash
+    with open(path, "ab") as handle:
+        handle.write(data[:cut])
+    assert tail.read() == []
+    with open(path, "ab") as handle:
+        handle.write(data[cut:])
+    assert tail.read() == ["NVRM: GPU 0 – ü"]
+
+
+def test_kernel_log_keeps_following_a_file_that_cannot_be_read_for_a_while(tmp_path):
+    """The log path is for a while something open() refuses (here a directory; an unreadable mode alike): main must not
+    end (ansible-rulebook stops when a source returns); once a readable log is there again, its Xids come."""
+    log = str(tmp_path / "kern.log")
+    os.mkdir(log)
+    with open(os.path.join(log, "x"), "w") as handle:
+        handle.write("x")
+
+    async def act():
+        await asyncio.sleep(0.3)
+        os.remove(os.path.join(log, "x"))
+        os.rmdir(log)
+        _append(log, XID_119)
+
+    async def ready(queue, task):
+        await asyncio.sleep(0.3)
+
+    events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 1,
+                                        ready=ready))
+    assert task.cancelled()
+    assert [event["gpuops"]["xid"] for event in events] == [119]
+
+
+def test_kernel_log_flood_one_event_per_host_and_gpu():
+    throttle = Throttle(300)
+    node7, node8 = KernelLines("node7", {}, throttle), KernelLines("node8", {}, throttle)
+    assert len(node7.feed([XID_119] * 500, 0)) == 1
+    assert len(node7.feed([XID_119.replace("3b:00", "86:00")] * 50, 1)) == 1  # another GPU: not throttled by the first
+    assert len(node8.feed([XID_119] * 50, 2)) == 1  # another host, the same bus id
+    assert node7.feed([XID_119], 299) == [] and len(node7.feed([XID_119], 301)) == 1
+    assert len([drop for drop in node7.dropped if drop["why"] == "throttled"]) == 499 + 49 + 1
+
+
+def test_kmsg_record_with_more_fields_and_continuation_lines_is_one_event():
+    record = ("3,2201,5140900,-,caller=T412;NVRM: Xid (PCI:0000:3b:00): 79, pid=<unknown>, GPU has fallen off the bus.\n"
+              " SUBSYSTEM=pci\n DEVICE=+pci:0000:3b:00.0\n")
+    line = kmsg_line(record)
+    assert line == "[    5.140900] NVRM: Xid (PCI:0000:3b:00): 79, pid=<unknown>, GPU has fallen off the bus."
+    events = KernelLines("node7", {}, Throttle(0), boot_time=1000.0).feed([line], 2000.0)
+    assert [(event["gpuops"]["xid"], event["gpuops"]["rung"]) for event in events] == [(79, "reboot")]
+    assert abs(events[0]["gpuops"]["time_epoch"] - 1005.1409) < 0.001
+
+
+@pytest.mark.parametrize("stamp", ["nan", "NaN", "inf", "-inf", "1e999", ""])
+def test_webhook_timestamp_that_is_no_time_is_rejected(stamp):
+    """float("nan") is within every window (abs(now - nan) > w is False): a signed request stamped nan was never stale,
+    replayable once its signature left the replay memory; inf raised OverflowError (a 500)."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import sign, verify
+
+    body = b'{"alerts": []}'
+    headers = {"X-Gpuops-Timestamp": stamp, "X-Gpuops-Signature": sign(SECRET, stamp, body)}
+    why = verify(SECRET, headers, body, 1800000000.0, 300)
+    assert why and ("not a number of seconds" in why or "unsigned" in why)
+
+
+def test_webhook_timestamp_edges_and_the_signed_bytes():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import sign, verify
+
+    body, now = b'{"alerts": []}', 1800000000.0
+    for stamp, ok in ((now + 300, True), (now + 301, False), (now - 300, True), (now - 301, False)):
+        headers = {"X-Gpuops-Timestamp": "%d" % stamp, "X-Gpuops-Signature": sign(SECRET, "%d" % stamp, body)}
+        assert (verify(SECRET, headers, body, now, 300) is None) is ok, stamp
+    # The signature covers the timestamp: the same body and signature under another timestamp is rejected.
+    headers = {"X-Gpuops-Timestamp": "%d" % (now + 1), "X-Gpuops-Signature": sign(SECRET, "%d" % now, body)}
+    assert verify(SECRET, headers, body, now, 300) == "bad signature"
+    headers = {"X-Gpuops-Timestamp": "%d" % now, "X-Gpuops-Signature": sign(SECRET, "%d" % now, body).upper()}
+    assert verify(SECRET, headers, body, now, 300) == "bad signature"
+
+
+@pytest.mark.parametrize("instance", ["all:9100", "ungrouped", "node07,node08:9100", "*:9100", "node0?", "~node.*", "@/tmp/hosts",
+                                      "!node07", "&gpu_nodes", "node07 node08", "gpu[0:9]", "node07;reboot", "$(reboot)", ""])
+def test_alert_whose_host_is_an_ansible_pattern_is_reported_never_a_limit(instance):
+    """meta.hosts is the playbook's --limit: "all" or "a,b" or "node*" would run the ladder on other hosts."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import alert_events
+
+    events, problems = alert_events({"alerts": [{"labels": {"alertname": "GpuopsGhostMemory", "instance": instance}}]})
+    assert events == [] and len(problems) == 1 and problems[0].startswith("alert 0 (GpuopsGhostMemory)")
+
+
+def test_alert_hosts_that_are_one_host():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import alert_events
+
+    for instance, host in (("node07:9100", "node07"), ("node07.example.com", "node07.example.com"), ("10.0.0.7:9100", "10.0.0.7"),
+                           ("[fd00::7]:9100", "fd00::7"), ("gpu_node-7", "gpu_node-7")):
+        events, problems = alert_events({"alerts": [{"labels": {"alertname": "GpuopsGhostMemory", "instance": instance}}]})
+        assert problems == [] and events[0]["meta"] == {"hosts": host} and events[0]["gpuops"]["host"] == host
+    events, problems = alert_events({"host": {"a": 1}, "alerts": [{"kind": "ghost_memory"}, {"kind": "unresponsive"}]})
+    assert events == [] and len(problems) == 2
+
+
+@pytest.mark.parametrize("name, args, says", [
+    ("gpu_kernel_log", {"host": "all"}, "option host: its host 'all'"),
+    ("gpu_kernel_log", {"paths": {"node07,node08": "/nonexistent"}}, "option paths: its host 'node07,node08'"),
+    ("gpu_kernel_log", {"paths": {7: "/nonexistent", "node08": "/nonexistent"}}, "option paths: its host 7 is not a host name"),
+    ("gpu_snapshot", {"host": "node*"}, "option host: its host 'node*'"),
+    ("gpu_snapshot", {"nodes": [{"host": "~n", "state_path": "/nonexistent"}]}, "option nodes: its host '~n'"),
+])
+def test_source_host_options_that_are_patterns_are_named(name, args, says):
+    with pytest.raises(OptionError, match=re.escape(says)):  # before anything is read (a source taking it runs forever)
+        asyncio.run(asyncio.wait_for(_source(name)["main"](asyncio.Queue(), args), 10))
+
+
+def test_webhook_huge_non_json_and_replayed_bodies():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import sign
+
+    port = _free_port()
+    statuses = []
+
+    async def act():
+        loop = asyncio.get_running_loop()
+        now = int(__import__("time").time())
+
+        async def post(data, stamp=now):
+            headers = {"X-Gpuops-Timestamp": str(stamp), "X-Gpuops-Signature": sign(SECRET, stamp, data)}
+            statuses.append(await loop.run_in_executor(None, _post, port, data, headers))
+
+        huge = json.dumps({"alerts": [], "pad": "x" * (3 << 20)}).encode()
+        await post(huge)  # over aiohttp's 1 MiB: refused before any event
+        await post(b"not json {")
+        await post(b"\xff\xfe")
+        await post(b"[1, 2]")
+        await post(json.dumps(AM_BODY).encode(), now + 200)  # in the future, within the window
+        await post(json.dumps(AM_BODY).encode(), now + 200)  # its replay
+
+    events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1, ready=listening(port)))
+    assert statuses == [413, 400, 400, 422, 202, 401]
+    assert [event["meta"] for event in events] == [{"hosts": "node07"}]
+
+
+def test_a_remediation_line_dated_in_the_future_answers_nothing():
+    """Anyone on the node can write `logger -t gpuops-remediation "host=node7 ... epoch=9999999999"`: taken as an answer,
+    it dropped every later Xid of node7 (each dated before 2286). A remediation dated after now (beyond the clock skew)
+    is no answer; one dated within the skew still is."""
+    import calendar
+
+    now = calendar.timegm((2026, 11, 30, 9, 59, 1))
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    forged = "2026-11-30T09:59:00+00:00 node7 gpuops-remediation[4321]: host=node7 action=gpu_reset epoch=9999999999 run=fake"
+    assert lines_of.feed([forged], now) == []
+    assert [event["gpuops"]["xid"] for event in lines_of.feed([XID_119], now + 60)] == [119]
+    late = "2026-11-30T10:00:10+00:00 node7 gpuops-remediation[4321]: host=node7 action=gpu_reset epoch=%s run=r" % (now + 100)
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    assert lines_of.feed([late, XID_119], now) == []
+    assert lines_of.dropped[0]["why"] == "answered by gpu_reset (run r)"

@@ -731,4 +731,3 @@ def test_every_rung_but_the_reboot_has_its_taker_named_in_one_table():
         takers = walk_class.rung_takers(object.__new__(walk_class))
         assert tuple(takers) == rungs[:-1], walk_class
         assert all(callable(taker) for taker in takers.values())
-

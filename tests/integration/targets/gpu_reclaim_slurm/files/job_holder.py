@@ -1,4 +1,6 @@
-#!/usr/bin/env python3
+#!/bin/sh
+# sbatch runs its script by the shebang; ansible-test allows /bin/sh here: sh runs the next line, Python reads a string.
+''''exec python3 "$0" "$@" #'''
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Test scaffolding, run as a Slurm batch script: the job's own process opens a (simulated) GPU device file and holds
