@@ -99,20 +99,14 @@ options:
 extends_documentation_fragment:
   - gpuops.remediation.attributes
   - gpuops.remediation.attributes.CONTROLLER_ACTION
+  - gpuops.remediation.attributes.CONTROLLER_ONLY
 attributes:
   bypass_host_loop:
     details:
       - It runs per host like any task.
   check_mode:
-    support: full
     details:
       - Decides the same way, and writes no record.
-  diff_mode:
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
 seealso:
   - module: gpuops.remediation.gpu_ladder
 """
