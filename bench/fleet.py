@@ -382,6 +382,11 @@ def print_spans(record):
         print("  per host (median): %s tasks ran, %s module executions on the host" % (record["tasks_per_host"], record["modules_per_host"]))
     for name, seconds in _spans_by_name(timing).items():
         print("  %-60s %7.2f s  %6.1f ms/host" % (name[:60], seconds, 1000.0 * seconds / record["hosts"]))
+    walk = timing.get("walk_modules") or {}
+    if walk:
+        print("  inside the walk (each module's transfer and run, as gpu_ladder timed it; forks run hosts' walks at once):")
+    for name, spent in sorted(walk.items(), key=lambda item: -item[1]["seconds"]):
+        print("    %-58s %7.2f s  %6.1f ms a run, %d runs" % (name, spent["seconds"], 1000.0 * spent["seconds"] / spent["runs"], spent["runs"]))
 
 
 def print_cost_model(records, fitted):
@@ -557,6 +562,8 @@ def _summarise(args, records, missing):
         timing = record.pop("tasks") or {}
         if record["playbook"] in ("gpu_report", "gpu_watch", "reset_gpu", "holders_info"):
             record["task_spans"] = _spans_by_name(timing)
+            if timing.get("walk_modules"):
+                record["walk_modules"] = timing["walk_modules"]
     print(json.dumps({"bench": "fleet", "forks": args.forks, "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0],
                       "scenario": HEALTHY_SCENARIO if args.healthy else SCENARIO, "runs": records, "fits": fitted, "targets": found, "not_measured": missing},
                      sort_keys=True))

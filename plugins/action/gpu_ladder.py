@@ -58,6 +58,7 @@ class ActionModule(ControllerAction):
             run_id=args["run_id"],
             changed=any(step["changed"] for step in state["tried"][steps_before:]),
             pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
+            module_seconds=walk.module_seconds,
             slurm_drain_state=slurm_drain_state(state) if state["pending"] == "drain" else None,
             drain_followup=state.get("drain_followup") if state["pending"] is None else None,
             slurm_state=SLURM_STATES.get(state.get("drain_followup")) if state["pending"] is None else None,
