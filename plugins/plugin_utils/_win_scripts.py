@@ -328,7 +328,8 @@ Test-Trusted $folder
 if ([System.IO.File]::Exists($fullPath)) {
     Test-Trusted $fullPath
     if ((Get-Item -LiteralPath $fullPath -Force).LinkType -eq 'HardLink') {
-        throw ('{0} has more than one hard link (another name for the same file): refused (remove the other names, or choose another journal_path)' -f $fullPath)
+        $why = '{0} has more than one hard link (another name for the same file): refused (remove the other names, or choose another journal_path)'
+        throw ($why -f $fullPath)
     }
 }
 $bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")

@@ -197,7 +197,8 @@ def _adapters(text):
                          "device_id": _win_json.integer(item.get("DeviceId")), "subsys_id": _win_json.integer(item.get("SubSysId")),
                          "revision_id": _win_json.integer(item.get("RevisionId")),
                          "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
-                         "pci_location": list(location) if None not in location else None, "pci_domain": None, "located_by": "d3dkmt" if None not in location else None})
+                         "pci_location": list(location) if None not in location else None, "pci_domain": None,
+                         "located_by": "d3dkmt" if None not in location else None})
     return adapters
 
 
