@@ -122,7 +122,7 @@ def test_the_connection_host_processes_of_openssh_9_8_are_never_ended(name):
 
 
 def test_the_journal_folder_dacl_is_set_only_on_a_folder_the_append_made():
-    # journal_path C:\\ProgramData\\gpuops.jsonl (or D:\\journal.jsonl): the folder is C:\\ProgramData (D:\\), owned by
+    # journal_path C:\ProgramData\gpuops.jsonl (or D:\journal.jsonl): the folder is C:\ProgramData (D:\), owned by
     # SYSTEM, so the owner check passes; a DACL set there would replace its DACL with a protected SYSTEM+Administrators
     # one and strip every user's access to it and to all that inherits from it. The DACL goes with the creation (one
     # CreateDirectory call with the security descriptor, issue 18 rule 6): no Set-Acl at all, no window with an inherited one.
