@@ -5,9 +5,13 @@
 # A real one-node Slurm cluster on localhost for the drain tests: munged, slurmctld and slurmd, run as root, with
 # no systemd and nothing in /etc/slurm: everything under one short directory of the test's own.
 #
-#   tools/slurm_env.sh start DIR NODE   install Debian's slurmctld, slurmd, slurm-client and munge when missing
+#   tools/slurm_env.sh start DIR NODE [OTHER...]
+#                                       install Debian's slurmctld, slurmd, slurm-client and munge when missing
 #                                       (root + apt-get), write DIR/slurm.conf for node NODE (NodeHostname=localhost),
 #                                       start the three daemons, wait until NODE is idle. Prints SLURM_CONF=... last.
+#                                       OTHER nodes (the rest of a fleet, for the circuit breaker's count) are declared
+#                                       in a partition of their own, `fleet`, with no slurmd: slurmctld knows them (they
+#                                       can be drained, their reasons read) and never schedules on them.
 #   tools/slurm_env.sh stop DIR         stop the daemons that `start DIR` started (by their pid files), and only those.
 #   tools/slurm_env.sh check            exit 0 when this machine can run it; else print why and exit 3.
 #
@@ -41,7 +45,8 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 # registers; a node an administrator set DOWN stays DOWN (2 would return it at its next registration, undoing the
 # decision the tests check is left alone).
 write_conf() {
-    local dir=$1 node=$2
+    local dir=$1 node=$2 other
+    shift 2
     cat > "$dir/slurm.conf" <<CONF
 ClusterName=gpuops
 SlurmctldHost=localhost
@@ -69,10 +74,17 @@ ReturnToService=1
 NodeName=$node NodeHostname=localhost CPUs=$(nproc) State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 CONF
+    (( $# )) || return 0
+    for other in "$@"; do
+        echo "NodeName=$other NodeHostname=localhost CPUs=1 State=UNKNOWN" >> "$dir/slurm.conf"
+    done
+    local IFS=,
+    echo "PartitionName=fleet Nodes=$* Default=NO MaxTime=INFINITE State=UP" >> "$dir/slurm.conf"
 }
 
 start() {
     local dir=$1 node=$2 i
+    shift 2
     (( ${#dir} <= 60 )) || die "DIR is ${#dir} bytes long; keep it under 60 (socket paths are limited to 107 bytes)"
     install_packages
     mkdir -p "$dir"/{state,spool,log,run,munge}
@@ -82,7 +94,7 @@ start() {
     chmod 0600 "$dir/munge/munge.key"
     munged --key-file="$dir/munge/munge.key" --socket="$dir/munge/sock" --pid-file="$dir/run/munged.pid" \
         --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed" --force
-    write_conf "$dir" "$node"
+    write_conf "$dir" "$node" "$@"
     export SLURM_CONF=$dir/slurm.conf
     slurmctld
     slurmd -N "$node"
@@ -124,8 +136,8 @@ stop() {
 }
 
 case ${1:-} in
-    start) [[ $# -eq 3 ]] || die "usage: $0 start DIR NODE"; start "$2" "$3" ;;
+    start) [[ $# -ge 3 ]] || die "usage: $0 start DIR NODE [OTHER...]"; shift; start "$@" ;;
     stop) [[ $# -eq 2 ]] || die "usage: $0 stop DIR"; stop "$2" ;;
     check) check ;;
-    *) die "usage: $0 start DIR NODE | stop DIR | check" ;;
+    *) die "usage: $0 start DIR NODE [OTHER...] | stop DIR | check" ;;
 esac

@@ -14,7 +14,7 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
+    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
@@ -36,9 +36,10 @@ ARGUMENT_SPEC = {
     "allow_reboot": {"type": "bool", "default": False},
     "destructive_rungs": {"type": "list", "elements": "str"},
     "slurm_nodes": {"type": "str"},
+    "slurm_reasons": {"type": "dict"},
     "kubernetes_nodes": {"type": "list", "elements": "dict"},
     "kubernetes_annotation": {"type": "str", "default": "gpuops.io/cordoned-by"},
-    "drain_reason": {"type": "str", "default": "gpuops: reclaiming stuck GPU memory"},
+    "drain_reason": {"type": "str", "default": DEFAULT_DRAIN_REASON},
 }
 
 
@@ -66,22 +67,32 @@ class ActionModule(ControllerAction):
         rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])
         if limit is None or rung is None:
             return dict(changed=False, refusal="", out={}, limit=limit, recorded=False, rung=rung)
+        reasons = plain(args["slurm_reasons"])
+        if reasons is not None and not all(isinstance(text, str) for text in reasons.values()):
+            raise AnsibleActionFail("slurm_reasons must map each node to the stdout of sinfo --format %%E (a string), got %r" % (reasons,))
         directory = args["state_dir"]
+        if self._task.check_mode:
+            # Check mode decides from the same state and creates nothing: no directory, no lock, no record.
+            return self._decide(args, rung, limit, directory, reasons, record=False)
         os.makedirs(directory, 0o755, exist_ok=True)
         # One decision at a time across the controller's runs: two events at once must not both pass the last place.
         with open(os.path.join(directory, ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            now = time.time()
-            out = recorded_out(read_records(directory), now, args["window_minutes"])
-            if args["slurm_nodes"] is not None:
-                out.update(slurm_out(args["slurm_nodes"], args["drain_reason"]))
-            if args["kubernetes_nodes"] is not None:
-                out.update(kubernetes_out(plain(args["kubernetes_nodes"]), args["kubernetes_annotation"], args["drain_reason"]))
-            refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],
-                                      args["window_minutes"])
-            recorded = False
-            if not refusal and not self._task.check_mode:
-                record = {"host": args["host"], "epoch": now, "run": args["run_id"], "rung": rung}
-                write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(record) + "\n")
-                recorded = True
+            return self._decide(args, rung, limit, directory, reasons, record=True)
+
+    @staticmethod
+    def _decide(args, rung, limit, directory, reasons, record):
+        now = time.time()
+        out = recorded_out(read_records(directory), now, args["window_minutes"])
+        if args["slurm_nodes"] is not None:
+            out.update(slurm_out(args["slurm_nodes"], args["drain_reason"], reasons))
+        if args["kubernetes_nodes"] is not None:
+            out.update(kubernetes_out(plain(args["kubernetes_nodes"]), args["kubernetes_annotation"], args["drain_reason"]))
+        refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],
+                                  args["window_minutes"])
+        recorded = False
+        if not refusal and record:
+            entry = {"host": args["host"], "epoch": now, "run": args["run_id"], "rung": rung}
+            write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(entry) + "\n")
+            recorded = True
         return dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung)

@@ -58,6 +58,20 @@ attributes:
     support: none
 """
 
+    # A module that runs only on the controller, for any target platform, and has no diff to show.
+    CONTROLLER_ONLY = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: all
+"""
+
     # Linux GPU node: the target needs nothing but the driver and Python; nvidia-ml-py is used when present.
     LINUX_GPU = r"""
 options: {}

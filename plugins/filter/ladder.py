@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.validation import check_type_list
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import DEFAULT_DRAIN_REASON, slurm_drains_to_confirm
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours, destructive_entry, fleet_guard
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
@@ -102,6 +103,14 @@ def kubernetes_cordon_is_ours(node_info, annotation, reason):
     return cordon_is_ours(resources, annotation, reason)
 
 
+def breaker_slurm_to_confirm(show_node_text, marker=None):
+    marker = DEFAULT_DRAIN_REASON if marker is None else marker
+    if not isinstance(show_node_text, str) or not isinstance(marker, str) or not marker:
+        raise AnsibleFilterError("breaker_slurm_to_confirm: the input must be the stdout of scontrol --oneliner show node and the "
+                                 "marker (gpu_reclaim_drain_reason) a non-empty string, got %r and %r" % (type(show_node_text).__name__, marker))
+    return slurm_drains_to_confirm(show_node_text, marker)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -112,4 +121,5 @@ class FilterModule:
             "snapshot_summary": snapshot_summary,
             "host_platform": host_platform,
             "flagged_hosts": flagged_hosts,
+            "breaker_slurm_to_confirm": breaker_slurm_to_confirm,
         }

@@ -9,6 +9,7 @@ and concurrent writers never interleave inside a line.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import json
@@ -153,10 +154,7 @@ def rotate_if_full(path, incoming=0, limit=None, keep=None):
     journal's directory, so that two writers never rotate twice; a writer that still holds the old file open finishes
     its line there (path.1), which readers read too. Returns whether it rotated."""
     limit = ROTATE_BYTES if limit is None else limit
-    directory = os.path.dirname(os.path.abspath(path))
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with _rotation_lock(path, fcntl.LOCK_EX):
         try:
             size = os.stat(path).st_size
         except FileNotFoundError:
@@ -170,6 +168,21 @@ def rotate_if_full(path, incoming=0, limit=None, keep=None):
             except FileNotFoundError:
                 continue
         return True
+
+
+@contextlib.contextmanager
+def _rotation_lock(path, operation):
+    """A flock on the journal's directory: exclusive while a writer rotates, shared while a reader reads the files one
+    after the other (a rotation between two of those reads would give a reader the same lines twice, or none). A
+    directory that does not exist has nothing to lock, nor to read."""
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        yield
+        return
+    try:
+        fcntl.flock(fd, operation)
+        yield
     finally:
         os.close(fd)  # drops the flock
 
@@ -318,13 +331,14 @@ def read_journal(path, tail_bytes=None):
     """
     chunks = []
     remaining = tail_bytes
-    for each in rotated_paths(path):
-        if remaining is not None and remaining <= 0:
-            break
-        data, cut = _read_tail(each, remaining)
-        chunks.append(parse_records(data, cut))
-        if remaining is not None:
-            remaining -= len(data)
+    with _rotation_lock(path, fcntl.LOCK_SH):
+        for each in rotated_paths(path):
+            if remaining is not None and remaining <= 0:
+                break
+            data, cut = _read_tail(each, remaining)
+            chunks.append(parse_records(data, cut))
+            if remaining is not None:
+                remaining -= len(data)
     return [record for chunk in reversed(chunks) for record in chunk]
 
 
@@ -337,9 +351,22 @@ def read_window(path, since=None, max_bytes=None):
     not complete when max_bytes stopped the reading, or when the window reaches past the oldest record kept and the
     rotation has dropped older files (path.<ROTATE_KEEP> exists)."""
     max_bytes = WINDOW_MAX_BYTES if max_bytes is None else max_bytes
-    chunks, files, read, reason, oldest = [], [], 0, None, None
     paths = rotated_paths(path)
-    reached = False
+    with _rotation_lock(path, fcntl.LOCK_SH):
+        chunks, files, read, reason, oldest, reached = _read_newest_first(paths, since, max_bytes)
+        rotated_away = os.path.exists(paths[-1])
+    if reason is None and not reached and rotated_away and (since is None or oldest is None or oldest > since):
+        reason = "older lines were rotated away (%s is the oldest file kept)" % paths[-1]
+    records = [record for chunk in reversed(chunks) for record in chunk]
+    if since is not None:
+        records = [record for record in records if (journal_epoch(record.get("ts")) or -1) >= since]
+    coverage = {"complete": reason is None, "from": _stamp(oldest), "reason": reason, "files": files, "bytes": read}
+    return records, coverage
+
+
+def _read_newest_first(paths, since, max_bytes):
+    """read_window's reading, newest file first, until the window or max_bytes is reached."""
+    chunks, files, read, reason, oldest, reached = [], [], 0, None, None, False
     for each in paths:
         budget = max_bytes - read
         if budget <= 0:
@@ -362,13 +389,7 @@ def read_window(path, since=None, max_bytes=None):
         if since is not None and dated and min(dated) < since:
             reached = True
             break
-    if reason is None and not reached and os.path.exists(paths[-1]) and (since is None or oldest is None or oldest > since):
-        reason = "older lines were rotated away (%s is the oldest file kept)" % paths[-1]
-    records = [record for chunk in reversed(chunks) for record in chunk]
-    if since is not None:
-        records = [record for record in records if (journal_epoch(record.get("ts")) or -1) >= since]
-    coverage = {"complete": reason is None, "from": _stamp(oldest), "reason": reason, "files": files, "bytes": read}
-    return records, coverage
+    return chunks, files, read, reason, oldest, reached
 
 
 def _stamp(epoch):

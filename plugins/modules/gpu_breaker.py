@@ -77,6 +77,13 @@ options:
       - The output of C(scontrol --oneliner show node) over the cluster (each reason whole, every state flag); unset
         reads no Slurm state. A node counts only when drained and its whole reason is one our drains write.
     type: str
+  slurm_reasons:
+    description:
+      - For each node of O(slurm_nodes) that C(scontrol) shows drained with exactly our reason (filter
+        C(gpuops.remediation.breaker_slurm_to_confirm)), the stdout of C(sinfo --all --noheader --Node --nodes NODE --format %E),
+        whole (its trailing newline kept). A node whose reason C(sinfo) shows otherwise (an administrator's reason with an
+        empty line, or with a C([user@time]) stamp of its own) does not count. A node left out is counted on C(scontrol)'s reading.
+    type: dict
   kubernetes_nodes:
     description: The Node resources of C(kubernetes.core.k8s_info); unset reads no Kubernetes state.
     type: list
@@ -92,20 +99,14 @@ options:
 extends_documentation_fragment:
   - gpuops.remediation.attributes
   - gpuops.remediation.attributes.CONTROLLER_ACTION
+  - gpuops.remediation.attributes.CONTROLLER_ONLY
 attributes:
   bypass_host_loop:
     details:
       - It runs per host like any task.
   check_mode:
-    support: full
     details:
       - Decides the same way, and writes no record.
-  diff_mode:
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
 seealso:
   - module: gpuops.remediation.gpu_ladder
 """

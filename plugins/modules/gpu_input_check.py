@@ -36,20 +36,14 @@ options:
 extends_documentation_fragment:
   - gpuops.remediation.attributes
   - gpuops.remediation.attributes.CONTROLLER_ACTION
+  - gpuops.remediation.attributes.CONTROLLER_ONLY
 attributes:
   bypass_host_loop:
     details:
       - It runs per host like any task; give it C(run_once) to check the inputs once.
   check_mode:
-    support: full
     details:
       - It only reads; check mode is the same run.
-  diff_mode:
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
 seealso:
   - module: gpuops.remediation.gpu_ladder
 """

@@ -55,20 +55,14 @@ options:
 extends_documentation_fragment:
   - gpuops.remediation.attributes
   - gpuops.remediation.attributes.CONTROLLER_ACTION
+  - gpuops.remediation.attributes.CONTROLLER_ONLY
 attributes:
   bypass_host_loop:
     details:
       - It runs per host like any task; give it C(run_once) to write one report.
   check_mode:
-    support: full
     details:
       - The report is written in check mode too (it is the plan then); it changes nothing on the hosts, and the task never reports a change.
-  diff_mode:
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: all
 seealso:
   - module: gpuops.remediation.gpu_holders_info
 """

@@ -21,6 +21,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisio
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
 
 RECORD_SUFFIX = ".breaker.json"
+# The start of our drains' reasons and our cordon annotation's value (gpu_reclaim_drain_reason's default).
+DEFAULT_DRAIN_REASON = "gpuops: reclaiming stuck GPU memory"
 
 
 def breaker_limit(fleet_size, max_percent, max_count):
@@ -59,12 +61,25 @@ def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minute
             % (len(others), fleet_size, named, host, len(others) + 1, limit, max_percent, max_count, host, window_minutes))
 
 
-def slurm_out(show_node_text, marker):
+def slurm_drains_to_confirm(show_node_text, marker):
+    """The nodes `scontrol --oneliner show node` shows drained with exactly our reason: each is read again as Slurm stores
+    it (`sinfo --nodes NODE --format %E`, whole) before it counts (slurm_out), since scontrol drops a reason's empty
+    lines and cannot tell its own [user@time] stamp from one the reason holds."""
+    return sorted(drained_with_marker(parse_nodes(show_node_text or ""), marker))
+
+
+def slurm_out(show_node_text, marker, stored_reasons=None):
     """{node: why} of the nodes drained with our reason, from `scontrol --oneliner show node` over the whole cluster
     (one record per line, each reason whole: sinfo prints a reason's later lines as lines of their own, so that our
-    first line followed by an administrator's would read as ours); a drain with anyone else's reason is not ours."""
-    return dict((name, "drained in Slurm by gpuops run %s" % run)
-                for name, run in drained_with_marker(parse_nodes(show_node_text or ""), marker).items())
+    first line followed by an administrator's would read as ours); a drain with anyone else's reason is not ours.
+    stored_reasons ({node: the stdout of `sinfo --all --noheader --Node --nodes NODE --format %E`}, for the nodes of
+    slurm_drains_to_confirm): a reason sinfo shows otherwise (an admin's, with an empty line or a stamp of its own) is
+    not ours either."""
+    nodes = parse_nodes(show_node_text or "")
+    for node in nodes:
+        if stored_reasons is not None and node["node"] in stored_reasons:
+            node["sinfo_reason"] = stored_reasons[node["node"]]
+    return dict((name, "drained in Slurm by gpuops run %s" % run) for name, run in drained_with_marker(nodes, marker).items())
 
 
 def kubernetes_out(node_resources, annotation, reason):

@@ -9,26 +9,12 @@ is what ContainerWitness.confirm builds from judge() over them."""
 
 from __future__ import annotations
 
-import os
-
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import judge, parse_inspect
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import container_job
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "docker")
-CONTAINER_ID = "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"
-OTHER_ID = "0" * 64
-CLAIMED = {"runtime": "docker", "id": CONTAINER_ID}
+from .docker_captures import CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture, inspected
 
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
-
-
-MAIN_CGROUP = fixture("cgroup-v1-cgroupfs-main.txt")
-FAKE_CGROUP = fixture("cgroup-v1-user-delegated-fake.txt")
-RUNNING = parse_inspect("docker", CONTAINER_ID, 0, fixture("inspect-running.json"))[0]
-EXITED = parse_inspect("docker", CONTAINER_ID, 0, fixture("inspect-exited.json"))[0]
+EXITED = inspected("inspect-exited.json")
 
 
 def confirmation(state, why_not, holder_cgroup, main_cgroup):

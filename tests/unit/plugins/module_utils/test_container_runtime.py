@@ -24,20 +24,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._container_runt
     ContainerWitness, confirm_holders, delegated_subtree, inspect_argv, judge, namespace_init, namespace_members, parse_inspect, within)
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import parse_cgroup
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "docker")
-CONTAINER_ID = "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"
-OTHER_ID = "0" * 64
-CLAIMED = {"runtime": "docker", "id": CONTAINER_ID}
-
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
-
-
-MAIN_CGROUP = fixture("cgroup-v1-cgroupfs-main.txt")
-FAKE_CGROUP = fixture("cgroup-v1-user-delegated-fake.txt")
-RUNNING = parse_inspect("docker", CONTAINER_ID, 0, fixture("inspect-running.json"))[0]
+from .docker_captures import CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture
 
 
 def v2(path):

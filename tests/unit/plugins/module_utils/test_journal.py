@@ -374,3 +374,44 @@ def test_an_unrotated_journal_is_read_whole_past_the_old_four_mib_tail(tmp_path)
     assert os.path.getsize(path) > 6 * 1024 * 1024
     records, coverage = _journal.read_window(path, None)
     assert len(records) == 16000 and coverage["complete"] and coverage["from"] == "2026-11-20T00:00:00.000000Z"
+
+
+def _blocked_on_flock(pid):
+    """Whether the kernel lists pid as waiting for a flock (/proc/locks marks a blocked waiter with '->')."""
+    with open("/proc/locks") as handle:
+        return any("->" in line and "FLOCK" in line and line.split()[-4] == str(pid) for line in handle)
+
+
+@pytest.mark.parametrize("reader", ["read_journal", "read_window"])
+def test_a_rotation_by_another_process_between_two_file_reads_waits_for_the_reader(tmp_path, monkeypatch, child_env, reader):
+    """The reader has read journal.jsonl and not yet journal.jsonl.1 when a writer in another process rotates: the
+    rotation waits on the directory's flock until the reader is done, so the reader gets each line once and none lost."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    path = str(tmp_path / "journal.jsonl")
+    _journal.append_line(path, {"ts": _journal._stamp(time.time()), "id": "old", "phase": "intent", "action": "signal"})
+    assert _journal.rotate_if_full(path, 1, limit=1)
+    _journal.append_line(path, {"ts": _journal._stamp(time.time()), "id": "new", "phase": "intent", "action": "signal"})
+    rotator = []
+    read_tail = _journal._read_tail
+
+    def read_then_let_a_writer_rotate(each, budget):
+        data = read_tail(each, budget)
+        if each == path and not rotator:
+            rotator.append(subprocess.Popen(
+                [sys.executable, "-c", "import sys; from ansible_collections.gpuops.remediation.plugins.module_utils import _journal;"
+                 "sys.exit(0 if _journal.rotate_if_full(sys.argv[1], 1, limit=1) else 3)", path], env=child_env))
+            # Until the rotation is either done or waiting on the lock: the kernel says which.
+            deadline = time.monotonic() + 60
+            while rotator[0].poll() is None and not _blocked_on_flock(rotator[0].pid):
+                assert time.monotonic() < deadline, "the rotating child neither finished nor waited on the lock"
+                time.sleep(0.01)
+        return data
+    monkeypatch.setattr(_journal, "_read_tail", read_then_let_a_writer_rotate)
+    if reader == "read_journal":
+        records = _journal.read_journal(path)
+    else:
+        records = _journal.read_window(path)[0]
+    assert rotator[0].wait(timeout=60) == 0  # it rotated once the reader was done
+    assert [record["id"] for record in records] == ["old", "new"]
+    assert [record["id"] for record in read_journal(path)] == ["old", "new"]
+    assert not os.path.exists(path)  # the rotation happened: journal.jsonl is now .1

@@ -6,7 +6,8 @@ import json
 import os
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
+    breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_drains_to_confirm,
+    slurm_out,
 )
 
 REASON = "gpuops: reclaiming stuck GPU memory"
@@ -90,6 +91,28 @@ def test_slurm_an_admins_line_after_our_reason_is_not_ours_and_forges_no_node():
     forged = line.replace("admin: RMA, do not resume", "gpu99|drained|root|2026-12-01T00:00:00|%s (run x: y)" % REASON)
     assert slurm_out(line + "\n", REASON) == {}
     assert slurm_out(forged + "\n", REASON) == {}
+
+
+def _capture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def test_slurm_lookalikes_scontrol_shows_as_ours_are_read_again_and_not_counted():
+    """An administrator's reason with a trailing newline (scontrol drops it) or a [user@time] stamp of its own: scontrol
+    shows both as exactly ours; sinfo %E, read for each such node, shows them as stored, and they do not count."""
+    text = "".join(_capture(name + ".txt").replace("NodeName=gpunode9 ", "NodeName=%s " % node, 1).rstrip("\n") + "\n"
+                   for name, node in (("idle-drain-trailing-newline", "n1"), ("idle-drain-spoofed-stamp", "n2"),
+                                      ("gpunode9-idle-drain-ours", "n3")))
+    assert slurm_drains_to_confirm(text, REASON) == ["n1", "n2", "n3"]
+    stored = {"n1": _capture("idle-drain-trailing-newline.sinfo"), "n2": _capture("idle-drain-spoofed-stamp.sinfo"),
+              "n3": _capture("gpunode9-idle-drain-ours.sinfo")}
+    assert slurm_out(text, REASON, stored) == {"n3": "drained in Slurm by gpuops run abc"}
+    # Our reason shown once per partition of the node is still ours; a node sinfo no longer shows (gone since) is not.
+    assert slurm_out(text, REASON, dict(stored, n3=stored["n3"] * 2)) == {"n3": "drained in Slurm by gpuops run abc"}
+    assert slurm_out(text, REASON, dict(stored, n3="")) == {}
+    # Not read again (no sinfo), scontrol's reading stands: the breaker counts more, never fewer.
+    assert sorted(slurm_out(text, REASON)) == ["n1", "n2", "n3"]
 
 
 def test_kubernetes_nodes_cordoned_by_us_only():
