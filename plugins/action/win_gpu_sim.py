@@ -32,6 +32,9 @@ ARGUMENT_SPEC = {
     "default_user": {"type": "str", "default": "ada"},
     "administrators": {"type": "list", "elements": "str"},
     "store_wsl": {"type": "bool", "default": True},
+    "wsl": {"type": "str", "default": "installed", "choices": ["installed", "absent", "not_installed"]},
+    "wsl_vm_name": {"type": "str", "default": "vmmemWSL", "choices": ["vmmemWSL", "vmmem"]},
+    "wsl_relay": {"type": "bool", "default": True},
     "auto_restart_shell": {"type": "bool", "default": True},
     "integrated_gpu": {"type": "bool", "default": False},
     "virtual_display": {"type": "bool", "default": False},
@@ -46,7 +49,8 @@ ARGUMENT_SPEC = {
     "distributions": {"type": "list", "elements": "dict", "default": [], "options": {
         "name": {"type": "str", "required": True}, "owner": {"type": "str"}, "running": {"type": "bool", "default": True},
         "version": {"type": "int", "default": 2}, "default": {"type": "bool"}, "gpus": {"type": "list", "elements": "int", "default": [0]},
-        "memory_mib": {"type": "int", "default": 0}}},
+        "memory_mib": {"type": "int", "default": 0}, "gpu_probe": {"type": "bool", "default": True},
+        "held_after_stop": {"type": "bool", "default": False}}},
 }
 
 

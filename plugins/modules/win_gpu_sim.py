@@ -65,6 +65,27 @@ options:
     description: Whether C(C:\\Program Files\\WSL\\wsl.exe) (the Store WSL) exists.
     type: bool
     default: true
+  wsl:
+    description:
+      - V(installed), V(absent) (no wsl.exe can be started) or V(not_installed) (wsl.exe answers every command with the
+        exit status 0x8007019E - the optional component is not enabled).
+    type: str
+    choices: [installed, absent, not_installed]
+    default: installed
+  wsl_vm_name:
+    description:
+      - The name of each user's WSL VM memory process - V(vmmemWSL) (newer builds) or V(vmmem) (older builds, the name
+        every Hyper-V VM's has). It runs as C(NT VIRTUAL MACHINE\\<vm id>), and the snapshot script's Host Compute
+        Service list names its id with owner C(WSL).
+    type: str
+    choices: [vmmemWSL, vmmem]
+    default: vmmemWSL
+  wsl_relay:
+    description:
+      - Whether a C(wslrelay.exe) of the user, in the user's session, names the user's WSL VM id on its command line
+        (C(--vm-id)) while it runs: what tells whose WSL VM it is. V(false) leaves the owner unknown.
+    type: bool
+    default: true
   auto_restart_shell:
     description:
       - Whether Windows starts a session's C(explorer.exe) again when it is ended by force (Winlogon's
@@ -163,7 +184,9 @@ options:
     default: []
     suboptions:
       name:
-        description: Image name (any text but NUL).
+        description:
+          - Image name (any text but NUL). V(vmmem) with O(processes[].user) C(NT VIRTUAL MACHINE\\<guid>) is a Hyper-V
+            VM's memory process, which the Host Compute Service lists under that id with owner C(VMMS).
         type: str
         required: true
       gpus:
@@ -272,9 +295,21 @@ options:
         elements: int
         default: [0]
       memory_mib:
-        description: GPU memory its processes hold while it runs (the WSL VM holds it on the Windows side), MiB.
+        description:
+          - GPU memory its processes hold while it runs (the WSL VM holds it on the Windows side), MiB. A distribution
+            with some has processes with C(/dev/dxg) open, as the C(find) probe of M(gpuops.remediation.wsl_shutdown) sees.
         type: int
         default: 0
+      gpu_probe:
+        description: Whether C(find) runs in it (V(false) - the C(/dev/dxg) probe fails, and its hold is not known).
+        type: bool
+        default: true
+      held_after_stop:
+        description:
+          - Whether its GPU memory stays with the WSL VM after it stops (memory of the guest, not of a process), until
+            the VM stops.
+        type: bool
+        default: false
 """
 
 EXAMPLES = r"""

@@ -43,7 +43,7 @@ def windows_node(action, task_vars):
     root = host_variable(action, task_vars, SIM_ROOT_VAR)
     if root:
         return SimulatedNode(str(root), _connection_user(action))
-    return TargetNode(action, task_vars)
+    return TargetNode(action, task_vars, _connection_user(action))
 
 
 def host_variable(action, task_vars, name):
@@ -105,9 +105,10 @@ class TargetNode(_CodePage):
 
     simulated = False
 
-    def __init__(self, action, task_vars):
+    def __init__(self, action, task_vars, user=None):
         self._action = action
         self._task_vars = task_vars
+        self.user = user  # whom the tools run as (the become user, else the connection's), as far as the play says
 
     def command(self, argv, read_only=False):
         """Run argv (a list: win_command quotes each element by the C runtime's rules) -> CommandResult.

@@ -54,8 +54,9 @@ def refusal(process, policy):
     name = process.get("name")
     kind = role(name, process.get("pid"))
     base = base_name(name)
-    if kind == "wsl_vm":
-        return "%s is the WSL VM: stop its distributions (wsl --terminate / --shutdown), never kill it" % label(process)
+    if kind == "vm":
+        return ("%s is a virtual machine's memory process (the WSL VM's or a Hyper-V VM's): never killed; the WSL VM "
+                "stops with its distributions (wsl --terminate / --shutdown)" % label(process))
     if kind == "protected":
         return "%s is a protected Windows system process" % label(process)
     if base in CONNECTION_NAMES:

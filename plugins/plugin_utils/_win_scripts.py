@@ -28,7 +28,21 @@ try {
 catch {
     $owners = @{}
 }
+# A VM memory process's owner SID is its VM's id (S-1-5-83-1-...); a WSL process's --vm-id names the WSL VM it serves.
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
+    $ownerSid = $null
+    if ($_.Name -like 'vmmem*') {
+        try {
+            $ownerSid = (Invoke-CimMethod -InputObject $_ -MethodName 'GetOwnerSid').Sid
+        }
+        catch {
+            $ownerSid = $null
+        }
+    }
+    $vmId = $null
+    if (($_.Name -in @('wslrelay.exe', 'wslhost.exe')) -and ($_.CommandLine -match '--vm-id\s+(\{?[0-9A-Fa-f-]{36}\}?)')) {
+        $vmId = $Matches[1]
+    }
     [pscustomobject]@{
         ProcessId = $_.ProcessId
         ParentProcessId = $_.ParentProcessId
@@ -37,7 +51,61 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         CreationDate = $_.CreationDate
         SessionId = $_.SessionId
         User = $owners[[int]$_.ProcessId]
+        OwnerSid = $ownerSid
+        VmId = $vmId
     }
+}
+"""
+
+# The Host Compute Service's compute systems (HcsEnumerateComputeSystems of vmcompute.dll: JSON with each one's Id and
+# Owner, "WSL" for the WSL VM), the one source that says which VM is WSL's. $computeSystems stays null, and $hcsError
+# says why, where Add-Type is refused (Constrained Language Mode, AppLocker) or HCS does not answer (no elevation, no
+# Hyper-V platform).
+_HCS = r"""$computeSystems = $null
+$hcsError = $null
+try {
+    if (-not ('GpuopsHcs' -as [type])) {
+        Add-Type -TypeDefinition @'
+using System;
+using System.Runtime.InteropServices;
+
+public static class GpuopsHcs
+{
+    [DllImport("vmcompute.dll", CharSet = CharSet.Unicode)]
+    private static extern int HcsEnumerateComputeSystems(string query, out IntPtr computeSystems, out IntPtr result);
+
+    public static string Enumerate()
+    {
+        IntPtr systems;
+        IntPtr result;
+        int hr = HcsEnumerateComputeSystems("{}", out systems, out result);
+        try
+        {
+            if (hr != 0)
+            {
+                Marshal.ThrowExceptionForHR(hr);
+            }
+            return systems == IntPtr.Zero ? "[]" : Marshal.PtrToStringUni(systems);
+        }
+        finally
+        {
+            if (systems != IntPtr.Zero)
+            {
+                Marshal.FreeCoTaskMem(systems);
+            }
+            if (result != IntPtr.Zero)
+            {
+                Marshal.FreeCoTaskMem(result);
+            }
+        }
+    }
+}
+'@
+    }
+    $computeSystems = [GpuopsHcs]::Enumerate()
+}
+catch {
+    $hcsError = $_.Exception.Message
 }
 """
 
@@ -199,6 +267,7 @@ catch {
 }
 
 %(processes)s
+%(hcs)s
 %(pnp_locations)s
 %(pci_address)s
 $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -ErrorAction SilentlyContinue | ForEach-Object {
@@ -235,9 +304,11 @@ $Ansible.Result = @{
     pnp_error = $pnpError
     d3dkmt_error = $d3dkmtError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
+    compute_systems = $computeSystems
+    hcs_error = $hcsError
 }
 """ % {"cim_class": literal(CIM_CLASS), "adapter_class": literal(ADAPTER_CIM_CLASS), "processes": _PROCESSES,
-       "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
+       "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS, "hcs": _HCS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]
@@ -257,6 +328,21 @@ $Ansible.Changed = $false
 %(processes)s
 $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3 }
 """ % {"processes": _PROCESSES}
+
+# The process list with HCS's compute systems: which VM memory process is the WSL VM, and whose (wsl_shutdown's record
+# of the VM before it acts, and its check after).
+WSL_VMS = r"""[CmdletBinding(SupportsShouldProcess)]
+param ()
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+%(processes)s
+%(hcs)s
+$Ansible.Result = @{
+    processes = ConvertTo-Json -InputObject @($processes) -Depth 3
+    compute_systems = $computeSystems
+    hcs_error = $hcsError
+}
+""" % {"processes": _PROCESSES, "hcs": _HCS}
 
 # One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
 # the disk before the action goes ahead. A missing folder is made with its DACL in the one call that creates it (the
@@ -678,6 +764,6 @@ $Ansible.Result = @{
 }
 """
 
-SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
-           "journal_read": JOURNAL_READ, "code_page": CODE_PAGE, "sessions": SESSIONS,
+SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "wsl_vms": WSL_VMS,
+           "journal_append": JOURNAL_APPEND, "journal_read": JOURNAL_READ, "code_page": CODE_PAGE, "sessions": SESSIONS,
            "terminate_held": TERMINATE_HELD}

@@ -9,9 +9,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import uuid
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl, _win_wsl_vm
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_tools import taskkill_in_script
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
     CRITICAL_NAMES, MIB, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
@@ -86,6 +87,7 @@ def _snapshot_script(state, parameters, _caller):
               "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath")),
               "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None,
               "d3dkmt_error": "Cannot add type. Definition of new types is not supported in this language mode." if constrained else None}
+    answer.update(_hcs(state))
     if not state.get("pnp_properties", True):
         # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
         answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "
@@ -113,12 +115,38 @@ def _id_after(instance_id, marker, width):
 def _processes_json(state):
     return _ps_json([{"ProcessId": p["pid"], "ParentProcessId": p["ppid"], "Name": p["name"], "ExecutablePath": p["image_path"],
                       "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"],
-                      "User": None if p.get("owner_hidden") else p["user"]}
+                      "User": None if p.get("owner_hidden") else p["user"], "OwnerSid": _owner_sid(p), "VmId": p.get("vm_id_arg")}
                      for p in state["processes"]])
+
+
+def _owner_sid(process):
+    """Win32_Process.GetOwnerSid of a VM memory process (the script asks it of those only): its VM's account SID."""
+    if _win_processes.role(process["name"], process["pid"]) != "vm":
+        return None
+    vm_id = _win_wsl_vm.vm_id_from_account(process.get("user"))
+    return _win_wsl_vm.sid_of_vm_id(vm_id) if vm_id else None
+
+
+def _hcs(state):
+    """HcsEnumerateComputeSystems as the scripts return it: each running VM's Id and Owner (WSL for the WSL VMs, VMMS
+    for Hyper-V's), or the Add-Type refusal under Constrained Language Mode."""
+    if state.get("constrained_language"):
+        return {"compute_systems": None, "hcs_error": "Cannot add type. Definition of new types is not supported in this language mode."}
+    systems = []
+    for process in state["processes"]:
+        vm_id = process.get("vm_id") or (_win_wsl_vm.vm_id_from_account(process.get("user")) if process.get("hyperv_vm") else None)
+        if vm_id:
+            systems.append({"Id": vm_id.upper(), "SystemType": "VirtualMachine", "Owner": "WSL" if process.get("wsl_vm_of") else "VMMS",
+                            "RuntimeId": str(uuid.uuid5(uuid.NAMESPACE_OID, vm_id)), "State": "Running"})
+    return {"compute_systems": json.dumps(systems), "hcs_error": None}
 
 
 def _processes_script(state, _parameters, _caller):
     return {"processes": _processes_json(state)}
+
+
+def _wsl_vms_script(state, _parameters, _caller):
+    return dict(_hcs(state), processes=_processes_json(state))
 
 
 def _wsl_path_script(state, parameters, _caller):
@@ -206,5 +234,5 @@ def _sessions_script(state, _parameters, _caller):
     return {"unavailable": None, "sessions": _ps_json(rows), "own_session": 0}
 
 
-_SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script, "code_page": _code_page_script,
-            "sessions": _sessions_script}
+_SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script, "wsl_vms": _wsl_vms_script,
+            "code_page": _code_page_script, "sessions": _sessions_script}

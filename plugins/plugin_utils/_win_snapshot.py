@@ -18,13 +18,16 @@ import re
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, windows_verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_counters, _win_journal, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl,
+    _win_counters, _win_journal, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl, _win_wsl_vm,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
 MIB = 1024 * 1024
 NVIDIA_VENDOR_ID = 0x10DE
-_CLASS_OF_ROLE = {"wsl_vm": "wsl_vm", "protected": "system", "dwm": "graphics_session"}
+_CLASS_OF_ROLE = {"protected": "system", "dwm": "graphics_session"}
+# A VM memory process's class by what _win_wsl_vm found: the WSL VM (the wsl rung's), another VM's or one not known to
+# be WSL's (no rung of ours: a running VM is busy, and neither is ever killed).
+_CLASS_OF_VM_KIND = {"wsl": "wsl_vm"}
 NO_COUNTER_REASON = "no GPU Process Memory counter names this pid on an NVIDIA adapter"
 
 
@@ -40,6 +43,7 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     gpus = _gpus(node, nvidia_smi, probes)
     counters = _counters(script.get("process_memory") or {}, probes)
     processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
+    vms = wsl_vms(processes, script, probes, getattr(node, "user", None))
     locations = _pnp_locations(script, probes)
     luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes, locations,
                         script.get("d3dkmt_error"))
@@ -49,9 +53,11 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     for holder in holders:
         holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
+    wsl = dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path, user=getattr(node, "user", None),
+               vms=[vm_record(vm) for vm in vms])
+    wsl["distributions"] = _distribution_holds(node, wsl_path, wsl, holders, probes)
     snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, locations, probes),
-                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path),
-                "journal": journal, "probes": probes}
+                "sessions": _sessions(node, probes), "wsl": wsl, "journal": journal, "probes": probes}
     adapter_memory = _adapter_memory(script.get("adapter_memory") or {}, probes)
     for gpu in gpus:
         ghost = ghost_memory(gpu, adapter_memory.get(gpu.get("luid")) if gpu.get("luid") else None)
@@ -120,10 +126,55 @@ def running_distributions(node, wsl_path, probes, vm_running=None):
 
 
 def vm_running(processes):
-    """Whether a WSL VM process (vmmemWSL, vmmem) runs, from a parsed process list; None when there is none."""
+    """Whether a WSL VM process runs, from a process list _win_wsl_vm.identify annotated: True, False, or None when the
+    list is empty or a VM memory process is not known to be WSL's or not."""
     if not processes:
         return None
-    return any(process.get("role") == "wsl_vm" for process in processes)
+    kinds = [process.get("vm_kind") for process in processes if process.get("role") == "vm"]
+    if "wsl" in kinds:
+        return True
+    return None if None in kinds else False
+
+
+def wsl_vms(processes, script, probes, user):
+    """The VM memory processes of `processes`, each annotated by _win_wsl_vm (which VM, whether it is the WSL VM,
+    whose, and "wsl_mine": whether it is `user`'s); probes["hcs"] says whether HCS answered."""
+    systems = None
+    if script.get("compute_systems") is not None:
+        try:
+            systems = _win_wsl_vm.parse_compute_systems(script["compute_systems"])
+        except ValueError as exc:
+            probes["hcs"] = {"ok": False, "error": str(exc)}
+    if "hcs" not in probes:
+        probes["hcs"] = {"ok": systems is not None, "error": None if systems is not None else script.get("hcs_error") or "HCS gave no answer"}
+    vms = _win_wsl_vm.identify(processes, systems)
+    for vm in vms:
+        vm["wsl_mine"] = _win_wsl_vm.owned_by(vm, user) if vm["vm_kind"] == "wsl" else False
+    return vms
+
+
+def vm_record(vm):
+    """What a snapshot and wsl_shutdown keep of a VM memory process: its identity and what it is."""
+    return dict((key, vm.get(key)) for key in ("pid", "name", "creation_time_ms", "user", "vm_id", "vm_kind", "vm_kind_source",
+                                               "wsl_owner", "wsl_mine"))
+
+
+def _distribution_holds(node, wsl_path, wsl, holders, probes):
+    """Which running distributions of the node's user hold the GPU (_win_wsl.parse_gpu_probe: a process of theirs with
+    /dev/dxg open), asked only while a WSL VM holds a GPU -> [{"name", "holds_gpu" (None: not known), "pids", "error"}]."""
+    if not wsl["running"] or not [h for h in holders if h["gpus"] and h["class"] == "wsl_vm"]:
+        return []
+    found = []
+    for name in wsl["running"]:
+        try:
+            answer = node.command(_win_wsl.gpu_probe_argv(name, wsl_path), read_only=True)
+        except WindowsNodeError as exc:
+            found.append({"name": name, "holds_gpu": None, "pids": [], "error": str(exc)})
+            continue
+        found.append(dict(_win_wsl.parse_gpu_probe(answer.stdout, answer.rc, answer.stderr), name=name))
+    unknown = [d["name"] for d in found if d["holds_gpu"] is None]
+    probes["wsl_distributions"] = {"ok": not unknown, "error": "; ".join("%s: %s" % (d["name"], d["error"]) for d in found if d["holds_gpu"] is None) or None}
+    return found
 
 
 def _probe(probes, name, call, default):
@@ -357,9 +408,12 @@ def _holder(process, listed, counter, luids):
                   nvidia_smi_used_mib=sum(smi_used) if smi_used else None,
                   nvidia_smi_reason=reasons[0] if reasons and not smi_used else None,
                   used_mib_reason=None if used is not None else (reasons[0] if reasons else NO_COUNTER_REASON),
-                  wsl_vm=process["role"] == "wsl_vm")
+                  wsl_vm=process.get("vm_kind") == "wsl")
     holder["nvidia_smi_types"] = sorted(set(entry.get("type") or "N/A" for _index, entry in listed))
-    holder["class"] = _CLASS_OF_ROLE.get(process["role"]) or ("compute" if _compute_context(listed) else "graphics_session")
+    if process["role"] == "vm":
+        holder["class"] = _CLASS_OF_VM_KIND.get(process.get("vm_kind"), "vm")
+    else:
+        holder["class"] = _CLASS_OF_ROLE.get(process["role"]) or ("compute" if _compute_context(listed) else "graphics_session")
     return holder
 
 

@@ -217,7 +217,6 @@ def test_a_non_ascii_user_name_from_quser_in_the_oem_code_page_is_read():
     assert _win_sessions.sessions_of(sessions, "jos\u00e9"), sessions  # was: user 'jos\x82', no session of josé
 
 
-@pytest.mark.xfail(strict=True, reason="review18: any vmmem is taken for the WSL VM; a Hyper-V VM's makes the walk shut WSL down for nothing")
 def test_a_hyper_v_vm_holding_the_gpu_never_shuts_down_an_idle_wsl(tmp_path):
     node = build(tmp_path, processes=[{"name": "vmmem", "memory_mib": 4096, "user": "NT VIRTUAL MACHINE\\7A1B", "session_id": 0}],
                  distributions=[{"name": "Ubuntu", "memory_mib": 0}])
