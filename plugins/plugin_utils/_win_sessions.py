@@ -70,10 +70,14 @@ def parse_quser(stdout, rc, stderr=""):
 
 
 def sessions_of(sessions, user):
-    """The sessions of `user` (case-insensitive; a domain prefix ignored; quser's 20-character cut allowed for)."""
-    wanted = user.split("\\")[-1].lower()
+    """The sessions of `user` (case-insensitive; quser's 20-character cut allowed for). A domain prefix (WS12\\ada) must
+    name the session's domain where the session API gave one (CORP\\ada is another user than the local WS12\\ada);
+    quser gives none, and then the prefix is ignored."""
+    domain, dummy, name = user.rpartition("\\")
+    wanted, domain = name.lower(), domain.strip().lower()
     return [session for session in sessions
-            if session["user"].lower() == wanted or (len(session["user"]) == 20 and wanted.startswith(session["user"].lower()))]
+            if (session["user"].lower() == wanted or (len(session["user"]) == 20 and wanted.startswith(session["user"].lower())))
+            and (not domain or domain == "." or not session.get("domain") or session["domain"].lower() == domain)]
 
 
 def _columns(header):
