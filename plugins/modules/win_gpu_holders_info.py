@@ -171,9 +171,13 @@ holders:
       type: int
 adapters:
   description:
-    - The display adapters pnputil lists (instance id, description, status, driver, C(is_nvidia)), with C(pci_location)
+    - The display adapters C(Get-PnpDevice -Class Display) lists (pnputil's listing where it does not answer) - instance
+      id, description, C(status) (for the report only), C(problem_code) (C(ConfigManagerErrorCode), null when 0 -
+      working), C(state_known), C(started) (from those numbers and C(present), never from a status word; null where
+      only pnputil answered), C(state_source) (V(cim) or V(pnputil)), C(is_nvidia) - with C(pci_location)
       (C([bus, device, function]) from C(Get-PnpDeviceProperty) DEVPKEY_Device_BusNumber and DEVPKEY_Device_Address, null
-      when none came back - a virtual display), C(present), C(gpu) (the nvidia-smi index when joined) and C(gpu_join).
+      when none came back - a virtual display), C(pci_domain) (the PCI segment the bus number carries), C(present),
+      C(gpu) (the nvidia-smi index when joined) and C(gpu_join).
     - C(gpu_join) is V(pci_location) (the nvidia-smi GPU whose C(pci.bus_id) has that bus, device and function) or
       V(name), only where no NVIDIA adapter's location came back, and then never for GPUs that share a name; the same
       method is in C(probes.adapter_join).
@@ -181,7 +185,9 @@ adapters:
   type: list
   elements: dict
 sessions:
-  description: The sessions quser lists (user, session name, id, state); empty when nobody is logged on.
+  description:
+    - The interactive sessions (user, domain, session name, id, state) from the session API (C(WTSEnumerateSessions)),
+      or from C(quser)'s columns where C(Add-Type) is refused (C(probes.sessions.source)); empty when nobody is logged on.
   returned: always
   type: list
   elements: dict

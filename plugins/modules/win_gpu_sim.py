@@ -110,6 +110,19 @@ options:
         host without the PnpDevice module, so the adapters are joined to the GPUs by name only.
     type: bool
     default: true
+  constrained_language:
+    description:
+      - Whether PowerShell runs in Constrained Language Mode (or AppLocker refuses C(Add-Type)) - the scripts that
+        compile Windows API calls (terminate, sessions, the adapter address) answer that they cannot, and the plugins
+        take their fallbacks (C(taskkill) one process at a time, C(quser)'s columns, the PnP location).
+    type: bool
+    default: false
+  oem_code_page:
+    description:
+      - The console's OEM code page (the registry's C(OEMCP)) - C(quser) writes user names in it (V(850) Western
+        European, V(866) Russian, V(932) Japanese).
+    type: int
+    default: 437
   gpus:
     description: The GPUs, index by position. Unset means one NVIDIA GeForce RTX 2080 SUPER under WDDM.
     type: list
@@ -147,6 +160,12 @@ options:
             and recovery action then stay.
         type: bool
         default: false
+      problem_after_restart:
+        description:
+          - The device problem code (C(ConfigManagerErrorCode)) the adapter has after C(pnputil /restart-device) - V(43):
+            the driver stopped it. pnputil still exits 0 and lists it V(Started); V(0) means it works.
+        type: int
+        default: 0
       luid:
         description:
           - The adapter's LUID (the DirectX key's C(AdapterLuid) QWORD, the counters' C(luid_0x<high>_0x<low>)). Unset -
@@ -211,6 +230,12 @@ options:
             taskkill refuses it, and the terminate script finds it so (C(IsProcessCritical)) and leaves it.
         type: bool
         default: false
+      owner_known:
+        description:
+          - Whether C(Get-Process -IncludeUserName) names its owner. V(false) - no owner, as for a session that is not
+            elevated or a process Windows denies; with C(protect_users) set it is never ended.
+        type: bool
+        default: true
       children:
         description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
         type: list

@@ -14,7 +14,7 @@ import os
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_decode, _win_processes, _win_wsl
 
 
 STATE_KIND = "gpuops-windows-sim"
@@ -57,7 +57,8 @@ _SESSION_PROCESSES = (
 
 
 DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "reserved_mib": 205, "driver_model": "WDDM",
-               "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81", "restart_needs_reboot": False}
+               "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81", "restart_needs_reboot": False,
+               "problem_after_restart": 0}
 
 
 DWM_MIB = 128
@@ -119,6 +120,7 @@ def build_state(scenario, now_ms=None):
              "next_pid": FIRST_PID, "clock_ms": now_ms - 3600 * 1000, "gpus": [], "processes": [], "sessions": [],
              "distributions": [], "command_log": [], "script_log": [],
              "constrained_language": bool(scenario.get("constrained_language")),
+             "oem_code_page": _code_page(scenario.get("oem_code_page")),
              "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
              "virtual_display": dict(VIRTUAL_DISPLAY) if scenario.get("virtual_display") else None,
              "pnp_properties": bool(scenario.get("pnp_properties", True)),
@@ -142,6 +144,14 @@ def build_state(scenario, now_ms=None):
     for owner in sorted(set(d["owner"] for d in state["distributions"] if d["running"])):
         _start_vm(state, owner)
     return state
+
+
+def _code_page(value):
+    """The console's OEM code page the tools write in (437 unless the scenario says): one Python has a codec for."""
+    number = 437 if value is None else value
+    if isinstance(number, bool) or not isinstance(number, int) or _win_decode.oem_codec(number) is None:
+        raise ValueError("oem_code_page: %r is no code page with a known encoding (437, 850, 866, 932 ...)" % (value,))
+    return number
 
 
 def _choice(scenario, key, choices):
@@ -184,7 +194,14 @@ def _gpu(index, spec):
             # Get-ChildItem lists the DirectX keys in GUID order, which here follows the LUIDs, not nvidia-smi's order.
             "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + (luid & 0xFFFF)),
             "instance_id": instance_id or _nvidia_instance_id(spec["device_id"], index),
-            "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"])}
+            "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"]),
+            "problem_code": 0, "problem_after_restart": _problem_code(index, spec["problem_after_restart"])}
+
+
+def _problem_code(index, value):
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFFFF:
+        raise ValueError("gpus[%d].problem_after_restart: %r is no device problem code (0 .. 65535)" % (index, value))
+    return value
 
 
 def _nvidia_instance_id(device_id, index):
@@ -245,6 +262,8 @@ def _scenario_process(state, spec):
         process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
     if spec.get("critical"):
         process["critical"] = True  # what IsProcessCritical says of it: not a name
+    if spec.get("owner_known") is False:
+        process["owner_hidden"] = True  # Get-Process -IncludeUserName gives no owner for it (not elevated, or denied)
     if _win_processes.role(name, None) == "vm":
         process["hyperv_vm"] = True  # another VM's memory process (Hyper-V's), run as its VM's account
     if spec.get("counter_mib") is not None:
@@ -338,11 +357,15 @@ def _pnp_locations(state):
     for device in _pnp_devices(state):
         properties = []
         if device.get("pci_bus_id"):
-            dummy, bus, rest = device["pci_bus_id"].split(":")
+            domain, bus, rest = device["pci_bus_id"].split(":")
             slot, function = rest.split(".")
-            properties = [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": int(bus, 16)},
+            # a device on PCI segment N: bus number (N << 8) | bus, as Windows reports it
+            properties = [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": int(domain, 16) << 8 | int(bus, 16)},
                           {"KeyName": "DEVPKEY_Device_Address", "Type": 7, "Data": int(slot, 16) << 16 | int(function, 16)}]
-        devices.append({"InstanceId": device["instance_id"], "Present": True, "Properties": properties})
+        code = device.get("problem_code") or 0
+        # Win32_PnPEntity.Status is "OK" for a working device, "Error" for one with a problem code
+        devices.append({"InstanceId": device["instance_id"], "FriendlyName": device["name"], "Manufacturer": device.get("manufacturer"),
+                        "Present": True, "Status": "Error" if code else "OK", "ConfigManagerErrorCode": code, "Properties": properties})
     return devices
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_decode, _win_wsl
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
     MIB, WinSimError, _descendants, _kill_refusal, _pnp_devices, _process, _restart_shell, _start_vm, _stop_vm, process_memory,
     stop_distribution,
@@ -111,6 +111,8 @@ def _restart_device(state, instance_id):
             gpu["restarts"] += 1
             gpu["ghost_mib"] = 0
             gpu["recovery_action"] = "None"
+            # pnputil exits 0 and its listing still says "Started": only ConfigManagerErrorCode tells the driver stopped it
+            gpu["problem_code"] = gpu.get("problem_after_restart") or 0
             return SimCommand(0, ("Microsoft PnP Utility\r\n\r\nRestarting device:          %s\r\n"
                                   "Device restarted successfully.\r\n" % instance_id).encode())
     return SimCommand(1, ("Microsoft PnP Utility\r\n\r\nRestarting device:          %s\r\n"
@@ -127,7 +129,12 @@ def _quser(state, args, _caller):
     for session in state["sessions"]:
         cells = (session["user"][:20], session["session_name"] or "", session["id"], session["state"], "none", session["logon_time"])
         rows.append(" %-21s %-18s %2d  %-6s %10s  %s" % cells)
-    return SimCommand(0, ("\r\n".join(rows) + "\r\n").encode())
+    # in the console's OEM code page, as quser writes to a pipe (a character the code page lacks becomes "?")
+    return SimCommand(0, ("\r\n".join(rows) + "\r\n").encode(oem_codec(state), "replace"))
+
+
+def oem_codec(state):
+    return _win_decode.oem_codec(state.get("oem_code_page", 437))
 
 
 def _taskkill(state, args, caller):
@@ -253,4 +260,11 @@ def _wsl_terminate(state, mine, name, caller):
     return SimCommand(0, utf16("The operation completed successfully.\n"))
 
 
+# The plugins never run taskkill through win_command: the terminate_held script runs it on the host (taskkill_in_script).
 _TOOLS = {"nvidia-smi": _nvidia_smi, "pnputil": _pnputil, "quser": _quser, "taskkill": _taskkill, "wsl": _wsl, "logoff": _logoff}
+
+
+def taskkill_in_script(state, args, caller):
+    """taskkill as a script on the host runs it (the terminate_held script), logged as a command the host ran."""
+    state["command_log"].append({"argv": ["taskkill"] + list(args), "user": caller, "by_script": True})
+    return _taskkill(state, list(args), caller)

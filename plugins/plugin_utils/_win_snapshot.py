@@ -4,7 +4,7 @@
 
 Probes: nvidia-smi -q -x (GPUs, driver model, the processes NVML lists), one PowerShell round trip (GPU Process
 Memory counters, Win32_Process with owners, the DirectX adapters' LUIDs, the PnP display devices' PCI locations),
-pnputil (adapters and instance ids), quser (sessions), wsl.exe (running distributions), the host's journal. The join:
+pnputil (adapters and instance ids), the sessions (the session API, else quser), wsl.exe (running distributions), the host's journal. The join:
 a counter's LUID -> its DirectX adapter (AdapterLuid) -> the nvidia-smi GPU at the adapter's PCI location (bus,
 device, function, from the graphics kernel; by name where it gave none); a pnputil adapter -> the nvidia-smi GPU at its PnP location (BusNumber, Address;
 by name where none came back); a pid -> its Win32_Process (pid + creation time is the identity every later action
@@ -250,19 +250,37 @@ def _adapters(text):
                          "device_id": _win_json.integer(item.get("DeviceId")), "subsys_id": _win_json.integer(item.get("SubSysId")),
                          "revision_id": _win_json.integer(item.get("RevisionId")),
                          "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
-                         "pci_location": list(location) if None not in location else None, "located_by": "d3dkmt" if None not in location else None})
+                         "pci_location": list(location) if None not in location else None, "pci_domain": None,
+                         "located_by": "d3dkmt" if None not in location else None})
     return adapters
 
 
 def pci_location(bus_id):
     """nvidia-smi's pci.bus_id (domain:bus:device.function) -> [bus, device, function], as the graphics kernel gives an
-    adapter's location (without the domain: a workstation has one), or None."""
+    adapter's location (without the domain: pci_domain has it), or None."""
     normal = normalize_bus_id(bus_id)
     if normal is None:
         return None
     dummy, bus, rest = normal.split(":")
     device, function = rest.split(".")
     return [int(bus, 16), int(device, 16), int(function, 16)]
+
+
+def pci_domain(bus_id):
+    """The PCI domain (segment) of nvidia-smi's pci.bus_id, or None."""
+    normal = normalize_bus_id(bus_id)
+    return int(normal.split(":")[0], 16) if normal is not None else None
+
+
+def same_place(gpu, candidate):
+    """Whether a candidate adapter sits at the GPU's PCI location: bus, device and function equal, and the domain too
+    where both sides state it (nvidia-smi always does; Get-PnpDeviceProperty's bus number carries it; the graphics
+    kernel's adapter address has none, so an adapter located by it is compared without the domain)."""
+    location = pci_location(gpu.get("pci_bus_id"))
+    if location is None or candidate.get("pci_location") != location:
+        return False
+    domain, theirs = pci_domain(gpu.get("pci_bus_id")), candidate.get("pci_domain")
+    return domain is None or theirs is None or domain == theirs
 
 
 _PCI_IDS_RE = re.compile(r"^PCI\\VEN_([0-9A-F]{4})&DEV_([0-9A-F]{4})(?:&SUBSYS_([0-9A-F]{8}))?(?:&REV_([0-9A-F]{2}))?\\", re.IGNORECASE)
@@ -272,6 +290,11 @@ def locate_by_pnp(adapter, locations):
     """The PCI location of a DirectX adapter the graphics kernel gave none for (Add-Type refused): the one present PnP
     device whose instance id carries the adapter's vendor, device, subsystem and revision ids (registry values of the
     DirectX key), at its Get-PnpDeviceProperty location; None when not exactly one matches (identical GPUs)."""
+    found = _pnp_matches(adapter, locations)
+    return found[0]["pci_location"] if len(found) == 1 else None
+
+
+def _pnp_matches(adapter, locations):
     wanted = (adapter.get("vendor_id"), adapter.get("device_id"), adapter.get("subsys_id"), adapter.get("revision_id"))
     found = []
     for instance_id, known in locations.items():
@@ -280,8 +303,8 @@ def locate_by_pnp(adapter, locations):
             continue
         ids = tuple(int(part, 16) if part else None for part in match.groups())
         if all(want is None or want == have for want, have in zip(wanted, ids)) and None not in wanted[:2]:
-            found.append(known["pci_location"])
-    return found[0] if len(found) == 1 else None
+            found.append(known)
+    return found
 
 
 def _join_luids(gpus, adapters, counters, probes, locations=None, d3dkmt_error=None):
@@ -296,7 +319,9 @@ def _join_luids(gpus, adapters, counters, probes, locations=None, d3dkmt_error=N
     nvidia = [a for a in adapters if a["vendor_id"] == NVIDIA_VENDOR_ID]
     for adapter in nvidia:
         if adapter["pci_location"] is None and locations:
-            adapter.update(pci_location=locate_by_pnp(adapter, locations))
+            found = _pnp_matches(adapter, locations)
+            known = found[0] if len(found) == 1 else {}
+            adapter.update(pci_location=known.get("pci_location"), pci_domain=known.get("pci_domain"))
             adapter["located_by"] = "pnp" if adapter["pci_location"] is not None else None
     seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
     joined, method, problems = _join_to_gpus(gpus, nvidia, seen, "NVIDIA DirectX adapters")
@@ -334,8 +359,7 @@ def _join_to_gpus(gpus, candidates, seen_luids, what):
 
 
 def _by_location(gpu, candidates):
-    location = pci_location(gpu.get("pci_bus_id"))
-    return [c for c in candidates if location is not None and c["pci_location"] == location]
+    return [c for c in candidates if same_place(gpu, c)]
 
 
 def _by_name(gpu, gpus, candidates, seen_luids):
@@ -404,20 +428,29 @@ def _compute_context(listed):
 
 
 def _adapter_devices(node, gpus, locations, probes):
-    """The display adapters pnputil lists, each with its "pci_location" (from the PnP properties, by instance id) and
-    "gpu": the nvidia-smi GPU joined to it ("gpu_join": how, as probes["adapter_join"]["method"]), or None."""
-    try:
-        answer = node.command(["pnputil", "/enum-devices", "/class", "Display"], read_only=True)
-    except WindowsNodeError as exc:
-        probes["adapters_pnp"] = {"ok": False, "error": str(exc)}
-        probes["adapter_join"] = {"ok": False, "error": "pnputil did not answer", "method": None}
-        return []
-    devices, unrecognised = _win_pnputil.parse_enum_devices(answer.stdout)
-    probes["adapters_pnp"] = {"ok": answer.rc == 0, "error": None if answer.rc == 0 else "pnputil exited %s" % answer.rc,
-                              "unrecognised": unrecognised}
+    """The display adapters Get-PnpDevice lists (pnputil's listing where it did not answer), each with its
+    "pci_location" and "pci_domain" (from the PnP properties, by instance id) and "gpu": the nvidia-smi GPU joined to it
+    ("gpu_join": how, as probes["adapter_join"]["method"]), or None."""
+    if locations:
+        # Get-PnpDevice answered: the adapters, their state (ConfigManagerErrorCode) and location are its numbers.
+        devices = _win_pnputil.devices_from_cim(locations)
+        probes["adapters_pnp"] = {"ok": True, "error": None, "source": "cim", "unrecognised": []}
+    else:
+        try:
+            answer = node.command(["pnputil", "/enum-devices", "/class", "Display"], read_only=True)
+        except WindowsNodeError as exc:
+            probes["adapters_pnp"] = {"ok": False, "error": str(exc)}
+            probes["adapter_join"] = {"ok": False, "error": "pnputil did not answer", "method": None}
+            return []
+        devices, unrecognised = _win_pnputil.parse_enum_devices(answer.stdout)
+        probes["adapters_pnp"] = {"ok": answer.rc == 0, "error": None if answer.rc == 0 else "pnputil exited %s" % answer.rc,
+                                  "source": "pnputil", "unrecognised": unrecognised}
     for device in devices:
         known = locations.get(device["instance_id"].lower()) or {}
-        device.update(pci_location=known.get("pci_location"), present=known.get("present"), gpu=None, gpu_join=None)
+        device.update(pci_location=known.get("pci_location"), pci_domain=known.get("pci_domain"), present=known.get("present"),
+                      gpu=None, gpu_join=None)
+        # from numbers (ConfigManagerErrorCode, Present), never from a status word: None where CIM gave none
+        device["started"] = (device["present"] is not False and not device["problem_code"]) if device["state_known"] else None
     # A device Windows keeps for a card no longer there (Present false) may sit at a present one's location.
     nvidia = [d for d in devices if d["is_nvidia"] and d["present"] is not False]
     joined, method, problems = _join_to_gpus(gpus, nvidia, (), "NVIDIA PnP display adapters")
@@ -438,10 +471,11 @@ def _pnp_locations(script, probes):
 
 def _sessions(node, probes):
     try:
-        answer = node.command(_win_sessions.quser_argv(), read_only=True)
+        found = _win_sessions.read(node)
     except WindowsNodeError as exc:
         probes["sessions"] = {"ok": False, "error": str(exc)}
         return []
-    parsed = _win_sessions.parse_quser(answer.stdout, answer.rc, answer.stderr)
-    probes["sessions"] = {"ok": parsed.status == "ok", "error": parsed.message if parsed.status != "ok" else None}
-    return parsed.sessions
+    probes["sessions"] = {"ok": found.status == "ok", "error": found.message if found.status != "ok" else None, "source": found.source}
+    if found.status == "ok" and found.source != "wts":
+        probes["sessions"]["note"] = found.message
+    return found.sessions
