@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_node, _win_scripts, _win_sim, _win_snapshot, _win_wsl, _win_wsl_vm, _wsl_shutdown,
+    _win_decode, _win_node, _win_scripts, _win_sim, _win_snapshot, _win_wsl, _win_wsl_vm, _wsl_shutdown,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
@@ -394,7 +394,7 @@ def test_a_host_without_wsl_is_skipped_saying_why(tmp_path, wsl, how, check_mode
 @pytest.mark.parametrize("bom", [True, False])
 def test_a_newer_wsl_without_its_component_is_known_by_the_error_code_in_any_language(sentence, bom):
     raw = (codecs.BOM_UTF16_LE if bom else b"") + sentence.replace("\n", "\r\n").encode("utf-16-le")
-    text = _win_node._decoded(_win_sim.transported(raw), "", -1).stdout
+    text = _win_decode.decode_transported(_win_sim.transported(raw), unicode_only=True).text  # as TargetNode reads wsl.exe
     assert _win_wsl.not_installed(-1, text) and _win_wsl.not_installed(0xFFFFFFFF, text)
     assert not _win_wsl.not_installed(0, text)
     assert not _win_wsl.not_installed(-1, text.replace("WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED", "WSL_E_DEFAULT_DISTRO_NOT_FOUND"))
