@@ -113,6 +113,10 @@ def wsl_plan(snapshot):
         plan["reason"] = "no WSL VM of %s holds a GPU: nothing to stop" % user
         return plan
     distributions = wsl.get("distributions") or []
+    if wsl.get("status", "ok") != "ok":
+        # the running distributions themselves are not known: none can be attributed
+        distributions = [{"name": "(the running distributions)", "holds_gpu": None,
+                          "error": "wsl --list --running could not be read: %s" % wsl.get("message")}]
     plan["terminate"] = [d["name"] for d in distributions if d.get("holds_gpu")]
     not_known = [d for d in distributions if d.get("holds_gpu") is None]
     if ours:

@@ -96,7 +96,7 @@ running_before:
   type: list
   elements: str
 running_after:
-  description: The running distributions after (predicted in check mode).
+  description: The running distributions after (predicted in check mode); null when they could not be read after (the run failed).
   returned: always
   type: list
   elements: str
@@ -117,7 +117,7 @@ vms_before:
   type: list
   elements: dict
 vms_after:
-  description: The VM memory processes after (predicted in check mode).
+  description: The VM memory processes after (predicted in check mode); null when they could not be read after.
   returned: always
   type: list
   elements: dict

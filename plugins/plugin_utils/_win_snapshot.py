@@ -126,14 +126,16 @@ def running_distributions(node, wsl_path, probes, vm_running=None):
 
 
 def vm_running(processes):
-    """Whether a WSL VM process runs, from a process list _win_wsl_vm.identify annotated: True, False, or None when the
-    list is empty or a VM memory process is not known to be WSL's or not."""
+    """Whether the node user's WSL VM runs (what their `wsl --list --running` speaks of), from a process list that
+    wsl_vms annotated: True, False (none, or only other VMs and other users' WSL VMs), or None when the list is empty
+    or a VM memory process is not known to be WSL's, or a WSL VM's user is not known."""
     if not processes:
         return None
-    kinds = [process.get("vm_kind") for process in processes if process.get("role") == "vm"]
-    if "wsl" in kinds:
+    vms = [process for process in processes if process.get("role") == "vm"]
+    if [vm for vm in vms if vm.get("vm_kind") == "wsl" and vm.get("wsl_mine")]:
         return True
-    return None if None in kinds else False
+    unknown = [vm for vm in vms if vm.get("vm_kind") is None or (vm.get("vm_kind") == "wsl" and vm.get("wsl_mine") is None)]
+    return None if unknown else False
 
 
 def wsl_vms(processes, script, probes, user):

@@ -132,9 +132,13 @@ def stop(node, distribution, check_mode, journal_path=None, run_id=None, gpu_hol
             outcome["command"] = outcome["commands"][-1]
     if shutdown:
         failures += _shutdown(node, journal, path, recorded, [name for name in before if name not in [n for d, n in terminate]])
-    processes, vms = vms_now(node)
-    outcome.update(running_after=running(node, path, processes), vms_after=[_win_snapshot.vm_record(vm) for vm in vms],
-                   journal=journal.entries())
+    outcome["journal"] = journal.entries()
+    try:
+        processes, vms = vms_now(node)
+        outcome.update(running_after=running(node, path, processes), vms_after=[_win_snapshot.vm_record(vm) for vm in vms])
+    except WindowsNodeError as exc:
+        outcome.update(running_after=None, vms_after=None)
+        failures = failures or ["what is running after is not known: %s" % exc]
     if failures:
         outcome.update(failed=True, msg="; ".join(failures))
     return outcome
@@ -145,9 +149,12 @@ def _terminate(node, journal, path, arg, name):
     facts = {}
 
     def judge(answer):
-        processes, dummy = vms_now(node)
-        now = running(node, path, processes)
-        facts.update(gone=name not in now, report=_win_wsl.exit_report(answer.rc, answer.stdout + answer.stderr))
+        facts.update(report=_win_wsl.exit_report(answer.rc, answer.stdout + answer.stderr))
+        try:
+            processes, dummy = vms_now(node)
+            facts["gone"] = name not in running(node, path, processes)
+        except WindowsNodeError as exc:
+            facts.update(gone=False, report="%s; what it did is not known: %s" % (facts["report"] or "wsl.exe exited 0", exc))
         return facts["gone"], {"rc": answer.rc, "message": facts["report"], "still_running": [name] if not facts["gone"] else []}
     journal.around("wsl_terminate", lambda: node.command(argv), judge, argv=argv, distribution=arg, stopping=[name])
     if facts["gone"]:
@@ -160,10 +167,13 @@ def _shutdown(node, journal, path, recorded, stopping):
     facts = {}
 
     def judge(answer):
-        processes, dummy = vms_now(node)
-        alive = set(identity(p) for p in processes)
-        facts.update(vms=[vm for vm in recorded if identity(vm) in alive], running=running(node, path, processes),
-                     report=_win_wsl.exit_report(answer.rc, answer.stdout + answer.stderr))
+        facts.update(report=_win_wsl.exit_report(answer.rc, answer.stdout + answer.stderr), vms=[], running=[])
+        try:
+            processes, dummy = vms_now(node)
+            alive = set(identity(p) for p in processes)
+            facts.update(vms=[vm for vm in recorded if identity(vm) in alive], running=running(node, path, processes))
+        except WindowsNodeError as exc:
+            facts.update(running=["(not known: %s)" % exc])
         ok = not facts["vms"] and not facts["running"]
         return ok, {"rc": answer.rc, "message": facts["report"], "still_running": facts["running"],
                     "vms_left": [vm["pid"] for vm in facts["vms"]]}

@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_node, _win_scripts, _win_sim, _win_snapshot, _win_wsl, _win_wsl_vm, _wsl_shutdown,
+    _win_decode, _win_node, _win_scripts, _win_sim, _win_snapshot, _win_wsl, _win_wsl_vm, _wsl_shutdown,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
@@ -320,8 +320,9 @@ class HostAction:
             out, rc = answer.stdout, answer.rc
             if self.lie == "failed" and verb in ("--terminate", "--shutdown"):
                 rc, out = -1, "Catastrophic failure\r\nError code: Wsl/Service/E_UNEXPECTED\r\n".encode("utf-16-le")
-            if self.sentence is not None and argv[0].lower().endswith("wsl.exe") and rc != 0 and verb in ("--list", "--status"):
-                out = self.sentence.replace("\n", "\r\n").encode("utf-16-le")
+            if self.sentence is not None and argv[0].lower().endswith("wsl.exe") and verb in ("--list", "--status") and (rc != 0 or not out):
+                # a wsl.exe that says "nothing runs" in words and exit -1 (as without --quiet), in the host's language
+                rc, out = -1, self.sentence.replace("\n", "\r\n").encode("utf-16-le")
             if self.bom and argv[0].lower().endswith("wsl.exe") and out and verb != "--distribution":  # not Linux's own output
                 out = codecs.BOM_UTF16_LE + out
             return {"rc": rc, "stdout": _win_sim.transported(out), "stderr": _win_sim.transported(answer.stderr)}
@@ -393,10 +394,52 @@ def test_a_host_without_wsl_is_skipped_saying_why(tmp_path, wsl, how, check_mode
 @pytest.mark.parametrize("bom", [True, False])
 def test_a_newer_wsl_without_its_component_is_known_by_the_error_code_in_any_language(sentence, bom):
     raw = (codecs.BOM_UTF16_LE if bom else b"") + sentence.replace("\n", "\r\n").encode("utf-16-le")
-    text = _win_node._decoded(_win_sim.transported(raw), "", -1).stdout
+    text = _win_decode.decode_transported(_win_sim.transported(raw), unicode_only=True).text  # as TargetNode reads wsl.exe
     assert _win_wsl.not_installed(-1, text) and _win_wsl.not_installed(0xFFFFFFFF, text)
     assert not _win_wsl.not_installed(0, text)
     assert not _win_wsl.not_installed(-1, text.replace("WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED", "WSL_E_DEFAULT_DISTRO_NOT_FOUND"))
+
+
+def test_unreadable_facts_after_a_terminate_are_a_failure_with_its_outcome_journaled(tmp_path):
+    root = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}, {"name": "Debian"}]).root
+
+    class Blind(HostAction):
+        calls = 0
+
+        def _execute_module(self, module_name, module_args, task_vars):
+            argv = module_args.get("argv") or []
+            if "--running" in argv:
+                Blind.calls += 1
+                if Blind.calls > 1:  # after the terminate, the list answers garbage
+                    return {"rc": 0, "stdout": "\u00ff\u00fe not names ; --", "stderr": ""}
+            return HostAction._execute_module(self, module_name, module_args, task_vars)
+    done = _wsl_shutdown.stop(_win_node.TargetNode(Blind(root), {}, "ada"), "Ubuntu", False)
+    assert done["failed"] and "what it did is not known" in done["msg"]
+    outcome = [line for line in done["journal"] if line["phase"] == "outcome"]
+    assert len(outcome) == 1 and outcome[0]["ok"] is False and outcome[0]["rc"] == 0
+
+
+def test_a_plan_without_a_readable_list_attributes_nothing():
+    snapshot = {"holders": [{"pid": 7, "name": "vmmemWSL", "gpus": [0], "class": "wsl_vm", "wsl_mine": True, "used_mib": 900}],
+                "wsl": {"user": "ada", "status": "unrecognised", "message": "wsl.exe exited 5", "running": [], "distributions": []}}
+    decided = wsl_plan(snapshot)
+    assert decided["terminate"] == [] and decided["shutdown"]
+    assert "wsl --list --running could not be read: wsl.exe exited 5" in decided["reason"]
+
+
+@pytest.mark.parametrize("wsl_relay", [True, False])
+def test_the_words_nothing_runs_mean_it_only_while_the_user_s_own_vm_is_known_not_to_run(tmp_path, wsl_relay):
+    # ada's list says nothing runs (exit -1, words); bob's WSL VM runs: with its owner known it is not hers, and the
+    # words' exit is read as nothing running; without, nothing is concluded and nothing is stopped
+    root = build(tmp_path, wsl_relay=wsl_relay, distributions=[{"name": "Debian", "owner": "bob", "memory_mib": 512}]).root
+    node = target(root, sentence="Es werden keine Distributionen ausgeführt.\n", bom=True)
+    if wsl_relay:
+        done = _wsl_shutdown.stop(node, None, False)
+        assert not done["changed"] and done["running_before"] == []
+    else:
+        with pytest.raises(_win_node.WindowsNodeError, match="not readable"):
+            _wsl_shutdown.stop(node, None, False)
+    assert running(root, "bob") == ["Debian"] and stops(root) == []
 
 
 def test_no_running_distribution_in_every_language_with_a_wsl_vm_of_another_user_is_read_as_none(tmp_path, captures):
