@@ -17,12 +17,12 @@ _GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": 
         "driver_model": {"type": "str", "choices": ["WDDM", "TCC", "MCDM"]}, "ghost_mib": {"type": "int"},
         "recovery_action": {"type": "str", "choices": ["None", "Reset", "Reboot"]}, "pci_bus_id": {"type": "str"},
         "uuid": {"type": "str"}, "restart_needs_reboot": {"type": "bool", "default": False}, "luid": {"type": "int"},
-        "instance_id": {"type": "str"}}
+        "instance_id": {"type": "str"}, "problem_after_restart": {"type": "int", "default": 0}}
 _CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "elements": "int", "default": [0]},
           "memory_mib": {"type": "int", "default": 1024}, "user": {"type": "str"}, "session_id": {"type": "int"},
           "image_path": {"type": "str"}, "igpu_memory_mib": {"type": "int", "default": 0},
           "graphics": {"type": "bool", "default": False}, "counter_mib": {"type": "int"},
-          "critical": {"type": "bool", "default": False}}
+          "critical": {"type": "bool", "default": False}, "owner_known": {"type": "bool", "default": True}}
 _PROCESS = dict(_CHILD, session_id={"type": "int", "default": 1},
                 children={"type": "list", "elements": "dict", "default": [], "options": _CHILD})
 ARGUMENT_SPEC = {
@@ -32,10 +32,15 @@ ARGUMENT_SPEC = {
     "default_user": {"type": "str", "default": "ada"},
     "administrators": {"type": "list", "elements": "str"},
     "store_wsl": {"type": "bool", "default": True},
+    "wsl": {"type": "str", "default": "installed", "choices": ["installed", "absent", "not_installed"]},
+    "wsl_vm_name": {"type": "str", "default": "vmmemWSL", "choices": ["vmmemWSL", "vmmem"]},
+    "wsl_relay": {"type": "bool", "default": True},
     "auto_restart_shell": {"type": "bool", "default": True},
     "integrated_gpu": {"type": "bool", "default": False},
     "virtual_display": {"type": "bool", "default": False},
     "pnp_properties": {"type": "bool", "default": True},
+    "constrained_language": {"type": "bool", "default": False},
+    "oem_code_page": {"type": "int", "default": 437},
     "gpus": {"type": "list", "elements": "dict", "options": _GPU},
     "processes": {"type": "list", "elements": "dict", "default": [], "options": _PROCESS},
     "sessions": {"type": "list", "elements": "dict", "options": {
@@ -44,7 +49,8 @@ ARGUMENT_SPEC = {
     "distributions": {"type": "list", "elements": "dict", "default": [], "options": {
         "name": {"type": "str", "required": True}, "owner": {"type": "str"}, "running": {"type": "bool", "default": True},
         "version": {"type": "int", "default": 2}, "default": {"type": "bool"}, "gpus": {"type": "list", "elements": "int", "default": [0]},
-        "memory_mib": {"type": "int", "default": 0}}},
+        "memory_mib": {"type": "int", "default": 0}, "gpu_probe": {"type": "bool", "default": True},
+        "held_after_stop": {"type": "bool", "default": False}}},
 }
 
 

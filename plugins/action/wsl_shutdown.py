@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""wsl_shutdown: stop one WSL distribution (wsl --terminate) or all of them and the WSL VM (wsl --shutdown)."""
+"""wsl_shutdown: stop one WSL distribution (wsl --terminate), all of them and the WSL VM (wsl --shutdown), or only what
+holds the GPU (gpu_holders)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,6 @@ class ActionModule(ControllerAction):
     FAILURES = (ValueError, WindowsNodeError)
 
     def act(self, args, task_vars):
-        _wsl_shutdown.checked(args["distribution"])
+        _wsl_shutdown.checked(args["distribution"], args["gpu_holders"])
         return _wsl_shutdown.stop(windows_node(self, task_vars), args["distribution"], self._task.check_mode,
-                                  args["journal_path"], args["run_id"])
+                                  args["journal_path"], args["run_id"], gpu_holders=args["gpu_holders"])

@@ -86,8 +86,57 @@ def running_job_holders(snapshot):
 
 def wsl_targets(snapshot):
     """What the Windows wsl rung gets back: the WSL VM processes holding a GPU. None, and the rung has nothing to do:
-    a running distribution whose VM holds no GPU memory (someone's idle shell) is left running."""
+    a running distribution whose VM holds no GPU memory (someone's idle shell) is left running. Which VM is WSL's is
+    the snapshot's fact (class wsl_vm: HCS's owner, not the name vmmem), so another VM's memory never counts."""
     return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "wsl_vm"]
+
+
+def wsl_plan(snapshot):
+    """The wsl rung's plan, decided here only (the walk and wsl_shutdown gpu_holders ask it):
+    {"terminate": [distribution], "shutdown": bool, "reason": why the shutdown or why nothing, "left": [line]}.
+
+    wsl.exe stops only the distributions and the VM of the user it runs as (snapshot["wsl"]["user"]). Terminated: exactly
+    the running distributions of that user that hold the GPU (holds_gpu: a process of theirs has /dev/dxg open); one
+    holding nothing is never stopped. Shut down, after them: that user's WSL VM (wsl_mine) when it holds GPU memory
+    that no attribution gives a distribution - a running distribution whose hold is not known, or none holding while
+    the VM does. Another user's WSL VM is left (wsl.exe as this user cannot stop it), and one whose owner is not known
+    is never shut down (only its user's holding distributions, which are facts, are terminated)."""
+    wsl = snapshot.get("wsl") or {}
+    user = wsl.get("user") or "the connecting user"
+    holding = wsl_targets(snapshot)
+    left = ["pid %s (%s) is %s's WSL VM: wsl.exe as %s cannot stop it (run the task as that user)" % (
+        vm["pid"], vm.get("name"), vm.get("wsl_owner"), user) for vm in holding if vm.get("wsl_mine") is False]
+    ours = [vm for vm in holding if vm.get("wsl_mine")]
+    unknown = [vm for vm in holding if vm.get("wsl_mine") is None]
+    plan = {"terminate": [], "shutdown": False, "reason": None, "left": left}
+    if not ours and not unknown:
+        plan["reason"] = "no WSL VM of %s holds a GPU: nothing to stop" % user
+        return plan
+    distributions = wsl.get("distributions") or []
+    if wsl.get("status", "ok") != "ok":
+        # the running distributions themselves are not known: none can be attributed
+        distributions = [{"name": "(the running distributions)", "holds_gpu": None,
+                          "error": "wsl --list --running could not be read: %s" % wsl.get("message")}]
+    plan["terminate"] = [d["name"] for d in distributions if d.get("holds_gpu")]
+    not_known = [d for d in distributions if d.get("holds_gpu") is None]
+    if ours:
+        vm = ours[0]
+        memory = " (%s MiB)" % vm["used_mib"] if vm.get("used_mib") is not None else ""
+        if not_known:
+            plan["shutdown"] = True
+            plan["reason"] = "no per-distribution attribution for %s (%s): WSL VM pid %s%s is shut down" % (
+                ", ".join(d["name"] for d in not_known), "; ".join(d.get("error") or "not known" for d in not_known), vm["pid"], memory)
+        elif not plan["terminate"]:
+            plan["shutdown"] = True
+            plan["reason"] = "WSL VM pid %s holds GPU memory%s that no running distribution's process holds" % (vm["pid"], memory)
+        else:
+            plan["reason"] = "the distributions holding the GPU are terminated; the VM is shut down only if it still holds GPU memory after"
+    else:
+        plan["left"] += ["pid %s (%s): whose WSL VM it is is not known (no WSL process names its VM id): never shut down" % (
+            vm["pid"], vm.get("name")) for vm in unknown]
+        plan["reason"] = ("the distributions of %s holding the GPU are terminated" % user) if plan["terminate"] else (
+            "no distribution of %s is known to hold the GPU, and the WSL VM's owner is not known: nothing is stopped" % user)
+    return plan
 
 
 def beyond_reset(gpu):

@@ -140,24 +140,44 @@ holders:
     class:
       description:
         - C(compute) (a compute context by nvidia-smi, type C or C+G - the kill rung's), C(wsl_vm) (the WSL VM),
-          C(graphics_session) (dwm, or an application that only draws on the GPU - type G, or seen by the counters
-          alone) or C(system) (a protected system process).
+          C(vm) (another virtual machine's memory process - a Hyper-V VM's, or a C(vmmem) not known to be WSL's; no
+          rung acts on it), C(graphics_session) (dwm, or an application that only draws on the GPU - type G, or seen
+          by the counters alone) or C(system) (a protected system process).
       type: str
     nvidia_smi_types:
       description: The process types nvidia-smi listed it with (C(C), C(G), C(C+G)); empty when it did not list it.
       type: list
       elements: str
     wsl_vm:
-      description: Whether it is the WSL VM (C(vmmemWSL), C(vmmem)).
+      description:
+        - Whether it is the WSL VM. A fact, not the name - its VM's id (the owner SID of the C(vmmem)/C(vmmemWSL)
+          process, C(S-1-5-83-1-...)) is a compute system the Host Compute Service lists with owner C(WSL); where HCS
+          cannot be asked (Constrained Language Mode, no elevation) C(vmmemWSL) is, a plain C(vmmem) is not.
+      type: bool
+    vm_id:
+      description: For a VM memory process, its virtual machine's id (GUID, lower case); null when not known.
+      type: str
+    vm_kind:
+      description: For a VM memory process, V(wsl), V(other) or null (not known); C(vm_kind_source) says how (V(hcs), V(name)).
+      type: str
+    wsl_owner:
+      description: For the WSL VM, the Windows user whose VM it is (the user of the WSL process naming its VM id); null when not known.
+      type: str
+    wsl_mine:
+      description: For the WSL VM, whether it is the connecting user's (the one wsl.exe acts for); null when not known.
       type: bool
     earlier_kills:
       description: How many times the journal shows a process of this name ended by an earlier run (a leak that comes back).
       type: int
 adapters:
   description:
-    - The display adapters pnputil lists (instance id, description, status, driver, C(is_nvidia)), with C(pci_location)
+    - The display adapters C(Get-PnpDevice -Class Display) lists (pnputil's listing where it does not answer) - instance
+      id, description, C(status) (for the report only), C(problem_code) (C(ConfigManagerErrorCode), null when 0 -
+      working), C(state_known), C(started) (from those numbers and C(present), never from a status word; null where
+      only pnputil answered), C(state_source) (V(cim) or V(pnputil)), C(is_nvidia) - with C(pci_location)
       (C([bus, device, function]) from C(Get-PnpDeviceProperty) DEVPKEY_Device_BusNumber and DEVPKEY_Device_Address, null
-      when none came back - a virtual display), C(present), C(gpu) (the nvidia-smi index when joined) and C(gpu_join).
+      when none came back - a virtual display), C(pci_domain) (the PCI segment the bus number carries), C(present),
+      C(gpu) (the nvidia-smi index when joined) and C(gpu_join).
     - C(gpu_join) is V(pci_location) (the nvidia-smi GPU whose C(pci.bus_id) has that bus, device and function) or
       V(name), only where no NVIDIA adapter's location came back, and then never for GPUs that share a name; the same
       method is in C(probes.adapter_join).
@@ -165,12 +185,20 @@ adapters:
   type: list
   elements: dict
 sessions:
-  description: The sessions quser lists (user, session name, id, state); empty when nobody is logged on.
+  description:
+    - The interactive sessions (user, domain, session name, id, state) from the session API (C(WTSEnumerateSessions)),
+      or from C(quser)'s columns where C(Add-Type) is refused (C(probes.sessions.source)); empty when nobody is logged on.
   returned: always
   type: list
   elements: dict
 wsl:
-  description: C(running) (the names of the running distributions of the connecting user), C(status), C(message), C(path) (the wsl.exe used).
+  description:
+    - C(running) (the names of the running distributions of the connecting user), C(status), C(message), C(path) (the
+      wsl.exe used), C(user) (whom wsl.exe runs as), C(vms) (every VM memory process - pid, creation time, C(vm_id),
+      C(vm_kind), C(wsl_owner), C(wsl_mine)).
+    - C(distributions), asked only while a WSL VM holds a GPU - each running distribution's C(name), C(holds_gpu) (a
+      process of it has C(/dev/dxg) open, read by C(find) over C(/proc) as its root; null when that cannot be known,
+      with C(error)) and C(pids).
   returned: always
   type: dict
 journal:

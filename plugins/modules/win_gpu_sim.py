@@ -65,6 +65,27 @@ options:
     description: Whether C(C:\\Program Files\\WSL\\wsl.exe) (the Store WSL) exists.
     type: bool
     default: true
+  wsl:
+    description:
+      - V(installed), V(absent) (no wsl.exe can be started) or V(not_installed) (wsl.exe answers every command with the
+        exit status 0x8007019E - the optional component is not enabled).
+    type: str
+    choices: [installed, absent, not_installed]
+    default: installed
+  wsl_vm_name:
+    description:
+      - The name of each user's WSL VM memory process - V(vmmemWSL) (newer builds) or V(vmmem) (older builds, the name
+        every Hyper-V VM's has). It runs as C(NT VIRTUAL MACHINE\\<vm id>), and the snapshot script's Host Compute
+        Service list names its id with owner C(WSL).
+    type: str
+    choices: [vmmemWSL, vmmem]
+    default: vmmemWSL
+  wsl_relay:
+    description:
+      - Whether a C(wslrelay.exe) of the user, in the user's session, names the user's WSL VM id on its command line
+        (C(--vm-id)) while it runs - what tells whose WSL VM it is. V(false) leaves the owner unknown.
+    type: bool
+    default: true
   auto_restart_shell:
     description:
       - Whether Windows starts a session's C(explorer.exe) again when it is ended by force (Winlogon's
@@ -89,6 +110,19 @@ options:
         host without the PnpDevice module, so the adapters are joined to the GPUs by name only.
     type: bool
     default: true
+  constrained_language:
+    description:
+      - Whether PowerShell runs in Constrained Language Mode (or AppLocker refuses C(Add-Type)) - the scripts that
+        compile Windows API calls (terminate, sessions, the adapter address) answer that they cannot, and the plugins
+        take their fallbacks (C(taskkill) one process at a time, C(quser)'s columns, the PnP location).
+    type: bool
+    default: false
+  oem_code_page:
+    description:
+      - The console's OEM code page (the registry's C(OEMCP)) - C(quser) writes user names in it (V(850) Western
+        European, V(866) Russian, V(932) Japanese).
+    type: int
+    default: 437
   gpus:
     description: The GPUs, index by position. Unset means one NVIDIA GeForce RTX 2080 SUPER under WDDM.
     type: list
@@ -126,6 +160,12 @@ options:
             and recovery action then stay.
         type: bool
         default: false
+      problem_after_restart:
+        description:
+          - The device problem code (C(ConfigManagerErrorCode)) the adapter has after C(pnputil /restart-device) - V(43),
+            the driver stopped it. pnputil still exits 0 and lists it V(Started); V(0) means it works.
+        type: int
+        default: 0
       luid:
         description:
           - The adapter's LUID (the DirectX key's C(AdapterLuid) QWORD, the counters' C(luid_0x<high>_0x<low>)). Unset -
@@ -144,7 +184,9 @@ options:
     default: []
     suboptions:
       name:
-        description: Image name (any text but NUL).
+        description:
+          - Image name (any text but NUL). V(vmmem) with O(processes[].user) C(NT VIRTUAL MACHINE\\<guid>) is a Hyper-V
+            VM's memory process, which the Host Compute Service lists under that id with owner C(VMMS).
         type: str
         required: true
       gpus:
@@ -188,6 +230,12 @@ options:
             taskkill refuses it, and the terminate script finds it so (C(IsProcessCritical)) and leaves it.
         type: bool
         default: false
+      owner_known:
+        description:
+          - Whether C(Get-Process -IncludeUserName) names its owner. V(false) - no owner, as for a session that is not
+            elevated or a process Windows denies; with C(protect_users) set it is never ended.
+        type: bool
+        default: true
       children:
         description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
         type: list
@@ -247,9 +295,21 @@ options:
         elements: int
         default: [0]
       memory_mib:
-        description: GPU memory its processes hold while it runs (the WSL VM holds it on the Windows side), MiB.
+        description:
+          - GPU memory its processes hold while it runs (the WSL VM holds it on the Windows side), MiB. A distribution
+            with some has processes with C(/dev/dxg) open, as the C(find) probe of M(gpuops.remediation.wsl_shutdown) sees.
         type: int
         default: 0
+      gpu_probe:
+        description: Whether C(find) runs in it (V(false) - the C(/dev/dxg) probe fails, and its hold is not known).
+        type: bool
+        default: true
+      held_after_stop:
+        description:
+          - Whether its GPU memory stays with the WSL VM after it stops (memory of the guest, not of a process), until
+            the VM stops.
+        type: bool
+        default: false
 """
 
 EXAMPLES = r"""

@@ -73,11 +73,11 @@ def process_list(node):
 
 
 def sessions(node):
-    answer = node.command(_win_sessions.quser_argv(), read_only=True)
-    parsed = _win_sessions.parse_quser(answer.stdout, answer.rc, answer.stderr)
-    if parsed.status != "ok":
-        raise WindowsNodeError("quser's output is not recognised, nothing was done: %s" % parsed.message)
-    return parsed.sessions
+    """The node's sessions now (_win_sessions.read: the session API, else quser's columns)."""
+    found = _win_sessions.read(node)
+    if found.status != "ok":
+        raise WindowsNodeError("quser's output is not recognised, nothing was done: %s" % found.message)
+    return found.sessions
 
 
 def same(process, holder):

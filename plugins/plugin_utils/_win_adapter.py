@@ -95,15 +95,28 @@ def _judge_restarts(node, entries, args):
             continue
         adapter = next((a for a in after["adapters"] if a["instance_id"].lower() == entry["instance_id"].lower()), None)
         gpu = next((g for g in after["gpus"] if g["index"] == entry["gpu"]), None)
-        # The problem code is language-neutral where the status word is not ("Problem" is "Problem" in German too).
-        if adapter is None or adapter.get("started") is False or adapter.get("problem_code") is not None:
-            entry.update(outcome="failed", message="the adapter is %s after the restart" % (
-                "gone" if adapter is None else "%s (problem code %s)" % (adapter["status"], adapter["problem_code"])
-                if adapter.get("problem_code") is not None else adapter["status"]))
+        problem = adapter_problem(adapter)
+        if not problem and not adapter.get("state_known") and not entry["message"]:
+            entry["message"] = "its state afterwards not known: Get-PnpDevice did not answer (pnputil's exit code decided)"
+        if problem:
+            entry.update(outcome="failed", message="the adapter is %s after the restart" % problem)
         elif entry["outcome"] == "unknown":
             still = gpu is not None and reset_evidence(gpu, [], args["ghost_threshold_mib"])
             entry.update(outcome="failed" if still else "restarted",
-                         message="the connection dropped; after it: %s" % (still or "the adapter is started, the GPU no longer needs a restart"))
+                         message="the connection dropped; after it: %s" % (still or "the adapter reports no problem, the GPU no longer needs a restart"))
+
+
+def adapter_problem(adapter):
+    """What is wrong with an adapter after its restart, from numbers (Win32_PnPEntity's ConfigManagerErrorCode and
+    Present; pnputil's problem code line where Get-PnpDevice did not answer), never from a status word; None when nothing
+    is."""
+    if adapter is None:
+        return "gone (no display device has its instance id)"
+    if adapter.get("present") is False:
+        return "not present"
+    if adapter.get("problem_code"):
+        return "stopped with problem code %s (%s)" % (adapter["problem_code"], adapter.get("status") or "no status")
+    return None
 
 
 def _adapter_line(entry, check_mode):

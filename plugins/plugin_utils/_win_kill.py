@@ -52,7 +52,7 @@ def _kill_one(node, journal, holder, processes, by_tree, policy, check_mode, fal
     if refused:
         return dict(entry, outcome="refused", reason=refused, line="left pid %s %s: %s" % (holder["pid"], process["name"], refused))
     if check_mode:
-        return dict(entry, outcome="would_end", line="would end %s%s" % (_win_act.who(process), " with taskkill /F /T" if fallback else ""))
+        return dict(entry, outcome="would_end", line="would end %s%s" % (_win_act.who(process), " " + _win_terminate.HELD_WORDS if fallback else ""))
     tree = [_win_act.identity(processes[pid]) for pid in reversed(_win_protect.descendants(processes, process))]
     return dict(entry, outcome="taskkill_ran", taskkill=_win_terminate.end(node, journal, process, tree), process=process)
 
@@ -88,7 +88,7 @@ def _judge_kills(entries, after):
         if entry["outcome"] != "taskkill_ran":
             continue
         process, answer = entry.pop("process"), entry["taskkill"]
-        how = " with taskkill /F /T" if answer.get("method") == "taskkill" else ""
+        how = " " + _win_terminate.HELD_WORDS if answer.get("method") == "taskkill" else ""
         if _win_act.same(after.get(entry["pid"]), entry):
             reason = answer["outcome"] if answer["outcome"] != "ended" else "reported ended, the process still runs"
             detail = " (%s)" % answer["message"] if answer["message"] and answer["message"] != reason else ""

@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Windows ladder: the same walk (_ladder.LadderWalk: plan, pause, outcome, report), the Windows rungs and probes.
 
-kill (win_gpu_reset method=kill on the compute holders, by pid and creation time), wsl (wsl_shutdown: every running
-distribution of the connecting user, and with the last one the WSL VM), restart_adapter (win_gpu_reset
+kill (win_gpu_reset method=kill on the compute holders, by pid and creation time), wsl (wsl_shutdown gpu_holders: the
+connecting user's distributions that hold the GPU, then their WSL VM only if it still holds GPU memory; _verdict.wsl_plan),
+restart_adapter (win_gpu_reset
 method=restart_adapter on the stuck GPUs' adapters), logoff (win_gpu_reset method=logoff of the users whose session's
 system processes hold the GPU), reboot (the controller's: ansible.windows.win_reboot in the role). The modules are the
 collection's Windows action plugins; on the controller their work is plain functions of a Windows node (_win_node),
@@ -12,7 +13,7 @@ which windows_executor() offers the walk under the modules' names.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets, wsl_targets
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets, wsl_plan, wsl_targets
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_processes, _win_protect, _win_snapshot, _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import step_result
@@ -45,7 +46,8 @@ def windows_executor(node, check_mode, ghost_threshold_mib):
         INSPECT_MODULE: lambda args: _win_snapshot.take(node, ghost_threshold_mib=args.get("ghost_threshold_mib", ghost_threshold_mib),
                                                         journal_path=args.get("journal_path")),
         RESET_MODULE: reset,
-        WSL_MODULE: lambda args: _wsl_shutdown.stop(node, args.get("distribution"), check_mode, args.get("journal_path"), args.get("run_id")),
+        WSL_MODULE: lambda args: _wsl_shutdown.stop(node, args.get("distribution"), check_mode, args.get("journal_path"), args.get("run_id"),
+                                                    gpu_holders=bool(args.get("gpu_holders"))),
     }
 
     def execute(module_name, module_args):
@@ -153,19 +155,41 @@ class WindowsWalk(LadderWalk):
         return steps
 
     def _wsl_step(self, snapshot):
-        # Only a WSL VM that holds a GPU is stopped (_verdict.wsl_targets): a distribution holding nothing gives
-        # nothing back, and stopping it would end someone's work for nothing.
-        if not wsl_targets(snapshot):
-            return {"rung": "wsl", "changed": False, "failed": False, "msg": "no WSL VM holds a GPU: nothing to stop",
-                    "plan": []}, snapshot
-        result = self.execute(WSL_MODULE, self._journal_args())
+        # Only what holds the GPU is stopped (_verdict.wsl_plan, the one decision): a distribution holding nothing gives
+        # nothing back, and stopping it would end someone's work for nothing; another VM's memory is never WSL's.
+        decided = wsl_plan(snapshot)
+        if not decided["terminate"] and not decided["shutdown"]:
+            return {"rung": "wsl", "changed": False, "failed": False, "msg": decided["reason"], "plan": list(decided["left"])}, snapshot
+        result = self.execute(WSL_MODULE, dict(self._journal_args(), gpu_holders=True))
         verb = "would stop" if self.check_mode else "stopped"
-        plan = ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]
-        if result.get("command"):
-            plan.append("%s: %s" % ("would run" if self.check_mode else "ran", " ".join(result["command"])))
+        plan = list(result.get("left") or decided["left"])
+        plan += ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]
+        plan += ["%s: %s" % ("would run" if self.check_mode else "ran", " ".join(argv)) for argv in result.get("commands") or []]
+        if result.get("skipped"):
+            result = dict(result, msg=result.get("skip_reason"))
+        elif result.get("reason") and result.get("commands"):
+            plan.append(result["reason"])
         return step_result("wsl", result, plan), result.get("snapshot_after")
 
+    def _wsl_refusal(self, snapshot):
+        """The wsl rung takes the GPU from the user whose WSL VM it stops: refused, naming them, where the caller
+        protects that user (_win_protect.caller_refusal, the one rule), before any lighter step runs."""
+        policy = _win_protect.Policy.from_args(self.options.kill_args)
+        user = (snapshot.get("wsl") or {}).get("user")
+        for vm in wsl_targets(snapshot):
+            if vm.get("wsl_mine") is False:
+                continue
+            why = _win_protect.caller_refusal(dict(vm, user=vm.get("wsl_owner") or user), policy)
+            if why:
+                return {"rung": "wsl", "changed": False, "failed": True, "plan": [],
+                        "msg": "refused: the wsl rung would stop the WSL distributions of a protected user: pid %s (%s, %s)" % (
+                            vm["pid"], vm.get("name"), why)}, snapshot
+        return None
+
     def _take_wsl(self, snapshot):
+        refused = self._wsl_refusal(snapshot)
+        if refused:
+            return refused
         steps = self._lighter_first(snapshot, [self._take_kill])
         if steps and steps[-1][0]["failed"]:
             return merged_step("wsl", steps)
@@ -179,8 +203,9 @@ class WindowsWalk(LadderWalk):
         if rung == "restart_adapter":
             policy = _win_protect.Policy.from_args(self.options.kill_args)
             seen = set(h["pid"] for h, dummy in left)
-            left += [(h, why) for h, why in ((h, _win_protect.caller_refusal(h, policy)) for h in snapshot["holders"]
-                                             if h["gpus"] and h["pid"] not in seen) if why]
+            # a WSL VM's hold is its user's (the VM process runs as the VM's own account)
+            left += [(h, why) for h, why in ((h, _win_protect.caller_refusal(dict(h, user=h.get("wsl_owner") or h.get("user")), policy))
+                                             for h in snapshot["holders"] if h["gpus"] and h["pid"] not in seen) if why]
         if not left:
             return None
         names = ", ".join("pid %s (%s, %s)" % (h["pid"], h.get("name"), why) for h, why in left)

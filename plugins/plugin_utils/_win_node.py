@@ -43,7 +43,7 @@ def windows_node(action, task_vars):
     root = host_variable(action, task_vars, SIM_ROOT_VAR)
     if root:
         return SimulatedNode(str(root), _connection_user(action))
-    return TargetNode(action, task_vars)
+    return TargetNode(action, task_vars, _connection_user(action))
 
 
 def host_variable(action, task_vars, name):
@@ -64,32 +64,64 @@ def _connection_user(action):
     return context.remote_user
 
 
-def _decoded(stdout, stderr, rc):
-    out = _win_decode.decode_transported(stdout or "")
-    err = _win_decode.decode_transported(stderr or "")
+def _decoded(node, program, stdout, stderr, rc):
+    """rc and the output of `program` decoded by evidence; a console tool's text in a code page with the node's OEM code
+    page (asked only then); wsl.exe's never (_win_decode.UNICODE_TOOLS)."""
+    stdout, stderr = stdout or "", stderr or ""
+    if not _win_decode.writes_code_page(program):
+        out, err = _win_decode.decode_transported(stdout, unicode_only=True), _win_decode.decode_transported(stderr, unicode_only=True)
+        return CommandResult(rc, out.text, err.text, out.encoding)
+    code_page = node.oem_code_page() if _win_decode.needs_code_page(stdout) or _win_decode.needs_code_page(stderr) else None
+    out = _win_decode.decode_transported(stdout, code_page)
+    err = _win_decode.decode_transported(stderr, code_page)
     return CommandResult(rc, out.text, err.text, out.encoding)
 
 
-class TargetNode:
+def read_code_page(node):
+    """The node's OEM code page number as its registry gives it (OEMCP), or None when the code_page script cannot say."""
+    try:
+        answer = node.powershell("code_page", {}, read_only=True)
+    except WindowsNodeError:
+        return None
+    value = str(answer.get("oem") or "").strip()
+    return int(value) if value.isdigit() else None
+
+
+class _CodePage:
+    """The node's OEM code page, read once (the registry's OEMCP), the first time a tool writes text in a code page."""
+
+    _code_page = None
+    _code_page_read = False
+
+    def oem_code_page(self):
+        if not self._code_page_read:
+            self._code_page = read_code_page(self)
+            self._code_page_read = True
+        return self._code_page
+
+
+class TargetNode(_CodePage):
     """A real Windows host, through the action plugin's connection. Cannot run here (no Windows host): see docs/windows.md."""
 
     simulated = False
 
-    def __init__(self, action, task_vars):
+    def __init__(self, action, task_vars, user=None):
         self._action = action
         self._task_vars = task_vars
+        self.user = user  # whom the tools run as (the become user, else the connection's), as far as the play says
 
     def command(self, argv, read_only=False):
         """Run argv (a list: win_command quotes each element by the C runtime's rules) -> CommandResult.
 
         The output is read as ISO-8859-1, one character per byte, and decoded here by evidence (wsl.exe writes
-        UTF-16LE, other tools the console's code page or UTF-8). A non-zero exit is a result, not an error.
+        UTF-16LE, other tools the console's OEM code page, which is read from the host once, or UTF-8). A non-zero
+        exit is a result, not an error.
         """
         result = self._execute(WIN_COMMAND, {"argv": [str(part) for part in argv],
                                              "output_encoding_override": _win_decode.TRANSPORT_ENCODING}, read_only)
         if "rc" not in result:
             raise WindowsNodeError("%s could not be run: %s" % (argv[0], result.get("msg") or result))
-        return _decoded(result.get("stdout"), result.get("stderr"), int(result["rc"]))
+        return _decoded(self, argv[0], result.get("stdout"), result.get("stderr"), int(result["rc"]))
 
     def powershell(self, name, parameters=None, read_only=True):
         """Run the named script of _win_scripts with `parameters` bound as data -> its $Ansible.Result."""
@@ -128,7 +160,7 @@ class TargetNode:
         return result
 
 
-class SimulatedNode:
+class SimulatedNode(_CodePage):
     """The simulated Windows node under `root` (_win_sim), answering as the tools and scripts do, as `user`."""
 
     simulated = True
@@ -146,7 +178,7 @@ class SimulatedNode:
             answer = _win_sim.run_command(self.root, [str(part) for part in argv], self.user)
         except _win_sim.WinSimError as exc:
             raise WindowsNodeError(str(exc)) from None
-        return _decoded(_win_sim.transported(answer.stdout), _win_sim.transported(answer.stderr), answer.rc)
+        return _decoded(self, argv[0], _win_sim.transported(answer.stdout), _win_sim.transported(answer.stderr), answer.rc)
 
     def powershell(self, name, parameters=None, read_only=True):
         del read_only

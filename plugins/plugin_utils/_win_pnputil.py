@@ -2,6 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """pnputil: the display adapters `/enum-devices /class Display` lists, and restarting one of them.
 
+The adapters, their state and their PCI location come from Get-PnpDevice (Win32_PnPEntity: ConfigManagerErrorCode,
+a number) where it answers (devices_from_cim); pnputil's listing is read only where it does not. Its words
+("Started", "Gestartet", "Disabled") decide nothing: they are kept for the report.
+
 pnputil's labels are localized ("Instance ID:" is not what a German host prints), so a device block is read by
 the order pnputil writes its first six fields in (Instance ID, Device Description, Class Name, Class GUID,
 Manufacturer Name, Status), checked by the Class GUID's shape, and after them by the shapes of the values
@@ -32,8 +36,6 @@ _PROBLEM_RE = re.compile(r"^(?P<code>\d+) \(0x[0-9A-F]+\)", re.IGNORECASE)
 _PCI_IDS_RE = re.compile(r"^PCI\\VEN_(?P<vendor>[0-9A-F]{4})&DEV_(?P<device>[0-9A-F]{4})", re.IGNORECASE)
 # An enumerator, then backslash-separated parts; no quote, control character or leading "/" (an option).
 _INSTANCE_ID_RE = re.compile(r'^[A-Za-z0-9_]+(\\[^\\"\x00-\x1f]+)+$')
-# English status words, as the captures show them.
-_STARTED = {"started": True, "disconnected": False, "stopped": False, "disabled": False, "problem": False}
 # Get-PnpDeviceProperty's objects are Win32_PnPDeviceProperty ones: KeyName, Type (the DEVPROPTYPE, a UInt32: 6 Int32,
 # 7 UInt32, 0 Empty for a key the device lacks) and Data (https://docs.microsoft.com/en-us/windows/win32/cimwin32prov/
 # win32-pnpdeviceproperty; printed as a table "InstanceId KeyName Type Data ... UInt32 164" in
@@ -47,9 +49,10 @@ _PCI_ENUMERATOR = "pci\\"
 def parse_enum_devices(text):
     """`pnputil /enum-devices [/class Display]` -> (devices, unrecognised blocks).
 
-    device: {"instance_id", "description", "class_name", "class_guid", "manufacturer", "status", "started" (bool,
-    None for a status word no capture showed), "driver_name", "extension_drivers", "problem_code", "vendor_id",
-    "device_id", "is_nvidia", "is_display"}.
+    device: {"instance_id", "description", "class_name", "class_guid", "manufacturer", "status" (the localized word,
+    for the report only: it decides nothing), "driver_name", "extension_drivers", "problem_code" (the number of a
+    "43 (0x2B) ..." line, else None), "vendor_id", "device_id", "is_nvidia", "is_display", "state_source": "pnputil"}.
+    Read only where Get-PnpDevice does not answer (devices_from_cim is the state then).
     """
     devices, unrecognised = [], []
     for block in _blocks(text):
@@ -65,22 +68,51 @@ def parse_enum_devices(text):
 
 
 def parse_pnp_locations(text):
-    """The snapshot script's `pnp_locations` JSON -> {instance id, lower case: {"present": bool|None, "pci_location":
-    [bus, device, function]|None}}.
+    """The snapshot script's `pnp_locations` JSON -> {instance id, lower case: {"instance_id" (as Windows spells it),
+    "present": bool|None, "pci_location": [bus, device, function]|None, "pci_domain": int|None, "description",
+    "manufacturer", "status" (Win32_PnPEntity.Status: "OK", "Error", "Degraded", "Unknown"), "problem_code"
+    (ConfigManagerErrorCode: 0 working, 22 disabled, 43 stopped by its driver ...; None when not given)}}.
 
-    Each item: {"InstanceId", "Present" (Get-PnpDevice's), "Properties": [Get-PnpDeviceProperty's objects]}. A location
-    is known only for a PCI device whose two keys both came back as whole numbers in range: the bus from BusNumber, the
-    device and function from Address, which for PCI is (device << 16) | function. A device that returned no property
-    (a virtual display driver's) or an Empty one has none. ValueError when the text is not ConvertTo-Json objects."""
+    Each item: {"InstanceId", "FriendlyName", "Manufacturer", "Present", "Status", "ConfigManagerErrorCode" (Get-PnpDevice's),
+    "Properties": [Get-PnpDeviceProperty's objects]}. A location is known only for a PCI device whose two keys both
+    came back as whole numbers in range: the bus from BusNumber, the device and function from Address, which for PCI is
+    (device << 16) | function. Windows gives a device on a PCI segment other than 0 the bus number (segment << 8) | bus
+    (as DPDK's Windows bus driver reads it): the domain is that segment. A device that returned no property (a virtual
+    display driver's) or an Empty one has none. ValueError when the text is not ConvertTo-Json objects."""
     locations = {}
     for item in _win_json.objects(text):
         instance_id = item.get("InstanceId")
         if not isinstance(instance_id, str) or not instance_id:
             continue
         present = item.get("Present")
-        locations[instance_id.lower()] = {"present": present if isinstance(present, bool) else None,
-                                          "pci_location": _pci_location(instance_id, item.get("Properties"))}
+        location = _pci_location(instance_id, item.get("Properties"))
+        code = _win_json.integer(item.get("ConfigManagerErrorCode"))
+        locations[instance_id.lower()] = {
+            "instance_id": instance_id, "present": present if isinstance(present, bool) else None,
+            "pci_location": location[1:] if location else None, "pci_domain": location[0] if location else None,
+            "description": _text(item.get("FriendlyName")), "manufacturer": _text(item.get("Manufacturer")),
+            "status": _text(item.get("Status")), "problem_code": code if code is not None and code >= 0 else None}
     return locations
+
+
+def devices_from_cim(locations):
+    """The display adapters as Get-PnpDevice gave them (parse_pnp_locations), in parse_enum_devices' form with
+    "state_source": "cim": the state is ConfigManagerErrorCode, a number ("problem_code": None when 0, working; the
+    device's problem code otherwise; "state_known" False when CIM gave none), never a word."""
+    devices = []
+    for known in locations.values():
+        ids = _PCI_IDS_RE.match(known["instance_id"])
+        code = known.get("problem_code")
+        devices.append({"instance_id": known["instance_id"], "description": known.get("description"), "class_name": "Display",
+                        "class_guid": DISPLAY_CLASS_GUID, "manufacturer": known.get("manufacturer"), "status": known.get("status"),
+                        "driver_name": None, "extension_drivers": [], "problem_code": code or None, "state_known": code is not None,
+                        "vendor_id": ids.group("vendor").upper() if ids else None, "device_id": ids.group("device").upper() if ids else None,
+                        "is_display": True, "is_nvidia": bool(ids) and ids.group("vendor").upper() == NVIDIA_VENDOR_ID, "state_source": "cim"})
+    return devices
+
+
+def _text(value):
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _pci_location(instance_id, properties):
@@ -91,10 +123,10 @@ def _pci_location(instance_id, properties):
         if isinstance(prop, dict) and _is_integer_type(prop.get("Type")):
             values[prop.get("KeyName")] = _win_json.integer(prop.get("Data"))
     bus, address = values.get(BUS_NUMBER_KEY), values.get(ADDRESS_KEY)
-    if bus is None or address is None or not 0 <= bus <= 0xFF or not 0 <= address <= 0xFFFFFFFF:
+    if bus is None or address is None or not 0 <= bus <= 0xFFFFFF or not 0 <= address <= 0xFFFFFFFF:
         return None
     device, function = address >> 16, address & 0xFFFF
-    return [bus, device, function] if device <= 31 and function <= 7 else None
+    return [bus >> 8, bus & 0xFF, device, function] if device <= 31 and function <= 7 else None
 
 
 def _is_integer_type(kind):
@@ -150,11 +182,12 @@ def _device(block, fields):
     device.update(_later_fields(labelled[len(_POSITIONAL):]))
     ids = _PCI_IDS_RE.match(device["instance_id"])
     device.update(
-        started=_STARTED.get(device["status"].lower()),
+        state_source="pnputil",
         vendor_id=ids.group("vendor").upper() if ids else None,
         device_id=ids.group("device").upper() if ids else None,
         is_display=device["class_guid"].lower() == DISPLAY_CLASS_GUID)
     device["is_nvidia"] = device["vendor_id"] == NVIDIA_VENDOR_ID
+    device["state_known"] = False  # pnputil's status word is localized: only its problem code line says anything
     return device
 
 

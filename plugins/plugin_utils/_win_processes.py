@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Windows processes from `Get-CimInstance Win32_Process` (or Get-Process) as ConvertTo-Json writes them, with
-what they are to the ladder: the WSL VM, a protected system process, dwm.
+what they are to the ladder: a virtual machine's memory process, a protected system process, dwm.
 
 Windows reuses pids quickly: a process is pid + creation time (milliseconds since 1970), which the CIM / JSON form
 carries (tasklist does not: no plugin reads it).
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json
 
-# The WSL 2 VM's memory process: vmmemWSL on Windows 11, vmmem before (which other Hyper-V VMs use too).
-WSL_VM_NAMES = frozenset(("vmmemwsl", "vmmem"))
+# A virtual machine's memory process: vmmemWSL (the WSL VM's, on newer builds) or vmmem (any Hyper-V VM's, the WSL
+# VM's on older builds). Which VM it is (the WSL VM or another) is a fact of the snapshot (_win_wsl_vm), not of the name.
+VM_MEMORY_NAMES = frozenset(("vmmemwsl", "vmmem"))
 # Ending any of these crashes or logs off the host; Registry, Memory Compression, Secure System and LsaIso are
 # kernel-run pseudo-processes of the same kind.
 PROTECTED_NAMES = frozenset(("csrss", "wininit", "winlogon", "services", "lsass", "smss", "system", "idle",
@@ -29,10 +30,10 @@ def base_name(name):
 
 
 def role(name, pid):
-    """"wsl_vm", "protected", "dwm" or None (an ordinary process)."""
+    """"vm" (a virtual machine's memory process), "protected", "dwm" or None (an ordinary process)."""
     base = base_name(name)
-    if base in WSL_VM_NAMES:
-        return "wsl_vm"
+    if base in VM_MEMORY_NAMES:
+        return "vm"
     if base in PROTECTED_NAMES or pid in PROTECTED_PIDS:
         return "protected"
     if base == DWM_NAME:
@@ -42,8 +43,9 @@ def role(name, pid):
 
 def parse_cim_processes(text):
     """ConvertTo-Json of Win32_Process (ProcessId, ParentProcessId, Name, ExecutablePath, CreationDate, SessionId,
-    and a User the script adds) or of Get-Process (Id, ProcessName, Path, StartTime, SessionId) -> [process]:
-    {"pid", "ppid", "name", "image_path", "creation_time_ms", "session_id", "user", "role"}."""
+    and a User, an OwnerSid (VM memory processes) and a VmId (WSL's own processes) the script adds) or of Get-Process
+    (Id, ProcessName, Path, StartTime, SessionId) -> [process]:
+    {"pid", "ppid", "name", "image_path", "creation_time_ms", "session_id", "user", "role", "owner_sid", "vm_id_arg"}."""
     processes = []
     for item in _win_json.objects(text):
         pid = _win_json.integer(_first(item, "ProcessId", "Id"))
@@ -59,6 +61,8 @@ def parse_cim_processes(text):
             "session_id": _win_json.integer(_first(item, "SessionId", "SI")),
             "user": _first(item, "User", "UserName"),
             "role": role(name, pid),
+            "owner_sid": item.get("OwnerSid"),
+            "vm_id_arg": item.get("VmId"),
         })
     return processes
 

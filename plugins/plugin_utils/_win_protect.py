@@ -4,8 +4,9 @@
 
 Every path that ends a Windows process asks `refusal` (the walk before it plans a rung, win_gpu_reset method=kill
 called on its own, restart_explorer) and, for a tree (the terminate script's, or taskkill /T where the script cannot
-run), `tree_refusal` over every process the tree would take. Names are matched as Windows matches them: any case, with or without `.exe`; users with or
-without their domain (WS12\\ada is ada).
+run), `tree_refusal` over every process the tree would take. Names are matched as Windows matches them: any case, with or
+without `.exe`; users with or without their domain (WS12\\ada is ada). With protect_users set, a process whose owner is
+not known is refused (fails closed), naming its pid and what would allow it.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def refusal(process, policy):
     name = process.get("name")
     kind = role(name, process.get("pid"))
     base = base_name(name)
-    if kind == "wsl_vm":
-        return "%s is the WSL VM: stop its distributions (wsl --terminate / --shutdown), never kill it" % label(process)
+    if kind == "vm":
+        return ("%s is a virtual machine's memory process (the WSL VM's or a Hyper-V VM's): never killed; the WSL VM "
+                "stops with its distributions (wsl --terminate / --shutdown)" % label(process))
     if kind == "protected":
         return "%s is a protected Windows system process" % label(process)
     if base in CONNECTION_NAMES:
@@ -80,6 +82,11 @@ def caller_refusal(process, policy):
     for path in policy.paths:
         if image == path or (not image and base_name(path.rsplit("\\", 1)[-1]) == base_name(process.get("name"))):
             return "protected name: %s (%s)" % (process.get("name"), process.get("image_path") or "its image path unknown")
+    if policy.users and not bare_user(process.get("user")):
+        # Fails closed: a process whose owner Windows did not tell may be a protected user's.
+        return ("%s: its owner is not known (Get-Process -IncludeUserName needs an elevated session, or Windows denied "
+                "the owner), so protect_users cannot clear it: never ended while protect_users is set - run elevated so "
+                "that its owner is read, or leave protect_users unset" % label(process))
     if policy.users and bare_user(process.get("user")) in policy.users:
         return "protected user: %s" % process.get("user")
     return None

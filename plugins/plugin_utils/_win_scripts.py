@@ -28,7 +28,21 @@ try {
 catch {
     $owners = @{}
 }
+# A VM memory process's owner SID is its VM's id (S-1-5-83-1-...); a WSL process's --vm-id names the WSL VM it serves.
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
+    $ownerSid = $null
+    if ($_.Name -like 'vmmem*') {
+        try {
+            $ownerSid = (Invoke-CimMethod -InputObject $_ -MethodName 'GetOwnerSid').Sid
+        }
+        catch {
+            $ownerSid = $null
+        }
+    }
+    $vmId = $null
+    if (($_.Name -in @('wslrelay.exe', 'wslhost.exe')) -and ($_.CommandLine -match '--vm-id\s+(\{?[0-9A-Fa-f-]{36}\}?)')) {
+        $vmId = $Matches[1]
+    }
     [pscustomobject]@{
         ProcessId = $_.ProcessId
         ParentProcessId = $_.ParentProcessId
@@ -37,7 +51,61 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         CreationDate = $_.CreationDate
         SessionId = $_.SessionId
         User = $owners[[int]$_.ProcessId]
+        OwnerSid = $ownerSid
+        VmId = $vmId
     }
+}
+"""
+
+# The Host Compute Service's compute systems (HcsEnumerateComputeSystems of vmcompute.dll: JSON with each one's Id and
+# Owner, "WSL" for the WSL VM), the one source that says which VM is WSL's. $computeSystems stays null, and $hcsError
+# says why, where Add-Type is refused (Constrained Language Mode, AppLocker) or HCS does not answer (no elevation, no
+# Hyper-V platform).
+_HCS = r"""$computeSystems = $null
+$hcsError = $null
+try {
+    if (-not ('GpuopsHcs' -as [type])) {
+        Add-Type -TypeDefinition @'
+using System;
+using System.Runtime.InteropServices;
+
+public static class GpuopsHcs
+{
+    [DllImport("vmcompute.dll", CharSet = CharSet.Unicode)]
+    private static extern int HcsEnumerateComputeSystems(string query, out IntPtr computeSystems, out IntPtr result);
+
+    public static string Enumerate()
+    {
+        IntPtr systems;
+        IntPtr result;
+        int hr = HcsEnumerateComputeSystems("{}", out systems, out result);
+        try
+        {
+            if (hr != 0)
+            {
+                Marshal.ThrowExceptionForHR(hr);
+            }
+            return systems == IntPtr.Zero ? "[]" : Marshal.PtrToStringUni(systems);
+        }
+        finally
+        {
+            if (systems != IntPtr.Zero)
+            {
+                Marshal.FreeCoTaskMem(systems);
+            }
+            if (result != IntPtr.Zero)
+            {
+                Marshal.FreeCoTaskMem(result);
+            }
+        }
+    }
+}
+'@
+    }
+    $computeSystems = [GpuopsHcs]::Enumerate()
+}
+catch {
+    $hcsError = $_.Exception.Message
 }
 """
 
@@ -120,10 +188,12 @@ public static class GpuopsD3dkmt
 }
 """
 
-# Each Display-class PnP device's instance id, whether it is present, and its DEVPKEY_Device_BusNumber and
-# DEVPKEY_Device_Address as Get-PnpDeviceProperty gives them (KeyName, Type, Data: numbers in any language), so that
-# the adapter pnputil lists is joined to its nvidia-smi GPU by PCI location; sets $pnpLocations ($null and $pnpError
-# when the PnpDevice module does not answer). A device without the keys (a virtual display) has no location.
+# Each Display-class PnP device (Win32_PnPEntity): its instance id, name, whether it is present, its state
+# (Status, and ConfigManagerErrorCode: 0 working, else the device's problem code, in any language), and its
+# DEVPKEY_Device_BusNumber and DEVPKEY_Device_Address as Get-PnpDeviceProperty gives them (KeyName, Type, Data), so
+# that each adapter is joined to its nvidia-smi GPU by PCI location; sets $pnpLocations ($null and $pnpError when the
+# PnpDevice module does not answer: pnputil's listing is read then). A device without the keys (a virtual display)
+# has no location.
 _PNP_LOCATIONS = r"""$pnpLocations = $null
 $pnpError = $null
 try {
@@ -137,9 +207,18 @@ try {
         catch {
             $properties = @()
         }
+        # the number, whether the module gives it as a UInt32 or as its enum (CM_PROB_...); null when not given
+        $problem = $null
+        if ($null -ne $device.ConfigManagerErrorCode) {
+            $problem = [int]$device.ConfigManagerErrorCode
+        }
         [pscustomobject]@{
             InstanceId = $device.InstanceId
+            FriendlyName = $device.FriendlyName
+            Manufacturer = $device.Manufacturer
             Present = $device.Present
+            Status = [string]$device.Status
+            ConfigManagerErrorCode = $problem
             Properties = $properties
         }
     }
@@ -193,6 +272,7 @@ catch {
 }
 
 %(processes)s
+%(hcs)s
 %(pnp_locations)s
 %(pci_address)s
 $adapters = Get-ChildItem -LiteralPath 'HKLM:\SOFTWARE\Microsoft\DirectX' -ErrorAction SilentlyContinue | ForEach-Object {
@@ -229,9 +309,11 @@ $Ansible.Result = @{
     pnp_error = $pnpError
     d3dkmt_error = $d3dkmtError
     store_wsl = Test-Path -LiteralPath $WslPath -PathType Leaf
+    compute_systems = $computeSystems
+    hcs_error = $hcsError
 }
 """ % {"cim_class": literal(CIM_CLASS), "adapter_class": literal(ADAPTER_CIM_CLASS), "processes": _PROCESSES,
-       "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS}
+       "pnp_locations": _PNP_LOCATIONS, "pci_address": _PCI_ADDRESS, "hcs": _HCS}
 
 # Whether a file exists (the Store WSL's wsl.exe), the path given as data.
 WSL_PATH = r"""[CmdletBinding(SupportsShouldProcess)]
@@ -252,10 +334,29 @@ $Ansible.Changed = $false
 $Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3 }
 """ % {"processes": _PROCESSES}
 
+# The process list with HCS's compute systems: which VM memory process is the WSL VM, and whose (wsl_shutdown's record
+# of the VM before it acts, and its check after).
+WSL_VMS = r"""[CmdletBinding(SupportsShouldProcess)]
+param ()
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+%(processes)s
+%(hcs)s
+$Ansible.Result = @{
+    processes = ConvertTo-Json -InputObject @($processes) -Depth 3
+    compute_systems = $computeSystems
+    hcs_error = $hcsError
+}
+""" % {"processes": _PROCESSES, "hcs": _HCS}
+
 # One journal line appended (the record's JSON text, as data): one write of its UTF-8 bytes and a newline, flushed to
-# the disk before the action goes ahead. The folder is made when missing, with an explicit protected DACL (SYSTEM and
-# Administrators only), never set on a folder that was there already; a folder or file that is a reparse point or is
-# owned by anyone else (planted) is refused.
+# the disk before the action goes ahead. A missing folder is made with its DACL in the one call that creates it (the
+# security descriptor goes to CreateDirectory: [System.IO.Directory]::CreateDirectory(path, DirectorySecurity) on
+# Windows PowerShell 5.1, [System.IO.FileSystemAclExtensions]::CreateDirectory on PowerShell 7), owned by Administrators,
+# protected, SYSTEM and Administrators only: no moment with an inherited DACL, and an existing folder is never rewritten.
+# Refused: a reparse point (junction, symbolic link, mount point) in ANY component of the path, a folder or file owned
+# by anyone else (planted before the first run: ProgramData lets users create folders), a journal file with more than one
+# hard link (another name for the same bytes, which a user may have made).
 # Acts: in check mode it creates and writes nothing (no action runs then either).
 JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
@@ -273,41 +374,57 @@ if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
     $Ansible.Result = @{ written = 0 }
     return
 }
-# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file:
-# the folder is made with an explicit, protected DACL of the two; a folder or file that is a reparse point, or that
-# someone else owns (planted before the first run: ProgramData lets users create folders), is refused.
+# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file.
 $trusted = @('S-1-5-18', 'S-1-5-32-544')
-$folder = [System.IO.Path]::GetDirectoryName($Path)
-function Test-Trusted($itemPath) {
-    $item = Get-Item -LiteralPath $itemPath -Force
-    if ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {
-        throw ('{0} is a reparse point (a link): the journal is never written through one' -f $itemPath)
+$fullPath = [System.IO.Path]::GetFullPath($Path)
+$folder = [System.IO.Path]::GetDirectoryName($fullPath)
+function Assert-NoReparsePoint($itemPath) {
+    $at = $itemPath
+    while ($at) {
+        if (Test-Path -LiteralPath $at) {
+            $item = Get-Item -LiteralPath $at -Force
+            if ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {
+                throw ('{0} is a reparse point (a junction or a link): the journal is never written through one' -f $at)
+            }
+        }
+        $at = [System.IO.Path]::GetDirectoryName($at)
     }
+}
+function Test-Trusted($itemPath) {
     $owner = (Get-Acl -LiteralPath $itemPath).GetOwner([System.Security.Principal.SecurityIdentifier]).Value
     if ($trusted -notcontains $owner) {
         throw ('{0} is owned by {1}, not by SYSTEM or Administrators: refused (remove it, or choose another journal_path)' -f $itemPath, $owner)
     }
 }
 $security = [System.Security.AccessControl.DirectorySecurity]::new()
+$security.SetOwner([System.Security.Principal.SecurityIdentifier]::new('S-1-5-32-544'))
 $security.SetAccessRuleProtection($true, $false)
 foreach ($sid in $trusted) {
     $identity = [System.Security.Principal.SecurityIdentifier]::new($sid)
     $rule = [System.Security.AccessControl.FileSystemAccessRule]::new($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')
     $security.AddAccessRule($rule)
 }
-# The DACL is set only on a folder made here: an existing folder (C:\ProgramData itself, a drive's root, when
-# journal_path names a file there) is checked, never rewritten.
+Assert-NoReparsePoint $fullPath
 if (-not [System.IO.Directory]::Exists($folder)) {
-    [void][System.IO.Directory]::CreateDirectory($folder)
-    Test-Trusted $folder
-    Set-Acl -LiteralPath $folder -AclObject $security
+    if ($PSVersionTable.PSEdition -eq 'Core') {
+        [void][System.IO.FileSystemAclExtensions]::CreateDirectory($security, $folder)
+    }
+    else {
+        [void][System.IO.Directory]::CreateDirectory($folder, $security)
+    }
 }
+# again after the creation: a link planted while the folder was made is refused too
+Assert-NoReparsePoint $fullPath
 Test-Trusted $folder
-if ([System.IO.File]::Exists($Path)) {
-    Test-Trusted $Path
+if ([System.IO.File]::Exists($fullPath)) {
+    Test-Trusted $fullPath
+    if ((Get-Item -LiteralPath $fullPath -Force).LinkType -eq 'HardLink') {
+        $why = '{0} has more than one hard link (another name for the same file): refused (remove the other names, or choose another journal_path)'
+        throw ($why -f $fullPath)
+    }
 }
 $bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
-$stream = [System.IO.FileStream]::new($Path, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
+$stream = [System.IO.FileStream]::new($fullPath, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
 try {
     $stream.Write($bytes, 0, $bytes.Length)
     $stream.Flush($true)
@@ -474,5 +591,187 @@ $results = for ($at = 0; $at -lt $ProcessIds.Count; $at++) {
 $Ansible.Result = @{ results = ConvertTo-Json -InputObject @($results) -Depth 2 }
 """
 
-SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "journal_append": JOURNAL_APPEND,
-           "journal_read": JOURNAL_READ}
+# Where Add-Type is refused (Constrained Language Mode, AppLocker): the same members, each held by a handle while it is
+# checked and ended, with no compiled code. Get-Process's object opens the process when its Handle is read and keeps that
+# handle; StartTime is read on it, and while it is open Windows gives the pid to no other process, so `taskkill /F /PID`
+# (never /T: a child started after the tree was read is not taken) can only end the process whose creation time was
+# compared. taskkill refuses a critical system process itself. Its exit code decides; its words are kept for the report.
+# Acts: not run in check mode.
+TERMINATE_HELD = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [AllowEmptyCollection()]
+    [long[]]$ProcessIds,
+    [Parameter(Mandatory)]
+    [AllowEmptyCollection()]
+    [long[]]$CreationTimesMs
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if ($ProcessIds.Count -ne $CreationTimesMs.Count) {
+    throw 'one creation time per process id'
+}
+$unixEpochTicks = 621355968000000000
+$results = for ($at = 0; $at -lt $ProcessIds.Count; $at++) {
+    $processId = $ProcessIds[$at]
+    if (-not $PSCmdlet.ShouldProcess([string]$processId, 'terminate')) {
+        continue
+    }
+    $process = Get-Process -Id $processId -ErrorAction SilentlyContinue
+    if ($null -eq $process) {
+        [pscustomobject]@{ ProcessId = $processId; Outcome = 'not_opened'; Code = 87; Message = $null }
+        continue
+    }
+    try {
+        $null = $process.Handle
+        $created = [long][Math]::Floor([decimal]($process.StartTime.ToUniversalTime().Ticks - $unixEpochTicks) / 10000)
+    }
+    catch {
+        [pscustomobject]@{ ProcessId = $processId; Outcome = 'not_opened'; Code = 5; Message = $_.Exception.Message }
+        continue
+    }
+    if ($created -ne $CreationTimesMs[$at]) {
+        [pscustomobject]@{ ProcessId = $processId; Outcome = 'pid_reused'; Code = $created; Message = $null }
+        continue
+    }
+    # Windows PowerShell 5.1 turns a native program's stderr line into a terminating error under 'Stop'
+    $ErrorActionPreference = 'Continue'
+    $said = taskkill.exe /F /PID $processId 2>&1 | Out-String
+    $exitCode = $LASTEXITCODE
+    $ErrorActionPreference = 'Stop'
+    $outcome = 'not_terminated'
+    if ($exitCode -eq 0) {
+        $outcome = 'ended'
+        $Ansible.Changed = $true
+    }
+    [pscustomobject]@{ ProcessId = $processId; Outcome = $outcome; Code = $exitCode; Message = $said.Trim() }
+}
+$Ansible.Result = @{ results = ConvertTo-Json -InputObject @($results) -Depth 2 }
+"""
+
+# The host's OEM and ANSI code pages from the registry (what the console tools write in: quser, taskkill, pnputil),
+# read once per node by TargetNode and given to _win_decode.
+CODE_PAGE = r"""[CmdletBinding(SupportsShouldProcess)]
+param ()
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+$values = Get-ItemProperty -LiteralPath 'HKLM:\SYSTEM\CurrentControlSet\Control\Nls\CodePage'
+$Ansible.Result = @{ oem = [string]$values.OEMCP; ansi = [string]$values.ACP }
+"""
+
+# The interactive sessions from the Remote Desktop Services API (WTSEnumerateSessions, WTSQuerySessionInformation:
+# WTSUserName, WTSDomainName), numbers and names as Windows keeps them, in any language: what quser prints, without
+# its columns. Where Add-Type is refused (Constrained Language Mode, AppLocker) it says so (unavailable) and the caller
+# reads quser instead. own_session: the session this script runs in (0 over WinRM and SSH: a network logon).
+SESSIONS = r"""[CmdletBinding(SupportsShouldProcess)]
+param ()
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if (-not ('GpuopsWts' -as [type])) {
+    try {
+        Add-Type -TypeDefinition @'
+using System;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+
+public class GpuopsWtsSession
+{
+    public int Id;
+    public int State;
+    public string Station;
+    public string User;
+    public string Domain;
+}
+
+public static class GpuopsWts
+{
+    [StructLayout(LayoutKind.Sequential)]
+    private struct SessionInfo { public int SessionId; public IntPtr WinStationName; public int State; }
+
+    private const int WtsUserName = 5;
+    private const int WtsDomainName = 7;
+
+    [DllImport("wtsapi32.dll", SetLastError = true)]
+    private static extern bool WTSEnumerateSessionsW(IntPtr server, int reserved, int version, out IntPtr sessions, out int count);
+
+    [DllImport("wtsapi32.dll", SetLastError = true)]
+    private static extern bool WTSQuerySessionInformationW(IntPtr server, int sessionId, int infoClass, out IntPtr buffer, out int bytes);
+
+    [DllImport("wtsapi32.dll")]
+    private static extern void WTSFreeMemory(IntPtr memory);
+
+    private static string Query(int sessionId, int infoClass)
+    {
+        IntPtr buffer;
+        int bytes;
+        if (!WTSQuerySessionInformationW(IntPtr.Zero, sessionId, infoClass, out buffer, out bytes))
+        {
+            return null;
+        }
+        try
+        {
+            return Marshal.PtrToStringUni(buffer);
+        }
+        finally
+        {
+            WTSFreeMemory(buffer);
+        }
+    }
+
+    public static GpuopsWtsSession[] Sessions()
+    {
+        IntPtr sessions;
+        int count;
+        if (!WTSEnumerateSessionsW(IntPtr.Zero, 0, 1, out sessions, out count))
+        {
+            throw new System.ComponentModel.Win32Exception(Marshal.GetLastWin32Error());
+        }
+        List<GpuopsWtsSession> found = new List<GpuopsWtsSession>();
+        try
+        {
+            int size = Marshal.SizeOf(typeof(SessionInfo));
+            for (int at = 0; at < count; at++)
+            {
+                SessionInfo info = (SessionInfo)Marshal.PtrToStructure(new IntPtr(sessions.ToInt64() + at * size), typeof(SessionInfo));
+                GpuopsWtsSession session = new GpuopsWtsSession();
+                session.Id = info.SessionId;
+                session.State = info.State;
+                session.Station = Marshal.PtrToStringUni(info.WinStationName);
+                session.User = Query(info.SessionId, WtsUserName);
+                session.Domain = Query(info.SessionId, WtsDomainName);
+                found.Add(session);
+            }
+        }
+        finally
+        {
+            WTSFreeMemory(sessions);
+        }
+        return found.ToArray();
+    }
+}
+'@
+    }
+    catch {
+        $Ansible.Result = @{ unavailable = $_.Exception.Message; sessions = '[]' }
+        return
+    }
+}
+$rows = [GpuopsWts]::Sessions() | ForEach-Object {
+    [pscustomobject]@{
+        SessionId = $_.Id
+        State = $_.State
+        WinStationName = $_.Station
+        UserName = $_.User
+        DomainName = $_.Domain
+    }
+}
+$Ansible.Result = @{
+    unavailable = $null
+    sessions = ConvertTo-Json -InputObject @($rows) -Depth 2
+    own_session = (Get-Process -Id $PID).SessionId
+}
+"""
+
+SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "wsl_vms": WSL_VMS,
+           "journal_append": JOURNAL_APPEND, "journal_read": JOURNAL_READ, "code_page": CODE_PAGE, "sessions": SESSIONS,
+           "terminate_held": TERMINATE_HELD}

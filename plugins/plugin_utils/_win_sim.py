@@ -64,7 +64,7 @@ def run_script(root, name, parameters=None, user=None):
         with locked_state(root, write=True) as state:
             caller = user or state["default_user"]
             # the question whether the script can run at all is no action, nor is a script Add-Type refused
-            if (parameters or {}).get("ProcessIds") and not state.get("constrained_language"):
+            if (parameters or {}).get("ProcessIds") and (name != "terminate" or not state.get("constrained_language")):
                 state.setdefault("script_log", []).append({"script": name, "parameters": dict(parameters or {}), "user": caller})
             return _ACTING_SCRIPTS[name](state, parameters or {}, caller)
     if name in _FILE_SCRIPTS:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import uuid
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl, _win_wsl_vm
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_tools import taskkill_in_script
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
     CRITICAL_NAMES, MIB, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
     process_memory,
@@ -85,6 +87,7 @@ def _snapshot_script(state, parameters, _caller):
               "adapters": _ps_json(adapters), "store_wsl": _store_wsl(state, parameters.get("WslPath")),
               "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None,
               "d3dkmt_error": "Cannot add type. Definition of new types is not supported in this language mode." if constrained else None}
+    answer.update(_hcs(state))
     if not state.get("pnp_properties", True):
         # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
         answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "
@@ -111,12 +114,39 @@ def _id_after(instance_id, marker, width):
 
 def _processes_json(state):
     return _ps_json([{"ProcessId": p["pid"], "ParentProcessId": p["ppid"], "Name": p["name"], "ExecutablePath": p["image_path"],
-                      "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"], "User": p["user"]}
+                      "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"],
+                      "User": None if p.get("owner_hidden") else p["user"], "OwnerSid": _owner_sid(p), "VmId": p.get("vm_id_arg")}
                      for p in state["processes"]])
+
+
+def _owner_sid(process):
+    """Win32_Process.GetOwnerSid of a VM memory process (the script asks it of those only): its VM's account SID."""
+    if _win_processes.role(process["name"], process["pid"]) != "vm":
+        return None
+    vm_id = _win_wsl_vm.vm_id_from_account(process.get("user"))
+    return _win_wsl_vm.sid_of_vm_id(vm_id) if vm_id else None
+
+
+def _hcs(state):
+    """HcsEnumerateComputeSystems as the scripts return it: each running VM's Id and Owner (WSL for the WSL VMs, VMMS
+    for Hyper-V's), or the Add-Type refusal under Constrained Language Mode."""
+    if state.get("constrained_language"):
+        return {"compute_systems": None, "hcs_error": "Cannot add type. Definition of new types is not supported in this language mode."}
+    systems = []
+    for process in state["processes"]:
+        vm_id = process.get("vm_id") or (_win_wsl_vm.vm_id_from_account(process.get("user")) if process.get("hyperv_vm") else None)
+        if vm_id:
+            systems.append({"Id": vm_id.upper(), "SystemType": "VirtualMachine", "Owner": "WSL" if process.get("wsl_vm_of") else "VMMS",
+                            "RuntimeId": str(uuid.uuid5(uuid.NAMESPACE_OID, vm_id)), "State": "Running"})
+    return {"compute_systems": json.dumps(systems), "hcs_error": None}
 
 
 def _processes_script(state, _parameters, _caller):
     return {"processes": _processes_json(state)}
+
+
+def _wsl_vms_script(state, _parameters, _caller):
+    return dict(_hcs(state), processes=_processes_json(state))
 
 
 def _wsl_path_script(state, parameters, _caller):
@@ -128,8 +158,23 @@ def _journal_append_script(root, parameters):
     if not isinstance(line, str) or "\n" in line or "\r" in line:
         raise WinSimError("a journal line holds no newline: %r" % (line,))
     path = host_file(root, parameters.get("Path"))
+    _refuse_planted(root, path)
     _journal.append_line(path, json.loads(line))
     return {"written": len(line.encode("utf-8")) + 1}
+
+
+def _refuse_planted(root, path):
+    """What the journal_append script refuses: a reparse point (here a symbolic link) in any component of the path under
+    the host's drives, a journal file with more than one hard link (the script's messages)."""
+    top = os.path.join(root, "fs")
+    at = path
+    while at.startswith(top + os.sep):
+        if os.path.islink(at):
+            raise WinSimError("%s is a reparse point (a junction or a link): the journal is never written through one" % at)
+        at = os.path.dirname(at)
+    if os.path.isfile(path) and os.stat(path).st_nlink > 1:
+        raise WinSimError("%s has more than one hard link (another name for the same file): refused (remove the other names, "
+                          "or choose another journal_path)" % path)
 
 
 def _journal_read_script(root, parameters):
@@ -148,7 +193,46 @@ def _journal_read_script(root, parameters):
 _FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_read": _journal_read_script}
 
 
-_ACTING_SCRIPTS = {"terminate": _terminate_script}
+def _terminate_held_script(state, parameters, caller):
+    """The terminate_held script (no Add-Type): each pid held by Get-Process's handle, its creation time compared, then
+    `taskkill /F /PID` alone (never /T): the process's children stay, as they are not members. The handle keeps the pid
+    from passing to another process, so the taskkill that runs ends the compared process."""
+    results = []
+    for pid, created in zip(parameters.get("ProcessIds") or [], parameters.get("CreationTimesMs") or []):
+        process = _process(state, int(pid))
+        if process is None:
+            results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 87, "Message": None})
+        elif process["creation_time_ms"] != int(created):
+            results.append({"ProcessId": int(pid), "Outcome": "pid_reused", "Code": process["creation_time_ms"], "Message": None})
+        else:
+            answer = taskkill_in_script(state, ["/F", "/PID", str(int(pid))], caller)
+            said = (answer.stdout + answer.stderr).decode("latin-1").strip()
+            results.append({"ProcessId": int(pid), "Outcome": "ended" if answer.rc == 0 else "not_terminated", "Code": answer.rc,
+                            "Message": said or None})
+    return {"results": _ps_json(results)}
 
 
-_SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script}
+_ACTING_SCRIPTS = {"terminate": _terminate_script, "terminate_held": _terminate_held_script}
+
+
+def _code_page_script(state, _parameters, _caller):
+    return {"oem": str(state.get("oem_code_page", 437)), "ansi": "1252"}
+
+
+_WTS_STATE = {"active": 0, "disc": 4}
+
+
+def _sessions_script(state, _parameters, _caller):
+    """WTSEnumerateSessions: the services' session 0 and the RDP listener (no user) and each user's session; Add-Type
+    refused under Constrained Language Mode. The connection runs in session 0 (a network logon)."""
+    if state.get("constrained_language"):
+        return {"unavailable": "Cannot add type. Definition of new types is not supported in this language mode.", "sessions": "[]"}
+    rows = [{"SessionId": 0, "State": 4, "WinStationName": "Services", "UserName": "", "DomainName": ""}]
+    rows.extend({"SessionId": s["id"], "State": _WTS_STATE.get(str(s["state"]).lower(), 0), "WinStationName": s["session_name"] or "",
+                 "UserName": s["user"], "DomainName": state["hostname"]} for s in state["sessions"])
+    rows.append({"SessionId": 65536, "State": 6, "WinStationName": "RDP-Tcp", "UserName": "", "DomainName": ""})
+    return {"unavailable": None, "sessions": _ps_json(rows), "own_session": 0}
+
+
+_SCRIPTS = {"snapshot": _snapshot_script, "wsl_path": _wsl_path_script, "processes": _processes_script, "wsl_vms": _wsl_vms_script,
+            "code_page": _code_page_script, "sessions": _sessions_script}

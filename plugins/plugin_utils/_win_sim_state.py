@@ -12,8 +12,9 @@ import fcntl
 import json
 import os
 import time
+import uuid
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes, _win_wsl
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_decode, _win_processes, _win_wsl
 
 
 STATE_KIND = "gpuops-windows-sim"
@@ -26,6 +27,10 @@ FIRST_PID = 1000
 
 
 VM_NAME = "vmmemWSL"
+VM_NAMES = ("vmmemWSL", "vmmem")  # vmmem: the WSL VM's memory process on older builds (and every Hyper-V VM's)
+RELAY_NAME = "wslrelay.exe"
+VM_ACCOUNT = "NT VIRTUAL MACHINE\\%s"
+WSL_STATES = ("installed", "absent", "not_installed")
 
 
 # What taskkill says of the processes Windows marks critical (ending one bugchecks the host).
@@ -52,7 +57,8 @@ _SESSION_PROCESSES = (
 
 
 DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "reserved_mib": 205, "driver_model": "WDDM",
-               "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81", "restart_needs_reboot": False}
+               "ghost_mib": 0, "recovery_action": "None", "device_id": "1E81", "restart_needs_reboot": False,
+               "problem_after_restart": 0}
 
 
 DWM_MIB = 128
@@ -114,9 +120,12 @@ def build_state(scenario, now_ms=None):
              "next_pid": FIRST_PID, "clock_ms": now_ms - 3600 * 1000, "gpus": [], "processes": [], "sessions": [],
              "distributions": [], "command_log": [], "script_log": [],
              "constrained_language": bool(scenario.get("constrained_language")),
+             "oem_code_page": _code_page(scenario.get("oem_code_page")),
              "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
              "virtual_display": dict(VIRTUAL_DISPLAY) if scenario.get("virtual_display") else None,
-             "pnp_properties": bool(scenario.get("pnp_properties", True))}
+             "pnp_properties": bool(scenario.get("pnp_properties", True)),
+             "wsl": _choice(scenario, "wsl", WSL_STATES), "wsl_vm_name": _choice(scenario, "wsl_vm_name", VM_NAMES),
+             "wsl_relay": bool(scenario.get("wsl_relay", True))}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
         state["gpus"].append(_gpu(index, dict(DEFAULT_GPU, **dict((k, v) for k, v in gpu.items() if v is not None))))
     for key in ("luid", "instance_id"):
@@ -135,6 +144,21 @@ def build_state(scenario, now_ms=None):
     for owner in sorted(set(d["owner"] for d in state["distributions"] if d["running"])):
         _start_vm(state, owner)
     return state
+
+
+def _code_page(value):
+    """The console's OEM code page the tools write in (437 unless the scenario says): one Python has a codec for."""
+    number = 437 if value is None else value
+    if isinstance(number, bool) or not isinstance(number, int) or _win_decode.oem_codec(number) is None:
+        raise ValueError("oem_code_page: %r is no code page with a known encoding (437, 850, 866, 932 ...)" % (value,))
+    return number
+
+
+def _choice(scenario, key, choices):
+    value = scenario.get(key) or choices[0]
+    if value not in choices:
+        raise ValueError("%s: %r is none of %s" % (key, value, ", ".join(choices)))
+    return value
 
 
 def write_node(root, state):
@@ -170,7 +194,14 @@ def _gpu(index, spec):
             # Get-ChildItem lists the DirectX keys in GUID order, which here follows the LUIDs, not nvidia-smi's order.
             "registry_key": "{%08x-9e4f-11ee-8c90-0242ac120002}" % (0x5e1c0000 + (luid & 0xFFFF)),
             "instance_id": instance_id or _nvidia_instance_id(spec["device_id"], index),
-            "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"])}
+            "adapter_status": "Started", "restarts": 0, "restart_needs_reboot": bool(spec["restart_needs_reboot"]),
+            "problem_code": 0, "problem_after_restart": _problem_code(index, spec["problem_after_restart"])}
+
+
+def _problem_code(index, value):
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFFFF:
+        raise ValueError("gpus[%d].problem_after_restart: %r is no device problem code (0 .. 65535)" % (index, value))
+    return value
 
 
 def _nvidia_instance_id(device_id, index):
@@ -231,6 +262,10 @@ def _scenario_process(state, spec):
         process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
     if spec.get("critical"):
         process["critical"] = True  # what IsProcessCritical says of it: not a name
+    if spec.get("owner_known") is False:
+        process["owner_hidden"] = True  # Get-Process -IncludeUserName gives no owner for it (not elevated, or denied)
+    if _win_processes.role(name, None) == "vm":
+        process["hyperv_vm"] = True  # another VM's memory process (Hyper-V's), run as its VM's account
     if spec.get("counter_mib") is not None:
         process["counter_mib"] = int(spec["counter_mib"])  # what its GPU Process Memory counter reports, not what it holds
     for child in spec.get("children") or []:
@@ -248,25 +283,50 @@ def _scenario_distribution(state, spec):
     state["distributions"].append({
         "name": name, "owner": spec.get("owner") or state["default_user"], "running": bool(spec.get("running", True)),
         "version": int(spec.get("version", 2)), "default": bool(spec.get("default", not state["distributions"])),
-        "gpu_memory": _memory_on(state, spec.get("gpus", [0]), spec.get("memory_mib", 0)) if spec.get("memory_mib") else {}})
+        "gpu_memory": _memory_on(state, spec.get("gpus", [0]), spec.get("memory_mib", 0)) if spec.get("memory_mib") else {},
+        # whether `find` answers in it (the /dev/dxg probe), and whether its GPU memory stays with the VM after it stops
+        "gpu_probe": bool(spec.get("gpu_probe", True)), "held_after_stop": bool(spec.get("held_after_stop", False))})
+
+
+def vm_id_of(state, owner):
+    """The WSL VM id of `owner` on this node (the same on every start, as no real id is, but enough for one run)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, "%s.%s.wsl" % (owner.lower(), state["hostname"].lower())))
 
 
 def _start_vm(state, owner):
     if any(p.get("wsl_vm_of") == owner for p in state["processes"]):
         return
-    # The VM's memory process runs in session 0 under its own virtual account; its GPU memory is its distributions'.
-    _spawn(state, VM_NAME, None, 0, None, wsl_vm_of=owner)
+    # The VM's memory process runs in session 0 under its VM's own account (NT VIRTUAL MACHINE\<vm id>); its GPU memory
+    # is its distributions'. The user's WSL relay (in the user's session, as the user) names the VM's id on its command line.
+    vm_id = vm_id_of(state, owner)
+    _spawn(state, state.get("wsl_vm_name") or VM_NAME, VM_ACCOUNT % vm_id.upper(), 0, None, wsl_vm_of=owner, vm_id=vm_id, own_memory={})
+    if state.get("wsl_relay", True):
+        session = next((s["id"] for s in state["sessions"] if s["user"].lower() == owner.lower()), 0)
+        _spawn(state, RELAY_NAME, "%s\\%s" % (state["hostname"], owner), session, "C:\\Program Files\\WSL\\wslrelay.exe",
+               wsl_relay_of=owner, vm_id_arg="{%s}" % vm_id)
 
 
 def _vm_memory(state, vm):
     memory = {}
-    for distribution in state["distributions"]:
-        if distribution["owner"] == vm["wsl_vm_of"] and distribution["running"]:
+    held = [d["gpu_memory"] for d in state["distributions"] if d["owner"] == vm["wsl_vm_of"] and d["running"]]
+    for usages in held + [vm.get("own_memory") or {}]:
+        for luid, usage in usages.items():
+            entry = memory.setdefault(luid, {"dedicated_bytes": 0, "shared_bytes": 0})
+            for key, value in usage.items():
+                entry[key] += value
+    return memory
+
+
+def stop_distribution(state, distribution):
+    """A distribution stops: its processes' GPU memory goes (or stays with the VM, held_after_stop)."""
+    distribution["running"] = False
+    if distribution.get("held_after_stop"):
+        vm = next((p for p in state["processes"] if (p.get("wsl_vm_of") or "").lower() == distribution["owner"].lower()), None)
+        if vm is not None:
             for luid, usage in distribution["gpu_memory"].items():
-                entry = memory.setdefault(luid, {"dedicated_bytes": 0, "shared_bytes": 0})
+                entry = vm["own_memory"].setdefault(luid, {"dedicated_bytes": 0, "shared_bytes": 0})
                 for key, value in usage.items():
                     entry[key] += value
-    return memory
 
 
 def process_memory(state, process):
@@ -297,11 +357,15 @@ def _pnp_locations(state):
     for device in _pnp_devices(state):
         properties = []
         if device.get("pci_bus_id"):
-            dummy, bus, rest = device["pci_bus_id"].split(":")
+            domain, bus, rest = device["pci_bus_id"].split(":")
             slot, function = rest.split(".")
-            properties = [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": int(bus, 16)},
+            # a device on PCI segment N: bus number (N << 8) | bus, as Windows reports it
+            properties = [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": int(domain, 16) << 8 | int(bus, 16)},
                           {"KeyName": "DEVPKEY_Device_Address", "Type": 7, "Data": int(slot, 16) << 16 | int(function, 16)}]
-        devices.append({"InstanceId": device["instance_id"], "Present": True, "Properties": properties})
+        code = device.get("problem_code") or 0
+        # Win32_PnPEntity.Status is "OK" for a working device, "Error" for one with a problem code
+        devices.append({"InstanceId": device["instance_id"], "FriendlyName": device["name"], "Manufacturer": device.get("manufacturer"),
+                        "Present": True, "Status": "Error" if code else "OK", "ConfigManagerErrorCode": code, "Properties": properties})
     return devices
 
 
@@ -315,7 +379,8 @@ def _kill_refusal(state, process, caller):
     base = _win_processes.base_name(process["name"])
     if base in CRITICAL_NAMES or process.get("critical"):
         return "This is critical system process. Taskkill cannot end this process."
-    if process["pid"] in _win_processes.PROTECTED_PIDS or base in _win_processes.PROTECTED_NAMES or process.get("wsl_vm_of"):
+    if (process["pid"] in _win_processes.PROTECTED_PIDS or base in _win_processes.PROTECTED_NAMES or process.get("wsl_vm_of")
+            or process.get("hyperv_vm")):
         return "Access is denied."
     owner = (process["user"] or "").split("\\")[-1]
     if owner.lower() != caller.lower() and caller.lower() not in [a.lower() for a in state["administrators"]]:
@@ -349,7 +414,8 @@ def reuse_pid(root, pid, name="notepad.exe"):
 
 
 def _stop_vm(state, owner):
-    state["processes"] = [p for p in state["processes"] if (p.get("wsl_vm_of") or "").lower() != owner.lower()]
+    state["processes"] = [p for p in state["processes"]
+                          if owner.lower() not in ((p.get("wsl_vm_of") or "").lower(), (p.get("wsl_relay_of") or "").lower())]
 
 
 def host_file(root, windows_path):

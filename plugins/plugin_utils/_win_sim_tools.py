@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import time
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_decode, _win_wsl
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
-    MIB, _descendants, _kill_refusal, _pnp_devices, _process, _restart_shell, _stop_vm, process_memory,
+    MIB, WinSimError, _descendants, _kill_refusal, _pnp_devices, _process, _restart_shell, _start_vm, _stop_vm, process_memory,
+    stop_distribution,
 )
 
 
@@ -109,6 +111,8 @@ def _restart_device(state, instance_id):
             gpu["restarts"] += 1
             gpu["ghost_mib"] = 0
             gpu["recovery_action"] = "None"
+            # pnputil exits 0 and its listing still says "Started": only ConfigManagerErrorCode tells the driver stopped it
+            gpu["problem_code"] = gpu.get("problem_after_restart") or 0
             return SimCommand(0, ("Microsoft PnP Utility\r\n\r\nRestarting device:          %s\r\n"
                                   "Device restarted successfully.\r\n" % instance_id).encode())
     return SimCommand(1, ("Microsoft PnP Utility\r\n\r\nRestarting device:          %s\r\n"
@@ -125,7 +129,12 @@ def _quser(state, args, _caller):
     for session in state["sessions"]:
         cells = (session["user"][:20], session["session_name"] or "", session["id"], session["state"], "none", session["logon_time"])
         rows.append(" %-21s %-18s %2d  %-6s %10s  %s" % cells)
-    return SimCommand(0, ("\r\n".join(rows) + "\r\n").encode())
+    # in the console's OEM code page, as quser writes to a pipe (a character the code page lacks becomes "?")
+    return SimCommand(0, ("\r\n".join(rows) + "\r\n").encode(oem_codec(state), "replace"))
+
+
+def oem_codec(state):
+    return _win_decode.oem_codec(state.get("oem_code_page", 437))
 
 
 def _taskkill(state, args, caller):
@@ -176,20 +185,51 @@ def utf16(text):
     return text.replace("\r\n", "\n").replace("\n", "\r\n").encode("utf-16-le")
 
 
+# What a wsl.exe without WSL behind it answers every command (the optional component is not enabled).
+_NOT_INSTALLED = (0x8007019E - 0x100000000, "The Windows Subsystem for Linux optional component is not enabled. Please enable it and try again.\r\n"
+                                            "Error code: Wsl/WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED\r\n")
+
+
 def _wsl(state, args, caller):
+    if state.get("wsl") == "absent":
+        raise WinSimError("wsl.exe could not be run: The system cannot find the file specified")
+    if state.get("wsl") == "not_installed":
+        return SimCommand(_NOT_INSTALLED[0], utf16(_NOT_INSTALLED[1]))
     mine = [d for d in state["distributions"] if d["owner"].lower() == caller.lower()]
     options = [a.lower() for a in args]
     if options and options[0] in ("--list", "-l"):
         return _wsl_list(mine, set(options[1:]))
+    if options == ["--status"]:
+        return SimCommand(0, utf16("Default Distribution: %s\nDefault Version: 2\n" % next((d["name"] for d in mine if d["default"]), "")))
     if options == ["--shutdown"]:
         for distribution in mine:
-            distribution["running"] = False
+            stop_distribution(state, distribution)
         _stop_vm(state, caller)
         return SimCommand(0, b"")
     if len(args) == 2 and options[0] in ("--terminate", "-t"):
         return _wsl_terminate(state, mine, args[1], caller)
+    if len(args) > 5 and options[0] in ("--distribution", "-d") and options[2:5] == ["--user", "root", "--exec"]:
+        return _wsl_exec(state, mine, args[1], args[5:], caller)
     return SimCommand(-1, utf16("Invalid command line argument: %s\r\nPlease use 'wsl.exe --help' to get a list of supported arguments.\r\n"
                                 % (" ".join(args) or "(none)")))
+
+
+def _wsl_exec(state, mine, name, command, caller):
+    """The /dev/dxg probe (_win_wsl.gpu_probe_argv) inside one distribution, as its root: a stopped one is started
+    first, as wsl.exe does. Linux's output passes through as it is (UTF-8)."""
+    distribution = next((d for d in mine if d["name"].lower() == name.lower()), None)
+    if distribution is None:
+        return SimCommand(-1, utf16(_NOT_FOUND_DISTRIBUTION))
+    if not distribution["running"]:
+        distribution["running"] = True
+        _start_vm(state, caller)
+    if command[:1] != ["find"] or _win_wsl.GPU_DEVICE not in command:
+        raise WinSimError("the simulated distributions answer only the /dev/dxg probe, not %r" % (command,))
+    if not distribution["gpu_probe"]:
+        return SimCommand(1, b"", ("<3>WSL (%d) ERROR: CreateProcessCommon:559: execvpe(find) failed: No such file or directory\n"
+                                   % (200 + mine.index(distribution))).encode())
+    lines = ["/proc/%d/fd/%d\n" % (300 + 10 * mine.index(distribution) + n, 9 + n) for n in range(2)] if distribution["gpu_memory"] else []
+    return SimCommand(0, "".join(lines).encode())
 
 
 def _wsl_list(mine, flags):
@@ -214,10 +254,17 @@ def _wsl_terminate(state, mine, name, caller):
     distribution = next((d for d in mine if d["name"].lower() == name.lower()), None)
     if distribution is None:
         return SimCommand(-1, utf16(_NOT_FOUND_DISTRIBUTION))
-    distribution["running"] = False
+    stop_distribution(state, distribution)
     if not any(d["running"] for d in mine):
         _stop_vm(state, caller)
     return SimCommand(0, utf16("The operation completed successfully.\n"))
 
 
+# The plugins never run taskkill through win_command: the terminate_held script runs it on the host (taskkill_in_script).
 _TOOLS = {"nvidia-smi": _nvidia_smi, "pnputil": _pnputil, "quser": _quser, "taskkill": _taskkill, "wsl": _wsl, "logoff": _logoff}
+
+
+def taskkill_in_script(state, args, caller):
+    """taskkill as a script on the host runs it (the terminate_held script), logged as a command the host ran."""
+    state["command_log"].append({"argv": ["taskkill"] + list(args), "user": caller, "by_script": True})
+    return _taskkill(state, list(args), caller)

@@ -4,7 +4,7 @@
 
 Probes: nvidia-smi -q -x (GPUs, driver model, the processes NVML lists), one PowerShell round trip (GPU Process
 Memory counters, Win32_Process with owners, the DirectX adapters' LUIDs, the PnP display devices' PCI locations),
-pnputil (adapters and instance ids), quser (sessions), wsl.exe (running distributions), the host's journal. The join:
+pnputil (adapters and instance ids), the sessions (the session API, else quser), wsl.exe (running distributions), the host's journal. The join:
 a counter's LUID -> its DirectX adapter (AdapterLuid) -> the nvidia-smi GPU at the adapter's PCI location (bus,
 device, function, from the graphics kernel; by name where it gave none); a pnputil adapter -> the nvidia-smi GPU at its PnP location (BusNumber, Address;
 by name where none came back); a pid -> its Win32_Process (pid + creation time is the identity every later action
@@ -18,13 +18,16 @@ import re
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import gpu_state, windows_verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_counters, _win_journal, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl,
+    _win_counters, _win_journal, _win_json, _win_nvsmi, _win_pnputil, _win_processes, _win_sessions, _win_wsl, _win_wsl_vm,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError
 
 MIB = 1024 * 1024
 NVIDIA_VENDOR_ID = 0x10DE
-_CLASS_OF_ROLE = {"wsl_vm": "wsl_vm", "protected": "system", "dwm": "graphics_session"}
+_CLASS_OF_ROLE = {"protected": "system", "dwm": "graphics_session"}
+# A VM memory process's class by what _win_wsl_vm found: the WSL VM (the wsl rung's), another VM's or one not known to
+# be WSL's (no rung of ours: a running VM is busy, and neither is ever killed).
+_CLASS_OF_VM_KIND = {"wsl": "wsl_vm"}
 NO_COUNTER_REASON = "no GPU Process Memory counter names this pid on an NVIDIA adapter"
 
 
@@ -40,6 +43,7 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     gpus = _gpus(node, nvidia_smi, probes)
     counters = _counters(script.get("process_memory") or {}, probes)
     processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
+    vms = wsl_vms(processes, script, probes, getattr(node, "user", None))
     locations = _pnp_locations(script, probes)
     luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes, locations,
                         script.get("d3dkmt_error"))
@@ -49,9 +53,11 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     for holder in holders:
         holder["earlier_kills"] = journal["kills_by_name"].get((holder.get("name") or "").lower(), 0)
     wsl_path = _win_wsl.STORE_WSL_PATH if script.get("store_wsl") else _win_wsl.INBOX_WSL_PATH
+    wsl = dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path, user=getattr(node, "user", None),
+               vms=[vm_record(vm) for vm in vms])
+    wsl["distributions"] = _distribution_holds(node, wsl_path, wsl, holders, probes)
     snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, locations, probes),
-                "sessions": _sessions(node, probes), "wsl": dict(running_distributions(node, wsl_path, probes, vm_running(processes)), path=wsl_path),
-                "journal": journal, "probes": probes}
+                "sessions": _sessions(node, probes), "wsl": wsl, "journal": journal, "probes": probes}
     adapter_memory = _adapter_memory(script.get("adapter_memory") or {}, probes)
     for gpu in gpus:
         ghost = ghost_memory(gpu, adapter_memory.get(gpu.get("luid")) if gpu.get("luid") else None)
@@ -120,10 +126,57 @@ def running_distributions(node, wsl_path, probes, vm_running=None):
 
 
 def vm_running(processes):
-    """Whether a WSL VM process (vmmemWSL, vmmem) runs, from a parsed process list; None when there is none."""
+    """Whether the node user's WSL VM runs (what their `wsl --list --running` speaks of), from a process list that
+    wsl_vms annotated: True, False (none, or only other VMs and other users' WSL VMs), or None when the list is empty
+    or a VM memory process is not known to be WSL's, or a WSL VM's user is not known."""
     if not processes:
         return None
-    return any(process.get("role") == "wsl_vm" for process in processes)
+    vms = [process for process in processes if process.get("role") == "vm"]
+    if [vm for vm in vms if vm.get("vm_kind") == "wsl" and vm.get("wsl_mine")]:
+        return True
+    unknown = [vm for vm in vms if vm.get("vm_kind") is None or (vm.get("vm_kind") == "wsl" and vm.get("wsl_mine") is None)]
+    return None if unknown else False
+
+
+def wsl_vms(processes, script, probes, user):
+    """The VM memory processes of `processes`, each annotated by _win_wsl_vm (which VM, whether it is the WSL VM,
+    whose, and "wsl_mine": whether it is `user`'s); probes["hcs"] says whether HCS answered."""
+    systems = None
+    if script.get("compute_systems") is not None:
+        try:
+            systems = _win_wsl_vm.parse_compute_systems(script["compute_systems"])
+        except ValueError as exc:
+            probes["hcs"] = {"ok": False, "error": str(exc)}
+    if "hcs" not in probes:
+        probes["hcs"] = {"ok": systems is not None, "error": None if systems is not None else script.get("hcs_error") or "HCS gave no answer"}
+    vms = _win_wsl_vm.identify(processes, systems)
+    for vm in vms:
+        vm["wsl_mine"] = _win_wsl_vm.owned_by(vm, user) if vm["vm_kind"] == "wsl" else False
+    return vms
+
+
+def vm_record(vm):
+    """What a snapshot and wsl_shutdown keep of a VM memory process: its identity and what it is."""
+    return dict((key, vm.get(key)) for key in ("pid", "name", "creation_time_ms", "user", "vm_id", "vm_kind", "vm_kind_source",
+                                               "wsl_owner", "wsl_mine"))
+
+
+def _distribution_holds(node, wsl_path, wsl, holders, probes):
+    """Which running distributions of the node's user hold the GPU (_win_wsl.parse_gpu_probe: a process of theirs with
+    /dev/dxg open), asked only while a WSL VM holds a GPU -> [{"name", "holds_gpu" (None: not known), "pids", "error"}]."""
+    if not wsl["running"] or not [h for h in holders if h["gpus"] and h["class"] == "wsl_vm"]:
+        return []
+    found = []
+    for name in wsl["running"]:
+        try:
+            answer = node.command(_win_wsl.gpu_probe_argv(name, wsl_path), read_only=True)
+        except WindowsNodeError as exc:
+            found.append({"name": name, "holds_gpu": None, "pids": [], "error": str(exc)})
+            continue
+        found.append(dict(_win_wsl.parse_gpu_probe(answer.stdout, answer.rc, answer.stderr), name=name))
+    unknown = [d["name"] for d in found if d["holds_gpu"] is None]
+    probes["wsl_distributions"] = {"ok": not unknown, "error": "; ".join("%s: %s" % (d["name"], d["error"]) for d in found if d["holds_gpu"] is None) or None}
+    return found
 
 
 def _probe(probes, name, call, default):
@@ -197,19 +250,37 @@ def _adapters(text):
                          "device_id": _win_json.integer(item.get("DeviceId")), "subsys_id": _win_json.integer(item.get("SubSysId")),
                          "revision_id": _win_json.integer(item.get("RevisionId")),
                          "luid": "0x%08x_0x%08x" % (value >> 32, value & 0xFFFFFFFF),
-                         "pci_location": list(location) if None not in location else None, "located_by": "d3dkmt" if None not in location else None})
+                         "pci_location": list(location) if None not in location else None, "pci_domain": None,
+                         "located_by": "d3dkmt" if None not in location else None})
     return adapters
 
 
 def pci_location(bus_id):
     """nvidia-smi's pci.bus_id (domain:bus:device.function) -> [bus, device, function], as the graphics kernel gives an
-    adapter's location (without the domain: a workstation has one), or None."""
+    adapter's location (without the domain: pci_domain has it), or None."""
     normal = normalize_bus_id(bus_id)
     if normal is None:
         return None
     dummy, bus, rest = normal.split(":")
     device, function = rest.split(".")
     return [int(bus, 16), int(device, 16), int(function, 16)]
+
+
+def pci_domain(bus_id):
+    """The PCI domain (segment) of nvidia-smi's pci.bus_id, or None."""
+    normal = normalize_bus_id(bus_id)
+    return int(normal.split(":")[0], 16) if normal is not None else None
+
+
+def same_place(gpu, candidate):
+    """Whether a candidate adapter sits at the GPU's PCI location: bus, device and function equal, and the domain too
+    where both sides state it (nvidia-smi always does; Get-PnpDeviceProperty's bus number carries it; the graphics
+    kernel's adapter address has none, so an adapter located by it is compared without the domain)."""
+    location = pci_location(gpu.get("pci_bus_id"))
+    if location is None or candidate.get("pci_location") != location:
+        return False
+    domain, theirs = pci_domain(gpu.get("pci_bus_id")), candidate.get("pci_domain")
+    return domain is None or theirs is None or domain == theirs
 
 
 _PCI_IDS_RE = re.compile(r"^PCI\\VEN_([0-9A-F]{4})&DEV_([0-9A-F]{4})(?:&SUBSYS_([0-9A-F]{8}))?(?:&REV_([0-9A-F]{2}))?\\", re.IGNORECASE)
@@ -219,6 +290,11 @@ def locate_by_pnp(adapter, locations):
     """The PCI location of a DirectX adapter the graphics kernel gave none for (Add-Type refused): the one present PnP
     device whose instance id carries the adapter's vendor, device, subsystem and revision ids (registry values of the
     DirectX key), at its Get-PnpDeviceProperty location; None when not exactly one matches (identical GPUs)."""
+    found = _pnp_matches(adapter, locations)
+    return found[0]["pci_location"] if len(found) == 1 else None
+
+
+def _pnp_matches(adapter, locations):
     wanted = (adapter.get("vendor_id"), adapter.get("device_id"), adapter.get("subsys_id"), adapter.get("revision_id"))
     found = []
     for instance_id, known in locations.items():
@@ -227,8 +303,8 @@ def locate_by_pnp(adapter, locations):
             continue
         ids = tuple(int(part, 16) if part else None for part in match.groups())
         if all(want is None or want == have for want, have in zip(wanted, ids)) and None not in wanted[:2]:
-            found.append(known["pci_location"])
-    return found[0] if len(found) == 1 else None
+            found.append(known)
+    return found
 
 
 def _join_luids(gpus, adapters, counters, probes, locations=None, d3dkmt_error=None):
@@ -243,7 +319,9 @@ def _join_luids(gpus, adapters, counters, probes, locations=None, d3dkmt_error=N
     nvidia = [a for a in adapters if a["vendor_id"] == NVIDIA_VENDOR_ID]
     for adapter in nvidia:
         if adapter["pci_location"] is None and locations:
-            adapter.update(pci_location=locate_by_pnp(adapter, locations))
+            found = _pnp_matches(adapter, locations)
+            known = found[0] if len(found) == 1 else {}
+            adapter.update(pci_location=known.get("pci_location"), pci_domain=known.get("pci_domain"))
             adapter["located_by"] = "pnp" if adapter["pci_location"] is not None else None
     seen = set(luid for entry in counters.by_pid.values() for luid in entry["by_luid"])
     joined, method, problems = _join_to_gpus(gpus, nvidia, seen, "NVIDIA DirectX adapters")
@@ -281,8 +359,7 @@ def _join_to_gpus(gpus, candidates, seen_luids, what):
 
 
 def _by_location(gpu, candidates):
-    location = pci_location(gpu.get("pci_bus_id"))
-    return [c for c in candidates if location is not None and c["pci_location"] == location]
+    return [c for c in candidates if same_place(gpu, c)]
 
 
 def _by_name(gpu, gpus, candidates, seen_luids):
@@ -333,9 +410,12 @@ def _holder(process, listed, counter, luids):
                   nvidia_smi_used_mib=sum(smi_used) if smi_used else None,
                   nvidia_smi_reason=reasons[0] if reasons and not smi_used else None,
                   used_mib_reason=None if used is not None else (reasons[0] if reasons else NO_COUNTER_REASON),
-                  wsl_vm=process["role"] == "wsl_vm")
+                  wsl_vm=process.get("vm_kind") == "wsl")
     holder["nvidia_smi_types"] = sorted(set(entry.get("type") or "N/A" for _index, entry in listed))
-    holder["class"] = _CLASS_OF_ROLE.get(process["role"]) or ("compute" if _compute_context(listed) else "graphics_session")
+    if process["role"] == "vm":
+        holder["class"] = _CLASS_OF_VM_KIND.get(process.get("vm_kind"), "vm")
+    else:
+        holder["class"] = _CLASS_OF_ROLE.get(process["role"]) or ("compute" if _compute_context(listed) else "graphics_session")
     return holder
 
 
@@ -348,20 +428,29 @@ def _compute_context(listed):
 
 
 def _adapter_devices(node, gpus, locations, probes):
-    """The display adapters pnputil lists, each with its "pci_location" (from the PnP properties, by instance id) and
-    "gpu": the nvidia-smi GPU joined to it ("gpu_join": how, as probes["adapter_join"]["method"]), or None."""
-    try:
-        answer = node.command(["pnputil", "/enum-devices", "/class", "Display"], read_only=True)
-    except WindowsNodeError as exc:
-        probes["adapters_pnp"] = {"ok": False, "error": str(exc)}
-        probes["adapter_join"] = {"ok": False, "error": "pnputil did not answer", "method": None}
-        return []
-    devices, unrecognised = _win_pnputil.parse_enum_devices(answer.stdout)
-    probes["adapters_pnp"] = {"ok": answer.rc == 0, "error": None if answer.rc == 0 else "pnputil exited %s" % answer.rc,
-                              "unrecognised": unrecognised}
+    """The display adapters Get-PnpDevice lists (pnputil's listing where it did not answer), each with its
+    "pci_location" and "pci_domain" (from the PnP properties, by instance id) and "gpu": the nvidia-smi GPU joined to it
+    ("gpu_join": how, as probes["adapter_join"]["method"]), or None."""
+    if locations:
+        # Get-PnpDevice answered: the adapters, their state (ConfigManagerErrorCode) and location are its numbers.
+        devices = _win_pnputil.devices_from_cim(locations)
+        probes["adapters_pnp"] = {"ok": True, "error": None, "source": "cim", "unrecognised": []}
+    else:
+        try:
+            answer = node.command(["pnputil", "/enum-devices", "/class", "Display"], read_only=True)
+        except WindowsNodeError as exc:
+            probes["adapters_pnp"] = {"ok": False, "error": str(exc)}
+            probes["adapter_join"] = {"ok": False, "error": "pnputil did not answer", "method": None}
+            return []
+        devices, unrecognised = _win_pnputil.parse_enum_devices(answer.stdout)
+        probes["adapters_pnp"] = {"ok": answer.rc == 0, "error": None if answer.rc == 0 else "pnputil exited %s" % answer.rc,
+                                  "source": "pnputil", "unrecognised": unrecognised}
     for device in devices:
         known = locations.get(device["instance_id"].lower()) or {}
-        device.update(pci_location=known.get("pci_location"), present=known.get("present"), gpu=None, gpu_join=None)
+        device.update(pci_location=known.get("pci_location"), pci_domain=known.get("pci_domain"), present=known.get("present"),
+                      gpu=None, gpu_join=None)
+        # from numbers (ConfigManagerErrorCode, Present), never from a status word: None where CIM gave none
+        device["started"] = (device["present"] is not False and not device["problem_code"]) if device["state_known"] else None
     # A device Windows keeps for a card no longer there (Present false) may sit at a present one's location.
     nvidia = [d for d in devices if d["is_nvidia"] and d["present"] is not False]
     joined, method, problems = _join_to_gpus(gpus, nvidia, (), "NVIDIA PnP display adapters")
@@ -382,10 +471,11 @@ def _pnp_locations(script, probes):
 
 def _sessions(node, probes):
     try:
-        answer = node.command(_win_sessions.quser_argv(), read_only=True)
+        found = _win_sessions.read(node)
     except WindowsNodeError as exc:
         probes["sessions"] = {"ok": False, "error": str(exc)}
         return []
-    parsed = _win_sessions.parse_quser(answer.stdout, answer.rc, answer.stderr)
-    probes["sessions"] = {"ok": parsed.status == "ok", "error": parsed.message if parsed.status != "ok" else None}
-    return parsed.sessions
+    probes["sessions"] = {"ok": found.status == "ok", "error": found.message if found.status != "ok" else None, "source": found.source}
+    if found.status == "ok" and found.source != "wts":
+        probes["sessions"]["note"] = found.message
+    return found.sessions

@@ -2,8 +2,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ending Windows processes: the terminate script, which opens each process by its pid, compares its creation time on
 that handle and terminates that same handle (a pid handed to another process between the check and the end is never
-ended), and taskkill where the script cannot be compiled (Constrained Language Mode or AppLocker refuse Add-Type),
-after the caller's creation-time check, said so in the result.
+ended); where it cannot be compiled (Constrained Language Mode or AppLocker refuse Add-Type) the terminate_held script,
+which holds each process by a handle while it compares its creation time and runs `taskkill /F /PID` (never /T) on it,
+said so in the result. Either way no process outside the members given is ended: a child born after the tree was read
+is not one.
 
 A tree is ended by the same rule, member by member: the caller gives the tree as the process list showed it (pid and
 creation time of each descendant), deepest first, the process last. What was ended is judged afterwards by the
@@ -16,6 +18,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json, _win_taskkill
 
 SCRIPT = "terminate"
+HELD_SCRIPT = "terminate_held"
+# How the plan says the fallback ends a process and its tree.
+HELD_WORDS = "with taskkill /F /PID (no /T), each process of its tree held by a handle"
 # Win32 error codes OpenProcess and TerminateProcess give, language-neutral: what they mean here.
 WIN32_REASONS = {5: "access_denied", 87: "not_found"}
 
@@ -53,6 +58,10 @@ def reason(result):
                 "not known whether it is a critical system process (Win32 error %s): never ended" % result["code"])
     if result["outcome"] == "pid_reused":
         return "pid reused (the pid now names a process created at %s ms)" % result["code"]
+    if result["outcome"] == "not_terminated" and result.get("tool") == "taskkill":
+        # the exit code decides; taskkill's English words, where they are English, only name the reason
+        words = _win_taskkill.parse_taskkill(result.get("message") or "", "", result["code"], result.get("pid"))["outcome"]
+        return "taskkill exited %s%s" % (result["code"], " (%s)" % words if words not in ("unrecognised", "failed") else "")
     return "%s (Win32 error %s)" % (WIN32_REASONS.get(result["code"], result["outcome"]), result["code"])
 
 
@@ -74,24 +83,35 @@ def end(node, journal, process, tree):
                    creation_time_ms=process["creation_time_ms"], name=process.get("name"), user=process.get("user"),
                    tree=[m["pid"] for m in tree], source=holder_source(process))
     if done["unavailable"]:
-        fallback = taskkill(node, journal, process, bool(tree))
-        note = "the terminate script could not be compiled (%s): taskkill after the creation-time check" % done["unavailable"]
-        return {"method": "taskkill", "outcome": fallback["outcome"], "by_pid": {},
-                "message": "; ".join(part for part in (note, fallback["message"]) if part)}
+        held = held_end(node, journal, process, members)
+        note = ("the terminate script could not be compiled (%s): each process held by its handle and ended with taskkill "
+                "/F /PID, one at a time" % done["unavailable"])
+        why = reason(held.get(process["pid"]))
+        said = (held.get(process["pid"]) or {}).get("message")
+        return {"method": "taskkill", "outcome": "ended" if why is None else why, "by_pid": held,
+                "message": "; ".join(part for part in (note, why, said) if part)}
     own = done["by_pid"].get(process["pid"])
     why = reason(own)
     return {"method": "terminate", "outcome": "ended" if why is None else why, "by_pid": done["by_pid"], "message": why}
 
 
-def taskkill(node, journal, process, tree):
-    """`taskkill /F [/T] /PID` of one process, journaled; its exit code decides "ended", its words are the message."""
-    pid = process["pid"]
-    argv = _win_taskkill.taskkill_argv(pid, tree=tree)
-    parsed = {}
+def held_end(node, journal, process, members):
+    """The members ([{"pid", "creation_time_ms"}], the process last) ended by the terminate_held script: each held by a
+    handle, its creation time compared on it, then `taskkill /F /PID` alone (never /T), journaled as one "taskkill"
+    action -> {pid: {"outcome", "code" (taskkill's exit code when it ran), "message" (its words, for the report)}}."""
+    parameters = {"ProcessIds": [m["pid"] for m in members], "CreationTimesMs": [m["creation_time_ms"] for m in members]}
+    by_pid = {}
 
     def judge(answer):
-        parsed.update(_win_taskkill.parse_taskkill(answer.stdout, answer.stderr, answer.rc, pid), rc=answer.rc, argv=argv)
-        return parsed["outcome"] == "ended", {"rc": answer.rc, "outcome": parsed["outcome"], "message": parsed["message"]}
-    journal.around("taskkill", lambda: node.command(argv), judge, pid=pid, creation_time_ms=process.get("creation_time_ms"),
-                   name=process.get("name"), user=process.get("user"), tree=tree, argv=argv, source=holder_source(process))
-    return parsed
+        for item in _win_json.objects(answer.get("results") or "[]"):
+            pid = _win_json.integer(item.get("ProcessId"))
+            if pid is not None:
+                by_pid[pid] = {"outcome": str(item.get("Outcome")), "code": _win_json.integer(item.get("Code")),
+                               "message": item.get("Message") or None, "tool": "taskkill", "pid": pid}
+        return by_pid.get(process["pid"], {}).get("outcome") == "ended", {
+            "outcomes": dict((str(pid), result["outcome"]) for pid, result in by_pid.items()),
+            "exit_codes": dict((str(pid), result["code"]) for pid, result in by_pid.items() if result["outcome"] in ("ended", "not_terminated"))}
+    journal.around("taskkill", lambda: node.powershell(HELD_SCRIPT, parameters, read_only=False), judge, pid=process["pid"],
+                   creation_time_ms=process["creation_time_ms"], name=process.get("name"), user=process.get("user"),
+                   tree=[m["pid"] for m in members[:-1]], source=holder_source(process))
+    return by_pid

@@ -62,8 +62,9 @@ def test_only_a_pci_device_has_a_pci_location_and_text_that_is_no_json_is_refuse
     numbers = [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": 0}, {"KeyName": "DEVPKEY_Device_Address", "Type": 7, "Data": 0}]
     text = json.dumps([{"InstanceId": "SWD\\REMOTEDISPLAYENUM\\RDPIDD_INDIRECTDISPLAY&SESSIONID_0002", "Properties": numbers},
                        {"InstanceId": None, "Properties": numbers}])
-    assert _win_pnputil.parse_pnp_locations(text) == {
-        "swd\\remotedisplayenum\\rdpidd_indirectdisplay&sessionid_0002": {"present": None, "pci_location": None}}
+    found = _win_pnputil.parse_pnp_locations(text)
+    assert list(found) == ["swd\\remotedisplayenum\\rdpidd_indirectdisplay&sessionid_0002"]
+    assert [(v["present"], v["pci_location"], v["pci_domain"]) for v in found.values()] == [(None, None, None)]
     with pytest.raises(ValueError):
         _win_pnputil.parse_pnp_locations("InstanceId : PCI\\VEN_10DE")
 

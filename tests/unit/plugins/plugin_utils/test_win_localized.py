@@ -11,12 +11,13 @@ writes, before they travel back through win_command's ISO-8859-1 transport.
 from __future__ import annotations
 
 import codecs
+import json
 import re
 
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_node, _win_reset, _win_scripts, _win_sim, _win_snapshot, _wsl_shutdown,
+    _win_node, _win_reset, _win_scripts, _win_sim, _win_snapshot, _win_terminate, _wsl_shutdown,
 )
 
 # The zh-CN line of the issue (taskkill /T on a child), and its siblings in the same wording.
@@ -58,7 +59,12 @@ class LocalizedAction:
                 out = (codecs.BOM_UTF16_LE if self.wsl_bom else b"") + ZH_NO_WSL.encode("utf-16-le")
             return {"rc": answer.rc, "stdout": _win_sim.transported(out), "stderr": _win_sim.transported(err)}
         name = next(name for name, text in _win_scripts.SCRIPTS.items() if text == module_args["script"])
-        return {"result": _win_sim.run_script(self.root, name, module_args["parameters"], self.user), "changed": False}
+        result = _win_sim.run_script(self.root, name, module_args["parameters"], self.user)
+        if name == "terminate_held":  # taskkill run by the script on a zh-CN host: its words in Chinese
+            items = [dict(item, Message=zh_taskkill(item["Message"]) if item.get("Message") else None)
+                     for item in json.loads(result["results"]) if item]
+            result = dict(result, results=json.dumps(items, ensure_ascii=False))
+        return {"result": result, "changed": False}
 
 
 class Task:
@@ -91,13 +97,13 @@ def test_a_zh_cn_taskkill_tree_is_read_from_the_process_list(tmp_path, select):
     assert predicted["ended_pids"] == done["ended_pids"] == tree
     assert [line.replace("would end", "ended") for line in predicted["plan"]] == done["plan"]
     assert not [line for line in done["plan"] if "already gone" in line]
-    assert [line for line in done["plan"] if "with taskkill /F /T" in line]  # the fallback, said in the plan
+    assert [line for line in done["plan"] if _win_terminate.HELD_WORDS in line]  # the fallback, said in the plan
     assert done["changed"] and not done["failed"]
     assert not set(tree) & set(live(root))
     outcomes = [line for line in done["journal"] if line["phase"] == "outcome"]
     assert [line["action"] for line in outcomes if line["action"] == "terminate" and line.get("unavailable")]
     killed = [line for line in outcomes if line["action"] == "taskkill"]
-    assert killed and all(line["ok"] and line["rc"] == 0 for line in killed)  # the exit code, not the words
+    assert killed and all(line["ok"] and set(line["exit_codes"].values()) == {0} for line in killed)  # exit codes, not words
 
 
 def test_a_zh_cn_refusal_is_a_failure_read_from_the_process_list(tmp_path):

@@ -51,7 +51,7 @@ def test_every_date_form_becomes_milliseconds_since_1970(text, ms):
 
 
 @pytest.mark.parametrize("name, pid, role", [
-    ("vmmemWSL", 9120, "wsl_vm"), ("vmmem", 9120, "wsl_vm"), ("VMMEM.EXE", 9120, "wsl_vm"),
+    ("vmmemWSL", 9120, "vm"), ("vmmem", 9120, "vm"), ("VMMEM.EXE", 9120, "vm"),
     ("csrss.exe", 612, "protected"), ("wininit.exe", 700, "protected"), ("winlogon.exe", 780, "protected"),
     ("services.exe", 820, "protected"), ("lsass.exe", 836, "protected"), ("smss.exe", 400, "protected"),
     ("System", 4, "protected"), ("System Idle Process", 0, "protected"), ("Idle", 0, "protected"),
@@ -70,7 +70,7 @@ def test_cim_rows_with_the_user_and_session_the_script_adds():
                        {"Name": "no pid"}])
     processes = _win_processes.parse_cim_processes(text)
     assert [(p["pid"], p["role"], p["session_id"], p["user"]) for p in processes] == [
-        (9120, "wsl_vm", 0, None), (3124, None, 1, "WS12\\alice")]
+        (9120, "vm", 0, None), (3124, None, 1, "WS12\\alice")]
 
 
 @pytest.mark.parametrize("text", ["", "null", "[null]", "[\r\n    null\r\n]"])

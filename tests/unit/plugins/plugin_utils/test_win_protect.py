@@ -36,8 +36,13 @@ def test_protect_users_match_any_case_with_or_without_the_domain(listed, user):
     assert refusal({"pid": 10, "name": "python.exe", "user": user}, Policy(protect_users=[listed])) == "protected user: %s" % user
 
 
-def test_a_protected_user_never_matches_a_process_without_an_owner_by_accident():
-    assert refusal({"pid": 10, "name": "python.exe", "user": None}, Policy(protect_users=["ada"])) is None
+@pytest.mark.parametrize("owner", [None, "", "  "])
+def test_with_protect_users_a_process_whose_owner_is_not_known_is_refused_fail_closed(owner):
+    # Get-Process -IncludeUserName needs an elevated session; a process Windows does not name an owner for may be a
+    # protected user's: never ended while protect_users is set, the refusal naming the pid and what would allow it
+    why = refusal({"pid": 10, "name": "python.exe", "user": owner}, Policy(protect_users=["ada"]))
+    assert why.startswith("pid 10 (python.exe)") and "owner is not known" in why and "run elevated" in why
+    assert refusal({"pid": 10, "name": "python.exe", "user": owner}, Policy()) is None  # no protect_users: nothing to clear
 
 
 def test_a_system_process_is_refused_whatever_the_caller_allows():

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleConnectionFailure
 
 from ansible_collections.gpuops.remediation.plugins.doc_fragments import win_journal
 from ansible_collections.gpuops.remediation.plugins.modules import win_gpu_reset
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_reset, _win_sim, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_reset, _win_sim, _win_snapshot, _win_terminate
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, SimulatedNode, WindowsNodeError
 
 
@@ -411,13 +411,19 @@ def test_a_pid_reused_between_the_check_and_the_end_is_never_ended(busy):
     assert entry["outcome"] == "ended"  # the selected process is gone by pid + creation time (it exited); the newcomer lives
 
 
-def test_where_add_type_is_refused_taskkill_ends_the_tree_and_check_mode_says_so(tmp_path):
+def test_where_add_type_is_refused_each_member_of_the_tree_is_held_and_ended_alone_and_check_mode_says_so(tmp_path):
     root = build(tmp_path, constrained_language=True,
                  processes=[{"name": "python.exe", "memory_mib": 2048, "children": [{"name": "worker.exe", "memory_mib": 512}]}])
     selected = holders(root, "python.exe")
+    child = holders(root, "worker.exe")[0]
     predicted = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=True)
     done = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=False)
-    assert would(predicted["plan"]) == done["plan"] and predicted["ended_pids"] == done["ended_pids"]
-    assert done["plan"][0].endswith("with taskkill /F /T") and "could not be compiled" in done["processes"][0]["taskkill"]["message"]
-    assert ["taskkill", "/F", "/T", "/PID", str(selected[0]["pid"])] in command_log(root) and terminated(root) == []
+    assert would(predicted["plan"]) == done["plan"] and predicted["ended_pids"] == done["ended_pids"] == sorted([selected[0]["pid"], child["pid"]])
+    assert done["plan"][0].endswith(_win_terminate.HELD_WORDS) and "could not be compiled" in done["processes"][0]["taskkill"]["message"]
+    # each member by its pid and creation time, deepest first, compared on a held handle; never taskkill /T
+    held = [entry["parameters"] for entry in _win_sim.snapshot_of_state(root)["script_log"] if entry["script"] == "terminate_held"]
+    assert held == [{"ProcessIds": [child["pid"], selected[0]["pid"]],
+                     "CreationTimesMs": [child["creation_time_ms"], selected[0]["creation_time_ms"]]}]
+    assert [argv for argv in command_log(root) if argv[0] == "taskkill"] == [
+        ["taskkill", "/F", "/PID", str(child["pid"])], ["taskkill", "/F", "/PID", str(selected[0]["pid"])]] and terminated(root) == []
     assert not holders(root, "python.exe", "worker.exe")

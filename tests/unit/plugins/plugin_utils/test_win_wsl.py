@@ -81,7 +81,8 @@ def test_terminate_refuses_what_is_no_distribution_name(name):
         _win_wsl.terminate_argv(name)
 
 
-def test_stopping_is_judged_by_the_exit_status():
-    assert _win_wsl.stop_outcome(0, "") == {"done": True, "message": None}
-    failed = _win_wsl.stop_outcome(-1, "There is no distribution with the supplied name.\n")
-    assert not failed["done"] and "exited -1" in failed["message"]
+def test_wsl_exe_s_exit_and_words_are_kept_for_the_report_only():
+    # what a stop did is read from the facts after it (_wsl_shutdown); the exit and the words only go in the report
+    assert _win_wsl.exit_report(0, "") is None
+    assert _win_wsl.exit_report(0, "The operation completed successfully.\n") == "wsl.exe exited 0: The operation completed successfully."
+    assert _win_wsl.exit_report(-1, "There is no distribution with the supplied name.\n").startswith("wsl.exe exited -1: ")
