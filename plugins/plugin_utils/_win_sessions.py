@@ -20,6 +20,7 @@ import re
 from collections import namedtuple
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError as _NodeError
 
 RC_NOBODY = 1
 _ERROR_NUMBER_RE = re.compile(r"0x[0-9A-Fa-f]{4,}|\[\d+\]|\b\d{3,}\b")
@@ -134,11 +135,15 @@ def parse_wts(answer):
 def read(node):
     """The node's sessions -> SessionsRead(status, sessions, message, source): from the API where the sessions script
     runs, else from quser's columns (source "quser"; message says why the API was not used)."""
-    answer = node.powershell(SCRIPT, {}, read_only=True)
     try:
+        answer = node.powershell(SCRIPT, {}, read_only=True)
         found = parse_wts(answer)
+    except _NodeError as exc:
+        # WTSEnumerateSessions refused (its Win32 error) or the script failed: quser answers instead (a dropped
+        # connection fails quser too, and is raised from there)
+        found, why = None, "the sessions script failed (%s): quser's columns read instead" % exc
     except ValueError as exc:
-        found, why = None, "the sessions script's answer is not readable: %s" % exc
+        found, why = None, "the sessions script's answer is not readable (%s): quser's columns read instead" % exc
     else:
         why = "the session API could not be compiled (%s): quser's columns read instead" % answer.get("unavailable")
     if found is not None:

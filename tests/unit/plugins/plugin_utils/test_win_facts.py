@@ -443,3 +443,11 @@ def test_win_gpu_sim_documents_every_option_its_action_checks():
     gpus = doc["gpus"]["suboptions"]
     assert gpus["problem_after_restart"]["default"] == 0 and doc["oem_code_page"]["default"] == 437
     assert doc["processes"]["suboptions"]["owner_known"]["default"] is True
+
+
+def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
+    text = captures.text(*(QUSER + ("header-rdp-current-marker-dot-idle.txt",)))
+    action = HostAction({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
+    found = _win_sessions.read(_win_node.TargetNode(action, {}))
+    assert found.status == "ok" and found.source == "quser" and "Access is denied" in found.message
+    assert [s["user"] for s in found.sessions] == ["administrator"]
