@@ -3,7 +3,8 @@
 """The interactive sessions of a Windows node, and the argv that logs one of them off.
 
 `read` asks the Remote Desktop Services API first (the sessions script: WTSEnumerateSessions, each session's user
-and domain as Windows keeps them, state as a number); only where Add-Type is refused does it read `quser` (query user).
+and domain as Windows keeps them, state as a number); only where Add-Type is refused (or the script fails) does it
+read `quser` (query user).
 
 quser's header, its STATE words and its dates are localized, and it writes the console's OEM code page (decoded by
 _win_decode with the host's). A user name may hold a space ("john smith"): where the header is there, the user name
@@ -32,7 +33,6 @@ SessionsRead = namedtuple("SessionsRead", "status sessions message source")
 SCRIPT = "sessions"
 # WTS_CONNECTSTATE_CLASS, as quser words it (English here, whatever the host's language: the number decides).
 WTS_STATES = {0: "Active", 1: "Conn", 2: "ConnQ", 3: "Shadow", 4: "Disc", 5: "Idle", 6: "Listen", 7: "Reset", 8: "Down", 9: "Init"}
-_WTS_ACTIVE = 0
 
 
 def quser_argv():

@@ -451,3 +451,12 @@ def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
     found = _win_sessions.read(_win_node.TargetNode(action, {}))
     assert found.status == "ok" and found.source == "quser" and "Access is denied" in found.message
     assert [s["user"] for s in found.sessions] == ["administrator"]
+
+
+def test_the_walk_logs_off_the_session_that_holds_the_gpu_by_its_domain_too():
+    snapshot = {"sessions": [{"id": 1, "user": "ada", "domain": "CORP"}, {"id": 2, "user": "ada", "domain": "WS12"}, {"id": 3, "user": "bob"}],
+                "holders": [{"pid": 700, "class": "system", "session_id": 2, "gpus": [0]}, {"pid": 701, "class": "system", "session_id": 3, "gpus": [0]}]}
+    users = _win_ladder.logoff_users(snapshot)
+    assert users == ["WS12\\ada", "bob"]
+    sessions = snapshot["sessions"]
+    assert [s["id"] for s in _win_sessions.sessions_of(sessions, users[0])] == [2]  # never CORP\ada's session 1
