@@ -243,7 +243,7 @@ options:
         type: bool
         default: false
       children:
-        description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
+        description: Child processes (same options but O(processes[].children)), ended with it as its tree.
         type: list
         elements: dict
         default: []
