@@ -37,12 +37,22 @@ ARGUMENT_SPEC = {
     "max_rung": {"type": "str"},
     "allow_reboot": {"type": "bool", "default": False},
     "destructive_rungs": {"type": "list", "elements": "str"},
+    "windows": {"type": "dict", "options": {"max_rung": {"type": "str"}, "destructive_rungs": {"type": "list", "elements": "str"}}},
     "slurm_nodes": {"type": "str"},
     "slurm_reasons": {"type": "dict"},
     "kubernetes_nodes": {"type": "list", "elements": "dict"},
     "kubernetes_annotation": {"type": "str", "default": "gpuops.io/cordoned-by"},
     "drain_reason": {"type": "str", "default": DEFAULT_DRAIN_REASON},
 }
+
+
+def platform_rungs(args):
+    """(max_rung, destructive_rungs) of the host's platform: on Windows the `windows` option's, else the top-level ones;
+    unset, the walk's defaults of that platform."""
+    chosen = (args.get("windows") or {}) if args["platform"] == "windows" else args
+    max_rung = chosen.get("max_rung") or WALK_DEFAULT_MAX_RUNG[args["platform"]]
+    destructive = chosen.get("destructive_rungs")
+    return max_rung, DEFAULT_DESTRUCTIVE[args["platform"]] if destructive is None else destructive
 
 
 class ActionModule(ControllerAction):
@@ -64,9 +74,7 @@ class ActionModule(ControllerAction):
                                     % args["fleet_size"])
         limit = breaker_limit(args["fleet_size"], args["max_percent"], args["max_count"])
         rungs = LADDERS[args["platform"]]
-        args["max_rung"] = args["max_rung"] or WALK_DEFAULT_MAX_RUNG[args["platform"]]
-        if args["destructive_rungs"] is None:
-            args["destructive_rungs"] = DEFAULT_DESTRUCTIVE[args["platform"]]
+        args["max_rung"], args["destructive_rungs"] = platform_rungs(args)
         if args["max_rung"] not in rungs:
             raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(LADDERS[args["platform"]]), args["max_rung"]))
         rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])

@@ -77,16 +77,31 @@ options:
     choices: [linux, windows]
     default: linux
   max_rung:
-    description: The walk's heaviest rung; unset, gpu_reclaim's default (V(reload) on Linux, V(restart_adapter) on Windows).
+    description:
+      - The walk's heaviest rung on a Linux host; unset, gpu_reclaim's default (V(reload)).
+      - A Windows host reads O(windows.max_rung) instead.
     type: str
   allow_reboot:
     description: Whether the walk may reboot.
     type: bool
     default: false
   destructive_rungs:
-    description: The rungs the breaker counts; unset, the walk's destructive rungs of the platform.
+    description:
+      - The rungs the breaker counts on a Linux host; unset, the walk's destructive rungs of Linux.
+      - A Windows host reads O(windows.destructive_rungs) instead.
     type: list
     elements: str
+  windows:
+    description: What a Windows host (O(platform=windows)) reads instead of O(max_rung) and O(destructive_rungs).
+    type: dict
+    suboptions:
+      max_rung:
+        description: The walk's heaviest rung on Windows; unset, gpu_reclaim's default (V(restart_adapter)).
+        type: str
+      destructive_rungs:
+        description: The rungs the breaker counts on Windows; unset, the walk's destructive rungs of Windows.
+        type: list
+        elements: str
   slurm_nodes:
     description:
       - The output of C(scontrol --oneliner show node) over the cluster (each reason whole, every state flag); unset
