@@ -334,10 +334,10 @@ def target(root, **how):
     return _win_node.TargetNode(HostAction(root, **how), {}, how.get("user", "ada"))
 
 
-def verbose_capture_scenario(captures):
-    """The distributions of the published `wsl -l -v` capture (its STATE column is English in every language), each
-    running one holding GPU memory except docker-desktop."""
-    rows = captures.text("windows", "wsl", "list-verbose-mixed-v1-v2.txt").splitlines()[1:]
+def verbose_capture_scenario(captures, name):
+    """The distributions of a published `wsl -l -v` capture (its STATE column is English in every language), each
+    one holding GPU memory except Docker's."""
+    rows = captures.text("windows", "wsl", name).splitlines()[1:]
     found = []
     for row in rows:
         cells = row.lstrip("* ").split()
@@ -346,17 +346,22 @@ def verbose_capture_scenario(captures):
     return found
 
 
+@pytest.mark.parametrize("capture, idle", [("list-verbose-mixed-v1-v2.txt", ["docker-desktop"]),
+                                           ("list-verbose-docker-desktop-misaligned-paste.txt", ["docker-desktop", "docker-desktop-data"])])
 @pytest.mark.parametrize("bom", [True, False])
-def test_the_real_host_path_terminates_the_capture_s_holder_and_reads_the_result_from_the_list(tmp_path, captures, bom):
-    scenario = verbose_capture_scenario(captures)
-    assert [d["name"] for d in scenario if d["running"]] == ["Ubuntu", "docker-desktop"]
+def test_the_real_host_path_terminates_the_capture_s_holder_and_reads_the_result_from_the_list(tmp_path, captures, bom, capture, idle):
+    scenario = verbose_capture_scenario(captures, capture)
+    assert [d["name"] for d in scenario if d["running"]] == ["Ubuntu"] + idle
     root = build(tmp_path, distributions=scenario).root
     predicted = _wsl_shutdown.stop(target(root, bom=bom), None, True, gpu_holders=True)
     done = _wsl_shutdown.stop(target(root, bom=bom), None, False, gpu_holders=True)
     for key in ("changed", "stopped", "commands", "running_after"):
         assert predicted[key] == done[key], key
-    assert done["stopped"] == ["Ubuntu"] and done["running_after"] == ["docker-desktop"] and not done.get("failed")
-    assert running(root) == ["docker-desktop"]
+    assert done["stopped"] == ["Ubuntu"] and done["running_after"] == idle and not done.get("failed")
+    assert done["commands"] == [[_win_wsl.STORE_WSL_PATH, "--terminate", "Ubuntu"]]
+    assert running(root) == idle
+    again = _wsl_shutdown.stop(target(root, bom=bom), None, False, gpu_holders=True)
+    assert not again["changed"] and again["commands"] == []
 
 
 @pytest.mark.parametrize("lie", ["failed", "did_nothing"])
