@@ -256,6 +256,8 @@ def test_another_user_s_wsl_vm_is_never_ours_to_stop(tmp_path, check_mode):
     outcome = walk(node, check_mode=check_mode)
     assert stops(node.root) == [] and running(node.root) == ["Ubuntu"] and running(node.root, "bob") == ["Debian"]
     assert [line for line in plan_lines(outcome) if "is WS12\\bob's WSL VM: wsl.exe as ada cannot stop it" in line]
+    # ada's distributions are not even asked: the VM that holds the GPU is not hers
+    assert not [argv for argv in commands(node.root) if "--distribution" in argv]
 
 
 def test_run_as_its_user_the_wsl_rung_stops_that_user_s_holder(tmp_path):
