@@ -407,6 +407,16 @@ def test_a_newer_wsl_without_its_component_is_known_by_the_error_code_in_any_lan
     assert not _win_wsl.not_installed(-1, text.replace("WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED", "WSL_E_DEFAULT_DISTRO_NOT_FOUND"))
 
 
+def test_a_terminate_the_facts_say_failed_ends_the_run_before_any_shutdown(tmp_path):
+    root = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}, {"name": "Alpine", "memory_mib": 512, "gpu_probe": False}]).root
+    predicted = _wsl_shutdown.stop(target(root), None, True, gpu_holders=True)
+    assert [argv[1] for argv in predicted["commands"]] == ["--terminate", "--shutdown"]
+    done = _wsl_shutdown.stop(target(root, lie="did_nothing"), None, False, gpu_holders=True)
+    assert done["failed"] and done["msg"].startswith("C:\\Program Files\\WSL\\wsl.exe --terminate Ubuntu did not stop Ubuntu")
+    assert [(line["action"], line["phase"]) for line in done["journal"]] == [("wsl_terminate", "intent"), ("wsl_terminate", "outcome")]
+    assert running(root) == ["Ubuntu", "Alpine"]
+
+
 def test_unreadable_facts_after_a_terminate_are_a_failure_with_its_outcome_journaled(tmp_path):
     root = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}, {"name": "Debian"}]).root
 
