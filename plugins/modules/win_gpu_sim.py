@@ -83,7 +83,7 @@ options:
   wsl_relay:
     description:
       - Whether a C(wslrelay.exe) of the user, in the user's session, names the user's WSL VM id on its command line
-        (C(--vm-id)) while it runs: what tells whose WSL VM it is. V(false) leaves the owner unknown.
+        (C(--vm-id)) while it runs - what tells whose WSL VM it is. V(false) leaves the owner unknown.
     type: bool
     default: true
   auto_restart_shell:
@@ -162,7 +162,7 @@ options:
         default: false
       problem_after_restart:
         description:
-          - The device problem code (C(ConfigManagerErrorCode)) the adapter has after C(pnputil /restart-device) - V(43):
+          - The device problem code (C(ConfigManagerErrorCode)) the adapter has after C(pnputil /restart-device) - V(43),
             the driver stopped it. pnputil still exits 0 and lists it V(Started); V(0) means it works.
         type: int
         default: 0

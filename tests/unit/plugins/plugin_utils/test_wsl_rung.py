@@ -469,3 +469,33 @@ def test_no_running_distribution_in_every_language_with_a_wsl_vm_of_another_user
             done = _wsl_shutdown.stop(target(root, sentence=sentence + "\n", bom=bom), None, False)
             assert not done["changed"] and done["running_before"] == [] and not done.get("failed"), locale
     assert running(root, "bob") == ["Debian"]
+
+
+# ---- the modules' documentation says what their argument specs take ---------------------------------------------------
+
+def documented(module):
+    import importlib
+    import yaml
+    return yaml.safe_load(importlib.import_module("ansible_collections.gpuops.remediation.plugins.modules." + module).DOCUMENTATION)["options"]
+
+
+def same_options(spec, docs, where):
+    assert sorted(spec) == sorted(docs), where
+    for name, option in spec.items():
+        doc = docs[name]
+        for key in ("type", "default", "choices", "required", "elements"):
+            assert option.get(key) == doc.get(key), "%s.%s: %s %r in the spec, %r in the docs" % (where, name, key, option.get(key), doc.get(key))
+        if "options" in option:
+            same_options(option["options"], doc["suboptions"], "%s.%s" % (where, name))
+
+
+def test_wsl_shutdown_documents_its_argument_spec():
+    spec = dict((name, option) for name, option in _wsl_shutdown.ARGUMENT_SPEC.items() if name not in ("journal_path", "run_id"))
+    same_options(spec, documented("wsl_shutdown"), "wsl_shutdown")
+
+
+def test_win_gpu_sim_documents_its_wsl_options():
+    from ansible_collections.gpuops.remediation.plugins.action import win_gpu_sim
+    docs = documented("win_gpu_sim")
+    for name in ("wsl", "wsl_vm_name", "wsl_relay", "distributions"):
+        same_options({name: win_gpu_sim.ARGUMENT_SPEC[name]}, {name: docs[name]}, "win_gpu_sim")
