@@ -15,8 +15,12 @@ each --runs times, interleaved, median and minimum; and, inside this process, th
   nvml_child      the NVML probe in its deadline child (imports nvidia-ml-py, calls NVML, forks)
   scan            the /proc scan of every process's fds and memory map, with one worker
 and prints one JSON line at the end. The nodes are removed at the end, on failure and on SIGINT/SIGTERM too.
+--profile N: also one run of the snapshot payload under cProfile (the profiler started where AnsiballZ hands over to
+the module, so the payload's own unzip is outside it), its N most expensive functions by cumulative time, and the
+commands the snapshot ran (strace -f -e execve, when strace is installed): what the module's own process spends,
+and what it spends in children. --healthy: the nodes of bench/fleet.py --healthy (no ghost memory).
 
-Run: .venv/bin/python bench/snapshot_cost.py            # --nodes 200 --runs 15
+Run: .venv/bin/python bench/snapshot_cost.py            # --nodes 200 --runs 15 --profile 25 --healthy
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import io
 import os
+import pstats
 import resource
 import shutil
 import signal
@@ -38,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fleet import BIN, Fleet, Interrupted, _raise_interrupted  # noqa: E402  pylint: disable=wrong-import-position
+from fleet import BIN, HEALTHY_SCENARIO, SCENARIO, Fleet, Interrupted, _raise_interrupted  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import run_with_deadline  # noqa: E402
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import nvml_snapshot  # noqa: E402
@@ -100,6 +106,46 @@ def _with_bad_option(payload, path):
     return path
 
 
+PROFILE_HOOK = """
+        import atexit, cProfile
+        _gpuops_profiler = cProfile.Profile()
+        atexit.register(lambda: (_gpuops_profiler.disable(), _gpuops_profiler.dump_stats(os.environ["GPUOPS_PROFILE_OUT"])))
+        _gpuops_profiler.enable()
+        _loader.run_module("""
+
+
+def profile_payload(payload, node_root, workdir, top):
+    """One run of the payload with cProfile around the module (not the unzip), and the commands it ran."""
+    with open(payload) as handle:
+        text = handle.read()
+    marker = "\n        _loader.run_module("
+    if text.count(marker) != 1:
+        raise SystemExit("snapshot_cost: cannot find where %s hands over to the module" % payload)
+    profiled = os.path.join(os.path.dirname(payload), "AnsiballZ_profiled.py")
+    with open(profiled, "w") as handle:
+        handle.write(text.replace(marker, "\n" + PROFILE_HOOK.strip("\n")))
+    stats_path = os.path.join(workdir, "payload.prof")
+    env = dict(os.environ, GPUOPS_SIM_ROOT=node_root, GPUOPS_PROFILE_OUT=stats_path)
+    command = [sys.executable, profiled]
+    trace = os.path.join(workdir, "execve.txt")
+    if shutil.which("strace"):
+        command = ["strace", "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-o", trace] + command
+    subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    out = io.StringIO()
+    pstats.Stats(stats_path, stream=out).sort_stats("cumulative").print_stats(top)
+    out.seek(0)
+    print("\ncProfile of one gpu_holders_info run (the module's own process; children show as the time waited for them):")
+    print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[:12000])
+    out = io.StringIO()
+    pstats.Stats(stats_path, stream=out).sort_stats("cumulative").print_stats(r"gpuops/remediation/.*\(<module>\)", top)
+    print("\nwhat importing each of the collection's files cost (cumulative, with what it imports):")
+    print("\n".join(line for line in out.getvalue().splitlines()[6:] if line.strip()))
+    if os.path.exists(trace):
+        with open(trace) as handle:
+            ran = [line.split('"')[1] for line in handle if "execve(" in line and '"' in line][1:]
+        print("\ncommands the snapshot ran: %s" % (", ".join(os.path.basename(name) for name in ran) or "none"))
+
+
 def run_payloads(payloads, node_root, runs):
     """{name: [CPU seconds of each run]}, the payloads interleaved so that load from elsewhere hits them alike."""
     env = dict(os.environ, GPUOPS_SIM_ROOT=node_root)
@@ -154,18 +200,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=200, help="simulated nodes, as in a fleet run of that size (default 200)")
     parser.add_argument("--runs", type=int, default=15, help="runs of each measurement (default 15)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile one snapshot run (cProfile, N functions; strace of the commands it runs)")
+    parser.add_argument("--healthy", action="store_true", help="nodes without ghost memory, as bench/fleet.py --healthy")
     args = parser.parse_args(argv)
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_interrupted)
     workdir = tempfile.mkdtemp(prefix="gpuops-snapshot-cost-")
     os.makedirs(os.path.join(workdir, "nodes"))
-    fleet = Fleet(workdir, args.nodes, builders=8)
+    fleet = Fleet(workdir, args.nodes, 8, HEALTHY_SCENARIO if args.healthy else SCENARIO)
     try:
         fleet.build(fleet.names)
         fleet.signal_supervisors(fleet.names, signal.SIGSTOP)
         node_root = fleet.root(fleet.names[0])
         processes = len([name for name in os.listdir("/proc") if name.isdigit()])
         payloads = keep_payloads(workdir, node_root)
+        if args.profile:
+            profile_payload(payloads["holders_info"], node_root, workdir, args.profile)
         started = time.perf_counter()
         results = summary(run_payloads(payloads, node_root, args.runs))
         results.update(summary(measure_parts(node_root, args.runs)))

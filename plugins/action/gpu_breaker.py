@@ -14,7 +14,8 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_out,
+    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, host_is_back, kubernetes_out, prepare_state_dir, read_records,
+    record_name, recorded_out, remove_record, slurm_out,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
@@ -24,17 +25,19 @@ WALK_DEFAULT_MAX_RUNG = {"linux": "reload", "windows": "restart_adapter"}
 
 ARGUMENT_SPEC = {
     "host": {"type": "str", "required": True},
-    "fleet_size": {"type": "int", "required": True},
+    "state": {"type": "str", "default": "decided", "choices": ["decided", "released"]},
+    "fleet_size": {"type": "int"},
     "max_percent": {"type": "int", "default": 0},
     "max_count": {"type": "int", "default": 0},
     "window_minutes": {"type": "int", "default": 60},
-    "state_dir": {"type": "path", "required": True},
+    "state_dir": {"type": "path", "default": "~/.gpuops/breaker"},
     "run_id": {"type": "str", "default": ""},
     "snapshot": {"type": "dict", "required": True},
     "platform": {"type": "str", "default": "linux", "choices": ["linux", "windows"]},
     "max_rung": {"type": "str"},
     "allow_reboot": {"type": "bool", "default": False},
     "destructive_rungs": {"type": "list", "elements": "str"},
+    "windows": {"type": "dict", "options": {"max_rung": {"type": "str"}, "destructive_rungs": {"type": "list", "elements": "str"}}},
     "slurm_nodes": {"type": "str"},
     "slurm_reasons": {"type": "dict"},
     "kubernetes_nodes": {"type": "list", "elements": "dict"},
@@ -43,11 +46,23 @@ ARGUMENT_SPEC = {
 }
 
 
+def platform_rungs(args):
+    """(max_rung, destructive_rungs) of the host's platform: on Windows the `windows` option's, else the top-level ones;
+    unset, the walk's defaults of that platform."""
+    chosen = (args.get("windows") or {}) if args["platform"] == "windows" else args
+    max_rung = chosen.get("max_rung") or WALK_DEFAULT_MAX_RUNG[args["platform"]]
+    destructive = chosen.get("destructive_rungs")
+    return max_rung, DEFAULT_DESTRUCTIVE[args["platform"]] if destructive is None else destructive
+
+
 class ActionModule(ControllerAction):
     _requires_connection = False
     ARGUMENT_SPEC = ARGUMENT_SPEC
+    REQUIRED_IF = (("state", "decided", ("fleet_size",)),)
 
     def act(self, args, task_vars):
+        if args["state"] == "released":
+            return self._release(args)
         if not 0 <= args["max_percent"] <= 100:
             raise AnsibleActionFail("max_percent (gpu_remediate_breaker_max_percent) must be 0..100, got %r" % args["max_percent"])
         if args["max_count"] < 0:
@@ -59,9 +74,7 @@ class ActionModule(ControllerAction):
                                     % args["fleet_size"])
         limit = breaker_limit(args["fleet_size"], args["max_percent"], args["max_count"])
         rungs = LADDERS[args["platform"]]
-        args["max_rung"] = args["max_rung"] or WALK_DEFAULT_MAX_RUNG[args["platform"]]
-        if args["destructive_rungs"] is None:
-            args["destructive_rungs"] = DEFAULT_DESTRUCTIVE[args["platform"]]
+        args["max_rung"], args["destructive_rungs"] = platform_rungs(args)
         if args["max_rung"] not in rungs:
             raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(LADDERS[args["platform"]]), args["max_rung"]))
         rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])
@@ -71,14 +84,35 @@ class ActionModule(ControllerAction):
         if reasons is not None and not all(isinstance(text, str) for text in reasons.values()):
             raise AnsibleActionFail("slurm_reasons must map each node to the stdout of sinfo --format %%E (a string), got %r" % (reasons,))
         directory = args["state_dir"]
+        problem = prepare_state_dir(directory, os.geteuid(), create=not self._task.check_mode)
+        if problem:
+            raise AnsibleActionFail(problem)
         if self._task.check_mode:
             # Check mode decides from the same state and creates nothing: no directory, no lock, no record.
             return self._decide(args, rung, limit, directory, reasons, record=False)
-        os.makedirs(directory, 0o755, exist_ok=True)
         # One decision at a time across the controller's runs: two events at once must not both pass the last place.
         with open(os.path.join(directory, ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             return self._decide(args, rung, limit, directory, reasons, record=True)
+
+    def _release(self, args):
+        """The host's record removed once its own inspection finds it back (host_is_back); check mode says so and
+        removes nothing."""
+        directory = args["state_dir"]
+        if not host_is_back(args["snapshot"]):
+            return dict(changed=False, released=False)
+        problem = prepare_state_dir(directory, os.geteuid(), create=False)
+        if problem:
+            raise AnsibleActionFail(problem)
+        if not os.path.isdir(directory):
+            return dict(changed=False, released=False)
+        if self._task.check_mode:
+            there = os.path.exists(os.path.join(directory, record_name(args["host"])))
+            return dict(changed=there, released=there)
+        with open(os.path.join(directory, ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            removed = remove_record(directory, args["host"])
+        return dict(changed=removed, released=removed)
 
     @staticmethod
     def _decide(args, rung, limit, directory, reasons, record):

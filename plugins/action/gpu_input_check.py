@@ -30,4 +30,5 @@ class ActionModule(ControllerAction):
         errors = input_errors(values, options)
         if errors:
             return dict(failed=True, msg="invalid input: %s" % "; ".join(errors), input_errors=errors, checked=sorted(values))
-        return dict(changed=False, checked=sorted(values), input_errors=[])
+        # roles: what a playbook's later include_role need not validate again (rolespec_validate, docs/internals.md).
+        return dict(changed=False, checked=sorted(values), input_errors=[], roles=list(args["roles"]))

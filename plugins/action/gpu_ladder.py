@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
@@ -16,6 +18,16 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder imp
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node
 
 REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
+
+
+def walk_run_id(given, state, now):
+    """The run id every module of one walk names (the Slurm drain and its resume must name the same run): the given one;
+    on a call that continues a walk, the one it started with; else a new one, gpu_reclaim-<UTC time>."""
+    if given:
+        return given
+    if state and state.get("run_id"):
+        return state["run_id"]
+    return "gpu_reclaim-" + now.strftime("%Y%m%dT%H%M%S.%fZ")
 
 
 class ActionModule(ControllerAction):
@@ -31,6 +43,8 @@ class ActionModule(ControllerAction):
         if snapshot and missing:
             raise AnsibleActionFail("snapshot: not a result of gpuops.remediation.gpu_holders_info (it has no %s)" % ", ".join(missing))
 
+        args["run_id"] = walk_run_id(args.get("run_id"), args["state"] if args["continue_after"] else None,
+                                     datetime.datetime.now(datetime.timezone.utc))
         walk_class, execute = self._platform(args, task_vars)
         walk = walk_class(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"))
         steps_before = len(args["state"].get("tried") or []) if args["continue_after"] else 0  # changed: this call's own
@@ -39,9 +53,12 @@ class ActionModule(ControllerAction):
             state = walk.continue_after(args["continue_after"], args["state"], args["controller_result"])
         else:
             state = walk.start(snapshot)
+        state["run_id"] = args["run_id"]
         return dict(
+            run_id=args["run_id"],
             changed=any(step["changed"] for step in state["tried"][steps_before:]),
             pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
+            module_seconds=walk.module_seconds,
             slurm_drain_state=slurm_drain_state(state) if state["pending"] == "drain" else None,
             drain_followup=state.get("drain_followup") if state["pending"] is None else None,
             slurm_state=SLURM_STATES.get(state.get("drain_followup")) if state["pending"] is None else None,

@@ -13,7 +13,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base im
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import (
-    build_report, host_entry, latest_name, render_markdown, report_name, write_report)
+    build_report, host_entry, latest_name, render_markdown, report_lines, report_name, write_report)
 
 # What a host of the play leaves for the report.
 HOST_VARIABLES = ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary", "gpu_remediate_guard_refusal")
@@ -51,4 +51,5 @@ class ActionModule(ControllerAction):
         name = report_name(run_id, args["hosts"], task_vars.get("awx_job_id"), os.getppid())
         paths = write_report(args["dest"], report, render_markdown(report), render_html(report), name,
                              latest_name(args["kind"], bool(self._task.check_mode))) if args["write"] else []
-        return dict(changed=False, report=report, paths=paths, summary=report["fleet"]["summary"])
+        return dict(changed=False, report=report, paths=paths, summary=report["fleet"]["summary"],
+                    lines=report_lines(report["fleet"]["summary"], paths))

@@ -88,6 +88,15 @@ def snapshot_summary(snapshot):
     return snapshot_lines(_snapshot(snapshot, "snapshot_summary"))
 
 
+def taken_snapshot(result, *others):
+    """Of the registered results of a platform's snapshot tasks (each skipped but one: a skipped task registers a result
+    too), the one that ran."""
+    ran = [item for item in (result,) + others if isinstance(item, Mapping) and not item.get("skipped")]
+    if len(ran) != 1:
+        raise AnsibleFilterError("taken_snapshot: exactly one of the snapshot tasks must have run, %d did" % len(ran))
+    return _snapshot(ran[0], "taken_snapshot")
+
+
 def flagged_hosts(hosts, hostvars, flag):
     """The hosts, in order, whose variable `flag` is set and true (gpu_remediate_destructive, gpu_watch_remediated)."""
     if not isinstance(flag, str) or not flag:
@@ -121,5 +130,6 @@ class FilterModule:
             "snapshot_summary": snapshot_summary,
             "host_platform": host_platform,
             "flagged_hosts": flagged_hosts,
+            "taken_snapshot": taken_snapshot,
             "breaker_slurm_to_confirm": breaker_slurm_to_confirm,
         }

@@ -60,6 +60,22 @@ def pytorch_alloc_conf(settings):
                     if key in settings and settings[key] is not None)
 
 
+def nvml_pip_argv(venv_python, version, find_links=None, index_url=None):
+    """The pip command that installs nvidia-ml-py==version with the virtual environment's interpreter: from the wheels
+    in find_links alone (--no-index) when there are any, from index_url when set, else from pip's default index."""
+    if not isinstance(version, str) or not version.strip():
+        raise AnsibleFilterError("nvml_pip_argv: gpu_node_prep_nvml_version must be a version, got %r" % (version,))
+    if find_links is not None and (isinstance(find_links, (str, bytes, Mapping)) or not all(isinstance(item, str) for item in find_links)):
+        raise AnsibleFilterError("nvml_pip_argv: gpu_node_prep_pip_find_links must be a list of directories or URLs, got %r"
+                                 % (find_links,))
+    argv = [venv_python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "nvidia-ml-py==" + version]
+    if find_links:
+        argv += ["--no-index"] + ["--find-links=" + link for link in find_links]
+    if index_url:
+        argv.append("--index-url=" + index_url)
+    return argv
+
+
 class FilterModule:
     def filters(self):
-        return {"pytorch_alloc_conf": pytorch_alloc_conf}
+        return {"pytorch_alloc_conf": pytorch_alloc_conf, "nvml_pip_argv": nvml_pip_argv}

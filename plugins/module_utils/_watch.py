@@ -533,3 +533,20 @@ def remediation_for(findings, kinds):
     if any(finding.get("gpu_index") is None for finding in crossed):
         return {"needed": bool(crossed), "gpus": []}
     return {"needed": bool(crossed), "gpus": sorted(set(str(finding["gpu_index"]) for finding in crossed), key=int)}
+
+
+NOTHING_CROSSED = "nothing crossed a threshold"
+
+
+def alert_of(findings, held, resolved):
+    """What the role posts to the webhook, as Alertmanager's webhook says it: {"status", "alerts", "send", "lines"}.
+
+    Each alert says whether it fires or is resolved, so that a receiver closes it by its fingerprint; a finding held on a
+    GPU this run could not read fires still, never resolved. The body's status is firing while any alert fires. `send`:
+    whether there is anything to post; `lines`: what crossed a threshold, one line a finding, for the run's output.
+    """
+    alerts = ([dict(finding, status="firing") for finding in findings] + [dict(entry, status="firing") for entry in held]
+              + [dict(entry, status="resolved") for entry in resolved])
+    firing = bool(findings) or bool(held)
+    return {"status": "firing" if firing else "resolved", "alerts": alerts, "send": bool(alerts),
+            "lines": [finding["message"] for finding in findings] or [NOTHING_CROSSED]}

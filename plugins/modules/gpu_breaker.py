@@ -18,20 +18,32 @@ description:
   - Counts only a host whose walk would start with one of O(destructive_rungs) and would not refuse it anyway (a reboot
     without O(allow_reboot) is refused by the walk, and takes no place).
   - Decides and records under one lock on the controller, so that two runs at once never both take the last place.
-    Check mode decides and records nothing.
+    Check mode decides the same and creates nothing (no directory, lock or record).
+  - With O(state=released), removes the host's record when its O(snapshot) finds it healthy (no GPU memory held, no
+    reboot asked for), so that it no longer counts as out. Only the host's own later run sees that; right after its walk
+    it still counts for O(window_minutes), so that a storm of resets, each fixed at once, is still counted as one.
+  - O(state_dir) must be a directory of the controller's user, not writable by others (unless sticky); it is made with
+    mode 0700 when missing. Another user's directory, or one anyone may write into, is refused with a message naming
+    the option, since anyone who can write the records can open or close the breaker.
   - Role gpuops.remediation.gpu_remediate runs it when C(gpu_remediate_breaker_max_percent) or
     C(gpu_remediate_breaker_max_count) is set. See the collection's docs/eda.md.
 author:
   - gpuops maintainers (@gpuops)
 options:
+  state:
+    description:
+      - V(decided) decides (and records) for a host about to take a destructive rung; V(released) removes the host's
+        record when its O(snapshot) finds it healthy.
+    type: str
+    choices: [decided, released]
+    default: decided
   host:
-    description: The host about to take a destructive rung.
+    description: The host about to take a destructive rung, or whose record is released.
     type: str
     required: true
   fleet_size:
-    description: The number of nodes in the fleet the share is of.
+    description: The number of nodes in the fleet the share is of. Required with O(state=decided).
     type: int
-    required: true
   max_percent:
     description: The largest share (0..100) of the fleet that may be out at once; V(0) sets no share. One node is always allowed.
     type: int
@@ -45,9 +57,12 @@ options:
     type: int
     default: 60
   state_dir:
-    description: The directory of the breaker records on the controller; every run that shares the breaker must use the same.
+    description:
+      - The directory of the breaker records on the controller; every run that shares the breaker must use the same.
+      - Its user's own (made with mode 0700 when missing); another user's, or one anyone may write into without the sticky
+        bit, is refused. The default is in the home directory of the user the controller runs as.
     type: path
-    required: true
+    default: ~/.gpuops/breaker
   run_id:
     description: The run, written into the record.
     type: str
@@ -62,16 +77,31 @@ options:
     choices: [linux, windows]
     default: linux
   max_rung:
-    description: The walk's heaviest rung; unset, gpu_reclaim's default (V(reload) on Linux, V(restart_adapter) on Windows).
+    description:
+      - The walk's heaviest rung on a Linux host; unset, gpu_reclaim's default (V(reload)).
+      - A Windows host reads O(windows.max_rung) instead.
     type: str
   allow_reboot:
     description: Whether the walk may reboot.
     type: bool
     default: false
   destructive_rungs:
-    description: The rungs the breaker counts; unset, the walk's destructive rungs of the platform.
+    description:
+      - The rungs the breaker counts on a Linux host; unset, the walk's destructive rungs of Linux.
+      - A Windows host reads O(windows.destructive_rungs) instead.
     type: list
     elements: str
+  windows:
+    description: What a Windows host (O(platform=windows)) reads instead of O(max_rung) and O(destructive_rungs).
+    type: dict
+    suboptions:
+      max_rung:
+        description: The walk's heaviest rung on Windows; unset, gpu_reclaim's default (V(restart_adapter)).
+        type: str
+      destructive_rungs:
+        description: The rungs the breaker counts on Windows; unset, the walk's destructive rungs of Windows.
+        type: list
+        elements: str
   slurm_nodes:
     description:
       - The output of C(scontrol --oneliner show node) over the cluster (each reason whole, every state flag); unset
@@ -106,7 +136,8 @@ attributes:
       - It runs per host like any task.
   check_mode:
     details:
-      - Decides the same way, and writes no record.
+      - Decides the same way and creates nothing (no directory, lock or record); with O(state=released), says whether
+        it would remove the record, and removes nothing.
 seealso:
   - module: gpuops.remediation.gpu_ladder
 """
@@ -122,27 +153,38 @@ EXAMPLES = r"""
     max_rung: reset
     destructive_rungs: [reset, reload, graphics, reboot]
   register: breaker
+
+- name: Give the host's place back when it is found healthy
+  gpuops.remediation.gpu_breaker:
+    state: released
+    host: "{{ inventory_hostname }}"
+    state_dir: /var/lib/gpuops/breaker
+    snapshot: "{{ gpu_inspect_snapshot }}"
 """
 
 RETURN = r"""
 refusal:
   description: Why the destructive rung is refused (naming the nodes out), or empty.
-  returned: always
+  returned: with O(state=decided)
   type: str
 out:
   description: The nodes counted as out, each with why (breaker record, Slurm drain, Kubernetes cordon).
-  returned: always
+  returned: with O(state=decided)
   type: dict
 limit:
   description: How many nodes may be out at once, this one included; null when no limit is set.
-  returned: always
+  returned: with O(state=decided)
   type: int
 rung:
   description: The destructive rung counted for this host, or null when the breaker does not count it.
-  returned: always
+  returned: with O(state=decided)
   type: str
 recorded:
   description: Whether this host's record was written (it passed, for a destructive rung, not in check mode).
-  returned: always
+  returned: with O(state=decided)
+  type: bool
+released:
+  description: Whether the host's record was removed (in check mode, would be).
+  returned: with O(state=released)
   type: bool
 """

@@ -68,4 +68,13 @@ input_errors:
   type: list
   elements: str
   sample: ["gpuops_serial=0 (hosts per batch: N >= 1, or a percentage 1%..100%)"]
+roles:
+  description:
+    - The roles whose variables were checked (O(roles)), when all are right. The collection's playbooks register the
+      result as C(__gpuops_input_check), and their C(include_role) of these roles skip the per-host argument spec
+      validation (C(rolespec_validate)) that would check the same variables again on every host.
+  returned: success
+  type: list
+  elements: str
+  sample: [gpu_inspect, gpu_reclaim, gpu_remediate]
 """

@@ -188,6 +188,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+module_seconds:
+  description: The wall time of each module of RV(modules_run), in the same order (the module's transfer and its run).
+  returned: always
+  type: list
+  elements: float
+  sample: [0.52, 0.61]
+run_id:
+  description:
+    - The run id every module of the walk named, and the scheduler steps must name - O(run_id) when given; else, on a
+      call that continues a walk, the one it started with; else a new one, C(gpu_reclaim-<UTC time>).
+  returned: always
+  type: str
+  sample: gpu_reclaim-20261202T010000.123456Z
 pending:
   description: The controller step the walk waits for (V(drain), V(reboot)), or null when the walk has ended.
   returned: always

@@ -113,4 +113,12 @@ summary:
   type: list
   elements: str
   sample: ["gpu_report: 2 host(s)", "  inspected: node01, node02"]
+lines:
+  description: What the run shows at its end - RV(summary), then a line naming the report's Markdown and HTML files, or
+    saying that it was not written (O(write=false)).
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpu_report: 2 host(s)", "  inspected: node01, node02",
+           "report: /root/.gpuops/reports/gpu_report-20261129T213000Z.md, /root/.gpuops/reports/gpu_report-20261129T213000Z.html"]
 """

@@ -183,6 +183,16 @@ remediation_holder:
   returned: always
   type: dict
   sample: {"pid": 4242, "start_time": 123456, "acquired": "2026-12-01T16:05:00Z", "description": "pid 4242 (python3, start time 123456)"}
+alert:
+  description:
+    - What the role posts to the webhook, as Alertmanager's webhook says it - C(status) (V(firing) while any finding is
+      made or held, V(resolved) otherwise), C(alerts) (the findings and the held ones, each with C(status=firing), then
+      the resolved ones with C(status=resolved)), C(send) (whether there is any alert to post) and C(lines) (the
+      message of each finding, or one line saying nothing crossed a threshold).
+  returned: always
+  type: dict
+  sample: {"status": "resolved", "alerts": [{"kind": "xid", "gpu_index": 1, "fingerprint": "3f2a...", "status": "resolved"}],
+           "send": true, "lines": ["nothing crossed a threshold"]}
 crossed:
   description: Whether any finding was made.
   returned: always
@@ -258,7 +268,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
     SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
-    FINDING_KINDS, Thresholds, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,
+    FINDING_KINDS, Thresholds, alert_of, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import metric_series, render
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_ranges import RANGED_OPTIONS, out_of_range
@@ -347,6 +357,7 @@ def judge_and_record(module, paths, samples, snapshot):
             write_atomic(paths["metrics"], metrics, mode=0o644)
             written = paths["metrics"]
     return dict(findings=judged.findings, resolved=judged.resolved, held=judged.held, crossed=bool(judged.findings),
+                alert=alert_of(judged.findings, judged.held, judged.resolved),
                 samples=judged.samples, removed_temporary_files=removed,
                 remediation_in_progress=in_progress is not None, remediation_holder=in_progress,
                 remediation=remediation_for(judged.findings, params["remediate_on"]),

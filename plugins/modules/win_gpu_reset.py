@@ -17,8 +17,9 @@ description:
     against a fresh C(Win32_Process) list (Windows reuses pids quickly; a pid whose creation time changed is another
     process, left alone as reused), then one constant PowerShell script opens each process of the tree by pid, compares
     its creation time on that handle and terminates that same handle, so a pid reused in between is never ended. Where
-    C(Add-Type) is refused (Constrained Language Mode, AppLocker), C(taskkill /F /T /PID <pid>) runs instead, and the plan
-    says so. Never a protected system process (csrss, wininit,
+    C(Add-Type) is refused (Constrained Language Mode, AppLocker), each process of the tree read before is held by its
+    handle while its creation time is compared and ended alone with C(taskkill /F /PID <pid>) (never C(/T), which would
+    take children born since), and the plan says so. Never a protected system process (csrss, wininit,
     winlogon, services, lsass, smss, System, Idle, Registry, Memory Compression, Secure System, LsaIso), the WSL VM
     (C(vmmemWSL), C(vmmem) - use M(gpuops.remediation.wsl_shutdown)), the user's shell C(explorer.exe) (use
     V(restart_explorer)), a remote connection's host process (C(wsmprovhost), C(winrshost), C(sshd)), nor C(dwm.exe)
@@ -27,9 +28,10 @@ description:
   - "V(restart_adapter) - C(pnputil /restart-device <instance id>) on the one adapter of each GPU chosen (O(gpu)) that
     needs it (ghost memory beyond O(ghost_threshold_mib), or NVML's recovery action), or of every GPU chosen with
     O(force). Never C(/class Display), which restarts every adapter. Exit 3010 means the restart waits for a reboot -
-    RV(reboot_required); the run is changed, not failed. Needs Windows 10 2004 or later."
-  - "V(logoff) - C(logoff <id>) for the sessions of O(user) that C(quser) lists; never session 0, the services'
-    session. No session of that user changes nothing."
+    RV(reboot_required); the run is changed, not failed. Afterwards the adapter's C(ConfigManagerErrorCode) and
+    C(Present) (C(Get-PnpDevice)) decide, never pnputil's status words. Needs Windows 10 2004 or later."
+  - "V(logoff) - C(logoff <id>) for the sessions of O(user) (from C(WTSEnumerateSessions), or C(quser)'s columns where
+    C(Add-Type) is refused); never session 0, the services' session. No session of that user changes nothing."
   - "V(restart_explorer) - ends the C(explorer.exe) of O(user)'s session alone (the same script, without its tree,
     which would end every program started from it) when it holds GPU memory (or with O(force)), and waits up to
     O(shell_timeout) for Windows to start it again (Winlogon's C(AutoRestartShell), on by default). It is not started
@@ -90,6 +92,9 @@ options:
     description:
       - With V(kill) and V(restart_explorer), users whose processes are never ended (any case, with or without the
         C(DOMAIN\\) prefix or a C(@domain) suffix); a tree holding one of their processes is left alone.
+      - While it is set, a process whose owner Windows does not give (a session that is not elevated, an owner denied)
+        is never ended either, and V(restart_adapter) and V(logoff) refuse when one would lose the GPU - the refusal
+        names its pid and says to run elevated.
     type: list
     elements: str
     default: []

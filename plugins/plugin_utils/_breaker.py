@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import drained_with_marker, parse_nodes
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, rung_index
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, memory_held, rung_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
 
@@ -128,3 +129,59 @@ def record_name(host):
     if safe != host:
         safe = "%s-%s" % (safe or "_", hashlib.sha256(host.encode("utf-8", "surrogateescape")).hexdigest()[:16])
     return safe + RECORD_SUFFIX
+
+
+def host_is_back(snapshot):
+    """Whether the host's own inspection (gpu_holders_info's snapshot) finds it healthy - no GPU memory held, no reboot
+    asked for: its breaker record is removed, so that it no longer counts as out. Only the host's own later run sees
+    that; right after its walk it still counts for the window, so that a storm of resets (each one fixed at once) is
+    still a storm, and a bad driver push cannot reset the fleet one node after another."""
+    return not memory_held(snapshot)
+
+
+STATE_DIR_OPTION = "state_dir (gpu_remediate_breaker_dir)"
+
+
+def state_dir_problem(path, uid):
+    """Why the breaker's records cannot be kept in `path` (an existing directory) by the user `uid`, or None: another
+    user's directory, or one anyone may write into without the sticky bit, lets someone else forge records (refusing
+    every host) or remove them (opening the breaker); one this user cannot write is no place for them either."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return "%s %r cannot be read: %s" % (STATE_DIR_OPTION, path, exc.strerror or exc)
+    if not stat.S_ISDIR(info.st_mode):
+        return "%s %r is not a directory" % (STATE_DIR_OPTION, path)
+    if info.st_uid != uid:
+        return ("%s %r belongs to uid %d, not to this user (uid %d): another user could forge or remove the breaker's "
+                "records; give a directory of this user's own (mode 0700)" % (STATE_DIR_OPTION, path, info.st_uid, uid))
+    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+        return ("%s %r is writable by anyone (mode %04o, no sticky bit): anyone could forge or remove the breaker's "
+                "records; chmod 0700 it, or give another" % (STATE_DIR_OPTION, path, stat.S_IMODE(info.st_mode)))
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "%s %r is not writable by this user" % (STATE_DIR_OPTION, path)
+    return None
+
+
+def prepare_state_dir(path, uid, create):
+    """The breaker's directory checked (state_dir_problem) and, with `create`, made (mode 0700) when missing: None, or
+    why not. Not absolute (an unresolved "~", HOME unset) is refused: a relative path would be wherever the run starts."""
+    if not path or not os.path.isabs(path):
+        return "%s must be an absolute path on the controller, got %r" % (STATE_DIR_OPTION, path)
+    if not os.path.lexists(path):
+        if not create:
+            return None  # check mode: nothing there yet, nothing made
+        try:
+            os.makedirs(path, 0o700)
+        except OSError as exc:
+            return "%s %r cannot be made: %s" % (STATE_DIR_OPTION, path, exc.strerror or exc)
+    return state_dir_problem(path, uid)
+
+
+def remove_record(directory, host):
+    """Remove the host's breaker record; whether there was one."""
+    try:
+        os.unlink(os.path.join(directory, record_name(host)))
+    except FileNotFoundError:
+        return False
+    return True

@@ -8,6 +8,7 @@ sources themselves (extensions/eda/plugins/event_source/) only read their input,
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import math
 import os
@@ -254,15 +255,20 @@ def kmsg_line(record):
 
 
 class FileTail:
-    """The complete lines appended to a file since the last read, from its end at the start; a file replaced
-    (rotated: another inode) or truncated is read again from its start, also when it grew past the old end before the
-    next read (copytruncate, then writes): the bytes before the old end are no longer the ones read. A file missing or
-    unreadable for a while is tried again at the next read."""
+    """The complete lines appended to a file since the last read, from its end at the start.
+
+    The file is kept open between reads. A file replaced (rotated: the path names another inode) is first read to its
+    end through the descriptor still open on it - the lines written just before the rotation are not lost - and its
+    last line without a newline is taken as complete; then the new file is read from its start. A file truncated is read
+    again from its start, also when it grew past the old end before the next read (copytruncate, then writes): the bytes
+    before the old end are no longer the ones read. A file missing or unreadable for a while is tried again at the next
+    read."""
 
     MARK = 64
 
     def __init__(self, path):
         self.path = path
+        self.handle = None
         self.identity = None
         self.offset = 0
         self.partial = b""
@@ -272,36 +278,164 @@ class FileTail:
         except OSError:
             return  # not there yet: read from its start once it is
         self.identity, self.offset = (stat.st_dev, stat.st_ino), stat.st_size
-        try:
-            with open(path, "rb") as handle:
-                self.mark = self._mark(handle, self.offset)
-        except OSError:
-            pass  # unreadable now: its end is still where it was, compared from the next read on
+        self.handle = self._open(self.identity)
+        if self.handle is not None:
+            self.offset = os.fstat(self.handle.fileno()).st_size
+            self.mark = self._mark(self.offset)
+        # unreadable now: its end is still where it was, compared from the next read on
 
-    def _mark(self, handle, offset):
+    def _open(self, identity=None):
+        """The file opened for reading, or None; with `identity`, only while the path still names that file."""
+        try:
+            handle = open(self.path, "rb")
+        except OSError:
+            return None
+        stat = os.fstat(handle.fileno())
+        if identity is not None and (stat.st_dev, stat.st_ino) != identity:
+            handle.close()
+            return None
+        return handle
+
+    def _mark(self, offset):
         start = max(0, offset - self.MARK)
-        handle.seek(start)
-        return handle.read(offset - start)
+        self.handle.seek(start)
+        return self.handle.read(offset - start)
 
-    def read(self):
-        try:
-            with open(self.path, "rb") as handle:
-                stat = os.fstat(handle.fileno())
-                if ((stat.st_dev, stat.st_ino) != self.identity or stat.st_size < self.offset
-                        or (self.mark is not None and self._mark(handle, self.offset) != self.mark)):
-                    self.identity, self.offset, self.partial = (stat.st_dev, stat.st_ino), 0, b""
-                if stat.st_size == self.offset:
-                    self.mark = self._mark(handle, self.offset)
-                    return []
-                handle.seek(self.offset)
-                data = handle.read()
-                self.offset += len(data)
-                self.mark = self._mark(handle, self.offset)
-        except OSError:
-            return []  # gone or unreadable for now (being rotated, its mode changed): tried again at the next read
+    def _drain(self):
+        """The bytes of the open file after offset (from its start again when it was truncated or rewritten)."""
+        size = os.fstat(self.handle.fileno()).st_size
+        if size < self.offset or (self.mark is not None and self._mark(self.offset) != self.mark):
+            self.offset, self.partial = 0, b""
+        self.handle.seek(self.offset)
+        data = self.handle.read()
+        self.offset += len(data)
+        self.mark = self._mark(self.offset)
+        return data
+
+    def _lines(self, data, final=False):
         data = self.partial + data
+        if final:
+            self.partial = b""
+            return data.decode("utf-8", "replace").splitlines()
         complete, newline, self.partial = data.rpartition(b"\n")
         return complete.decode("utf-8", "replace").splitlines() if complete or newline else []
+
+    def close(self):
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+    def read(self):
+        lines = []
+        try:
+            if self.handle is not None:
+                lines = self._lines(self._drain())
+        except OSError:
+            self.close()  # the open file failed (its device went away): opened again below
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return lines  # gone for now (being rotated): the open file is read on, the new one once it is there
+        identity = (stat.st_dev, stat.st_ino)
+        if self.handle is not None and identity == self.identity:
+            return lines
+        handle = self._open()
+        if handle is None:
+            return lines  # unreadable for now (its mode changed, a directory there): tried again at the next read
+        if self.handle is not None:
+            lines += self._lines(b"", final=True)  # the old file's last line, which no newline will complete now
+            self.close()
+        if identity != self.identity:
+            self.offset, self.partial, self.mark = 0, b"", None
+        self.handle, self.identity = handle, (os.fstat(handle.fileno()).st_dev, os.fstat(handle.fileno()).st_ino)
+        try:
+            lines += self._lines(self._drain())
+        except OSError:
+            self.close()
+        return lines
+
+
+# ---------------------------------------------------------------- what a source cannot read
+
+def problem_event(source, host, message):
+    """The event a source puts when it cannot read what it follows (no permission, its tool missing or ended, a probe
+    that failed): reported, never remediated (rung none; the rulebooks print it), and the source keeps trying."""
+    return {"gpuops": {"type": "source_problem", "source": source, "host": host, "rung": "none", "message": message},
+            "meta": {"hosts": host}}
+
+
+class Retry:
+    """A failure that lasts: its report once (again only when its words change, or after a success), and the delay
+    before the next try - `first`, doubled each time up to `most` - so that a source never spins on it."""
+
+    def __init__(self, first, most=60.0):
+        self.first, self.most = first, max(first, most)
+        self.delay = first
+        self.reported = None
+
+    def failed(self, message):
+        """(whether to report message now, seconds to wait before trying again)."""
+        report = message != self.reported
+        self.reported = message
+        delay, self.delay = self.delay, min(self.most, self.delay * 2)
+        return report, delay
+
+    def succeeded(self):
+        self.delay, self.reported = self.first, None
+
+
+def kmsg_problem(path, exc, opening):
+    """What to report when /dev/kmsg cannot be opened or read."""
+    what = "cannot open" if opening else "cannot read"
+    hint = " (reading it needs root or CAP_SYSLOG; or use source: journal or file)" if isinstance(exc, PermissionError) else ""
+    return "%s %s: %s%s; trying again" % (what, path, exc.strerror or exc, hint)
+
+
+def kmsg_seq(record):
+    """The sequence number of a /dev/kmsg record ("pri,seq,usec,flags;text"), or None."""
+    fields = record.partition(";")[0].split(",")
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+# journalctl's filter: kernel messages, and our remediation lines (which journal_line trusts only from root).
+def journal_argv(journalctl, cursor=None, since=None):
+    """journalctl following the journal as JSON: after `cursor` (the last entry read, when it is started again), else
+    since `since` (epoch: started again before any entry was read), else from now on."""
+    where = ["--after-cursor=%s" % cursor] if cursor else ["--since=@%d" % int(since)] if since is not None else ["--lines=0"]
+    return [journalctl, "--follow", "--output=json", "--no-pager"] + where + [
+        "_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=%s" % SYSLOG_IDENTIFIER]
+
+
+def _journal_text(value):
+    if isinstance(value, list) and all(isinstance(item, int) for item in value):  # journalctl's form of non-UTF-8 data
+        return bytes(item & 0xFF for item in value).decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
+
+
+def journal_lines(entry):
+    """The lines a journal entry (one object of journalctl --output=json) stands for, as journalctl -o short-iso prints
+    them, when the entry is trusted: a kernel message (_TRANSPORT=kernel, which only the kernel writes), or our
+    remediation line from root (SYSLOG_IDENTIFIER gpuops-remediation and _UID 0). Anyone may log a line that calls
+    itself "kernel" or "gpuops-remediation" (logger -t): the identifier alone trusts nothing. [] for any other entry."""
+    if not isinstance(entry, dict):
+        return []
+    message = _journal_text(entry.get("MESSAGE"))
+    if not message:
+        return []
+    try:
+        when = datetime.datetime.fromtimestamp(int(entry.get("__REALTIME_TIMESTAMP")) / 1e6, datetime.timezone.utc)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return []
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    host = _journal_text(entry.get("_HOSTNAME")) or "localhost"
+    if entry.get("_TRANSPORT") == "kernel":
+        prefix = "%s %s kernel: " % (stamp, host)
+    elif entry.get("SYSLOG_IDENTIFIER") == SYSLOG_IDENTIFIER and entry.get("_UID") == "0":
+        pid = entry.get("_PID") if isinstance(entry.get("_PID"), str) and entry["_PID"].isdigit() else "0"
+        prefix = "%s %s %s[%s]: " % (stamp, host, SYSLOG_IDENTIFIER, pid)
+    else:
+        return []
+    return [prefix + line for line in message.splitlines() if line]
 
 
 # ---------------------------------------------------------------- gpu_snapshot: conditions that last
@@ -325,6 +459,12 @@ def snapshot_conditions(snapshot, ghost_threshold_mib):
         found.append({"type": "unresponsive", "gpu": None, "gpu_index": None, "pci_bus_id": None, "ghost_mib": None,
                       "message": "the GPU probe timed out: %s" % probe.get("error")})
     return found
+
+
+def hung_probe_condition(message):
+    """The condition of a node whose probe (gpu_holders_info run by gpu_snapshot) did not answer by its deadline: the
+    node is unresponsive (gpu None), as when the GPU probe inside it times out; never hidden as "nothing found"."""
+    return {"type": "unresponsive", "gpu": None, "gpu_index": None, "pci_bus_id": None, "ghost_mib": None, "message": message}
 
 
 def state_conditions(state, ghost_threshold_mib):

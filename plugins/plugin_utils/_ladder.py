@@ -33,13 +33,18 @@ class LadderWalk:
         self.options = options
         self.host = host
         self.modules_run = []  # by this call, in order
+        self.module_seconds = []  # how long each took, transfer and run on the node (what bench/fleet.py reports)
         self._execute = execute
         self.check_mode = bool(check_mode)
         self.clock = clock
 
     def execute(self, module_name, module_args):
         self.modules_run.append(module_name)
-        return self._execute(module_name, module_args)
+        started = time.monotonic()
+        try:
+            return self._execute(module_name, module_args)
+        finally:
+            self.module_seconds.append(round(time.monotonic() - started, 4))
 
     def usable(self, snapshot):
         """Whether a snapshot the caller gave can start the walk: taken with the same options its verdict depends on,

@@ -220,3 +220,10 @@ def write_report(directory, report, markdown, page, name=None, latest="latest"):
         write_atomic(path, content, 0o640)
         paths.append(path)
     return paths
+
+
+def report_lines(summary, paths):
+    """What a run shows at its end: the fleet's summary, then where the report is (its Markdown and HTML files,
+    write_report's second and third paths), or that it was not written."""
+    where = "report: " + ", ".join(paths[1:3]) if paths else "report not written (gpu_remediate_write_report=false)"
+    return list(summary) + [where]

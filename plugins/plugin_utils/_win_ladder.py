@@ -26,7 +26,9 @@ WSL_MODULE = "gpuops.remediation.wsl_shutdown"
 
 def logoff_users(snapshot):
     """The users whose session's system processes hold a GPU (a logoff ends them); session 0 only a reboot answers."""
-    by_session = dict((session.get("id"), session.get("user")) for session in snapshot.get("sessions") or [])
+    # DOMAIN\user where the session API named the domain: CORP\ada's session is not the local ada's
+    by_session = dict((session.get("id"), "%s\\%s" % (session["domain"], session.get("user")) if session.get("domain") and session.get("user")
+                       else session.get("user")) for session in snapshot.get("sessions") or [])
     users = []
     for holder in snapshot["holders"]:
         user = by_session.get(holder.get("session_id"))

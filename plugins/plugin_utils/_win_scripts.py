@@ -207,13 +207,18 @@ try {
         catch {
             $properties = @()
         }
+        # the number, whether the module gives it as a UInt32 or as its enum (CM_PROB_...); null when not given
+        $problem = $null
+        if ($null -ne $device.ConfigManagerErrorCode) {
+            $problem = [int]$device.ConfigManagerErrorCode
+        }
         [pscustomobject]@{
             InstanceId = $device.InstanceId
             FriendlyName = $device.FriendlyName
             Manufacturer = $device.Manufacturer
             Present = $device.Present
-            Status = $device.Status
-            ConfigManagerErrorCode = $device.ConfigManagerErrorCode
+            Status = [string]$device.Status
+            ConfigManagerErrorCode = $problem
             Properties = $properties
         }
     }
@@ -629,8 +634,11 @@ $results = for ($at = 0; $at -lt $ProcessIds.Count; $at++) {
         [pscustomobject]@{ ProcessId = $processId; Outcome = 'pid_reused'; Code = $created; Message = $null }
         continue
     }
+    # Windows PowerShell 5.1 turns a native program's stderr line into a terminating error under 'Stop'
+    $ErrorActionPreference = 'Continue'
     $said = taskkill.exe /F /PID $processId 2>&1 | Out-String
     $exitCode = $LASTEXITCODE
+    $ErrorActionPreference = 'Stop'
     $outcome = 'not_terminated'
     if ($exitCode -eq 0) {
         $outcome = 'ended'

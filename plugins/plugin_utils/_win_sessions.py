@@ -3,7 +3,8 @@
 """The interactive sessions of a Windows node, and the argv that logs one of them off.
 
 `read` asks the Remote Desktop Services API first (the sessions script: WTSEnumerateSessions, each session's user
-and domain as Windows keeps them, state as a number); only where Add-Type is refused does it read `quser` (query user).
+and domain as Windows keeps them, state as a number); only where Add-Type is refused (or the script fails) does it
+read `quser` (query user).
 
 quser's header, its STATE words and its dates are localized, and it writes the console's OEM code page (decoded by
 _win_decode with the host's). A user name may hold a space ("john smith"): where the header is there, the user name
@@ -20,6 +21,7 @@ import re
 from collections import namedtuple
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError as _NodeError
 
 RC_NOBODY = 1
 _ERROR_NUMBER_RE = re.compile(r"0x[0-9A-Fa-f]{4,}|\[\d+\]|\b\d{3,}\b")
@@ -31,7 +33,6 @@ SessionsRead = namedtuple("SessionsRead", "status sessions message source")
 SCRIPT = "sessions"
 # WTS_CONNECTSTATE_CLASS, as quser words it (English here, whatever the host's language: the number decides).
 WTS_STATES = {0: "Active", 1: "Conn", 2: "ConnQ", 3: "Shadow", 4: "Disc", 5: "Idle", 6: "Listen", 7: "Reset", 8: "Down", 9: "Init"}
-_WTS_ACTIVE = 0
 
 
 def quser_argv():
@@ -70,10 +71,14 @@ def parse_quser(stdout, rc, stderr=""):
 
 
 def sessions_of(sessions, user):
-    """The sessions of `user` (case-insensitive; a domain prefix ignored; quser's 20-character cut allowed for)."""
-    wanted = user.split("\\")[-1].lower()
+    """The sessions of `user` (case-insensitive; quser's 20-character cut allowed for). A domain prefix (WS12\\ada) must
+    name the session's domain where the session API gave one (CORP\\ada is another user than the local WS12\\ada);
+    quser gives none, and then the prefix is ignored."""
+    domain, dummy, name = user.rpartition("\\")
+    wanted, domain = name.lower(), domain.strip().lower()
     return [session for session in sessions
-            if session["user"].lower() == wanted or (len(session["user"]) == 20 and wanted.startswith(session["user"].lower()))]
+            if (session["user"].lower() == wanted or (len(session["user"]) == 20 and wanted.startswith(session["user"].lower())))
+            and (not domain or domain == "." or not session.get("domain") or session["domain"].lower() == domain)]
 
 
 def _columns(header):
@@ -130,11 +135,15 @@ def parse_wts(answer):
 def read(node):
     """The node's sessions -> SessionsRead(status, sessions, message, source): from the API where the sessions script
     runs, else from quser's columns (source "quser"; message says why the API was not used)."""
-    answer = node.powershell(SCRIPT, {}, read_only=True)
     try:
+        answer = node.powershell(SCRIPT, {}, read_only=True)
         found = parse_wts(answer)
+    except _NodeError as exc:
+        # WTSEnumerateSessions refused (its Win32 error) or the script failed: quser answers instead (a dropped
+        # connection fails quser too, and is raised from there)
+        found, why = None, "the sessions script failed (%s): quser's columns read instead" % exc
     except ValueError as exc:
-        found, why = None, "the sessions script's answer is not readable: %s" % exc
+        found, why = None, "the sessions script's answer is not readable (%s): quser's columns read instead" % exc
     else:
         why = "the session API could not be compiled (%s): quser's columns read instead" % answer.get("unavailable")
     if found is not None:

@@ -43,6 +43,7 @@ class CallbackModule(CallbackBase):
         self.tasks = []
         self.current = None
         self.per_host = {}
+        self.walk_modules = {}  # {module: {"runs", "seconds"}} inside gpu_ladder's walks, all hosts
 
     def _close_task(self):
         if self.current is not None:
@@ -65,6 +66,11 @@ class CallbackModule(CallbackBase):
         action = result._task.action.rsplit(".", 1)[-1]
         modules = result._result.get("modules_run")
         counts["modules"] += len(modules) if action == "gpu_ladder" and isinstance(modules, list) else 0 if action in CONTROLLER_ONLY else 1
+        if action == "gpu_ladder" and isinstance(modules, list):
+            for name, seconds in zip(modules, result._result.get("module_seconds") or []):
+                spent = self.walk_modules.setdefault(name, {"runs": 0, "seconds": 0.0})
+                spent["runs"] += 1
+                spent["seconds"] = round(spent["seconds"] + seconds, 4)
 
     v2_runner_on_ok = v2_runner_on_failed = v2_runner_on_unreachable = _count_run
     v2_runner_on_skipped = _count_host
@@ -80,4 +86,5 @@ class CallbackModule(CallbackBase):
         path = os.environ.get("GPUOPS_FLEET_TIMING")
         if path:
             with open(path, "w") as handle:
-                json.dump({"tasks": self.tasks, "seconds": round(time.monotonic() - self.started, 4), "per_host": self.per_host}, handle)
+                json.dump({"tasks": self.tasks, "seconds": round(time.monotonic() - self.started, 4), "per_host": self.per_host,
+                           "walk_modules": self.walk_modules}, handle)

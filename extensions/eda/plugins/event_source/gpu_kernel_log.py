@@ -16,14 +16,23 @@ description:
     C(rung) (none, kill, reset, reboot), C(pid), C(process_name), C(message), C(time), C(line); and C(meta.hosts),
     the host, which limits the rule's playbook or job template to it."
   - A repeat of the same Xid on the same host and GPU within O(throttle_seconds) is dropped. An event dated before
-    a remediation the same log reported (a C(gpuops-remediation) syslog line of that host and GPU) is dropped: it
+    a remediation the same log reported (a C(gpuops-remediation) syslog line of that host and GPU) is dropped, as it
     was answered.
+  - What it cannot read is reported, never hidden, and tried again after a delay that grows up to a minute (it never
+    spins on a lasting error) - C(/dev/kmsg) that cannot be opened (no permission) or read, a journalctl missing or
+    ended (started again after the last entry read, C(--after-cursor)) - by an event
+    C(event.gpuops.type == "source_problem") with C(source), C(host) and C(message) (rung none), once per problem, and
+    an error in ansible-rulebook's log. A file missing or unreadable for a while is read again once it is there.
+  - A file rotated (renamed, then created again) is read to its end through the descriptor still open on it before
+    the new file is read from its start, so the lines written just before the rotation are not lost.
+  - From journald, a kernel line is taken only from the kernel's transport (C(_TRANSPORT=kernel)) and a remediation
+    line only from root (C(_UID=0)); anyone can log a line that calls itself C(kernel) or C(gpuops-remediation).
   - Never returns; ends when cancelled (ansible-rulebook shutting down).
 options:
   source:
     description:
-      - Where to read. V(kmsg) reads C(/dev/kmsg) (root), V(journal) follows C(journalctl -f) (kernel lines and the
-        C(gpuops-remediation) lines), V(file) a log file (C(/var/log/syslog), C(/var/log/kern.log), or a collector's
+      - Where to read. V(kmsg) reads C(/dev/kmsg) (root), V(journal) follows C(journalctl -f -o json) (kernel lines and
+        the C(gpuops-remediation) lines), V(file) a log file (C(/var/log/syslog), C(/var/log/kern.log), or a collector's
         file per host, see O(paths)).
     type: str
     choices: [kmsg, journal, file]
@@ -79,9 +88,15 @@ EXAMPLES = r"""
 """
 
 import asyncio
+import json
+import logging
 import os
 import sys
 import time
+
+LOGGER = logging.getLogger(__name__)
+# The longest journal entry (as JSON) read; a longer one is skipped.
+JOURNAL_LINE_LIMIT = 1 << 20
 
 
 def _import_collection():
@@ -135,43 +150,120 @@ async def _follow_files(queue, tails, options):
         await asyncio.sleep(options["poll_interval"])
 
 
+# Where the kernel's records are read (a module global: the tests point it at what cannot be read).
+KMSG = "/dev/kmsg"
+# Records read in one go before the loop gets a turn.
+KMSG_BATCH = 1000
+
+
+async def _problem(queue, eda, host, message):
+    LOGGER.error("%s: %s", SOURCE, message)
+    await queue.put(eda.problem_event(SOURCE, host, message))
+
+
 async def _follow_kmsg(queue, lines_of, options, eda):
-    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    """/dev/kmsg from its end. What cannot be opened or read (no permission, an error that lasts) is reported once and
+    tried again after a delay that grows; opened again, the records read before (by sequence number) are skipped."""
+    retry = eda.Retry(options["poll_interval"])
+    fd, last_seq = None, None
     try:
-        os.lseek(fd, 0, os.SEEK_END)
         while True:
-            lines = []
-            while True:
+            if fd is None:
+                try:
+                    fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK)
+                    os.lseek(fd, 0, os.SEEK_END if last_seq is None else os.SEEK_SET)
+                except OSError as exc:
+                    if fd is not None:
+                        os.close(fd)
+                        fd = None
+                    message = eda.kmsg_problem(KMSG, exc, opening=True)
+                    report, delay = retry.failed(message)
+                    if report:
+                        await _problem(queue, eda, lines_of.host, message)
+                    await asyncio.sleep(delay)
+                    continue
+            lines, failure = [], None
+            for _record in range(KMSG_BATCH):
                 try:
                     record = os.read(fd, 8192)
                 except BlockingIOError:
                     break
-                except OSError:  # EPIPE: records overwritten before they were read; go on with the next
+                except BrokenPipeError:  # EPIPE: records overwritten before they were read; the next read goes on
                     continue
-                line = eda.kmsg_line(record.decode("utf-8", "replace"))
+                except OSError as exc:
+                    failure = exc
+                    break
+                if not record:
+                    break
+                text = record.decode("utf-8", "replace")
+                seq = eda.kmsg_seq(text)
+                if seq is not None and last_seq is not None and seq <= last_seq:
+                    continue  # read before the device was opened again
+                last_seq = seq if seq is not None else last_seq
+                line = eda.kmsg_line(text)
                 if line:
                     lines.append(line)
             if lines or lines_of.held:
                 await _put(queue, lines_of.feed(lines, time.time(), final=not lines))
+            if failure is not None:
+                os.close(fd)
+                fd = None
+                message = eda.kmsg_problem(KMSG, failure, opening=False)
+                report, delay = retry.failed(message)
+                if report:
+                    await _problem(queue, eda, lines_of.host, message)
+                await asyncio.sleep(delay)
+                continue
+            retry.succeeded()
             await asyncio.sleep(options["poll_interval"])
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 async def _follow_journal(queue, lines_of, options, eda):
-    argv = [options["journalctl"], "--follow", "--lines=0", "--output=short-iso", "--no-pager",
-            "_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=%s" % eda.SYSLOG_IDENTIFIER]
-    process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-    try:
-        while True:
-            raw = await process.stdout.readline()
-            if not raw:
-                raise RuntimeError("%s: %s ended (exit %s)" % (SOURCE, argv[0], await process.wait()))
-            await _put(queue, lines_of.feed([raw.decode("utf-8", "replace").rstrip("\n")], time.time()))
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    """journalctl --follow as JSON, only the entries journal_lines trusts. When journalctl ends (or cannot be started:
+    missing), it is reported and started again after a delay that grows, after the last entry read (its cursor)."""
+    retry = eda.Retry(options["poll_interval"])
+    cursor, since = None, None
+    while True:
+        argv = eda.journal_argv(options["journalctl"], cursor, since)
+        since = time.time() if since is None else since
+        try:
+            process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                           limit=JOURNAL_LINE_LIMIT)
+        except OSError as exc:
+            message = "cannot run %s: %s; trying again" % (argv[0], exc.strerror or exc)
+        else:
+            try:
+                while True:
+                    try:
+                        raw = await process.stdout.readline()
+                    except ValueError:  # an entry longer than the limit: not one of ours
+                        continue
+                    if not raw:
+                        break
+                    try:
+                        entry = json.loads(raw.decode("utf-8", "replace"))
+                    except ValueError:
+                        continue
+                    if isinstance(entry, dict) and isinstance(entry.get("__CURSOR"), str):
+                        cursor = entry["__CURSOR"]
+                    lines = eda.journal_lines(entry)
+                    if lines:
+                        await _put(queue, lines_of.feed(lines, time.time()))
+                    retry.succeeded()
+                err = (await process.stderr.read()).decode("utf-8", "replace").strip().splitlines()
+                message = "%s ended (exit %s%s); started again after the last entry read" % (
+                    argv[0], await process.wait(), ": " + err[-1] if err else "")
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+        report, delay = retry.failed(message)
+        if report:
+            await _problem(queue, eda, lines_of.host, message)
+        await asyncio.sleep(delay)
 
 
 async def main(queue, args):

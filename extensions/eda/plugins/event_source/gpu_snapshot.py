@@ -16,7 +16,10 @@ description:
     (None: the whole node), C(gpu_index), C(ghost_mib), C(lasted_seconds), C(rung) (reset for ghost memory, reboot
     for an unresponsive GPU), C(message); and C(meta.hosts), the host."
   - A repeat on the same host and GPU within O(throttle_seconds) is dropped. A state file older than the node's last
-    remediation (its journal) is not read: that remediation answered it.
+    remediation (its journal) is not read, as that remediation answered it.
+  - With O(mode=local), a C(gpu_holders_info) run that does not answer within O(probe_timeout) is killed and is the
+    condition C(unresponsive) of the whole node (C(gpu) None), never hidden as nothing found; one that fails or prints
+    no result is reported once by an event C(type) V(source_problem) (rung none) and an error in the log.
   - Never returns; ends when cancelled.
 options:
   mode:
@@ -61,7 +64,7 @@ options:
     type: float
     default: 900
   probe_timeout:
-    description: The deadline of one local gpu_holders_info run, seconds.
+    description: The deadline of one local gpu_holders_info run, seconds; past it the node is unresponsive.
     type: float
     default: 60
 """
@@ -84,10 +87,13 @@ EXAMPLES = r"""
 
 import asyncio
 import json
+import logging
 import os
 import sys
 import tempfile
 import time
+
+LOGGER = logging.getLogger(__name__)
 
 SOURCE = "gpu_snapshot"
 SPEC = {
@@ -125,7 +131,8 @@ def _collections_root():
 
 
 async def _local_snapshot(node, options):
-    """gpu_holders_info run on this machine (a child, under probe_timeout): its result, or None with the error."""
+    """gpu_holders_info run on this machine (a child, under probe_timeout): (its result, None, False), or (None, the
+    error, whether it hung past the deadline)."""
     env = dict(os.environ, **dict((str(k), str(v)) for k, v in (node.get("environment") or {}).items()))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_collections_root(), env.get("PYTHONPATH")]))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
@@ -137,18 +144,20 @@ async def _local_snapshot(node, options):
         try:
             out, err = await asyncio.wait_for(process.communicate(), options["probe_timeout"])
         except asyncio.TimeoutError:
-            process.kill()
-            await process.wait()
-            return None, "gpu_holders_info did not answer within %s s" % options["probe_timeout"]
+            return None, "gpu_holders_info did not answer within %s s (killed)" % options["probe_timeout"], True
+        finally:
+            if process.returncode is None:  # past the deadline, or the source cancelled while it ran: no child left
+                process.kill()
+                await process.wait()
     finally:
         os.unlink(args_file)
     try:
         result = json.loads(out.decode("utf-8", "replace"))
     except ValueError:
-        return None, "gpu_holders_info printed no result (exit %s): %s" % (process.returncode, err.decode("utf-8", "replace")[-400:])
-    if result.get("failed"):
-        return None, "gpu_holders_info failed: %s" % result.get("msg")
-    return result, None
+        return None, "gpu_holders_info printed no result (exit %s): %s" % (process.returncode, err.decode("utf-8", "replace")[-400:]), False
+    if not isinstance(result, dict) or result.get("failed"):
+        return None, "gpu_holders_info failed: %s" % (result.get("msg") if isinstance(result, dict) else result), False
+    return result, None, False
 
 
 def _state_view(node):
@@ -186,11 +195,22 @@ async def main(queue, args):
         node["host"] = eda.checked_host(SOURCE, "nodes" if options["nodes"] else "host",
                                         node.get("host") or options["host"] or eda.default_host())
         node["lasting"] = eda.Lasting(node["host"], options["duration_seconds"], throttle)
+        node["retry"] = eda.Retry(options["poll_interval"])
     while True:
         for node in nodes:
             if options["mode"] == "local":
-                snapshot, _error = await _local_snapshot(node, options)
-                conditions = eda.snapshot_conditions(snapshot, options["ghost_threshold_mib"]) if snapshot else []
+                snapshot, error, hung = await _local_snapshot(node, options)
+                if hung:  # the node did not answer at all: unresponsive, as a probe that timed out inside it is
+                    conditions = [eda.hung_probe_condition(error)]
+                else:
+                    conditions = eda.snapshot_conditions(snapshot, options["ghost_threshold_mib"]) if snapshot else []
+                if error and not hung:
+                    report, _delay = node["retry"].failed(error)
+                    if report:
+                        LOGGER.error("%s: %s: %s", SOURCE, node["host"], error)
+                        await queue.put(eda.problem_event(SOURCE, node["host"], error))
+                elif not error:
+                    node["retry"].succeeded()
             else:
                 state = _state_view(node)
                 conditions = eda.state_conditions(state, options["ghost_threshold_mib"]) if state else []

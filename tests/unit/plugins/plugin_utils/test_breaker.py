@@ -4,10 +4,13 @@
 
 import json
 import os
+import stat
+
+import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    breaker_limit, breaker_refusal, counted_rung, kubernetes_out, read_records, record_name, recorded_out, slurm_drains_to_confirm,
-    slurm_out,
+    breaker_limit, breaker_refusal, counted_rung, host_is_back, kubernetes_out, prepare_state_dir, read_records, record_name,
+    recorded_out, remove_record, slurm_drains_to_confirm, slurm_out,
 )
 
 REASON = "gpuops: reclaiming stuck GPU memory"
@@ -167,3 +170,44 @@ def test_share_and_count_at_their_edges():
     assert breaker_refusal("k", dict(("n%d" % i, "x") for i in range(10)), 10, 100, 0, 60) != ""
     assert breaker_refusal("b", {"a": "x"}, 1, 100, 0, 60).startswith("circuit breaker: 1 of the 1 nodes")
     assert breaker_limit(10, 19, 0) == 1 and breaker_limit(10, 20, 1) == 1
+
+
+# ---------------------------------------------------------------- the state directory and the host's release
+
+def test_state_dir_made_0700_and_refused_when_others_can_write_it_or_it_is_not_ours(tmp_path):
+    uid = os.geteuid()
+    made = str(tmp_path / "home" / ".gpuops" / "breaker")
+    assert prepare_state_dir(made, uid, create=False) is None and not os.path.exists(made)  # check mode: nothing made
+    assert prepare_state_dir(made, uid, create=True) is None
+    assert stat.S_IMODE(os.stat(made).st_mode) == 0o700
+    open_dir = str(tmp_path / "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    said = prepare_state_dir(open_dir, uid, create=True)
+    assert said.startswith("state_dir (gpu_remediate_breaker_dir) %r is writable by anyone (mode 0777, no sticky bit)" % open_dir)
+    os.chmod(open_dir, 0o1777)  # /tmp's mode: others cannot remove or replace our records
+    assert prepare_state_dir(open_dir, uid, create=True) is None
+    theirs = prepare_state_dir(made, uid + 1, create=True)  # as another user sees a directory that is not theirs
+    assert "belongs to uid %d, not to this user (uid %d)" % (uid, uid + 1) in theirs
+    a_file = str(tmp_path / "file")
+    open(a_file, "w").close()
+    assert prepare_state_dir(a_file, uid, create=True) == "state_dir (gpu_remediate_breaker_dir) %r is not a directory" % a_file
+
+
+@pytest.mark.parametrize("path", ["", "~/.gpuops/breaker", "relative/breaker"])
+def test_state_dir_must_be_absolute_never_a_silent_fallback(path):
+    assert prepare_state_dir(path, os.geteuid(), create=True) == (
+        "state_dir (gpu_remediate_breaker_dir) must be an absolute path on the controller, got %r" % path)
+
+
+def test_a_host_is_back_when_its_own_snapshot_holds_nothing(tmp_path):
+    stuck = {"gpus": [{"index": 0, "state": "stuck"}], "holders": [], "verdict": {"rung": "reset"}}
+    healthy = {"gpus": [{"index": 0, "state": "ok"}], "holders": [], "verdict": {"rung": "none"}}
+    in_use = {"gpus": [{"index": 0, "state": "in_use"}], "holders": [], "verdict": {"rung": "none"}}
+    lost = {"gpus": [], "holders": [], "verdict": {"rung": "reboot"}}
+    assert [host_is_back(snapshot) for snapshot in (stuck, healthy, in_use, lost)] == [False, True, True, False]
+    directory = str(tmp_path)
+    with open(os.path.join(directory, record_name("n1")), "w") as handle:
+        json.dump({"host": "n1", "epoch": 1.0}, handle)
+    assert remove_record(directory, "n1") and not remove_record(directory, "n1")
+    assert read_records(directory) == []

@@ -287,6 +287,30 @@ def test_file_tail_rotation_truncation_and_partial_lines(tmp_path):
     assert tail.read() == ["cut"]
 
 
+def test_file_tail_rotation_keeps_the_tail_of_the_old_file(tmp_path):
+    """Lines written to the old file after the last read and before the rotation (logrotate's rename, then a new file)
+    come first, through the descriptor still open on it; its last line without a newline too; then the new file's."""
+    path = str(tmp_path / "kern.log")
+    _append(path, "before the start")
+    tail = FileTail(path)
+    _append(path, XID_119)
+    assert tail.read() == [XID_119]
+    _append(path, XID_79)
+    with open(path, "a") as handle:
+        handle.write("last words, no newline")
+    os.rename(path, path + ".1")
+    _append(path + ".1", "written to the old file after its rename")  # a writer that still holds it open
+    _append(path, OTHER)
+    assert tail.read() == [XID_79, "last words, no newline" + "written to the old file after its rename", OTHER]
+    _append(path + ".1", "too late: the old file is closed")
+    _append(path, "next")
+    assert tail.read() == ["next"]
+    os.remove(path)  # between logrotate's rename and the new file: nothing to read, nothing lost
+    assert tail.read() == []
+    _append(path, "new again")
+    assert tail.read() == ["new again"]
+
+
 def test_multiline_message_cut_between_reads_is_held():
     lines_of = KernelLines("h", {}, Throttle(0))
     assert lines_of.feed(list(FALLEN[:2]), 0) == []

@@ -5,7 +5,7 @@ import stat
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import (
-    build_report, host_entry, latest_name, memory_bar, render_markdown, write_report,
+    build_report, host_entry, latest_name, memory_bar, render_markdown, report_lines, write_report,
 )
 
 SNAPSHOT = {
@@ -238,3 +238,13 @@ def test_a_long_name_is_cut_at_a_character_never_inside_one():
     assert display_name("kworker/0:1", []) == "[kworker/0:1]"
     assert display_name("python3", ["python3", "train.py"], "/usr/bin/python3.11") == "python3"
     assert display_name("trainer", ["trainer"], "/usr/bin/python3.11 (deleted)") == "trainer (python3.11)"
+
+
+def test_the_run_ends_with_its_summary_and_where_the_report_is(tmp_path):
+    report = build_report([host_entry("node01", snapshot=SNAPSHOT)], "gpu_report-1", "gpu_report", False, "2026-11-29T21:30:00Z")
+    paths = write_report(str(tmp_path), report, render_markdown(report), "<html/>")
+    lines = report_lines(report["fleet"]["summary"], paths)
+    assert lines[:-1] == report["fleet"]["summary"]
+    assert lines[-1] == "report: %s, %s" % (tmp_path / "gpu_report-1.md", tmp_path / "gpu_report-1.html")
+    assert report_lines(["gpu_report: 1 host(s)"], []) == [
+        "gpu_report: 1 host(s)", "report not written (gpu_remediate_write_report=false)"]

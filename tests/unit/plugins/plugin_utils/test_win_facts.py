@@ -121,6 +121,19 @@ def test_the_session_api_gives_whole_names_in_any_language_and_quser_is_never_re
     assert not [call for call in action.calls if call[0] == "command"]
 
 
+def test_a_domain_prefix_names_the_sessions_domain_where_the_api_gave_one():
+    action = HostAction({}, {"sessions": wts_answer((1, 0, "Console", "ada"), (2, 0, "RDP-Tcp#0", "bob"))})
+    sessions = _win_sessions.read(_win_node.TargetNode(action, {})).sessions
+    sessions[1]["domain"] = "CORP"
+    assert [s["id"] for s in _win_sessions.sessions_of(sessions, "WS12\\ADA")] == [1]
+    assert _win_sessions.sessions_of(sessions, "ws12\\bob") == []  # CORP\bob is not the local bob
+    assert [s["id"] for s in _win_sessions.sessions_of(sessions, "corp\\bob")] == [2]
+    assert [s["id"] for s in _win_sessions.sessions_of(sessions, "bob")] == [2]
+    assert [s["id"] for s in _win_sessions.sessions_of(sessions, ".\\ada")] == [1]
+    quser = [dict(session, domain=None) for session in sessions]  # quser names no domain: the prefix is not known
+    assert [s["id"] for s in _win_sessions.sessions_of(quser, "ws12\\bob")] == [2]
+
+
 @pytest.mark.parametrize("constrained", [False, True])
 def test_logoff_of_john_never_logs_off_john_smith(tmp_path, constrained):
     root = str(tmp_path / "ws12")
@@ -266,6 +279,9 @@ def test_the_held_script_reads_each_handle_before_the_creation_time_and_never_ki
     assert script.errors() == [] and "Add-Type" not in text and "/T" not in text.split("taskkill.exe", 1)[1].split("\n", 1)[0]
     assert text.index("$process.Handle") < text.index("$process.StartTime") < text.index("taskkill.exe /F /PID $processId")
     assert "$LASTEXITCODE" in text  # the exit code decides
+    # under 'Stop', Windows PowerShell 5.1 makes taskkill's stderr line (2>&1) a terminating error: 'Continue' around it
+    kill = text.index("taskkill.exe /F /PID")
+    assert text.rindex("$ErrorActionPreference = 'Continue'", 0, kill) < kill < text.index("$ErrorActionPreference = 'Stop'", kill)
 
 
 def test_taskkill_exit_code_decides_and_its_words_only_name_the_reason():
@@ -298,6 +314,12 @@ def test_without_get_pnpdevice_a_status_word_decides_nothing_and_the_state_is_sa
     assert _win_adapter.adapter_problem(dict(devices[1], problem_code=43)).startswith("stopped with problem code 43")
     assert _win_adapter.adapter_problem(dict(devices[1], present=False)) == "not present"
     assert _win_adapter.adapter_problem(None).startswith("gone")
+
+
+def test_the_snapshot_script_gives_the_problem_code_as_a_number_or_null():
+    text = _win_scripts.SCRIPTS["snapshot"]
+    assert "$problem = [int]$device.ConfigManagerErrorCode" in text and "ConfigManagerErrorCode = $problem" in text
+    assert text.index("if ($null -ne $device.ConfigManagerErrorCode)") < text.index("$problem = [int]")  # never [int]$null: 0
 
 
 def test_get_pnpdevice_objects_give_the_state_as_numbers(captures):
@@ -397,3 +419,44 @@ def test_restart_adapter_restarts_the_adapter_on_the_gpus_own_segment(tmp_path):
     done = _win_reset.run(node, {"method": "restart_adapter"}, check_mode=False)
     assert [(a["gpu"], a["outcome"]) for a in done["adapters"]] == [(0, "not_needed"), (1, "restarted")]
     assert [g["restarts"] for g in _win_sim.snapshot_of_state(root)["gpus"]] == [0, 1]
+
+
+# ---- the simulation's options: documented as the action checks them ----------------------------------------------
+
+def _same_spec(doc, spec, where):
+    assert set(doc) == set(spec), (where, sorted(set(doc) ^ set(spec)))
+    for name, option in spec.items():
+        documented = doc[name]
+        assert documented["type"] == option["type"], (where, name)
+        assert documented.get("default") == option.get("default"), (where, name)
+        assert documented.get("choices") == option.get("choices"), (where, name)
+        if option.get("options") and documented.get("suboptions"):
+            _same_spec(documented["suboptions"], option["options"], "%s.%s" % (where, name))
+
+
+def test_win_gpu_sim_documents_every_option_its_action_checks():
+    import yaml
+    from ansible_collections.gpuops.remediation.plugins.action import win_gpu_sim as action
+    from ansible_collections.gpuops.remediation.plugins.modules import win_gpu_sim as module
+    doc = yaml.safe_load(module.DOCUMENTATION)["options"]
+    _same_spec(doc, action.ARGUMENT_SPEC, "win_gpu_sim")
+    gpus = doc["gpus"]["suboptions"]
+    assert gpus["problem_after_restart"]["default"] == 0 and doc["oem_code_page"]["default"] == 437
+    assert doc["processes"]["suboptions"]["owner_known"]["default"] is True
+
+
+def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
+    text = captures.text(*(QUSER + ("header-rdp-current-marker-dot-idle.txt",)))
+    action = HostAction({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
+    found = _win_sessions.read(_win_node.TargetNode(action, {}))
+    assert found.status == "ok" and found.source == "quser" and "Access is denied" in found.message
+    assert [s["user"] for s in found.sessions] == ["administrator"]
+
+
+def test_the_walk_logs_off_the_session_that_holds_the_gpu_by_its_domain_too():
+    snapshot = {"sessions": [{"id": 1, "user": "ada", "domain": "CORP"}, {"id": 2, "user": "ada", "domain": "WS12"}, {"id": 3, "user": "bob"}],
+                "holders": [{"pid": 700, "class": "system", "session_id": 2, "gpus": [0]}, {"pid": 701, "class": "system", "session_id": 3, "gpus": [0]}]}
+    users = _win_ladder.logoff_users(snapshot)
+    assert users == ["WS12\\ada", "bob"]
+    sessions = snapshot["sessions"]
+    assert [s["id"] for s in _win_sessions.sessions_of(sessions, users[0])] == [2]  # never CORP\ada's session 1

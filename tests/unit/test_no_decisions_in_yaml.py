@@ -1,0 +1,94 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""No decision and no arithmetic in playbooks/ and roles/*/tasks (issue 21): each lives in one named Python function
+(a filter, an action or a module's result), and the YAML only passes values.
+
+Every Jinja expression of those files is lexed with Jinja's own lexer: the `{{ }}` of every value, and the bare
+expressions of when/changed_when/failed_when/until/that. Refused: an inline if/else, the ternary filter, and arithmetic
+(+ - * / // % **; a minus that starts a number, as in `lines[-1]`, is no arithmetic). Allowed, as passing values:
+comparisons and tests in conditions (`x == 'slurm'`, `x is defined`), `and`/`or`/`not`, the `default` filter
+(`default(omit)`, `default(x, true)`), `~` to join text into a path or a name, and any other filter that transforms a
+value without choosing between values.
+"""
+
+import os
+import re
+
+import jinja2
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONDITION_KEYS = ("when", "changed_when", "failed_when", "until", "that")
+ARITHMETIC = frozenset(["add", "sub", "mul", "div", "floordiv", "mod", "pow"])
+# After these tokens a minus starts a number (`[-1]`, `(-2`, `, -3`, `== -1`), it does not subtract.
+UNARY_BEFORE = frozenset(["lbracket", "lparen", "comma", "colon", "assign", "eq", "ne", "lt", "lteq", "gt", "gteq",
+                          "add", "sub", "mul", "div", "floordiv", "mod", "pow", "variable_begin"])
+TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
+ENV = jinja2.Environment()
+
+
+def yaml_files():
+    found = []
+    for top in ("playbooks", "roles"):
+        for directory, dummy, names in os.walk(os.path.join(ROOT, top)):
+            relative = os.path.relpath(directory, ROOT)
+            if top == "roles" and os.path.basename(relative) != "tasks":
+                continue
+            found += [os.path.join(relative, name) for name in sorted(names) if name.endswith((".yml", ".yaml"))]
+    return sorted(found)
+
+
+def expressions(node, key=None):
+    """Every Jinja expression in a loaded YAML document: (the key it is under, the expression's text)."""
+    if isinstance(node, dict):
+        for name, value in node.items():
+            yield from expressions(value, name)
+    elif isinstance(node, list):
+        for item in node:
+            yield from expressions(item, key)
+    elif isinstance(node, str):
+        if key in CONDITION_KEYS and "{{" not in node:
+            yield key, node
+        for match in TEMPLATE.finditer(node):
+            yield key, match.group(1)
+
+
+def decisions(expression):
+    """What in the expression decides or computes: a list of words, empty when it only passes values."""
+    found, previous = [], "variable_begin"
+    for dummy, kind, value in ENV.lex("{{ %s }}" % expression):
+        if kind in ("whitespace",):
+            continue
+        if kind == "name" and value in ("if", "else"):
+            found.append("inline %s" % value)
+        elif kind == "name" and value == "ternary" and previous == "pipe":
+            found.append("the ternary filter")
+        elif kind == "operator":
+            operator = jinja2.lexer.operators[value]
+            if operator in ARITHMETIC and not (operator == "sub" and previous in UNARY_BEFORE):
+                found.append("arithmetic %r" % value)
+            kind = operator
+        previous = kind
+    return found
+
+
+def test_the_lexer_sees_what_decides_and_lets_values_pass():
+    assert decisions("a if b else c") == ["inline if", "inline else"]
+    assert decisions("x | ternary('a', 'b')") == ["the ternary filter"]
+    assert decisions("a + b") == ["arithmetic '+'"]
+    assert decisions("(n | int) * 2") == ["arithmetic '*'"]
+    assert decisions("a - 1") == ["arithmetic '-'"]
+    assert decisions("lines[-80:]") == [] and decisions("x == -1") == []
+    assert decisions("x | default(omit)") == [] and decisions("playbook_dir ~ '/roles'") == []
+    assert decisions("'a + b if c'") == []  # text is no expression
+    assert decisions("gpu_reclaim_drain == 'slurm' and x is defined") == []
+
+
+@pytest.mark.parametrize("path", yaml_files())
+def test_no_decision_in_jinja(path):
+    with open(os.path.join(ROOT, path)) as handle:
+        document = yaml.safe_load(handle)
+    found = ["%s: {{ %s }}: %s" % (key, " ".join(text.split()), ", ".join(words))
+             for key, text in expressions(document) for words in [decisions(text)] if words]
+    assert found == [], "%s decides in Jinja (move it into one named Python function):\n%s" % (path, "\n".join(found))
