@@ -4,8 +4,8 @@
 
 - kill: the terminate script (_win_terminate: each process opened by pid, its creation time compared on that handle,
   that handle terminated; the tree member by member, deepest first) for each selected holder that is still the same
-  process (pid + creation time, checked against a fresh process list just before; Windows reuses pids quickly), taskkill
-  /F /T only where the script cannot be compiled; never a protected
+  process (pid + creation time, checked against a fresh process list just before; Windows reuses pids quickly); where the
+  script cannot be compiled, each member held by its handle and ended by taskkill /F /PID (never /T); never a protected
   system process, the WSL VM, the shell, the connection's own host process, nor dwm unless allowed.
 - restart_adapter: `pnputil /restart-device <instance id>` on the one adapter of each chosen GPU, joined to it by PCI
   location (by name only where no location came back, and never when two GPUs share the name); never `/class Display`,
