@@ -118,7 +118,7 @@ def test_win_gpu_reset_refuses_an_nvidia_smi_that_names_no_program(tmp_path, met
 @pytest.mark.parametrize("name", ["_work", ".scratch", "9.x_-"])
 def test_a_distribution_whose_name_starts_with_a_dot_or_underscore_is_listed_and_stopped(tmp_path, bom, name):
     from ansible_collections.gpuops.remediation.plugins.plugin_utils import _wsl_shutdown
-    from .test_wsl_rung import build as wsl_build, running, target
+    from .test_win_wsl_rung import build as wsl_build, running, target
     scenario = {"distributions": [{"name": name, "memory_mib": 1024}, {"name": "Ubuntu", "memory_mib": 0}]}
     check_root = wsl_build(tmp_path / "check", **scenario).root
     predicted = _wsl_shutdown.stop(target(check_root, bom=bom), None, True, gpu_holders=True)
@@ -136,7 +136,7 @@ def test_a_distribution_whose_name_starts_with_a_dot_or_underscore_is_listed_and
 @pytest.mark.parametrize("name", ["-u", "--shutdown", "-x.y"])
 def test_a_name_that_passes_for_an_option_is_refused_naming_the_option(tmp_path, name):
     from ansible_collections.gpuops.remediation.plugins.plugin_utils import _wsl_shutdown
-    from .test_wsl_rung import build as wsl_build
+    from .test_win_wsl_rung import build as wsl_build
     node = wsl_build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}])
     with pytest.raises(ValueError, match="^distribution: not a WSL distribution name"):
         _wsl_shutdown.stop(node, name, False)
