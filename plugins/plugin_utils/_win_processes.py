@@ -67,6 +67,24 @@ def parse_cim_processes(text):
     return processes
 
 
+def mark_run_ancestors(by_pid, own_pid):
+    """Mark (run_ancestor: True) the process Ansible's module runs in (`own_pid`, PowerShell's $PID) and each of its
+    ancestors in `by_pid` ({pid: process}): the connection's host (wsmprovhost, winrshost, sshd-session, a shell under
+    it) and the service above it. A parent is never younger than its child: Windows keeps a parent's pid in
+    ParentProcessId after the parent exits, and a younger process with that pid is no ancestor. Where a creation time
+    is not known the chain goes on (fails closed: one more process refused, never one of the run's ended)."""
+    pid, child, seen = _win_json.integer(own_pid), None, set()
+    while pid is not None and pid in by_pid and pid not in seen:
+        process = by_pid[pid]
+        if child is not None and None not in (process.get("creation_time_ms"), child.get("creation_time_ms")) \
+                and process["creation_time_ms"] > child["creation_time_ms"]:
+            break
+        process["run_ancestor"] = True
+        seen.add(pid)
+        child, pid = process, process.get("ppid")
+    return by_pid
+
+
 def _first(item, *keys):
     for key in keys:
         if item.get(key) is not None:

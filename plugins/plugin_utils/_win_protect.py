@@ -59,6 +59,9 @@ def refusal(process, policy):
                 "stops with its distributions (wsl --terminate / --shutdown)" % label(process))
     if kind == "protected":
         return "%s is a protected Windows system process" % label(process)
+    if process.get("run_ancestor"):
+        return ("%s is this Ansible run's own process or one of its ancestors (the connection the run goes through): "
+                "never ended" % label(process))
     if base in CONNECTION_NAMES:
         return "%s hosts a remote connection (maybe Ansible's own): never ended" % label(process)
     caller = caller_refusal(process, policy)

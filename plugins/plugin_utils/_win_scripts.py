@@ -346,7 +346,8 @@ param ()
 $ErrorActionPreference = 'Stop'
 $Ansible.Changed = $false
 %(processes)s
-$Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3 }
+# $PID: the process this script runs in (Ansible's module), whose ancestors are the run's own connection.
+$Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3; own_pid = $PID }
 """ % {"processes": _PROCESSES}
 
 # The process list with HCS's compute systems: which VM memory process is the WSL VM, and whose (wsl_shutdown's record

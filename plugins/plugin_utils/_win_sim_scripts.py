@@ -142,7 +142,9 @@ def _hcs(state):
 
 
 def _processes_script(state, _parameters, _caller):
-    return {"processes": _processes_json(state)}
+    # $PID: the scenario's process marked runs_ansible (the module's own), where one is
+    own = next((p["pid"] for p in state["processes"] if p.get("runs_ansible")), None)
+    return {"processes": _processes_json(state), "own_pid": own}
 
 
 def _wsl_vms_script(state, _parameters, _caller):

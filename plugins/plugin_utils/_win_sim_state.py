@@ -262,6 +262,8 @@ def _scenario_process(state, spec):
         process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
     if spec.get("critical"):
         process["critical"] = True  # what IsProcessCritical says of it: not a name
+    if spec.get("runs_ansible"):
+        process["runs_ansible"] = True  # the process Ansible's module runs in ($PID of the processes script)
     if spec.get("owner_known") is False:
         process["owner_hidden"] = True  # Get-Process -IncludeUserName gives no owner for it (not elevated, or denied)
     if _win_processes.role(name, None) == "vm":

@@ -1,0 +1,98 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 18 adversarial review (rev18): cases no earlier test had, on the real-host path (TargetNode answered as the
+host answers) and on the simulated node, check mode against the real run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_reset, _win_scripts, _win_sim, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal, tree_refusal
+
+from .test_win_facts import HostAction
+
+
+def ps51(pid, ppid, name, created_ms, user=None, session=0):
+    """One Win32_Process row as the processes script's ConvertTo-Json writes it under Windows PowerShell 5.1."""
+    return {"ProcessId": pid, "ParentProcessId": ppid, "Name": name, "ExecutablePath": None,
+            "CreationDate": "\\/Date(%d)\\/" % created_ms, "SessionId": session, "User": user, "OwnerSid": None, "VmId": None}
+
+
+# ---- Ansible's own process and its ancestors: decided by the process tree, never by a name -------------------------
+
+# An SSH server that is not OpenSSH (its name on no list), the session's shell, and the module's PowerShell ($PID).
+CHAIN = [ps51(700, 640, "services.exe", 1000, "NT AUTHORITY\\SYSTEM"),
+         ps51(2210, 700, "BvSshServer.exe", 5000, "NT AUTHORITY\\SYSTEM"),
+         ps51(8120, 2210, "cmd.exe", 9000, "WS12\\ada"),
+         ps51(8164, 8120, "powershell.exe", 9100, "WS12\\ada"),
+         ps51(9000, 2210, "render.exe", 9050, "WS12\\ada")]
+
+
+def host(processes, own_pid):
+    text = json.dumps(processes, indent=4).replace("\\\\/", "\\/")  # 5.1 writes "\/Date(..)\/"
+    return _win_node.TargetNode(HostAction({}, {"processes": {"processes": text, "own_pid": own_pid}}), {})
+
+
+@pytest.mark.parametrize("pid", [8164, 8120, 2210])
+def test_the_runs_own_process_and_its_ancestors_are_never_ended_whatever_their_names(pid):
+    processes = _win_act.process_list(host(CHAIN, 8164))
+    why = refusal(processes[pid], Policy())
+    assert why and "this Ansible run's own process or one of its ancestors" in why, why
+    # a sibling of the connection's shell is not the run's
+    assert refusal(processes[9000], Policy()) is None and tree_refusal(processes, processes[9000], Policy()) is None
+
+
+def test_a_tree_that_would_take_the_run_with_it_is_refused():
+    processes = _win_act.process_list(host(CHAIN, 8164))
+    why = tree_refusal(processes, processes[2210], Policy())
+    assert why and ("pid 8120" in why or "pid 8164" in why), why
+
+
+def test_a_parent_pid_now_naming_a_younger_process_is_no_ancestor():
+    # cmd.exe's parent exited; Windows gave its pid (2210) to a process started after cmd.exe: not the run's ancestor
+    rows = [dict(row) for row in CHAIN]
+    rows[1] = ps51(2210, 700, "notepad.exe", 9500, "WS12\\bob", 2)
+    processes = _win_act.process_list(host(rows, 8164))
+    assert processes[8120].get("run_ancestor") and not processes[2210].get("run_ancestor")
+    assert refusal(processes[2210], Policy()) is None
+
+
+def test_the_processes_script_says_its_own_pid():
+    assert "own_pid = $PID" in _win_scripts.PROCESSES
+
+
+def sim(tmp_path, **scenario):
+    root = str(tmp_path / "ws12")
+    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}]}, **scenario)))
+    return SimulatedNode(root, "ada")
+
+
+def run_both(tmp_path, scenario, args):
+    """win_gpu_reset in check mode, then for real on a fresh node of the same scenario: (check, real, pids before, after)."""
+    checked = _win_reset.run(sim(tmp_path / "check", **scenario), args(sim(tmp_path / "check", **scenario)), check_mode=True)
+    node = sim(tmp_path / "real", **scenario)
+    before = [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    done = _win_reset.run(node, args(node), check_mode=False)
+    after = [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    return checked, done, before, after
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_kill_called_on_its_own_never_ends_the_process_ansible_runs_under(tmp_path, direct):
+    # The connection's shell holds the GPU (a launcher run from the SSH session); Ansible's module runs below it.
+    scenario = {"gpus": [{"ghost_mib": 0}], "processes": [{"name": "launcher.exe", "memory_mib": 1024, "children": [
+        {"name": "pwsh.exe", "memory_mib": 0, "runs_ansible": True}] if direct else [
+        {"name": "cmd.exe", "memory_mib": 0, "children": [{"name": "pwsh.exe", "memory_mib": 0, "runs_ansible": True}]}]}]}
+
+    def args(node):
+        holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "launcher.exe")
+        return {"method": "kill", "holders": [holder]}
+    checked, done, before, after = run_both(tmp_path, scenario, args)
+    for result in (checked, done):
+        assert not result["changed"] and result["processes"][0]["outcome"] == "refused", result["plan"]
+        assert "Ansible run" in result["processes"][0]["reason"]
+    assert before == after
