@@ -163,8 +163,9 @@ def vm_record(vm):
 
 def _distribution_holds(node, wsl_path, wsl, holders, probes):
     """Which running distributions of the node's user hold the GPU (_win_wsl.parse_gpu_probe: a process of theirs with
-    /dev/dxg open), asked only while a WSL VM holds a GPU -> [{"name", "holds_gpu" (None: not known), "pids", "error"}]."""
-    if not wsl["running"] or not [h for h in holders if h["gpus"] and h["class"] == "wsl_vm"]:
+    /dev/dxg open), asked only while a WSL VM that may be the user's holds a GPU (another user's is not asked about)
+    -> [{"name", "holds_gpu" (None: not known), "pids", "error"}]."""
+    if not wsl["running"] or not [h for h in holders if h["gpus"] and h["class"] == "wsl_vm" and h.get("wsl_mine") is not False]:
         return []
     found = []
     for name in wsl["running"]:

@@ -122,7 +122,11 @@ def stop(node, distribution, check_mode, journal_path=None, run_id=None, gpu_hol
     failures = []
     for arg, name in terminate:
         failures += _terminate(node, journal, path, arg, name)
-    if gpu_holders and not shutdown and recorded:
+        if failures:
+            break  # a step the facts say failed ends the run: nothing heavier follows it
+    if failures:
+        shutdown = False
+    elif gpu_holders and not shutdown and recorded:
         still = _still_holding(node, recorded, journal_path)
         if still:
             shutdown = True
