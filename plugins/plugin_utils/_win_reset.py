@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_adapter, _win_journal, _win_kill, _win_logoff, _win_shell, _win_snapshot,
+    _win_adapter, _win_journal, _win_kill, _win_logoff, _win_nvsmi, _win_shell, _win_snapshot,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_act import WinResetInputError
 
@@ -99,6 +99,7 @@ def checked_args(args):
         _checked_user(full["user"], full["method"])
     try:
         _win_journal.checked_path(full["journal_path"])
+        _win_nvsmi.checked_nvidia_smi(full["nvidia_smi"])
     except ValueError as exc:
         raise WinResetInputError(str(exc)) from None
     return full
