@@ -141,3 +141,43 @@ def test_a_name_that_passes_for_an_option_is_refused_naming_the_option(tmp_path,
     with pytest.raises(ValueError, match="^distribution: not a WSL distribution name"):
         _wsl_shutdown.stop(node, name, False)
     assert _win_sim.snapshot_of_state(node.root)["command_log"] == []
+
+
+# ---- protect_users: a form that names no process owner is refused, never silently protecting nothing ---------------
+
+@pytest.mark.parametrize("user", ["@render", " @video", "S-1-5-21-3623811015-3361044348-30300820-1013", "s-1-5-18"])
+@pytest.mark.parametrize("method", ["kill", "restart_adapter", "logoff"])
+def test_protect_users_given_as_a_group_or_a_sid_is_refused_naming_it(tmp_path, user, method):
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+    holders = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe"]
+    before = _win_sim.snapshot_of_state(node.root)
+    # was: accepted, and the process of the user that SID or group names was ended (the owner is a name: no match)
+    assert refusal({"pid": 10, "name": "render.exe", "user": "WS12\\ada"}, Policy(protect_users=[user])) is None
+    args = {"method": method, "protect_users": ["ada", user], "holders": holders, "user": "ada"}
+    with pytest.raises(_win_reset.WinResetInputError) as error:
+        _win_reset.run(node, args, check_mode=False)
+    assert str(error.value).startswith("protect_users[1]: %r is a " % (user,))
+    after = _win_sim.snapshot_of_state(node.root)
+    assert after["command_log"] == before["command_log"] and after["processes"] == before["processes"]
+
+
+@pytest.mark.parametrize("user", [".\\ada", "ada@WS12", "WS12\\ADA", "CORP\\ada", "NT AUTHORITY\\SYSTEM"])
+def test_protect_users_in_a_windows_form_still_protects(tmp_path, user):
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe")
+    done = _win_reset.run(node, {"method": "kill", "holders": [holder], "protect_users": [user]}, check_mode=False)
+    assert done["processes"][0]["outcome"] == ("refused" if "SYSTEM" not in user else "ended")
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_the_walk_with_a_group_in_protect_users_changes_nothing_and_says_why(tmp_path, check_mode):
+    from .test_win_review18 import walk
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+    before = _win_sim.snapshot_of_state(node.root)
+    ladder, dummy = walk(node, check_mode=check_mode, protect_users=["@render"])
+    state = ladder.start()
+    assert state["outcome"]["status"] == ("planned" if check_mode else "failed")
+    assert [rung["msg"] for rung in state["outcome"]["rungs_tried"] if rung["failed"]][0].startswith(
+        "win_gpu_reset: protect_users[0]: '@render' is a group")
+    after = _win_sim.snapshot_of_state(node.root)
+    assert after["processes"] == before["processes"] and not [e for e in after["command_log"] if e["argv"][0] == "pnputil"]
