@@ -139,7 +139,20 @@ def test_a_hyper_v_vm_holding_the_gpu_is_no_wsl_vm_and_no_rung_acts_on_it(tmp_pa
     assert wsl_plan(snapshot)["terminate"] == [] and not wsl_plan(snapshot)["shutdown"]
     outcome = walk(node, max_rung="restart_adapter")
     assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert outcome["status"] != "fixed"
+    # a running VM's hold is a running workload, not a leak: nothing to do, the adapter never restarted under it
+    assert snapshot["gpus"][0]["state"] == "in_use" and outcome["status"] == "clean"
+    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_adapter_restart_is_refused_while_a_running_vm_holds_the_gpu(tmp_path, check_mode):
+    node = build(tmp_path, gpus=[{"ghost_mib": 2048}],
+                 processes=[{"name": "vmmem", "memory_mib": 4096, "user": "NT VIRTUAL MACHINE\\%s" % HYPERV_VM, "session_id": 0}])
+    outcome = walk(node, check_mode=check_mode, max_rung="restart_adapter")
+    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
+    refused = [r for r in outcome["rungs_tried"] if r["rung"] == "restart_adapter"]
+    assert refused and refused[0]["msg"].startswith("refused: the restart_adapter rung would take the GPU from running virtual machines")
+    assert HYPERV_VM.lower() in refused[0]["msg"] and refused[0]["msg"].endswith("end_running_jobs would allow it")
 
 
 def test_an_older_build_s_wsl_vm_named_vmmem_is_wsl_s_by_hcs(tmp_path):
