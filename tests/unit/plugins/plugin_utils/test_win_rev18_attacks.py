@@ -181,3 +181,26 @@ def test_the_walk_with_a_group_in_protect_users_changes_nothing_and_says_why(tmp
         "win_gpu_reset: protect_users[0]: '@render' is a group")
     after = _win_sim.snapshot_of_state(node.root)
     assert after["processes"] == before["processes"] and not [e for e in after["command_log"] if e["argv"][0] == "pnputil"]
+
+
+# ---- check mode equals the run: a holder named twice, or a child named before its parent -----------------------------
+
+@pytest.mark.parametrize("order", ["parent_twice", "child_first", "parent_first"])
+def test_kill_check_mode_predicts_each_entry_as_the_run_finds_it(tmp_path, order):
+    scenario = {"gpus": [{"ghost_mib": 0}], "processes": [{"name": "render.exe", "memory_mib": 1024,
+                                                          "children": [{"name": "worker.exe", "memory_mib": 64}]}]}
+    results = {}
+    for check_mode in (True, False):
+        node = sim(tmp_path / str(check_mode), **scenario)
+        holders = dict((h["name"], h) for h in _win_snapshot.take(node)["holders"])
+        parent, child = holders["render.exe"], holders["worker.exe"]
+        chosen = {"parent_twice": [parent, parent], "child_first": [child, parent], "parent_first": [parent, child]}[order]
+        done = _win_reset.run(node, {"method": "kill", "holders": chosen}, check_mode=check_mode)
+        results[check_mode] = done
+    predicted, done = results[True], results[False]
+    # was (parent_twice): "would end" twice, the run "ended" then "already gone"; (child_first): the parent's tree
+    # predicted with the child the run had already ended
+    assert [(p["outcome"].replace("would_end", "ended"), p["also_ended"]) for p in predicted["processes"]] == \
+        [(p["outcome"], p["also_ended"]) for p in done["processes"]]
+    assert [line.replace("would end", "ended") for line in predicted["plan"]] == done["plan"]
+    assert predicted["ended_pids"] == done["ended_pids"] and predicted["changed"] == done["changed"]
