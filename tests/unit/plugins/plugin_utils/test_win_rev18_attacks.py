@@ -247,3 +247,41 @@ def test_a_hyper_v_vms_memory_process_is_still_never_ended(tmp_path):
     assert holder["class"] == "vm" and holder["owner_sid"].startswith("S-1-5-83-1-")
     done = _win_reset.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
     assert done["processes"][0]["outcome"] == "refused" and "virtual machine" in done["processes"][0]["reason"]
+
+
+# ---- a system process is one SYSTEM owns, not any process with its name -----------------------------------------------
+
+@pytest.mark.parametrize("name", ["csrss.exe", "LSASS.EXE", "winlogon.exe", "Registry", "Memory Compression"])
+@pytest.mark.parametrize("sid, protected", [("S-1-5-18", True), (None, True), (USER_SID, False)])
+def test_the_protected_role_is_systems_own_where_windows_gave_the_owner_sid(name, sid, protected):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes
+    row = dict(ps51(6120, 640, name, 5000, None, 1), OwnerSid=sid)
+    [process] = _win_processes.parse_cim_processes(json.dumps([row]))
+    assert (process["role"] == "protected") is protected
+    assert (refusal(process, Policy()) or "").endswith("is a protected Windows system process") is protected
+    # pids 0 and 4 are the kernel's whatever their owner
+    assert _win_processes.role(name, 4, USER_SID) == "protected"
+
+
+def test_the_processes_script_asks_the_owner_sid_of_every_system_processs_name():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes
+    text = _win_scripts.PROCESSES
+    listed = text[text.index("$systemNames = @(") + len("$systemNames = @("):]
+    listed = listed[:listed.index(")")]
+    assert set(name.strip().strip("'") for name in listed.replace("\n", " ").split(",")) == set(_win_processes.PROTECTED_NAMES)
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_users_program_named_csrss_is_ended_by_the_kill_rung_not_a_logoff(tmp_path, check_mode):
+    from .test_win_review18 import walk
+    node = sim(tmp_path, gpus=[{"ghost_mib": 0}], processes=[{"name": "csrss.exe", "memory_mib": 4096,
+                                                              "image_path": "C:\\Users\\ada\\csrss.exe"}])
+    system = [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"] if p["name"] == "csrss.exe" and "SYSTEM" in p["user"]]
+    [holder] = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "csrss.exe"]
+    # was: class "system" and the verdict "logoff" (the user's whole session), "reboot" in session 0
+    assert holder["class"] == "compute" and _win_snapshot.take(node)["verdict"]["rung"] == "kill"
+    ladder, calls = walk(node, check_mode=check_mode, max_rung="logoff")
+    state = ladder.start()
+    assert [c for c in calls if c[0] == "win_gpu_reset"] == [("win_gpu_reset", "kill")], state["outcome"]["msg"]
+    alive = [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    assert (holder["pid"] in alive) is check_mode and all(pid in alive for pid in system) and len(system) == 2
