@@ -95,6 +95,13 @@ def wsl_targets(snapshot):
     return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "wsl_vm"]
 
 
+def wsl_still_held(snapshot, vms):
+    """The second half of wsl_plan, asked after the terminates: the WSL VMs of `vms` (pid and creation time recorded
+    before) that hold a GPU in `snapshot`, taken then - each one the plan shuts down."""
+    known = set((vm["pid"], vm.get("creation_time_ms")) for vm in vms)
+    return [h for h in wsl_targets(snapshot) if (h["pid"], h.get("creation_time_ms")) in known]
+
+
 def wsl_plan(snapshot):
     """The wsl rung's plan, decided here only (the walk and wsl_shutdown gpu_holders ask it):
     {"terminate": [distribution], "shutdown": bool, "reason": why the shutdown or why nothing, "left": [line]}.

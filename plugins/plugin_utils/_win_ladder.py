@@ -168,6 +168,7 @@ class WindowsWalk(LadderWalk):
         plan += ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]
         plan += ["%s: %s" % ("would run" if self.check_mode else "ran", " ".join(argv)) for argv in result.get("commands") or []]
         if result.get("skipped"):
+            plan.append("skipped: %s" % result.get("skip_reason"))  # the plan keeps it: a merged step keeps failed msgs only
             result = dict(result, msg=result.get("skip_reason"))
         elif result.get("reason") and result.get("commands"):
             plan.append(result["reason"])

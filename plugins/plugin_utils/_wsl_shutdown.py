@@ -12,7 +12,7 @@ saying why.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan, wsl_still_held
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_processes, _win_snapshot, _win_wsl
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, WindowsNodeError
 
@@ -194,7 +194,5 @@ def _shutdown(node, journal, path, recorded, stopping):
 
 
 def _still_holding(node, recorded, journal_path):
-    """The node user's WSL VMs recorded before (same pid and creation time) that hold a GPU now."""
-    snapshot = _win_snapshot.take(node, journal_path=journal_path)
-    known = set(identity(vm) for vm in recorded)
-    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "wsl_vm" and identity(h) in known]
+    """The node user's WSL VMs recorded before (same pid and creation time) that hold a GPU now (_verdict.wsl_still_held)."""
+    return wsl_still_held(_win_snapshot.take(node, journal_path=journal_path), recorded)

@@ -407,6 +407,18 @@ def test_a_host_without_wsl_is_skipped_saying_why(tmp_path, wsl, how, check_mode
     assert stops(node.root) == []
 
 
+def test_the_walk_goes_on_past_a_wsl_rung_skipped_on_a_host_without_wsl(tmp_path):
+    # a VM the snapshot takes for WSL's holds the GPU, but wsl.exe says WSL is not installed: the rung is skipped with
+    # its reason, not failed, and the walk climbs to the adapter restart
+    node = build(tmp_path, wsl="not_installed", distributions=[{"name": "Ubuntu", "memory_mib": 2048}])
+    outcome = walk(node, max_rung="restart_adapter")
+    wsl_step = [r for r in outcome["rungs_tried"] if r["rung"] in ("wsl", "restart_adapter")]
+    assert wsl_step and not [r for r in wsl_step if r["rung"] == "wsl" and r["failed"]]
+    assert [r for r in outcome["rungs_tried"] if r["rung"] == "restart_adapter"]
+    assert "WSL is not installed on the host" in json.dumps(outcome["rungs_tried"])
+    assert stops(node.root) == []
+
+
 @pytest.mark.parametrize("sentence", [
     "Das Windows-Subsystem für Linux ist nicht aktiviert.\nFehlercode: Wsl/WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED\n",
     "适用于 Linux 的 Windows 子系统可选组件未启用。\n错误代码: Wsl/WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED\n",
