@@ -108,7 +108,7 @@ def test_kmsg_problem_words_and_the_record_sequence():
 
 def test_retry_reports_a_problem_once_and_backs_off_up_to_the_most():
     retry = Retry(0.5, most=3)
-    assert [retry.failed("x") for _ in range(5)] == [(True, 0.5), (False, 1.0), (False, 2.0), (False, 3), (False, 3)]
+    assert [retry.failed("x") for _try in range(5)] == [(True, 0.5), (False, 1.0), (False, 2.0), (False, 3), (False, 3)]
     assert retry.failed("y") == (True, 3)  # other words: reported
     retry.succeeded()
     assert retry.failed("y") == (True, 0.5)  # failed again after a success: reported again, from the first delay
@@ -375,7 +375,9 @@ def test_kernel_log_given_the_inventory_follows_its_hosts(tmp_path):
     source = _source("gpu_kernel_log")
     args = {"paths": {"node07": str(log)}, "inventory": str(inventory), "poll_interval": 0.02}
 
-    def append_once(events, done=[]):
+    done = []
+
+    def append_once(events):
         if not done:
             with open(log, "a") as handle:
                 handle.write("2026-11-30T10:00:00+00:00 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=1, name=x, t\n")
