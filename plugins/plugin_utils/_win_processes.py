@@ -29,10 +29,20 @@ def base_name(name):
     return lowered[:-4] if lowered.endswith(".exe") else lowered
 
 
-def role(name, pid):
-    """"vm" (a virtual machine's memory process), "protected", "dwm" or None (an ordinary process)."""
+# The owner SID of every virtual machine's memory process: the VM's own account, NT VIRTUAL MACHINE\<vm id>.
+VM_ACCOUNT_SID_PREFIX = "S-1-5-83-"
+
+
+def role(name, pid, owner_sid=None):
+    """"vm" (a virtual machine's memory process), "protected", "dwm" or None (an ordinary process).
+
+    A process named vmmem / vmmemWSL is a VM's memory process unless its owner SID (Win32_Process.GetOwnerSid, which the
+    scripts ask of those names) is known and is no VM's account: any user can name a program vmmem.exe, and it is then
+    an ordinary process holding the GPU, not a VM that no rung may touch. An owner not known keeps the name's answer."""
     base = base_name(name)
     if base in VM_MEMORY_NAMES:
+        if isinstance(owner_sid, str) and owner_sid.strip() and not owner_sid.strip().upper().startswith(VM_ACCOUNT_SID_PREFIX):
+            return None
         return "vm"
     if base in PROTECTED_NAMES or pid in PROTECTED_PIDS:
         return "protected"
@@ -60,7 +70,7 @@ def parse_cim_processes(text):
             "creation_time_ms": _win_json.epoch_ms(_first(item, "CreationDate", "StartTime")),
             "session_id": _win_json.integer(_first(item, "SessionId", "SI")),
             "user": _first(item, "User", "UserName"),
-            "role": role(name, pid),
+            "role": role(name, pid, item.get("OwnerSid")),
             "owner_sid": item.get("OwnerSid"),
             "vm_id_arg": item.get("VmId"),
         })

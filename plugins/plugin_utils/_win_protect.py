@@ -52,7 +52,7 @@ def refusal(process, policy):
     """Why `process` ({"pid", "name", "user"}) must never be ended under `policy` (a sentence naming it and what
     would allow it, where anything would), or None when it may be."""
     name = process.get("name")
-    kind = role(name, process.get("pid"))
+    kind = role(name, process.get("pid"), process.get("owner_sid"))
     base = base_name(name)
     if kind == "vm":
         return ("%s is a virtual machine's memory process (the WSL VM's or a Hyper-V VM's): never killed; the WSL VM "

@@ -23,6 +23,7 @@ input raises WinResetInputError (a ValueError) naming the option and the value, 
 
 from __future__ import annotations
 
+import re
 import time
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
@@ -30,6 +31,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_act import WinResetInputError
 
+_SID_RE = re.compile(r"^S-1-\d+(-\d+)*$", re.IGNORECASE)
 METHODS = ("kill", "restart_adapter", "logoff", "restart_explorer")
 WIN_RESET_ARGUMENT_SPEC = {
     "method": {"type": "str", "required": True, "choices": list(METHODS)},
@@ -93,6 +95,7 @@ def checked_args(args):
     full["holders"] = _checked_holders(full["holders"])
     for name in ("protect_names", "protect_users"):
         _checked_names(name, full[name])
+    _checked_users(full["protect_users"])
     if full["gpu"] is not None:
         _checked_gpu_form(full["gpu"])
     if full["method"] in ("logoff", "restart_explorer"):
@@ -130,6 +133,19 @@ def _checked_names(option, names):
     for at, name in enumerate(names):
         if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
             raise WinResetInputError("%s[%d]: %r is not a name" % (option, at, name))
+
+
+def _checked_users(users):
+    """protect_users names users (ada, WS12\\ada, ada@corp): the process list gives each process's owner by name, so a
+    SID or a group (Linux's @group) would match no process and protect nothing, silently."""
+    for at, user in enumerate(users):
+        if user.strip().startswith("@"):
+            raise WinResetInputError("protect_users[%d]: %r is a group (Linux's @group): on Windows protect_users names users "
+                                     "(ada, DOMAIN\\ada, ada@domain), and a group would protect no process" % (at, user))
+        if _SID_RE.match(user.strip()):
+            raise WinResetInputError("protect_users[%d]: %r is a SID: on Windows protect_users names users (ada, "
+                                     "DOMAIN\\ada, ada@domain) as the process list gives owners, and a SID would protect no "
+                                     "process" % (at, user))
 
 
 def _checked_gpu_form(gpu):

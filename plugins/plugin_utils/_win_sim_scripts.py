@@ -15,7 +15,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl, _win_wsl_vm
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_tools import taskkill_in_script
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
-    CRITICAL_NAMES, MIB, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
+    CRITICAL_NAMES, MIB, VM_AUTHORITY, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
     process_memory,
 )
 
@@ -124,7 +124,13 @@ def _owner_sid(process):
     if _win_processes.role(process["name"], process["pid"]) != "vm":
         return None
     vm_id = _win_wsl_vm.vm_id_from_account(process.get("user"))
-    return _win_wsl_vm.sid_of_vm_id(vm_id) if vm_id else None
+    if vm_id:
+        return _win_wsl_vm.sid_of_vm_id(vm_id)
+    user = process.get("user") or ""
+    if user and not process.get("owner_hidden") and not user.upper().startswith(VM_AUTHORITY):
+        # a user's own program named vmmem: GetOwnerSid gives that user's SID
+        return "S-1-5-21-1004336348-1177238915-682003330-%d" % (1000 + sum(user.lower().encode("utf-8")) % 9000)
+    return None
 
 
 def _hcs(state):

@@ -62,6 +62,8 @@ DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "res
 
 
 DWM_MIB = 128
+# The authority of a virtual machine's own account (NT VIRTUAL MACHINE\<vm id>).
+VM_AUTHORITY = "NT VIRTUAL MACHINE\\"
 
 
 # The integrated GPU a scenario can add (integrated_gpu): another vendor's adapter, in the registry and pnputil, never in
@@ -266,7 +268,7 @@ def _scenario_process(state, spec):
         process["runs_ansible"] = True  # the process Ansible's module runs in ($PID of the processes script)
     if spec.get("owner_known") is False:
         process["owner_hidden"] = True  # Get-Process -IncludeUserName gives no owner for it (not elevated, or denied)
-    if _win_processes.role(name, None) == "vm":
+    if _win_processes.role(name, None) == "vm" and owner.upper().startswith(VM_AUTHORITY):
         process["hyperv_vm"] = True  # another VM's memory process (Hyper-V's), run as its VM's account
     if spec.get("counter_mib") is not None:
         process["counter_mib"] = int(spec["counter_mib"])  # what its GPU Process Memory counter reports, not what it holds

@@ -112,14 +112,16 @@ def _adapter_memory(memory, probes):
 def running_distributions(node, wsl_path, probes, vm_running=None):
     """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user. `vm_running`:
     whether a WSL VM process runs (Win32_Process): with none, a wsl.exe that exits non-zero or cannot be started at all
-    (a host without WSL) means nothing runs."""
+    (a host without WSL) means nothing runs. A callable is asked only then (exit 0 needs no process list)."""
+    def known():
+        return vm_running() if callable(vm_running) else vm_running
     try:
         answer = node.command(_win_wsl.list_argv(wsl_path, running=True), read_only=True)
     except WindowsNodeError as exc:
-        none = vm_running is False
+        none = known() is False
         probes["wsl"] = {"ok": none, "error": None if none else str(exc), "installed": False if none else None}
         return {"running": [], "status": "ok" if none else "unrecognised", "message": str(exc)}
-    listed = _win_wsl.parse_list(answer.stdout, answer.rc, vm_running)
+    listed = _win_wsl.parse_list(answer.stdout, answer.rc, known() if answer.rc != 0 else None)
     probes["wsl"] = {"ok": listed.status == "ok", "error": listed.message if listed.status != "ok" else None,
                      "encoding": answer.encoding, "rc": answer.rc}
     return {"running": listed.distributions, "status": listed.status, "message": listed.message}

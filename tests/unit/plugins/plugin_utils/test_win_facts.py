@@ -460,3 +460,12 @@ def test_the_walk_logs_off_the_session_that_holds_the_gpu_by_its_domain_too():
     assert users == ["WS12\\ada", "bob"]
     sessions = snapshot["sessions"]
     assert [s["id"] for s in _win_sessions.sessions_of(sessions, users[0])] == [2]  # never CORP\ada's session 1
+
+
+@pytest.mark.parametrize("name", ["snapshot", "processes"])
+def test_where_get_process_cannot_name_owners_each_is_asked_of_cim_and_one_not_given_stays_unknown(name):
+    text = _win_scripts.SCRIPTS[name]
+    assert Script(text).errors() == []
+    asked = text.index("Invoke-CimMethod -InputObject $_ -MethodName 'GetOwner'")
+    assert text.index("$ownersRead = $false") < asked  # only where -IncludeUserName failed (not elevated)
+    assert "if ($owner.ReturnValue -eq 0 -and $owner.User)" in text[asked:]  # 2 access denied, 3 insufficient privilege

@@ -141,3 +141,109 @@ def test_a_name_that_passes_for_an_option_is_refused_naming_the_option(tmp_path,
     with pytest.raises(ValueError, match="^distribution: not a WSL distribution name"):
         _wsl_shutdown.stop(node, name, False)
     assert _win_sim.snapshot_of_state(node.root)["command_log"] == []
+
+
+# ---- protect_users: a form that names no process owner is refused, never silently protecting nothing ---------------
+
+@pytest.mark.parametrize("user", ["@render", " @video", "S-1-5-21-3623811015-3361044348-30300820-1013", "s-1-5-18"])
+@pytest.mark.parametrize("method", ["kill", "restart_adapter", "logoff"])
+def test_protect_users_given_as_a_group_or_a_sid_is_refused_naming_it(tmp_path, user, method):
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+    holders = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe"]
+    before = _win_sim.snapshot_of_state(node.root)
+    # was: accepted, and the process of the user that SID or group names was ended (the owner is a name: no match)
+    assert refusal({"pid": 10, "name": "render.exe", "user": "WS12\\ada"}, Policy(protect_users=[user])) is None
+    args = {"method": method, "protect_users": ["ada", user], "holders": holders, "user": "ada"}
+    with pytest.raises(_win_reset.WinResetInputError) as error:
+        _win_reset.run(node, args, check_mode=False)
+    assert str(error.value).startswith("protect_users[1]: %r is a " % (user,))
+    after = _win_sim.snapshot_of_state(node.root)
+    assert after["command_log"] == before["command_log"] and after["processes"] == before["processes"]
+
+
+@pytest.mark.parametrize("user", [".\\ada", "ada@WS12", "WS12\\ADA", "CORP\\ada", "NT AUTHORITY\\SYSTEM"])
+def test_protect_users_in_a_windows_form_still_protects(tmp_path, user):
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe")
+    done = _win_reset.run(node, {"method": "kill", "holders": [holder], "protect_users": [user]}, check_mode=False)
+    assert done["processes"][0]["outcome"] == ("refused" if "SYSTEM" not in user else "ended")
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_the_walk_with_a_group_in_protect_users_changes_nothing_and_says_why(tmp_path, check_mode):
+    from .test_win_review18 import walk
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+    before = _win_sim.snapshot_of_state(node.root)
+    ladder, dummy = walk(node, check_mode=check_mode, protect_users=["@render"])
+    state = ladder.start()
+    assert state["outcome"]["status"] == ("planned" if check_mode else "failed")
+    assert [rung["msg"] for rung in state["outcome"]["rungs_tried"] if rung["failed"]][0].startswith(
+        "win_gpu_reset: protect_users[0]: '@render' is a group")
+    after = _win_sim.snapshot_of_state(node.root)
+    assert after["processes"] == before["processes"] and not [e for e in after["command_log"] if e["argv"][0] == "pnputil"]
+
+
+# ---- check mode equals the run: a holder named twice, or a child named before its parent -----------------------------
+
+@pytest.mark.parametrize("order", ["parent_twice", "child_first", "parent_first"])
+def test_kill_check_mode_predicts_each_entry_as_the_run_finds_it(tmp_path, order):
+    scenario = {"gpus": [{"ghost_mib": 0}], "processes": [{"name": "render.exe", "memory_mib": 1024,
+                                                          "children": [{"name": "worker.exe", "memory_mib": 64}]}]}
+    results = {}
+    for check_mode in (True, False):
+        node = sim(tmp_path / str(check_mode), **scenario)
+        holders = dict((h["name"], h) for h in _win_snapshot.take(node)["holders"])
+        parent, child = holders["render.exe"], holders["worker.exe"]
+        chosen = {"parent_twice": [parent, parent], "child_first": [child, parent], "parent_first": [parent, child]}[order]
+        done = _win_reset.run(node, {"method": "kill", "holders": chosen}, check_mode=check_mode)
+        results[check_mode] = done
+    predicted, done = results[True], results[False]
+    # was (parent_twice): "would end" twice, the run "ended" then "already gone"; (child_first): the parent's tree
+    # predicted with the child the run had already ended
+    assert [(p["outcome"].replace("would_end", "ended"), p["also_ended"]) for p in predicted["processes"]] == \
+        [(p["outcome"], p["also_ended"]) for p in done["processes"]]
+    assert [line.replace("would end", "ended") for line in predicted["plan"]] == done["plan"]
+    assert predicted["ended_pids"] == done["ended_pids"] and predicted["changed"] == done["changed"]
+
+
+# ---- a VM's memory process is one its owner SID says is a VM's, not any process named vmmem -------------------------
+
+VM_SID = "S-1-5-83-1-2048927643-1284214555-2691203228-801566218"
+USER_SID = "S-1-5-21-3623811015-3361044348-30300820-1013"
+
+
+@pytest.mark.parametrize("name", ["vmmem", "vmmem.exe", "VMMEMWSL.EXE"])
+@pytest.mark.parametrize("sid, is_vm", [(VM_SID, True), (None, True), (USER_SID, False)])
+def test_the_vm_role_is_the_owner_sids_where_windows_gave_one(name, sid, is_vm):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes
+    row = dict(ps51(9120, 640, name, 5000, "WS12\\ada" if sid == USER_SID else None, 1 if sid == USER_SID else 0), OwnerSid=sid)
+    [process] = _win_processes.parse_cim_processes(json.dumps([row]))
+    assert (process["role"] == "vm") is is_vm
+    why = refusal(process, Policy())
+    assert (why is not None and "virtual machine's memory process" in why) is is_vm
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_users_program_named_vmmem_holding_the_gpu_is_no_vm_and_the_walk_ends_it(tmp_path, check_mode):
+    from .test_win_review18 import walk
+    scenario = {"gpus": [{"ghost_mib": 0}], "processes": [{"name": "vmmem.exe", "memory_mib": 4096,
+                                                          "image_path": "C:\\Users\\ada\\vmmem.exe"}]}
+    node = sim(tmp_path, **scenario)
+    [holder] = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "vmmem.exe"]
+    # was: class "vm" (a Hyper-V VM's, never ours), verdict "none", and the walk said "no GPU memory held: nothing to do"
+    assert holder["class"] == "compute" and holder["owner_sid"].startswith("S-1-5-21-")
+    ladder, calls = walk(node, check_mode=check_mode)
+    state = ladder.start()
+    assert state["outcome"]["status"] == ("planned" if check_mode else "fixed"), state["outcome"]["msg"]
+    assert ("win_gpu_reset", "kill") in calls
+    alive = [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    assert (holder["pid"] in alive) is check_mode
+
+
+def test_a_hyper_v_vms_memory_process_is_still_never_ended(tmp_path):
+    node = sim(tmp_path, gpus=[{"ghost_mib": 0}], processes=[{"name": "vmmem", "memory_mib": 4096, "session_id": 0,
+                                                                "user": "NT VIRTUAL MACHINE\\1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"}])
+    [holder] = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "vmmem"]
+    assert holder["class"] == "vm" and holder["owner_sid"].startswith("S-1-5-83-1-")
+    done = _win_reset.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
+    assert done["processes"][0]["outcome"] == "refused" and "virtual machine" in done["processes"][0]["reason"]

@@ -139,7 +139,20 @@ def test_a_hyper_v_vm_holding_the_gpu_is_no_wsl_vm_and_no_rung_acts_on_it(tmp_pa
     assert wsl_plan(snapshot)["terminate"] == [] and not wsl_plan(snapshot)["shutdown"]
     outcome = walk(node, max_rung="restart_adapter")
     assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert outcome["status"] != "fixed"
+    # a running VM's hold is a running workload, not a leak: nothing to do, the adapter never restarted under it
+    assert snapshot["gpus"][0]["state"] == "in_use" and outcome["status"] == "clean"
+    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_adapter_restart_is_refused_while_a_running_vm_holds_the_gpu(tmp_path, check_mode):
+    node = build(tmp_path, gpus=[{"ghost_mib": 2048}],
+                 processes=[{"name": "vmmem", "memory_mib": 4096, "user": "NT VIRTUAL MACHINE\\%s" % HYPERV_VM, "session_id": 0}])
+    outcome = walk(node, check_mode=check_mode, max_rung="restart_adapter")
+    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
+    refused = [r for r in outcome["rungs_tried"] if r["rung"] == "restart_adapter"]
+    assert refused and refused[0]["msg"].startswith("refused: the restart_adapter rung would take the GPU from running virtual machines")
+    assert HYPERV_VM.lower() in refused[0]["msg"] and refused[0]["msg"].endswith("end_running_jobs would allow it")
 
 
 def test_an_older_build_s_wsl_vm_named_vmmem_is_wsl_s_by_hcs(tmp_path):
@@ -391,6 +404,18 @@ def test_a_host_without_wsl_is_skipped_saying_why(tmp_path, wsl, how, check_mode
         done = _wsl_shutdown.stop(node, None, check_mode, gpu_holders=gpu_holders)
         assert done["skipped"] and not done["changed"] and not done.get("failed")
         assert done["skip_reason"].startswith("WSL is not installed on the host") and how in done["skip_reason"]
+    assert stops(node.root) == []
+
+
+def test_the_walk_goes_on_past_a_wsl_rung_skipped_on_a_host_without_wsl(tmp_path):
+    # a VM the snapshot takes for WSL's holds the GPU, but wsl.exe says WSL is not installed: the rung is skipped with
+    # its reason, not failed, and the walk climbs to the adapter restart
+    node = build(tmp_path, wsl="not_installed", distributions=[{"name": "Ubuntu", "memory_mib": 2048}])
+    outcome = walk(node, max_rung="restart_adapter")
+    wsl_step = [r for r in outcome["rungs_tried"] if r["rung"] in ("wsl", "restart_adapter")]
+    assert wsl_step and not [r for r in wsl_step if r["rung"] == "wsl" and r["failed"]]
+    assert [r for r in outcome["rungs_tried"] if r["rung"] == "restart_adapter"]
+    assert "WSL is not installed on the host" in json.dumps(outcome["rungs_tried"])
     assert stops(node.root) == []
 
 
