@@ -112,7 +112,7 @@ def recorded_out(records, now, window_minutes):
                 and record.get("host"):
             node = record.get("node") if isinstance(record.get("node"), str) and record.get("node") else record["host"]
             out[node] = "%s rung by run %s, %d min ago" % (record.get("rung") or "destructive", record.get("run") or "?",
-                                                                     max(0, now - epoch) // 60)
+                                                           max(0, now - epoch) // 60)
     return out
 
 

@@ -585,9 +585,26 @@ def host_problem(host):
         return "its host %r is not one host name (as a --limit it is a pattern that names other hosts)" % host
 
 
-def checked_host(source, option, host):
-    """The host an option names, or OptionError naming the option and the value when it is not one host name."""
-    why = host_problem(host)
+def inventory_groups(source, path):
+    """{group: [hosts]} of the inventory ansible-rulebook runs the playbooks with ("all" among them), read with
+    ansible-core's own inventory plugins (option inventory); OptionError naming the option when it has no host."""
+    if not os.path.exists(path):
+        raise OptionError("%s: option inventory: %s does not exist" % (source, path))
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    manager = InventoryManager(loader=DataLoader(), sources=[path])
+    groups = dict((name, sorted(host.name for host in group.get_hosts())) for name, group in manager.groups.items())
+    groups["all"] = sorted(manager.hosts)
+    if not groups["all"]:
+        raise OptionError("%s: option inventory: %s holds no host (or is no inventory ansible-core can read)" % (source, path))
+    return groups
+
+
+def checked_host(source, option, host, groups=None):
+    """The host an option names, or OptionError naming the option and the value when it is not one host name (with
+    the inventory's `groups`: not one host of the inventory - a group's name, ambiguous, or unknown)."""
+    why = host_problem(host) or (inventory_host_problem(host, groups) if groups is not None else None)
     if why:
         raise OptionError("%s: option %s: %s" % (source, option, why))
     return host

@@ -103,22 +103,6 @@ SPEC = {
 LOGGER = logging.getLogger(__name__)
 
 
-def _inventory_groups(path, eda):
-    """{group: [hosts]} of the inventory ansible-rulebook runs the playbooks with ("all" among them), read with
-    ansible-core's own inventory plugins."""
-    if not os.path.exists(path):
-        raise eda.OptionError("%s: option inventory: %s does not exist" % (SOURCE, path))
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-
-    manager = InventoryManager(loader=DataLoader(), sources=[path])
-    groups = dict((name, sorted(host.name for host in group.get_hosts())) for name, group in manager.groups.items())
-    groups["all"] = sorted(manager.hosts)
-    if not groups["all"]:
-        raise eda.OptionError("%s: option inventory: %s holds no host (or is no inventory ansible-core can read)" % (SOURCE, path))
-    return groups
-
-
 async def main(queue, args):
     """Serve until cancelled; each signed firing alert becomes an event."""
     from aiohttp import web  # ansible-rulebook's own dependency
@@ -129,7 +113,7 @@ async def main(queue, args):
     if not secret:
         raise eda.OptionError("%s: no secret: set option secret, or the environment variable %s (option secret_env)"
                               % (SOURCE, options["secret_env"]))
-    groups = _inventory_groups(options["inventory"], eda) if options["inventory"] else None
+    groups = eda.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
     seen = {}
 
     async def receive(request):

@@ -108,7 +108,7 @@ def test_kmsg_problem_words_and_the_record_sequence():
 
 def test_retry_reports_a_problem_once_and_backs_off_up_to_the_most():
     retry = Retry(0.5, most=3)
-    assert [retry.failed("x") for _ in range(5)] == [(True, 0.5), (False, 1.0), (False, 2.0), (False, 3), (False, 3)]
+    assert [retry.failed("x") for _try in range(5)] == [(True, 0.5), (False, 1.0), (False, 2.0), (False, 3), (False, 3)]
     assert retry.failed("y") == (True, 3)  # other words: reported
     retry.succeeded()
     assert retry.failed("y") == (True, 0.5)  # failed again after a success: reported again, from the first delay
@@ -347,3 +347,42 @@ def test_webhook_inventory_that_is_not_there_is_named(tmp_path):
     source = _source("gpu_alert_webhook")
     with pytest.raises(OptionError, match="gpu_alert_webhook: option inventory: .*/none.yml does not exist"):
         asyncio.run(source.main(asyncio.Queue(), {"secret": "s", "inventory": str(tmp_path / "none.yml")}))
+
+
+@pytest.mark.parametrize("name, args, says", [
+    ("gpu_kernel_log", {"paths": {"node07": "/dev/null", "gpu_nodes": "/dev/null"}},
+     "gpu_kernel_log: option paths: 'gpu_nodes' names a group of the inventory (2 hosts: node07, node08), not one host"),
+    ("gpu_kernel_log", {"host": "racks", "path": "/dev/null"},
+     "gpu_kernel_log: option host: 'racks' names both a host and a group of the inventory (1 hosts: racks): ambiguous"),
+    ("gpu_snapshot", {"nodes": [{"host": "node07"}, {"host": "node99"}]},
+     "gpu_snapshot: option nodes: 'node99' is no host of the inventory"),
+])
+def test_sources_given_the_inventory_refuse_hosts_that_are_not_one_inventory_host(tmp_path, name, args, says):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import OptionError
+
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(INVENTORY)
+    with pytest.raises(OptionError) as caught:
+        asyncio.run(_source(name).main(asyncio.Queue(), dict(args, inventory=str(inventory))))
+    assert str(caught.value).startswith(says), str(caught.value)
+
+
+def test_kernel_log_given_the_inventory_follows_its_hosts(tmp_path):
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(INVENTORY)
+    log = tmp_path / "kern.log"
+    log.write_text("")
+    source = _source("gpu_kernel_log")
+    args = {"paths": {"node07": str(log)}, "inventory": str(inventory), "poll_interval": 0.02}
+
+    done = []
+
+    def append_once(events):
+        if not done:
+            with open(log, "a") as handle:
+                handle.write("2026-11-30T10:00:00+00:00 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=1, name=x, t\n")
+            done.append(True)
+        return len(events) >= 1
+
+    events, _ticks, task = asyncio.run(_run(source.main, args, 0, until=append_once))
+    assert task.cancelled() and [event["meta"] for event in events] == [{"hosts": "node07"}]
