@@ -323,3 +323,29 @@ def test_a_domain_prefix_quser_cannot_show_is_proven_by_the_sessions_processes(t
     assert after["sessions"] == before["sessions"] and after["processes"] == before["processes"]
     ok = _win_reset.run(node, {"method": method, "user": "WS12\\bob", "force": True}, check_mode=True)
     assert [s["outcome"] for s in ok["sessions"]] == ["logoff" if method == "logoff" else "restart"]
+
+
+# ---- bad input found inside a method (a gpu naming no GPU) writes nothing on the host, not even an earlier run's
+# interrupted outcome --------------------------------------------------------------------------------------------------
+
+def journal_lines(node):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal
+    path = _win_sim.host_file(node.root, _win_journal.DEFAULT_PATH)
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@pytest.mark.parametrize("gpu", ["GPU-0", 7, "0000:99:00.0"])
+def test_a_gpu_naming_no_gpu_writes_nothing_on_the_host(tmp_path, gpu):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}])
+    _win_journal.WindowsJournal(node, None, "an-earlier-run").intent("restart_adapter", gpu=0)  # it never finished
+    before = journal_lines(node)
+    with pytest.raises(_win_reset.WinResetInputError, match="^gpu: "):
+        _win_reset.run(node, {"method": "restart_adapter", "gpu": gpu}, check_mode=False)
+    assert journal_lines(node) == before  # was: the earlier intent's "interrupted" outcome written before the refusal
+    done = _win_reset.run(node, {"method": "restart_adapter", "gpu": 0}, check_mode=False)
+    assert [a["action"] for a in done["interrupted_actions"]] == ["restart_adapter"]
+    closed = [r for r in journal_lines(node) if r.get("interrupted")]
+    assert len(closed) == 1 and closed[0]["of_run"] == "an-earlier-run"
+    assert _win_reset.run(node, {"method": "restart_adapter", "gpu": 0}, check_mode=False)["interrupted_actions"] == []
