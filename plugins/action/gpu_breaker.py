@@ -14,7 +14,7 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, host_is_back, kubernetes_out, prepare_state_dir, read_records,
+    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records,
     record_name, recorded_out, remove_record, slurm_out,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
@@ -25,6 +25,7 @@ WALK_DEFAULT_MAX_RUNG = {"linux": "reload", "windows": "restart_adapter"}
 
 ARGUMENT_SPEC = {
     "host": {"type": "str", "required": True},
+    "node_name": {"type": "str"},
     "state": {"type": "str", "default": "decided", "choices": ["decided", "released"]},
     "fleet_size": {"type": "int"},
     "max_percent": {"type": "int", "default": 0},
@@ -122,11 +123,12 @@ class ActionModule(ControllerAction):
             out.update(slurm_out(args["slurm_nodes"], args["drain_reason"], reasons))
         if args["kubernetes_nodes"] is not None:
             out.update(kubernetes_out(plain(args["kubernetes_nodes"]), args["kubernetes_annotation"], args["drain_reason"]))
+        node = args["node_name"] or default_node_name(args["host"])
         refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],
-                                  args["window_minutes"])
+                                  args["window_minutes"], node)
         recorded = False
         if not refusal and record:
-            entry = {"host": args["host"], "epoch": now, "run": args["run_id"], "rung": rung}
+            entry = {"host": args["host"], "node": node, "epoch": now, "run": args["run_id"], "rung": rung}
             write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(entry) + "\n")
             recorded = True
         return dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import event_target_error
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options
 
 ROLES = ("gpu_inspect", "gpu_node_prep", "gpu_reclaim", "gpu_remediate", "gpu_watch")
@@ -28,6 +29,12 @@ class ActionModule(ControllerAction):
         given = {name: task_vars[name] for name in options if name in task_vars}
         values = self._templar.template(given)
         errors = input_errors(values, options)
+        if not errors:
+            # A run an event started targets exactly the event's one inventory host (never a group its name stands for).
+            target = event_target_error(values.get("gpuops_event_host"), task_vars.get("ansible_play_hosts_all"),
+                                        task_vars.get("groups"))
+            if target:
+                return dict(failed=True, msg=target, input_errors=[target], checked=sorted(values))
         if errors:
             return dict(failed=True, msg="invalid input: %s" % "; ".join(errors), input_errors=errors, checked=sorted(values))
         # roles: what a playbook's later include_role need not validate again (rolespec_validate, docs/internals.md).

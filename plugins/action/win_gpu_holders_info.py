@@ -8,7 +8,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_nvsmi, _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError, windows_node
 
 ARGUMENT_SPEC = {
@@ -25,6 +25,10 @@ class ActionModule(ControllerAction):
     def act(self, args, task_vars):
         if args["ghost_threshold_mib"] < 0:
             raise AnsibleActionFail("ghost_threshold_mib: %r is below 0" % (args["ghost_threshold_mib"],))
+        try:
+            _win_nvsmi.checked_nvidia_smi(args["nvidia_smi"])
+        except ValueError as exc:
+            raise AnsibleActionFail(str(exc)) from None
         node = windows_node(self, task_vars)
         snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
         return dict(snapshot, changed=False, simulated=node.simulated)

@@ -22,7 +22,8 @@ _CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "e
           "memory_mib": {"type": "int", "default": 1024}, "user": {"type": "str"}, "session_id": {"type": "int"},
           "image_path": {"type": "str"}, "igpu_memory_mib": {"type": "int", "default": 0},
           "graphics": {"type": "bool", "default": False}, "counter_mib": {"type": "int"},
-          "critical": {"type": "bool", "default": False}, "owner_known": {"type": "bool", "default": True}}
+          "critical": {"type": "bool", "default": False}, "owner_known": {"type": "bool", "default": True},
+          "runs_ansible": {"type": "bool", "default": False}}
 _PROCESS = dict(_CHILD, session_id={"type": "int", "default": 1},
                 children={"type": "list", "elements": "dict", "default": [], "options": _CHILD})
 ARGUMENT_SPEC = {

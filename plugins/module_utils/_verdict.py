@@ -36,6 +36,9 @@ BUSY_CLASS = "busy"
 IN_USE = "in_use"
 # Present on a healthy node: they hold the GPU by design, and the rungs that need them gone stop them.
 EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
+# Windows: another virtual machine's memory process (a Hyper-V VM's vmmem, _win_wsl_vm): a running workload, as a live
+# job's process is - its hold is in use, not stuck, and only end_running_jobs lets a rung take the GPU from it.
+VM_CLASS = "vm"
 
 
 def rung_index(rung, rungs=RUNGS):
@@ -80,8 +83,9 @@ def kill_targets(snapshot, platform="linux", end_running_jobs=False):
 
 
 def running_job_holders(snapshot):
-    """The holders that belong to a live scheduler job: a rung that ends them ends a running job (destructive)."""
-    return [h for h in snapshot["holders"] if h["class"] == BUSY_CLASS]
+    """The holders that belong to a live scheduler job, or (Windows) a running virtual machine other than WSL's: a rung
+    that ends them or takes their GPU ends a running workload (destructive)."""
+    return [h for h in snapshot["holders"] if h["class"] in (BUSY_CLASS, VM_CLASS)]
 
 
 def wsl_targets(snapshot):
@@ -89,6 +93,13 @@ def wsl_targets(snapshot):
     a running distribution whose VM holds no GPU memory (someone's idle shell) is left running. Which VM is WSL's is
     the snapshot's fact (class wsl_vm: HCS's owner, not the name vmmem), so another VM's memory never counts."""
     return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "wsl_vm"]
+
+
+def wsl_still_held(snapshot, vms):
+    """The second half of wsl_plan, asked after the terminates: the WSL VMs of `vms` (pid and creation time recorded
+    before) that hold a GPU in `snapshot`, taken then - each one the plan shuts down."""
+    known = set((vm["pid"], vm.get("creation_time_ms")) for vm in vms)
+    return [h for h in wsl_targets(snapshot) if (h["pid"], h.get("creation_time_ms")) in known]
 
 
 def wsl_plan(snapshot):
@@ -167,7 +178,7 @@ def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
     ghost = gpu.get("unattributed_mib") or 0
     if any(h["class"] in STUCK_CLASSES for h in mine) or ghost > ghost_threshold_mib or gpu.get("recovery_action") in RECOVERY_RUNGS:
         return "stuck"
-    if [h for h in mine if h["class"] != BUSY_CLASS]:
+    if [h for h in mine if h["class"] not in (BUSY_CLASS, VM_CLASS)]:
         return "busy"
     return IN_USE if mine else "ok"
 

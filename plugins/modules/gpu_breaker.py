@@ -41,6 +41,12 @@ options:
     description: The host about to take a destructive rung, or whose record is released.
     type: str
     required: true
+  node_name:
+    description:
+      - The host's node name in Slurm or Kubernetes (C(gpu_reclaim_drain_node_name)); unset, the host's name up to its
+        first dot, as that variable's default. A drain of this node is the host's own (not counted against it), and the
+        host's record is kept under it, so that a host both recorded and drained is one node out, not two.
+    type: str
   fleet_size:
     description: The number of nodes in the fleet the share is of. Required with O(state=decided).
     type: int

@@ -11,7 +11,8 @@ short_description: Check every input of a playbook once, on the controller, befo
 version_added: 1.1.0
 description:
   - Reads the variables that the roles named in O(roles) declare in their C(meta/argument_specs.yml), and the playbooks'
-    own (C(gpuops_hosts), C(gpuops_serial), C(gpuops_max_fail_percentage), C(gpuops_dry_run), C(gpuops_environment)),
+    own (C(gpuops_hosts), C(gpuops_serial), C(gpuops_max_fail_percentage), C(gpuops_dry_run), C(gpuops_environment),
+    C(gpuops_event_host)),
     takes those that are set for the host (inventory, play, C(-e), an AWX survey), and checks each.
   - Accepts what operators send - yes/no options as booleans or as the strings C(-e) and AWX surveys give (V(true),
     V(false), V(yes), V(no), V(on), V(off), V(1), V(0)), numbers as strings. Lists and mappings must be lists and
@@ -21,6 +22,9 @@ description:
     check it), the choices of every option.
   - Fails naming every wrong variable, its value and what it must be (C(invalid input - NAME=VALUE (what it must be))),
     and nothing else; changes nothing.
+  - A run started by an event (C(gpuops_event_host), the one host the event names, passed by the collection's
+    rulebooks) must target exactly that inventory host; a name the inventory knows as a group (or as a host and a group
+    alike), a name it does not know, or a play that targets more hosts fails the run before any node is touched.
 author:
   - gpuops maintainers (@gpuops)
 options:

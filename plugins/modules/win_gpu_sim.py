@@ -236,8 +236,14 @@ options:
             elevated or a process Windows denies; with C(protect_users) set it is never ended.
         type: bool
         default: true
+      runs_ansible:
+        description:
+          - The process Ansible's module runs in (C($PID) of the processes script). It and its ancestors are the run's
+            own connection - M(gpuops.remediation.win_gpu_reset) never ends them, nor a tree that holds them.
+        type: bool
+        default: false
       children:
-        description: Child processes (same options but O(processes[].children)), ended with it by C(taskkill /T).
+        description: Child processes (same options but O(processes[].children)), ended with it as its tree.
         type: list
         elements: dict
         default: []

@@ -47,7 +47,7 @@ attributes:
 options:
   distribution:
     description:
-      - The distribution to terminate (letters, digits, C(.), C(_) and C(-), not first); a name that is not running changes nothing.
+      - The distribution to terminate (letters, digits, C(.), C(_) and C(-), not C(-) first); a name that is not running changes nothing.
       - Unset (and O(gpu_holders) false) shuts WSL down, every distribution of the user and the WSL VM.
       - Mutually exclusive with O(gpu_holders).
     type: str

@@ -47,11 +47,18 @@ def counted_rung(snapshot, platform, destructive_rungs, max_rung, allow_reboot):
     return rung
 
 
-def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minutes):
+def default_node_name(host):
+    """The host's node name in Slurm or Kubernetes when none is given: gpu_reclaim_drain_node_name's default,
+    inventory_hostname_short (the name up to its first dot)."""
+    return host.split(".")[0]
+
+
+def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minutes, node_name=None):
     """The refusal of a destructive rung on `host` when the nodes already out (`out`: {node: why}, this host left out
-    of the count) and this one would be more than the limit, or ""."""
+    of the count, by its inventory name and by its node name) and this one would be more than the limit, or ""."""
     limit = breaker_limit(fleet_size, max_percent, max_count)
-    others = dict((node, why) for node, why in out.items() if node != host)
+    itself = (host, node_name or host)
+    others = dict((node, why) for node, why in out.items() if node not in itself)
     if limit is None or len(others) + 1 <= limit:
         return ""
     named = "; ".join("%s (%s)" % (node, others[node]) for node in sorted(others))
@@ -94,15 +101,18 @@ def kubernetes_out(node_resources, annotation, reason):
 
 
 def recorded_out(records, now, window_minutes):
-    """{node: why} of the breaker records (one per host that passed the breaker for a destructive rung) of the window."""
+    """{node: why} of the breaker records (one per host that passed the breaker for a destructive rung) of the window,
+    each under the host's node name (its Slurm or Kubernetes name, where the record has one), so that a host both
+    recorded and drained by us is one node out, not two."""
     out = {}
     for record in records:
         epoch = record.get("epoch")
         # A record dated after now (another controller's clock, on a shared state directory) counts: it is recent.
         if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) and now - epoch <= window_minutes * 60 \
                 and record.get("host"):
-            out[record["host"]] = "%s rung by run %s, %d min ago" % (record.get("rung") or "destructive", record.get("run") or "?",
-                                                                     max(0, now - epoch) // 60)
+            node = record.get("node") if isinstance(record.get("node"), str) and record.get("node") else record["host"]
+            out[node] = "%s rung by run %s, %d min ago" % (record.get("rung") or "destructive", record.get("run") or "?",
+                                                           max(0, now - epoch) // 60)
     return out
 
 

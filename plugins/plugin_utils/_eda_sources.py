@@ -16,6 +16,7 @@ import re
 import socket
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import (
     _MULTILINE_START_RE, _split_nvrm, device_key, parse_kernel_log,
 )
@@ -359,9 +360,12 @@ class FileTail:
 
 def problem_event(source, host, message):
     """The event a source puts when it cannot read what it follows (no permission, its tool missing or ended, a probe
-    that failed): reported, never remediated (rung none; the rulebooks print it), and the source keeps trying."""
-    return {"gpuops": {"type": "source_problem", "source": source, "host": host, "rung": "none", "message": message},
-            "meta": {"hosts": host}}
+    that failed) or an event it cannot make (an alert whose host is no one inventory host): reported, never remediated
+    (rung none; the rulebooks print it). `host` None: no meta.hosts (the webhook's problems name hosts that are not)."""
+    event = {"gpuops": {"type": "source_problem", "source": source, "host": host or "", "rung": "none", "message": message}}
+    if host is not None:
+        event["meta"] = {"hosts": host}
+    return event
 
 
 class Retry:
@@ -581,18 +585,37 @@ def host_problem(host):
         return "its host %r is not one host name (as a --limit it is a pattern that names other hosts)" % host
 
 
-def checked_host(source, option, host):
-    """The host an option names, or OptionError naming the option and the value when it is not one host name."""
-    why = host_problem(host)
+def inventory_groups(source, path):
+    """{group: [hosts]} of the inventory ansible-rulebook runs the playbooks with ("all" among them), read with
+    ansible-core's own inventory plugins (option inventory); OptionError naming the option when it has no host."""
+    if not os.path.exists(path):
+        raise OptionError("%s: option inventory: %s does not exist" % (source, path))
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    manager = InventoryManager(loader=DataLoader(), sources=[path])
+    groups = dict((name, sorted(host.name for host in group.get_hosts())) for name, group in manager.groups.items())
+    groups["all"] = sorted(manager.hosts)
+    if not groups["all"]:
+        raise OptionError("%s: option inventory: %s holds no host (or is no inventory ansible-core can read)" % (source, path))
+    return groups
+
+
+def checked_host(source, option, host, groups=None):
+    """The host an option names, or OptionError naming the option and the value when it is not one host name (with
+    the inventory's `groups`: not one host of the inventory - a group's name, ambiguous, or unknown)."""
+    why = host_problem(host) or (inventory_host_problem(host, groups) if groups is not None else None)
     if why:
         raise OptionError("%s: option %s: %s" % (source, option, why))
     return host
 
 
-def alert_events(payload, host_label="instance"):
+def alert_events(payload, host_label="instance", groups=None):
     """The firing alerts of an Alertmanager webhook body, or of gpu_watch's own, as events (resolved ones make none).
 
-    Returns (events, problems): an alert naming no host is a problem, reported, never dropped silently.
+    Returns (events, problems): an alert naming no host, or (with the inventory's `groups`, {name: [hosts]}) a host
+    that is no one inventory host - a group's name, a name both a host and a group have, a name the inventory lacks - is
+    a problem, reported, never dropped silently and never an event whose limit would take a group.
     """
     events, problems = [], []
     if not isinstance(payload, dict) or not isinstance(payload.get("alerts"), list):
@@ -617,6 +640,10 @@ def alert_events(payload, host_label="instance"):
         why = host_problem(host)
         if why:
             problems.append("alert %d (%s): %s" % (index, name, why))
+            continue
+        why = inventory_host_problem(host, groups) if groups is not None else None
+        if why:
+            problems.append("alert %d (%s): its host %s" % (index, name, why))
             continue
         body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
                 "rung": ALERT_RUNGS.get(name, "none"), "message": message,

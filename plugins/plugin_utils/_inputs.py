@@ -29,6 +29,8 @@ PLAYBOOK_OPTIONS = {
     "gpuops_max_fail_percentage": {"type": "raw"},
     "gpuops_dry_run": {"type": "bool"},
     "gpuops_environment": {"type": "dict"},
+    # The event's one host, passed by the rulebooks (plugin_utils/_event_target.py).
+    "gpuops_event_host": {"type": "str"},
 }
 
 

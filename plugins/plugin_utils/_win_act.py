@@ -64,10 +64,12 @@ def journaled_drop(node, journal, action, entry, what, args, sleep, judge, **det
 
 
 def process_list(node):
-    """{pid: process} from Win32_Process now (pid, name, creation_time_ms, session_id, user, role)."""
+    """{pid: process} from Win32_Process now (pid, name, creation_time_ms, session_id, user, role; run_ancestor: the
+    process the script ran in and its ancestors, the run's own connection)."""
     answer = node.powershell("processes", {})
     try:
-        return dict((p["pid"], p) for p in _win_processes.parse_cim_processes(answer.get("processes") or "[]"))
+        by_pid = dict((p["pid"], p) for p in _win_processes.parse_cim_processes(answer.get("processes") or "[]"))
+        return _win_processes.mark_run_ancestors(by_pid, answer.get("own_pid"))
     except ValueError as exc:
         raise WindowsNodeError("the process list is not readable, nothing was done: %s" % exc) from None
 

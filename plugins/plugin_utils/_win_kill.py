@@ -19,8 +19,13 @@ def act(node, args, check_mode, _sleep, journal):
             processes = _win_act.process_list(node)  # fresh before each end: Windows reuses pids quickly
         entry = _kill_one(node, journal, holder, processes, by_tree, policy, check_mode, fallback)
         entries.append(entry)
-        if entry["outcome"] in ("would_end", "taskkill_ran"):
+        if entry["outcome"] in ("would_end", "taskkill_ran") and entry["tree_of"] is None:
             _note_tree(entry, processes, by_tree)
+        if check_mode and entry["outcome"] == "would_end":
+            # what the run's fresh list would show next: the process and its tree gone (a holder named twice, or one
+            # already in an earlier holder's tree, is then predicted as the run finds it)
+            gone = set([entry["pid"]] + entry["also_ended"])
+            processes = dict((pid, p) for pid, p in processes.items() if pid not in gone)
     if not check_mode and any(e["outcome"] == "taskkill_ran" for e in entries):
         _judge_kills(entries, _win_act.process_list(node))
     failures = [e for e in entries if e["outcome"] == "failed"]

@@ -13,7 +13,7 @@ which windows_executor() offers the walk under the modules' names.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets, wsl_plan, wsl_targets
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import VM_CLASS, kill_targets, wsl_plan, wsl_targets
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_processes, _win_protect, _win_snapshot, _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import step_result
@@ -26,7 +26,9 @@ WSL_MODULE = "gpuops.remediation.wsl_shutdown"
 
 def logoff_users(snapshot):
     """The users whose session's system processes hold a GPU (a logoff ends them); session 0 only a reboot answers."""
-    by_session = dict((session.get("id"), session.get("user")) for session in snapshot.get("sessions") or [])
+    # DOMAIN\user where the session API named the domain: CORP\ada's session is not the local ada's
+    by_session = dict((session.get("id"), "%s\\%s" % (session["domain"], session.get("user")) if session.get("domain") and session.get("user")
+                       else session.get("user")) for session in snapshot.get("sessions") or [])
     users = []
     for holder in snapshot["holders"]:
         user = by_session.get(holder.get("session_id"))
@@ -166,6 +168,7 @@ class WindowsWalk(LadderWalk):
         plan += ["%s WSL distribution %s" % (verb, name) for name in result.get("stopped") or []]
         plan += ["%s: %s" % ("would run" if self.check_mode else "ran", " ".join(argv)) for argv in result.get("commands") or []]
         if result.get("skipped"):
+            plan.append("skipped: %s" % result.get("skip_reason"))  # the plan keeps it: a merged step keeps failed msgs only
             result = dict(result, msg=result.get("skip_reason"))
         elif result.get("reason") and result.get("commands"):
             plan.append(result["reason"])
@@ -212,8 +215,19 @@ class WindowsWalk(LadderWalk):
         return {"rung": rung, "changed": False, "failed": True, "plan": [],
                 "msg": "refused: the %s rung would take the GPU from protected processes too: %s" % (rung, names)}, snapshot
 
+    def _refused_for_running_vms(self, snapshot):
+        """An adapter restart takes the GPU from a running virtual machine (a Hyper-V VM's vmmem, class vm) too: a
+        running workload, refused unless end_running_jobs, naming it, before any lighter step runs."""
+        vms = [h for h in snapshot["holders"] if h["gpus"] and h["class"] == VM_CLASS]
+        if not vms or self.options.end_running_jobs:
+            return None
+        names = ", ".join("pid %s (%s, VM %s)" % (h["pid"], h.get("name"), h.get("vm_id") or "id not known") for h in vms)
+        return {"rung": "restart_adapter", "changed": False, "failed": True, "plan": [],
+                "msg": "refused: the restart_adapter rung would take the GPU from running virtual machines too: %s; "
+                       "end_running_jobs would allow it" % names}, snapshot
+
     def _take_restart_adapter(self, snapshot):
-        refused = self._refused_for_protected("restart_adapter", snapshot)
+        refused = self._refused_for_protected("restart_adapter", snapshot) or self._refused_for_running_vms(snapshot)
         if refused:
             return refused
         steps = self._lighter_first(snapshot, [self._take_kill, self._wsl_step])

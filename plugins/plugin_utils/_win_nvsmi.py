@@ -38,6 +38,16 @@ def used_memory_reason(used_mib, driver_model):
     return WDDM_MEMORY_REASON if driver_model == "WDDM" else NOT_REPORTED_REASON
 
 
+def checked_nvidia_smi(value):
+    """The nvidia_smi option (a program name or path, the first argv element), or ValueError naming it and the value:
+    empty, blank or with a control character it names no program (it was run as it was, and the snapshot's probe said
+    only that " could not be run")."""
+    if not isinstance(value, str) or not value.strip() or any(ord(c) < 32 for c in value):
+        raise ValueError("nvidia_smi: %r is no program name or path (like nvidia-smi or "
+                         "C:\\Windows\\System32\\nvidia-smi.exe)" % (value,))
+    return value
+
+
 def query_xml_argv(nvidia_smi_path):
     """argv of the full XML query (the same as on Linux)."""
     return _nvsmi.query_xml_argv(nvidia_smi_path)

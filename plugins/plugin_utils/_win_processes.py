@@ -29,13 +29,32 @@ def base_name(name):
     return lowered[:-4] if lowered.endswith(".exe") else lowered
 
 
-def role(name, pid):
-    """"vm" (a virtual machine's memory process), "protected", "dwm" or None (an ordinary process)."""
+# The owner SID of every virtual machine's memory process: the VM's own account, NT VIRTUAL MACHINE\<vm id>.
+VM_ACCOUNT_SID_PREFIX = "S-1-5-83-"
+# The owner SID of Windows' own system processes (csrss, lsass, ...): LocalSystem.
+SYSTEM_SID = "S-1-5-18"
+
+
+def _owned_by_another(owner_sid, sid_prefix):
+    return isinstance(owner_sid, str) and bool(owner_sid.strip()) and not owner_sid.strip().upper().startswith(sid_prefix)
+
+
+def role(name, pid, owner_sid=None):
+    """"vm" (a virtual machine's memory process), "protected", "dwm" or None (an ordinary process).
+
+    A process named vmmem / vmmemWSL is a VM's memory process unless its owner SID (Win32_Process.GetOwnerSid, which the
+    scripts ask of those names and of the system processes' names) is known and is no VM's account, and one with a
+    system process's name is protected unless its owner SID is known and is not SYSTEM's: any user can name a program
+    vmmem.exe or csrss.exe, and it is then an ordinary process holding the GPU (not a VM no rung may touch, nor a system
+    process that only a logoff or a reboot would end). An owner not known keeps the name's answer (fails closed)."""
     base = base_name(name)
     if base in VM_MEMORY_NAMES:
-        return "vm"
-    if base in PROTECTED_NAMES or pid in PROTECTED_PIDS:
+        return None if _owned_by_another(owner_sid, VM_ACCOUNT_SID_PREFIX) else "vm"
+    if pid in PROTECTED_PIDS:
         return "protected"
+    if base in PROTECTED_NAMES:
+        # Windows' own: SYSTEM owns them. A known other owner is a user's program with that name, an ordinary process.
+        return None if _owned_by_another(owner_sid, SYSTEM_SID) else "protected"
     if base == DWM_NAME:
         return "dwm"
     return None
@@ -60,11 +79,29 @@ def parse_cim_processes(text):
             "creation_time_ms": _win_json.epoch_ms(_first(item, "CreationDate", "StartTime")),
             "session_id": _win_json.integer(_first(item, "SessionId", "SI")),
             "user": _first(item, "User", "UserName"),
-            "role": role(name, pid),
+            "role": role(name, pid, item.get("OwnerSid")),
             "owner_sid": item.get("OwnerSid"),
             "vm_id_arg": item.get("VmId"),
         })
     return processes
+
+
+def mark_run_ancestors(by_pid, own_pid):
+    """Mark (run_ancestor: True) the process Ansible's module runs in (`own_pid`, PowerShell's $PID) and each of its
+    ancestors in `by_pid` ({pid: process}): the connection's host (wsmprovhost, winrshost, sshd-session, a shell under
+    it) and the service above it. A parent is never younger than its child: Windows keeps a parent's pid in
+    ParentProcessId after the parent exits, and a younger process with that pid is no ancestor. Where a creation time
+    is not known the chain goes on (fails closed: one more process refused, never one of the run's ended)."""
+    pid, child, seen = _win_json.integer(own_pid), None, set()
+    while pid is not None and pid in by_pid and pid not in seen:
+        process = by_pid[pid]
+        if child is not None and None not in (process.get("creation_time_ms"), child.get("creation_time_ms")) \
+                and process["creation_time_ms"] > child["creation_time_ms"]:
+            break
+        process["run_ancestor"] = True
+        seen.add(pid)
+        child, pid = process, process.get("ppid")
+    return by_pid
 
 
 def _first(item, *keys):

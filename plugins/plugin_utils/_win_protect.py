@@ -3,8 +3,8 @@
 """Who may be ended on a Windows node: the one answer (as module_utils/_protect.refusal is on Linux).
 
 Every path that ends a Windows process asks `refusal` (the walk before it plans a rung, win_gpu_reset method=kill
-called on its own, restart_explorer) and, for a tree (the terminate script's, or taskkill /T where the script cannot
-run), `tree_refusal` over every process the tree would take. Names are matched as Windows matches them: any case, with or
+called on its own, restart_explorer) and, for a tree (the terminate script's, or the terminate_held script's where
+Add-Type is refused), `tree_refusal` over every process the tree would take. Names are matched as Windows matches them: any case, with or
 without `.exe`; users with or without their domain (WS12\\ada is ada). With protect_users set, a process whose owner is
 not known is refused (fails closed), naming its pid and what would allow it.
 """
@@ -52,13 +52,16 @@ def refusal(process, policy):
     """Why `process` ({"pid", "name", "user"}) must never be ended under `policy` (a sentence naming it and what
     would allow it, where anything would), or None when it may be."""
     name = process.get("name")
-    kind = role(name, process.get("pid"))
+    kind = role(name, process.get("pid"), process.get("owner_sid"))
     base = base_name(name)
     if kind == "vm":
         return ("%s is a virtual machine's memory process (the WSL VM's or a Hyper-V VM's): never killed; the WSL VM "
                 "stops with its distributions (wsl --terminate / --shutdown)" % label(process))
     if kind == "protected":
         return "%s is a protected Windows system process" % label(process)
+    if process.get("run_ancestor"):
+        return ("%s is this Ansible run's own process or one of its ancestors (the connection the run goes through): "
+                "never ended" % label(process))
     if base in CONNECTION_NAMES:
         return "%s hosts a remote connection (maybe Ansible's own): never ended" % label(process)
     caller = caller_refusal(process, policy)
@@ -96,7 +99,8 @@ def descendants(processes, root, unknown_is_child=False):
     """The processes ({pid: process}) whose parent chain leads to root, as ended by a tree kill. A child is never
     older than its parent: Windows keeps a parent's pid in ParentProcessId after the parent exits, and that pid may
     name a newer process, which is no parent of it. Where either creation time is unknown, `unknown_is_child` decides
-    (True for the question of what a tree may take with it: taskkill /T, the fallback, does not ask)."""
+    (True for the question of what a tree may hold: such a member is never ended - no creation time to match - yet a
+    protected one refuses the tree, as nothing proves it is not a child)."""
     def younger(child, parent):
         if child.get("creation_time_ms") is None or parent.get("creation_time_ms") is None:
             return unknown_is_child

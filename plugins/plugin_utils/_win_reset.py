@@ -4,8 +4,8 @@
 
 - kill: the terminate script (_win_terminate: each process opened by pid, its creation time compared on that handle,
   that handle terminated; the tree member by member, deepest first) for each selected holder that is still the same
-  process (pid + creation time, checked against a fresh process list just before; Windows reuses pids quickly), taskkill
-  /F /T only where the script cannot be compiled; never a protected
+  process (pid + creation time, checked against a fresh process list just before; Windows reuses pids quickly); where the
+  script cannot be compiled, each member held by its handle and ended by taskkill /F /PID (never /T); never a protected
   system process, the WSL VM, the shell, the connection's own host process, nor dwm unless allowed.
 - restart_adapter: `pnputil /restart-device <instance id>` on the one adapter of each chosen GPU, joined to it by PCI
   location (by name only where no location came back, and never when two GPUs share the name); never `/class Display`,
@@ -23,13 +23,15 @@ input raises WinResetInputError (a ValueError) naming the option and the value, 
 
 from __future__ import annotations
 
+import re
 import time
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_adapter, _win_journal, _win_kill, _win_logoff, _win_shell, _win_snapshot,
+    _win_adapter, _win_journal, _win_kill, _win_logoff, _win_nvsmi, _win_shell, _win_snapshot,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_act import WinResetInputError
 
+_SID_RE = re.compile(r"^S-1-\d+(-\d+)*$", re.IGNORECASE)
 METHODS = ("kill", "restart_adapter", "logoff", "restart_explorer")
 WIN_RESET_ARGUMENT_SPEC = {
     "method": {"type": "str", "required": True, "choices": list(METHODS)},
@@ -62,10 +64,13 @@ def run(node, args, check_mode, sleep=time.sleep):
     """
     args = checked_args(args)
     journal = _win_journal.WindowsJournal(node, args["journal_path"], args["run_id"])
-    interrupted = journal.interrupted(check_mode)
+    # Read only here: a gpu that names no GPU of the node is found bad inside the method, and bad input writes nothing.
+    interrupted = journal.interrupted(True)
     act = {"kill": _win_kill.act, "restart_adapter": _win_adapter.act, "logoff": _win_logoff.act,
            "restart_explorer": _win_shell.act}
     result = act[args["method"]](node, args, check_mode, sleep, journal)
+    if not check_mode and interrupted:
+        journal.interrupted(False)  # their outcome written now (interrupted), so that each is reported once
     result.update(journal=journal.entries(), interrupted_actions=interrupted)
     result.setdefault("connection_dropped", False)
     result.update(method=args["method"], failed=bool(result.get("msg")))
@@ -93,12 +98,14 @@ def checked_args(args):
     full["holders"] = _checked_holders(full["holders"])
     for name in ("protect_names", "protect_users"):
         _checked_names(name, full[name])
+    _checked_users(full["protect_users"])
     if full["gpu"] is not None:
         _checked_gpu_form(full["gpu"])
     if full["method"] in ("logoff", "restart_explorer"):
         _checked_user(full["user"], full["method"])
     try:
         _win_journal.checked_path(full["journal_path"])
+        _win_nvsmi.checked_nvidia_smi(full["nvidia_smi"])
     except ValueError as exc:
         raise WinResetInputError(str(exc)) from None
     return full
@@ -129,6 +136,19 @@ def _checked_names(option, names):
     for at, name in enumerate(names):
         if not isinstance(name, str) or not name.strip() or any(ord(c) < 32 for c in name):
             raise WinResetInputError("%s[%d]: %r is not a name" % (option, at, name))
+
+
+def _checked_users(users):
+    """protect_users names users (ada, WS12\\ada, ada@corp): the process list gives each process's owner by name, so a
+    SID or a group (Linux's @group) would match no process and protect nothing, silently."""
+    for at, user in enumerate(users):
+        if user.strip().startswith("@"):
+            raise WinResetInputError("protect_users[%d]: %r is a group (Linux's @group): on Windows protect_users names users "
+                                     "(ada, DOMAIN\\ada, ada@domain), and a group would protect no process" % (at, user))
+        if _SID_RE.match(user.strip()):
+            raise WinResetInputError("protect_users[%d]: %r is a SID: on Windows protect_users names users (ada, "
+                                     "DOMAIN\\ada, ada@domain) as the process list gives owners, and a SID would protect no "
+                                     "process" % (at, user))
 
 
 def _checked_gpu_form(gpu):

@@ -20,18 +20,36 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell
 # with their owners, the DirectX adapters' LUIDs from the registry with each one's PCI location, each Display-class PnP
 # device's PCI location, and whether the Store WSL is installed.
 # Win32_Process with each process's owner; sets $processes.
-_PROCESSES = r"""# Get-Process -IncludeUserName needs an elevated session; without it the owners stay unknown (null).
+_PROCESSES = r"""# Get-Process -IncludeUserName needs an elevated session; without it each process's owner is asked of CIM
+# (Win32_Process.GetOwner, which answers for the processes this user may query), and an owner it does not give stays
+# unknown (null): with protect_users set, such a process is never ended.
 $owners = @{}
+$ownersRead = $true
 try {
     Get-Process -IncludeUserName | ForEach-Object { $owners[[int]$_.Id] = $_.UserName }
 }
 catch {
     $owners = @{}
+    $ownersRead = $false
 }
-# A VM memory process's owner SID is its VM's id (S-1-5-83-1-...); a WSL process's --vm-id names the WSL VM it serves.
+# A VM memory process's owner SID is its VM's id (S-1-5-83-1-...); a process with a system process's name is one only
+# when SYSTEM (S-1-5-18) owns it (any user can name a program csrss.exe). A WSL process's --vm-id names the WSL VM it serves.
+$systemNames = @('csrss', 'wininit', 'winlogon', 'services', 'lsass', 'smss', 'system', 'idle', 'system idle process', 'registry',
+    'memory compression', 'secure system', 'lsaiso')
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
+    if (-not $ownersRead) {
+        try {
+            $owner = Invoke-CimMethod -InputObject $_ -MethodName 'GetOwner'
+            if ($owner.ReturnValue -eq 0 -and $owner.User) {
+                $owners[[int]$_.ProcessId] = '{0}\{1}' -f $owner.Domain, $owner.User
+            }
+        }
+        catch {
+            $owner = $null
+        }
+    }
     $ownerSid = $null
-    if ($_.Name -like 'vmmem*') {
+    if (($_.Name -like 'vmmem*') -or ($systemNames -contains ($_.Name -replace '\.exe$', ''))) {
         try {
             $ownerSid = (Invoke-CimMethod -InputObject $_ -MethodName 'GetOwnerSid').Sid
         }
@@ -331,7 +349,8 @@ param ()
 $ErrorActionPreference = 'Stop'
 $Ansible.Changed = $false
 %(processes)s
-$Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3 }
+# $PID: the process this script runs in (Ansible's module), whose ancestors are the run's own connection.
+$Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3; own_pid = $PID }
 """ % {"processes": _PROCESSES}
 
 # The process list with HCS's compute systems: which VM memory process is the WSL VM, and whose (wsl_shutdown's record

@@ -3,7 +3,8 @@
 """The interactive sessions of a Windows node, and the argv that logs one of them off.
 
 `read` asks the Remote Desktop Services API first (the sessions script: WTSEnumerateSessions, each session's user
-and domain as Windows keeps them, state as a number); only where Add-Type is refused does it read `quser` (query user).
+and domain as Windows keeps them, state as a number); only where Add-Type is refused (or the script fails) does it
+read `quser` (query user).
 
 quser's header, its STATE words and its dates are localized, and it writes the console's OEM code page (decoded by
 _win_decode with the host's). A user name may hold a space ("john smith"): where the header is there, the user name
@@ -20,6 +21,7 @@ import re
 from collections import namedtuple
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError as _NodeError
 
 RC_NOBODY = 1
 _ERROR_NUMBER_RE = re.compile(r"0x[0-9A-Fa-f]{4,}|\[\d+\]|\b\d{3,}\b")
@@ -31,7 +33,6 @@ SessionsRead = namedtuple("SessionsRead", "status sessions message source")
 SCRIPT = "sessions"
 # WTS_CONNECTSTATE_CLASS, as quser words it (English here, whatever the host's language: the number decides).
 WTS_STATES = {0: "Active", 1: "Conn", 2: "ConnQ", 3: "Shadow", 4: "Disc", 5: "Idle", 6: "Listen", 7: "Reset", 8: "Down", 9: "Init"}
-_WTS_ACTIVE = 0
 
 
 def quser_argv():
@@ -78,6 +79,29 @@ def sessions_of(sessions, user):
     return [session for session in sessions
             if (session["user"].lower() == wanted or (len(session["user"]) == 20 and wanted.startswith(session["user"].lower())))
             and (not domain or domain == "." or not session.get("domain") or session["domain"].lower() == domain)]
+
+
+def unproven(session, user, processes):
+    """Why quser's row does not show that `session` is `user`'s, or None when it does (or the session API gave it).
+
+    quser cuts names at 20 characters and prints no domain: svc-render-node-0001 and svc-render-node-0002 are the same
+    row, and so are CORP\\bob and WS12\\bob. Where the row's name is cut or `user` names a domain, the session is
+    the user's only when a process running in it (`processes`: Win32_Process with its owner) is owned by that user."""
+    if "domain" in session:
+        return None
+    domain, dummy, name = user.rpartition("\\")
+    domain = domain.strip().lower()
+    domain = "" if domain == "." else domain
+    if session["user"].lower() == name.lower() and not domain:
+        return None
+    for process in processes:
+        owner_domain, dummy, owner = (process.get("user") or "").rpartition("\\")
+        if process.get("session_id") == session["id"] and owner.lower() == name.lower() \
+                and (not domain or owner_domain.lower() == domain):
+            return None
+    return ("quser lists it as %s (names cut at 20 characters, no domain): it cannot tell %s from another user, and no "
+            "process in the session is known to be %s's (the session API, which needs Add-Type, gives whole names)"
+            % (session["user"], user, user))
 
 
 def _columns(header):
@@ -134,11 +158,15 @@ def parse_wts(answer):
 def read(node):
     """The node's sessions -> SessionsRead(status, sessions, message, source): from the API where the sessions script
     runs, else from quser's columns (source "quser"; message says why the API was not used)."""
-    answer = node.powershell(SCRIPT, {}, read_only=True)
     try:
+        answer = node.powershell(SCRIPT, {}, read_only=True)
         found = parse_wts(answer)
+    except _NodeError as exc:
+        # WTSEnumerateSessions refused (its Win32 error) or the script failed: quser answers instead (a dropped
+        # connection fails quser too, and is raised from there)
+        found, why = None, "the sessions script failed (%s): quser's columns read instead" % exc
     except ValueError as exc:
-        found, why = None, "the sessions script's answer is not readable: %s" % exc
+        found, why = None, "the sessions script's answer is not readable (%s): quser's columns read instead" % exc
     else:
         why = "the session API could not be compiled (%s): quser's columns read instead" % answer.get("unavailable")
     if found is not None:

@@ -62,6 +62,9 @@ DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "res
 
 
 DWM_MIB = 128
+SYSTEM_ACCOUNT = "NT AUTHORITY\\SYSTEM"
+# The authority of a virtual machine's own account (NT VIRTUAL MACHINE\<vm id>).
+VM_AUTHORITY = "NT VIRTUAL MACHINE\\"
 
 
 # The integrated GPU a scenario can add (integrated_gpu): another vendor's adapter, in the registry and pnputil, never in
@@ -262,9 +265,11 @@ def _scenario_process(state, spec):
         process["smi_type"] = "G"  # a desktop application drawing on the GPU, as nvidia-smi lists it under WDDM
     if spec.get("critical"):
         process["critical"] = True  # what IsProcessCritical says of it: not a name
+    if spec.get("runs_ansible"):
+        process["runs_ansible"] = True  # the process Ansible's module runs in ($PID of the processes script)
     if spec.get("owner_known") is False:
         process["owner_hidden"] = True  # Get-Process -IncludeUserName gives no owner for it (not elevated, or denied)
-    if _win_processes.role(name, None) == "vm":
+    if _win_processes.role(name, None) == "vm" and owner.upper().startswith(VM_AUTHORITY):
         process["hyperv_vm"] = True  # another VM's memory process (Hyper-V's), run as its VM's account
     if spec.get("counter_mib") is not None:
         process["counter_mib"] = int(spec["counter_mib"])  # what its GPU Process Memory counter reports, not what it holds
@@ -375,12 +380,22 @@ def _restart_shell(state, ended):
         _spawn(state, ended["name"], ended["user"], ended["session_id"], ended["image_path"])
 
 
+def is_critical(process):
+    """What IsProcessCritical says of it: the scenario's critical flag, or one of Windows' own critical processes (SYSTEM's:
+    a user's program with the same name is not)."""
+    return bool(process.get("critical")) or (_win_processes.base_name(process["name"]) in CRITICAL_NAMES and _system_owned(process))
+
+
+def _system_owned(process):
+    return (process.get("user") or "").upper() == SYSTEM_ACCOUNT.upper()
+
+
 def _kill_refusal(state, process, caller):
     base = _win_processes.base_name(process["name"])
-    if base in CRITICAL_NAMES or process.get("critical"):
+    if is_critical(process):
         return "This is critical system process. Taskkill cannot end this process."
-    if (process["pid"] in _win_processes.PROTECTED_PIDS or base in _win_processes.PROTECTED_NAMES or process.get("wsl_vm_of")
-            or process.get("hyperv_vm")):
+    if (process["pid"] in _win_processes.PROTECTED_PIDS or (base in _win_processes.PROTECTED_NAMES and _system_owned(process))
+            or process.get("wsl_vm_of") or process.get("hyperv_vm")):
         return "Access is denied."
     owner = (process["user"] or "").split("\\")[-1]
     if owner.lower() != caller.lower() and caller.lower() not in [a.lower() for a in state["administrators"]]:

@@ -112,14 +112,16 @@ def _adapter_memory(memory, probes):
 def running_distributions(node, wsl_path, probes, vm_running=None):
     """{"running": [names], "status", "message"} from `wsl --list --running --quiet`, as the node's user. `vm_running`:
     whether a WSL VM process runs (Win32_Process): with none, a wsl.exe that exits non-zero or cannot be started at all
-    (a host without WSL) means nothing runs."""
+    (a host without WSL) means nothing runs. A callable is asked only then (exit 0 needs no process list)."""
+    def known():
+        return vm_running() if callable(vm_running) else vm_running
     try:
         answer = node.command(_win_wsl.list_argv(wsl_path, running=True), read_only=True)
     except WindowsNodeError as exc:
-        none = vm_running is False
+        none = known() is False
         probes["wsl"] = {"ok": none, "error": None if none else str(exc), "installed": False if none else None}
         return {"running": [], "status": "ok" if none else "unrecognised", "message": str(exc)}
-    listed = _win_wsl.parse_list(answer.stdout, answer.rc, vm_running)
+    listed = _win_wsl.parse_list(answer.stdout, answer.rc, known() if answer.rc != 0 else None)
     probes["wsl"] = {"ok": listed.status == "ok", "error": listed.message if listed.status != "ok" else None,
                      "encoding": answer.encoding, "rc": answer.rc}
     return {"running": listed.distributions, "status": listed.status, "message": listed.message}
@@ -163,8 +165,9 @@ def vm_record(vm):
 
 def _distribution_holds(node, wsl_path, wsl, holders, probes):
     """Which running distributions of the node's user hold the GPU (_win_wsl.parse_gpu_probe: a process of theirs with
-    /dev/dxg open), asked only while a WSL VM holds a GPU -> [{"name", "holds_gpu" (None: not known), "pids", "error"}]."""
-    if not wsl["running"] or not [h for h in holders if h["gpus"] and h["class"] == "wsl_vm"]:
+    /dev/dxg open), asked only while a WSL VM that may be the user's holds a GPU (another user's is not asked about)
+    -> [{"name", "holds_gpu" (None: not known), "pids", "error"}]."""
+    if not wsl["running"] or not [h for h in holders if h["gpus"] and h["class"] == "wsl_vm" and h.get("wsl_mine") is not False]:
         return []
     found = []
     for name in wsl["running"]:

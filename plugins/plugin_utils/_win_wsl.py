@@ -35,8 +35,9 @@ _FD_PATH_RE = re.compile(r"^/proc/(\d+)/fd/\d+$")
 # wsl.exe's exit status -1, as PowerShell ($LASTEXITCODE) and as an unsigned DWORD report it.
 _MINUS_ONE = (-1, 0xFFFFFFFF)
 
-# What `wsl --import` accepts as a distribution name; anything else in a name list is not a name list.
-_DISTRIBUTION_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# What WSL accepts as a distribution name (^[a-zA-Z0-9._-]+$, as Microsoft's DistroLauncher states it: "_work" and
+# ".scratch" are names); anything else in a name list is not a name list.
+_DISTRIBUTION_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 def list_argv(wsl_path=INBOX_WSL_PATH, running=False):
@@ -95,8 +96,9 @@ def parse_gpu_probe(text, rc, stderr=""):
 
 def checked_distribution_name(name):
     """The name, or ValueError naming it when it is no WSL distribution name."""
-    if not isinstance(name, str) or not _DISTRIBUTION_NAME_RE.fullmatch(name):
-        raise ValueError("not a WSL distribution name: %r (letters, digits, '.', '_' and '-', not first)" % (name,))
+    # a leading '-' would pass for one of wsl.exe's options
+    if not isinstance(name, str) or not _DISTRIBUTION_NAME_RE.fullmatch(name) or name.startswith("-"):
+        raise ValueError("not a WSL distribution name: %r (letters, digits, '.', '_' and '-', not '-' first)" % (name,))
     return name
 
 

@@ -12,7 +12,7 @@ saying why.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan, wsl_still_held
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal, _win_processes, _win_snapshot, _win_wsl
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, WindowsNodeError
 
@@ -63,9 +63,12 @@ def vms_now(node):
     return processes, _win_snapshot.wsl_vms(processes, answer, {}, getattr(node, "user", None))
 
 
-def running(node, path, processes):
+def running(node, path, processes=None):
+    """The running distributions of the node's user; the process list (given, else read) decides only where wsl.exe's
+    exit is not 0."""
     probes = {}
-    listed = _win_snapshot.running_distributions(node, path, probes, _win_snapshot.vm_running(processes))
+    vm_running = (lambda: _win_snapshot.vm_running(processes)) if processes is not None else (lambda: _win_snapshot.vm_running(vms_now(node)[0]))
+    listed = _win_snapshot.running_distributions(node, path, probes, vm_running)
     if listed["status"] != "ok":
         raise WindowsNodeError("wsl.exe's list of running distributions is not readable: %s" % listed["message"])
     return listed["running"]
@@ -122,7 +125,11 @@ def stop(node, distribution, check_mode, journal_path=None, run_id=None, gpu_hol
     failures = []
     for arg, name in terminate:
         failures += _terminate(node, journal, path, arg, name)
-    if gpu_holders and not shutdown and recorded:
+        if failures:
+            break  # a step the facts say failed ends the run: nothing heavier follows it
+    if failures:
+        shutdown = False
+    elif gpu_holders and not shutdown and recorded:
         still = _still_holding(node, recorded, journal_path)
         if still:
             shutdown = True
@@ -151,8 +158,7 @@ def _terminate(node, journal, path, arg, name):
     def judge(answer):
         facts.update(report=_win_wsl.exit_report(answer.rc, answer.stdout + answer.stderr))
         try:
-            processes, dummy = vms_now(node)
-            facts["gone"] = name not in running(node, path, processes)
+            facts["gone"] = name not in running(node, path)
         except WindowsNodeError as exc:
             facts.update(gone=False, report="%s; what it did is not known: %s" % (facts["report"] or "wsl.exe exited 0", exc))
         return facts["gone"], {"rc": answer.rc, "message": facts["report"], "still_running": [name] if not facts["gone"] else []}
@@ -188,7 +194,5 @@ def _shutdown(node, journal, path, recorded, stopping):
 
 
 def _still_holding(node, recorded, journal_path):
-    """The node user's WSL VMs recorded before (same pid and creation time) that hold a GPU now."""
-    snapshot = _win_snapshot.take(node, journal_path=journal_path)
-    known = set(identity(vm) for vm in recorded)
-    return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "wsl_vm" and identity(h) in known]
+    """The node user's WSL VMs recorded before (same pid and creation time) that hold a GPU now (_verdict.wsl_still_held)."""
+    return wsl_still_held(_win_snapshot.take(node, journal_path=journal_path), recorded)

@@ -45,6 +45,14 @@ options:
     description: The Alertmanager label naming the host; V(instance) drops its port (C(node07:9100) -> C(node07)).
     type: str
     default: instance
+  inventory:
+    description:
+      - The inventory the rulebook runs the playbooks with (the file given to C(ansible-rulebook -i)), read with
+        ansible-core at the start. An alert whose host is a group's name (its limit would take the whole group), a
+        name both a host and a group have, or a name the inventory lacks makes no event - it is answered 422, logged,
+        and put on the queue as C(type) V(source_problem) naming the host and why. Unset, the playbook still refuses a
+        run whose host is not one inventory host (C(gpuops_event_host), checked by C(gpu_input_check)).
+    type: str
 """
 
 EXAMPLES = r"""
@@ -90,6 +98,7 @@ SPEC = {
     "secret_env": {"type": "str", "default": "GPUOPS_WEBHOOK_SECRET"},
     "window_seconds": {"type": "int", "default": 300, "min": 1},
     "host_label": {"type": "str", "default": "instance"},
+    "inventory": {"type": "str"},
 }
 LOGGER = logging.getLogger(__name__)
 
@@ -104,6 +113,7 @@ async def main(queue, args):
     if not secret:
         raise eda.OptionError("%s: no secret: set option secret, or the environment variable %s (option secret_env)"
                               % (SOURCE, options["secret_env"]))
+    groups = eda.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
     seen = {}
 
     async def receive(request):
@@ -123,11 +133,12 @@ async def main(queue, args):
             payload = json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             return web.json_response({"rejected": "not JSON: %s" % exc}, status=400)
-        events, problems = eda.alert_events(payload, options["host_label"])
+        events, problems = eda.alert_events(payload, options["host_label"], groups)
         for event in events:
             await queue.put(event)
         for problem in problems:
             LOGGER.error("%s: %s", SOURCE, problem)
+            await queue.put(eda.problem_event(SOURCE, None, problem))
         return web.json_response({"events": len(events), "problems": problems}, status=422 if problems and not events else 202)
 
     app = web.Application()

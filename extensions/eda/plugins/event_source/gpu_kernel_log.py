@@ -69,6 +69,13 @@ options:
     description: The journalctl of O(source=journal).
     type: str
     default: journalctl
+  inventory:
+    description:
+      - The inventory the rulebook runs the playbooks with (the file given to C(ansible-rulebook -i)). Given, every
+        host this source names (O(host), or each key of O(paths)) must be one host of it - not a group's name (an event's limit would take the whole
+        group), not a name both a host and a group have, not a name it lacks - or the source does not start, naming
+        the option and the host.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -112,6 +119,7 @@ def _import_collection():
 
 SOURCE = "gpu_kernel_log"
 SPEC = {
+    "inventory": {"type": "str"},
     "source": {"type": "str", "default": "file", "choices": ["kmsg", "journal", "file"]},
     "path": {"type": "str", "default": "/var/log/syslog"},
     "paths": {"type": "dict"},
@@ -273,6 +281,7 @@ async def main(queue, args):
     policy = eda.load_policy(SOURCE, options["xid_policy"], options["xid_policy_file"])
     throttle = eda.Throttle(options["throttle_seconds"])
     boot = _boot_time()
+    groups = eda.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
     if options["paths"]:
         if options["source"] != "file":
             raise eda.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
@@ -281,10 +290,10 @@ async def main(queue, args):
             files = [paths] if isinstance(paths, str) else paths
             if not isinstance(files, list) or not files or not all(isinstance(path, str) and path for path in files):
                 raise eda.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
-            host = eda.checked_host(SOURCE, "paths", host)
+            host = eda.checked_host(SOURCE, "paths", host, groups)
             tails.append((eda.KernelLines(host, policy, throttle, boot), [eda.FileTail(path) for path in files]))
         await _follow_files(queue, tails, options)
-    lines_of = eda.KernelLines(eda.checked_host(SOURCE, "host", options["host"] or eda.default_host()), policy, throttle, boot)
+    lines_of = eda.KernelLines(eda.checked_host(SOURCE, "host", options["host"] or eda.default_host(), groups), policy, throttle, boot)
     if options["source"] == "file":
         await _follow_files(queue, [(lines_of, [eda.FileTail(options["path"])])], options)
     elif options["source"] == "kmsg":

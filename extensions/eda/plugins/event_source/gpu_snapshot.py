@@ -67,6 +67,13 @@ options:
     description: The deadline of one local gpu_holders_info run, seconds; past it the node is unresponsive.
     type: float
     default: 60
+  inventory:
+    description:
+      - The inventory the rulebook runs the playbooks with (the file given to C(ansible-rulebook -i)). Given, every
+        host this source names (O(host), or each O(nodes) entry's C(host)) must be one host of it - not a group's name (an event's limit would take the whole
+        group), not a name both a host and a group have, not a name it lacks - or the source does not start, naming
+        the option and the host.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -97,6 +104,7 @@ LOGGER = logging.getLogger(__name__)
 
 SOURCE = "gpu_snapshot"
 SPEC = {
+    "inventory": {"type": "str"},
     "mode": {"type": "str", "default": "state_file", "choices": ["local", "state_file"]},
     "host": {"type": "str"},
     "state_path": {"type": "str", "default": "/var/lib/gpuops/watch_state.json"},
@@ -191,9 +199,10 @@ async def main(queue, args):
     options = eda.check_args(SOURCE, args, SPEC)
     throttle = eda.Throttle(options["throttle_seconds"])
     nodes = _nodes(options, eda)
+    groups = eda.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
     for node in nodes:
         node["host"] = eda.checked_host(SOURCE, "nodes" if options["nodes"] else "host",
-                                        node.get("host") or options["host"] or eda.default_host())
+                                        node.get("host") or options["host"] or eda.default_host(), groups)
         node["lasting"] = eda.Lasting(node["host"], options["duration_seconds"], throttle)
         node["retry"] = eda.Retry(options["poll_interval"])
     while True:

@@ -71,7 +71,8 @@ def test_no_node_no_cordon_of_ours():
 
 
 def test_breaker_slurm_to_confirm_names_the_drains_scontrol_shows_as_ours_and_refuses_bad_input():
-    ours = "NodeName=n1 Arch=x86_64 State=IDLE+DRAIN ThreadsPerCore=1 Reason=gpuops: reclaiming stuck GPU memory (run r1: reset rung) [root@2026-12-01T23:14:46]\n"
+    ours = ("NodeName=n1 Arch=x86_64 State=IDLE+DRAIN ThreadsPerCore=1 Reason=gpuops: reclaiming stuck GPU memory (run r1: reset rung)"
+            " [root@2026-12-01T23:14:46]\n")
     other = "NodeName=n2 Arch=x86_64 State=IDLE+DRAIN ThreadsPerCore=1 Reason=PSU swap [root@2026-12-01T23:14:46]\n"
     assert FILTERS["breaker_slurm_to_confirm"](ours + other) == ["n1"]
     assert FILTERS["breaker_slurm_to_confirm"](ours + other, "site: other marker") == []

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    breaker_limit, breaker_refusal, counted_rung, host_is_back, kubernetes_out, prepare_state_dir, read_records, record_name,
+    breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records, record_name,
     recorded_out, remove_record, slurm_drains_to_confirm, slurm_out,
 )
 
@@ -211,3 +211,18 @@ def test_a_host_is_back_when_its_own_snapshot_holds_nothing(tmp_path):
         json.dump({"host": "n1", "epoch": 1.0}, handle)
     assert remove_record(directory, "n1") and not remove_record(directory, "n1")
     assert read_records(directory) == []
+
+
+def test_a_host_recorded_and_drained_is_one_node_out_and_its_own_drain_not_counted_against_it():
+    """Inventory names are often FQDNs, Slurm's node names short (gpu_reclaim_drain_node_name): the record of
+    node07.example.org, kept under node07, and Slurm's drain of node07 are one node; asked again for node07.example.org,
+    neither counts against it."""
+    records = [{"host": "node07.example.org", "node": "node07", "epoch": 1000.0, "run": "r1", "rung": "reset"},
+               {"host": "old-record", "epoch": 1000.0, "run": "r0", "rung": "reset"}]  # written before records had a node
+    out = recorded_out(records, 1000.0, 60)
+    out.update({"node07": "drained in Slurm by gpuops run r1"})
+    assert sorted(out) == ["node07", "old-record"]
+    assert breaker_refusal("node07.example.org", out, 10, 20, 0, 60, "node07") == ""
+    refusal = breaker_refusal("node09.example.org", out, 10, 20, 0, 60, "node09")
+    assert refusal.startswith("circuit breaker: 2 of the 10 nodes of the fleet are already out: node07 (drained in Slurm")
+    assert default_node_name("node07.example.org") == "node07" and default_node_name("node07") == "node07"

@@ -108,7 +108,7 @@ def test_kmsg_problem_words_and_the_record_sequence():
 
 def test_retry_reports_a_problem_once_and_backs_off_up_to_the_most():
     retry = Retry(0.5, most=3)
-    assert [retry.failed("x") for _ in range(5)] == [(True, 0.5), (False, 1.0), (False, 2.0), (False, 3), (False, 3)]
+    assert [retry.failed("x") for _try in range(5)] == [(True, 0.5), (False, 1.0), (False, 2.0), (False, 3), (False, 3)]
     assert retry.failed("y") == (True, 3)  # other words: reported
     retry.succeeded()
     assert retry.failed("y") == (True, 0.5)  # failed again after a success: reported again, from the first delay
@@ -261,3 +261,128 @@ def test_each_sources_documentation_is_yaml_with_its_options(name):
     doc = yaml.safe_load(source.DOCUMENTATION)
     assert sorted(doc["options"]) == sorted(source.SPEC)
     assert yaml.safe_load(source.EXAMPLES)
+
+
+# ---------------------------------------------------------------- the webhook: one inventory host per alert
+
+INVENTORY = """all:
+  children:
+    gpu_nodes:
+      hosts:
+        node07:
+        node08:
+    racks:
+      hosts:
+        racks:
+"""
+
+
+def _post(port, body, headers):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request("http://127.0.0.1:%d/alerts" % port, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_webhook_with_the_inventory_reports_a_group_an_ambiguous_or_an_unknown_host(tmp_path):
+    """A host label naming a group would limit the run to the whole group: no event, a report naming why."""
+    import socket
+
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import sign
+
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(INVENTORY)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    alerts = [{"status": "firing", "labels": {"alertname": "GpuopsGhostMemory", "instance": name, "pci_bus_id": "00000000:18:00.0"}}
+              for name in ("node07:9100", "gpu_nodes", "racks", "ghost9:9100")]
+    body = json.dumps({"alerts": alerts}).encode()
+    answers = []
+
+    async def main(queue, args):
+        source = _source("gpu_alert_webhook")
+        server = asyncio.ensure_future(source.main(queue, args))
+        loop = asyncio.get_running_loop()
+        try:
+            for _try in range(200):
+                try:
+                    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.05)
+            now = int(__import__("time").time())
+            headers = {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign("s3cret", now, body)}
+            answers.append(await loop.run_in_executor(None, _post, port, body, headers))
+            await server
+        finally:
+            server.cancel()
+
+    args = {"port": port, "secret": "s3cret", "inventory": str(inventory)}
+    events, _ticks, task = asyncio.run(_run(main, args, 0, until=lambda got: len(got) >= 4))
+    assert task.cancelled()
+    assert answers[0][0] == 202
+    made = [event for event in events if event["gpuops"]["type"] == "alert"]
+    assert [(event["gpuops"]["host"], event["meta"]) for event in made] == [("node07", {"hosts": "node07"})]
+    assert [event["gpuops"]["message"] for event in _events_of(events, "source_problem")] == answers[0][1]["problems"] == [
+        "alert 1 (GpuopsGhostMemory): its host 'gpu_nodes' names a group of the inventory (2 hosts: node07, node08), not one host",
+        "alert 2 (GpuopsGhostMemory): its host 'racks' names both a host and a group of the inventory (1 hosts: racks): ambiguous, "
+        "and a limit to it takes the group",
+        "alert 3 (GpuopsGhostMemory): its host 'ghost9' is no host of the inventory"]
+
+
+def _events_of(events, kind):
+    return [event for event in events if event["gpuops"]["type"] == kind]
+
+
+def test_webhook_inventory_that_is_not_there_is_named(tmp_path):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import OptionError
+
+    source = _source("gpu_alert_webhook")
+    with pytest.raises(OptionError, match="gpu_alert_webhook: option inventory: .*/none.yml does not exist"):
+        asyncio.run(source.main(asyncio.Queue(), {"secret": "s", "inventory": str(tmp_path / "none.yml")}))
+
+
+@pytest.mark.parametrize("name, args, says", [
+    ("gpu_kernel_log", {"paths": {"node07": "/dev/null", "gpu_nodes": "/dev/null"}},
+     "gpu_kernel_log: option paths: 'gpu_nodes' names a group of the inventory (2 hosts: node07, node08), not one host"),
+    ("gpu_kernel_log", {"host": "racks", "path": "/dev/null"},
+     "gpu_kernel_log: option host: 'racks' names both a host and a group of the inventory (1 hosts: racks): ambiguous"),
+    ("gpu_snapshot", {"nodes": [{"host": "node07"}, {"host": "node99"}]},
+     "gpu_snapshot: option nodes: 'node99' is no host of the inventory"),
+])
+def test_sources_given_the_inventory_refuse_hosts_that_are_not_one_inventory_host(tmp_path, name, args, says):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import OptionError
+
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(INVENTORY)
+    with pytest.raises(OptionError) as caught:
+        asyncio.run(_source(name).main(asyncio.Queue(), dict(args, inventory=str(inventory))))
+    assert str(caught.value).startswith(says), str(caught.value)
+
+
+def test_kernel_log_given_the_inventory_follows_its_hosts(tmp_path):
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(INVENTORY)
+    log = tmp_path / "kern.log"
+    log.write_text("")
+    source = _source("gpu_kernel_log")
+    args = {"paths": {"node07": str(log)}, "inventory": str(inventory), "poll_interval": 0.02}
+
+    done = []
+
+    def append_once(events):
+        if not done:
+            with open(log, "a") as handle:
+                handle.write("2026-11-30T10:00:00+00:00 node07 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=1, name=x, t\n")
+            done.append(True)
+        return len(events) >= 1
+
+    events, _ticks, task = asyncio.run(_run(source.main, args, 0, until=append_once))
+    assert task.cancelled() and [event["meta"] for event in events] == [{"hosts": "node07"}]

@@ -411,6 +411,10 @@ def test_webhook_takes_signed_alerts_and_rejects_the_rest():
 
     events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1, ready=listening(port)))
     assert statuses == [401, 401, 401, 401, 202, 401, 422]
+    problems = [event for event in events if event["gpuops"]["type"] == "source_problem"]
+    events = [event for event in events if event["gpuops"]["type"] != "source_problem"]
+    assert [problem["gpuops"]["message"] for problem in problems] == ["alert 0 (GpuopsGhostMemory) names no host"]
+    assert "meta" not in problems[0]  # it limits nothing
     assert len(events) == 1
     assert events[0]["meta"] == {"hosts": "node07"}
     assert {key: events[0]["gpuops"][key] for key in ("type", "alert", "host", "gpu", "rung")} == {
@@ -618,6 +622,9 @@ def test_webhook_huge_non_json_and_replayed_bodies():
 
     events, _task = asyncio.run(_collect("gpu_alert_webhook", {"port": port, "secret": SECRET}, act, 1, ready=listening(port)))
     assert statuses == [413, 400, 400, 422, 202, 401]
+    assert [event["gpuops"]["message"] for event in events if event["gpuops"]["type"] == "source_problem"] == [
+        "the body is not an Alertmanager or gpu_watch webhook (no alerts list)"]
+    events = [event for event in events if event["gpuops"]["type"] != "source_problem"]
     assert [event["meta"] for event in events] == [{"hosts": "node07"}]
 
 

@@ -443,3 +443,29 @@ def test_win_gpu_sim_documents_every_option_its_action_checks():
     gpus = doc["gpus"]["suboptions"]
     assert gpus["problem_after_restart"]["default"] == 0 and doc["oem_code_page"]["default"] == 437
     assert doc["processes"]["suboptions"]["owner_known"]["default"] is True
+
+
+def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
+    text = captures.text(*(QUSER + ("header-rdp-current-marker-dot-idle.txt",)))
+    action = HostAction({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
+    found = _win_sessions.read(_win_node.TargetNode(action, {}))
+    assert found.status == "ok" and found.source == "quser" and "Access is denied" in found.message
+    assert [s["user"] for s in found.sessions] == ["administrator"]
+
+
+def test_the_walk_logs_off_the_session_that_holds_the_gpu_by_its_domain_too():
+    snapshot = {"sessions": [{"id": 1, "user": "ada", "domain": "CORP"}, {"id": 2, "user": "ada", "domain": "WS12"}, {"id": 3, "user": "bob"}],
+                "holders": [{"pid": 700, "class": "system", "session_id": 2, "gpus": [0]}, {"pid": 701, "class": "system", "session_id": 3, "gpus": [0]}]}
+    users = _win_ladder.logoff_users(snapshot)
+    assert users == ["WS12\\ada", "bob"]
+    sessions = snapshot["sessions"]
+    assert [s["id"] for s in _win_sessions.sessions_of(sessions, users[0])] == [2]  # never CORP\ada's session 1
+
+
+@pytest.mark.parametrize("name", ["snapshot", "processes"])
+def test_where_get_process_cannot_name_owners_each_is_asked_of_cim_and_one_not_given_stays_unknown(name):
+    text = _win_scripts.SCRIPTS[name]
+    assert Script(text).errors() == []
+    asked = text.index("Invoke-CimMethod -InputObject $_ -MethodName 'GetOwner'")
+    assert text.index("$ownersRead = $false") < asked  # only where -IncludeUserName failed (not elevated)
+    assert "if ($owner.ReturnValue -eq 0 -and $owner.User)" in text[asked:]  # 2 access denied, 3 insufficient privilege

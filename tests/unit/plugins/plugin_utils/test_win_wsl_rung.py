@@ -139,7 +139,20 @@ def test_a_hyper_v_vm_holding_the_gpu_is_no_wsl_vm_and_no_rung_acts_on_it(tmp_pa
     assert wsl_plan(snapshot)["terminate"] == [] and not wsl_plan(snapshot)["shutdown"]
     outcome = walk(node, max_rung="restart_adapter")
     assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert outcome["status"] != "fixed"
+    # a running VM's hold is a running workload, not a leak: nothing to do, the adapter never restarted under it
+    assert snapshot["gpus"][0]["state"] == "in_use" and outcome["status"] == "clean"
+    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_adapter_restart_is_refused_while_a_running_vm_holds_the_gpu(tmp_path, check_mode):
+    node = build(tmp_path, gpus=[{"ghost_mib": 2048}],
+                 processes=[{"name": "vmmem", "memory_mib": 4096, "user": "NT VIRTUAL MACHINE\\%s" % HYPERV_VM, "session_id": 0}])
+    outcome = walk(node, check_mode=check_mode, max_rung="restart_adapter")
+    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
+    refused = [r for r in outcome["rungs_tried"] if r["rung"] == "restart_adapter"]
+    assert refused and refused[0]["msg"].startswith("refused: the restart_adapter rung would take the GPU from running virtual machines")
+    assert HYPERV_VM.lower() in refused[0]["msg"] and refused[0]["msg"].endswith("end_running_jobs would allow it")
 
 
 def test_an_older_build_s_wsl_vm_named_vmmem_is_wsl_s_by_hcs(tmp_path):
@@ -256,6 +269,8 @@ def test_another_user_s_wsl_vm_is_never_ours_to_stop(tmp_path, check_mode):
     outcome = walk(node, check_mode=check_mode)
     assert stops(node.root) == [] and running(node.root) == ["Ubuntu"] and running(node.root, "bob") == ["Debian"]
     assert [line for line in plan_lines(outcome) if "is WS12\\bob's WSL VM: wsl.exe as ada cannot stop it" in line]
+    # ada's distributions are not even asked: the VM that holds the GPU is not hers
+    assert not [argv for argv in commands(node.root) if "--distribution" in argv]
 
 
 def test_run_as_its_user_the_wsl_rung_stops_that_user_s_holder(tmp_path):
@@ -334,10 +349,10 @@ def target(root, **how):
     return _win_node.TargetNode(HostAction(root, **how), {}, how.get("user", "ada"))
 
 
-def verbose_capture_scenario(captures):
-    """The distributions of the published `wsl -l -v` capture (its STATE column is English in every language), each
-    running one holding GPU memory except docker-desktop."""
-    rows = captures.text("windows", "wsl", "list-verbose-mixed-v1-v2.txt").splitlines()[1:]
+def verbose_capture_scenario(captures, name):
+    """The distributions of a published `wsl -l -v` capture (its STATE column is English in every language), each
+    one holding GPU memory except Docker's."""
+    rows = captures.text("windows", "wsl", name).splitlines()[1:]
     found = []
     for row in rows:
         cells = row.lstrip("* ").split()
@@ -346,17 +361,22 @@ def verbose_capture_scenario(captures):
     return found
 
 
+@pytest.mark.parametrize("capture, idle", [("list-verbose-mixed-v1-v2.txt", ["docker-desktop"]),
+                                           ("list-verbose-docker-desktop-misaligned-paste.txt", ["docker-desktop", "docker-desktop-data"])])
 @pytest.mark.parametrize("bom", [True, False])
-def test_the_real_host_path_terminates_the_capture_s_holder_and_reads_the_result_from_the_list(tmp_path, captures, bom):
-    scenario = verbose_capture_scenario(captures)
-    assert [d["name"] for d in scenario if d["running"]] == ["Ubuntu", "docker-desktop"]
+def test_the_real_host_path_terminates_the_capture_s_holder_and_reads_the_result_from_the_list(tmp_path, captures, bom, capture, idle):
+    scenario = verbose_capture_scenario(captures, capture)
+    assert [d["name"] for d in scenario if d["running"]] == ["Ubuntu"] + idle
     root = build(tmp_path, distributions=scenario).root
     predicted = _wsl_shutdown.stop(target(root, bom=bom), None, True, gpu_holders=True)
     done = _wsl_shutdown.stop(target(root, bom=bom), None, False, gpu_holders=True)
     for key in ("changed", "stopped", "commands", "running_after"):
         assert predicted[key] == done[key], key
-    assert done["stopped"] == ["Ubuntu"] and done["running_after"] == ["docker-desktop"] and not done.get("failed")
-    assert running(root) == ["docker-desktop"]
+    assert done["stopped"] == ["Ubuntu"] and done["running_after"] == idle and not done.get("failed")
+    assert done["commands"] == [[_win_wsl.STORE_WSL_PATH, "--terminate", "Ubuntu"]]
+    assert running(root) == idle
+    again = _wsl_shutdown.stop(target(root, bom=bom), None, False, gpu_holders=True)
+    assert not again["changed"] and again["commands"] == []
 
 
 @pytest.mark.parametrize("lie", ["failed", "did_nothing"])
@@ -387,6 +407,18 @@ def test_a_host_without_wsl_is_skipped_saying_why(tmp_path, wsl, how, check_mode
     assert stops(node.root) == []
 
 
+def test_the_walk_goes_on_past_a_wsl_rung_skipped_on_a_host_without_wsl(tmp_path):
+    # a VM the snapshot takes for WSL's holds the GPU, but wsl.exe says WSL is not installed: the rung is skipped with
+    # its reason, not failed, and the walk climbs to the adapter restart
+    node = build(tmp_path, wsl="not_installed", distributions=[{"name": "Ubuntu", "memory_mib": 2048}])
+    outcome = walk(node, max_rung="restart_adapter")
+    wsl_step = [r for r in outcome["rungs_tried"] if r["rung"] in ("wsl", "restart_adapter")]
+    assert wsl_step and not [r for r in wsl_step if r["rung"] == "wsl" and r["failed"]]
+    assert [r for r in outcome["rungs_tried"] if r["rung"] == "restart_adapter"]
+    assert "WSL is not installed on the host" in json.dumps(outcome["rungs_tried"])
+    assert stops(node.root) == []
+
+
 @pytest.mark.parametrize("sentence", [
     "Das Windows-Subsystem für Linux ist nicht aktiviert.\nFehlercode: Wsl/WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED\n",
     "适用于 Linux 的 Windows 子系统可选组件未启用。\n错误代码: Wsl/WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED\n",
@@ -398,6 +430,16 @@ def test_a_newer_wsl_without_its_component_is_known_by_the_error_code_in_any_lan
     assert _win_wsl.not_installed(-1, text) and _win_wsl.not_installed(0xFFFFFFFF, text)
     assert not _win_wsl.not_installed(0, text)
     assert not _win_wsl.not_installed(-1, text.replace("WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED", "WSL_E_DEFAULT_DISTRO_NOT_FOUND"))
+
+
+def test_a_terminate_the_facts_say_failed_ends_the_run_before_any_shutdown(tmp_path):
+    root = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}, {"name": "Alpine", "memory_mib": 512, "gpu_probe": False}]).root
+    predicted = _wsl_shutdown.stop(target(root), None, True, gpu_holders=True)
+    assert [argv[1] for argv in predicted["commands"]] == ["--terminate", "--shutdown"]
+    done = _wsl_shutdown.stop(target(root, lie="did_nothing"), None, False, gpu_holders=True)
+    assert done["failed"] and done["msg"].startswith("C:\\Program Files\\WSL\\wsl.exe --terminate Ubuntu did not stop Ubuntu")
+    assert [(line["action"], line["phase"]) for line in done["journal"]] == [("wsl_terminate", "intent"), ("wsl_terminate", "outcome")]
+    assert running(root) == ["Ubuntu", "Alpine"]
 
 
 def test_unreadable_facts_after_a_terminate_are_a_failure_with_its_outcome_journaled(tmp_path):
@@ -452,3 +494,33 @@ def test_no_running_distribution_in_every_language_with_a_wsl_vm_of_another_user
             done = _wsl_shutdown.stop(target(root, sentence=sentence + "\n", bom=bom), None, False)
             assert not done["changed"] and done["running_before"] == [] and not done.get("failed"), locale
     assert running(root, "bob") == ["Debian"]
+
+
+# ---- the modules' documentation says what their argument specs take ---------------------------------------------------
+
+def documented(module):
+    import importlib
+    import yaml
+    return yaml.safe_load(importlib.import_module("ansible_collections.gpuops.remediation.plugins.modules." + module).DOCUMENTATION)["options"]
+
+
+def same_options(spec, docs, where):
+    assert sorted(spec) == sorted(docs), where
+    for name, option in spec.items():
+        doc = docs[name]
+        for key in ("type", "default", "choices", "required", "elements"):
+            assert option.get(key) == doc.get(key), "%s.%s: %s %r in the spec, %r in the docs" % (where, name, key, option.get(key), doc.get(key))
+        if "options" in option:
+            same_options(option["options"], doc["suboptions"], "%s.%s" % (where, name))
+
+
+def test_wsl_shutdown_documents_its_argument_spec():
+    spec = dict((name, option) for name, option in _wsl_shutdown.ARGUMENT_SPEC.items() if name not in ("journal_path", "run_id"))
+    same_options(spec, documented("wsl_shutdown"), "wsl_shutdown")
+
+
+def test_win_gpu_sim_documents_its_wsl_options():
+    from ansible_collections.gpuops.remediation.plugins.action import win_gpu_sim
+    docs = documented("win_gpu_sim")
+    for name in ("wsl", "wsl_vm_name", "wsl_relay", "distributions"):
+        same_options({name: win_gpu_sim.ARGUMENT_SPEC[name]}, {name: docs[name]}, "win_gpu_sim")
