@@ -16,7 +16,6 @@ from ansible.module_utils.common.validation import check_type_list
 from ansible.module_utils.parsing.convert_bool import boolean
 
 
-
 def _snapshot(value, filter_name):
     if not isinstance(value, Mapping) or not all(key in value for key in ("gpus", "holders", "verdict")):
         raise AnsibleFilterError("%s: the input must be a result of gpuops.remediation.gpu_holders_info, got %r" % (filter_name, type(value).__name__))
