@@ -11,8 +11,9 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act
 def act(node, args, check_mode, sleep, journal):
     mine = _win_sessions.sessions_of(_win_act.sessions(node), args["user"])
     policy = _win_protect.Policy.from_args(args)
-    processes = _win_act.process_list(node).values() if mine and (policy.names or policy.users) else ()
-    entries = [_logoff_plan(session, policy, processes) for session in mine]
+    quser_rows = [session for session in mine if "domain" not in session]
+    processes = _win_act.process_list(node).values() if mine and (policy.names or policy.users or quser_rows) else ()
+    entries = [_logoff_plan(session, policy, processes, args["user"]) for session in mine]
     dropped = False
     for entry in entries:
         if entry["outcome"] == "logoff" and not check_mode:
@@ -33,12 +34,16 @@ def act(node, args, check_mode, sleep, journal):
     return result
 
 
-def _logoff_plan(session, policy, processes):
+def _logoff_plan(session, policy, processes, user):
     """A logoff ends every process of the session: refused when the session's user, or any process running in it, is
-    one the caller protects (protect_users, protect_names), as the kill refuses them."""
+    one the caller protects (protect_users, protect_names), as the kill refuses them, and when quser cannot show whose
+    session it is."""
     entry = dict(session, argv=None, rc=None, message=None, connection_dropped=False)
     if session["id"] == _win_act.SERVICES_SESSION:
         return dict(entry, outcome="refused", message="session 0 is the services' session: never logged off")
+    unproven = _win_sessions.unproven(session, user, processes)
+    if unproven:
+        return dict(entry, outcome="refused", message=unproven)
     why = _win_protect.caller_refusal({"name": None, "user": session.get("user")}, policy)
     if why is None:
         why = next((_win_protect.label(p) + ", " + _win_protect.caller_refusal(p, policy) for p in processes

@@ -31,21 +31,30 @@ def base_name(name):
 
 # The owner SID of every virtual machine's memory process: the VM's own account, NT VIRTUAL MACHINE\<vm id>.
 VM_ACCOUNT_SID_PREFIX = "S-1-5-83-"
+# The owner SID of Windows' own system processes (csrss, lsass, ...): LocalSystem.
+SYSTEM_SID = "S-1-5-18"
+
+
+def _owned_by_another(owner_sid, sid_prefix):
+    return isinstance(owner_sid, str) and bool(owner_sid.strip()) and not owner_sid.strip().upper().startswith(sid_prefix)
 
 
 def role(name, pid, owner_sid=None):
     """"vm" (a virtual machine's memory process), "protected", "dwm" or None (an ordinary process).
 
     A process named vmmem / vmmemWSL is a VM's memory process unless its owner SID (Win32_Process.GetOwnerSid, which the
-    scripts ask of those names) is known and is no VM's account: any user can name a program vmmem.exe, and it is then
-    an ordinary process holding the GPU, not a VM that no rung may touch. An owner not known keeps the name's answer."""
+    scripts ask of those names and of the system processes' names) is known and is no VM's account, and one with a
+    system process's name is protected unless its owner SID is known and is not SYSTEM's: any user can name a program
+    vmmem.exe or csrss.exe, and it is then an ordinary process holding the GPU (not a VM no rung may touch, nor a system
+    process that only a logoff or a reboot would end). An owner not known keeps the name's answer (fails closed)."""
     base = base_name(name)
     if base in VM_MEMORY_NAMES:
-        if isinstance(owner_sid, str) and owner_sid.strip() and not owner_sid.strip().upper().startswith(VM_ACCOUNT_SID_PREFIX):
-            return None
-        return "vm"
-    if base in PROTECTED_NAMES or pid in PROTECTED_PIDS:
+        return None if _owned_by_another(owner_sid, VM_ACCOUNT_SID_PREFIX) else "vm"
+    if pid in PROTECTED_PIDS:
         return "protected"
+    if base in PROTECTED_NAMES:
+        # Windows' own: SYSTEM owns them. A known other owner is a user's program with that name, an ordinary process.
+        return None if _owned_by_another(owner_sid, SYSTEM_SID) else "protected"
     if base == DWM_NAME:
         return "dwm"
     return None

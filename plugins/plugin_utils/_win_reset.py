@@ -64,10 +64,13 @@ def run(node, args, check_mode, sleep=time.sleep):
     """
     args = checked_args(args)
     journal = _win_journal.WindowsJournal(node, args["journal_path"], args["run_id"])
-    interrupted = journal.interrupted(check_mode)
+    # Read only here: a gpu that names no GPU of the node is found bad inside the method, and bad input writes nothing.
+    interrupted = journal.interrupted(True)
     act = {"kill": _win_kill.act, "restart_adapter": _win_adapter.act, "logoff": _win_logoff.act,
            "restart_explorer": _win_shell.act}
     result = act[args["method"]](node, args, check_mode, sleep, journal)
+    if not check_mode and interrupted:
+        journal.interrupted(False)  # their outcome written now (interrupted), so that each is reported once
     result.update(journal=journal.entries(), interrupted_actions=interrupted)
     result.setdefault("connection_dropped", False)
     result.update(method=args["method"], failed=bool(result.get("msg")))

@@ -32,7 +32,10 @@ catch {
     $owners = @{}
     $ownersRead = $false
 }
-# A VM memory process's owner SID is its VM's id (S-1-5-83-1-...); a WSL process's --vm-id names the WSL VM it serves.
+# A VM memory process's owner SID is its VM's id (S-1-5-83-1-...); a process with a system process's name is one only
+# when SYSTEM (S-1-5-18) owns it (any user can name a program csrss.exe). A WSL process's --vm-id names the WSL VM it serves.
+$systemNames = @('csrss', 'wininit', 'winlogon', 'services', 'lsass', 'smss', 'system', 'idle', 'system idle process', 'registry',
+    'memory compression', 'secure system', 'lsaiso')
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
     if (-not $ownersRead) {
         try {
@@ -46,7 +49,7 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         }
     }
     $ownerSid = $null
-    if ($_.Name -like 'vmmem*') {
+    if (($_.Name -like 'vmmem*') -or ($systemNames -contains ($_.Name -replace '\.exe$', ''))) {
         try {
             $ownerSid = (Invoke-CimMethod -InputObject $_ -MethodName 'GetOwnerSid').Sid
         }

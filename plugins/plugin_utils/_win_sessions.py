@@ -81,6 +81,29 @@ def sessions_of(sessions, user):
             and (not domain or domain == "." or not session.get("domain") or session["domain"].lower() == domain)]
 
 
+def unproven(session, user, processes):
+    """Why quser's row does not show that `session` is `user`'s, or None when it does (or the session API gave it).
+
+    quser cuts names at 20 characters and prints no domain: svc-render-node-0001 and svc-render-node-0002 are the same
+    row, and so are CORP\\bob and WS12\\bob. Where the row's name is cut or `user` names a domain, the session is
+    the user's only when a process running in it (`processes`: Win32_Process with its owner) is owned by that user."""
+    if "domain" in session:
+        return None
+    domain, dummy, name = user.rpartition("\\")
+    domain = domain.strip().lower()
+    domain = "" if domain == "." else domain
+    if session["user"].lower() == name.lower() and not domain:
+        return None
+    for process in processes:
+        owner_domain, dummy, owner = (process.get("user") or "").rpartition("\\")
+        if process.get("session_id") == session["id"] and owner.lower() == name.lower() \
+                and (not domain or owner_domain.lower() == domain):
+            return None
+    return ("quser lists it as %s (names cut at 20 characters, no domain): it cannot tell %s from another user, and no "
+            "process in the session is known to be %s's (the session API, which needs Add-Type, gives whole names)"
+            % (session["user"], user, user))
+
+
 def _columns(header):
     """Where the header's columns start: a column starts after a gap of two blanks or more (single blanks sit inside
     "IDLE TIME"); None when the header has fewer than two columns."""

@@ -19,7 +19,7 @@ def act(node, args, check_mode, sleep, journal):
     snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
     processes = _win_act.process_list(node)
     policy = _win_protect.Policy.from_args(args, allow_shell=True)
-    entries = [_shell_plan(session, processes, snapshot, args["force"], policy) for session in sessions]
+    entries = [_shell_plan(session, processes, snapshot, args["force"], policy, args["user"]) for session in sessions]
     for entry in entries:
         if entry["outcome"] == "restart" and not check_mode:
             _restart_shell(node, journal, entry, args["shell_timeout"], sleep)
@@ -32,13 +32,16 @@ def act(node, args, check_mode, sleep, journal):
     return result
 
 
-def _shell_plan(session, processes, snapshot, force, policy):
+def _shell_plan(session, processes, snapshot, force, policy, user):
     shells = [p for p in processes.values() if p.get("session_id") == session["id"] and _win_processes.base_name(p.get("name")) == SHELL_NAME]
     held = sum(h.get("used_mib") or 0 for h in snapshot["holders"] if h["pid"] in [p["pid"] for p in shells])
     entry = {"id": session["id"], "user": session["user"], "explorer_before": [_win_act.identity(p) for p in shells], "explorer_after": None,
              "gpu_memory_mib": held, "ended": False, "message": None}
     if not shells:
         return dict(entry, outcome="no_shell", message="no explorer.exe runs in it")
+    unproven = _win_sessions.unproven(session, user, processes.values())
+    if unproven:
+        return dict(entry, outcome="refused", message=unproven)
     refused = [why for why in (_win_protect.refusal(shell, policy) for shell in shells) if why]
     if refused:
         return dict(entry, outcome="refused", message="; ".join(refused))

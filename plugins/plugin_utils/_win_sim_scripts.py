@@ -15,7 +15,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl, _win_wsl_vm
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_tools import taskkill_in_script
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
-    CRITICAL_NAMES, MIB, VM_AUTHORITY, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file,
+    MIB, SYSTEM_ACCOUNT, VM_AUTHORITY, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file, is_critical,
     process_memory,
 )
 
@@ -33,7 +33,7 @@ def _terminate_script(state, parameters, caller):
             results.append({"ProcessId": int(pid), "Outcome": "not_opened", "Code": 87})
         elif process["creation_time_ms"] != int(created):
             results.append({"ProcessId": int(pid), "Outcome": "pid_reused", "Code": process["creation_time_ms"]})
-        elif process.get("critical") or _win_processes.base_name(process["name"]) in CRITICAL_NAMES:
+        elif is_critical(process):
             # IsProcessCritical on the handle: TerminateProcess itself would end it (and stop the host)
             results.append({"ProcessId": int(pid), "Outcome": "critical", "Code": 0})
         elif _kill_refusal(state, process, caller):
@@ -121,12 +121,15 @@ def _processes_json(state):
 
 def _owner_sid(process):
     """Win32_Process.GetOwnerSid of a VM memory process (the script asks it of those only): its VM's account SID."""
-    if _win_processes.role(process["name"], process["pid"]) != "vm":
+    base = _win_processes.base_name(process["name"])
+    if base not in _win_processes.VM_MEMORY_NAMES and base not in _win_processes.PROTECTED_NAMES:
         return None
     vm_id = _win_wsl_vm.vm_id_from_account(process.get("user"))
     if vm_id:
         return _win_wsl_vm.sid_of_vm_id(vm_id)
     user = process.get("user") or ""
+    if user.upper() == SYSTEM_ACCOUNT.upper() and not process.get("owner_hidden"):
+        return _win_processes.SYSTEM_SID
     if user and not process.get("owner_hidden") and not user.upper().startswith(VM_AUTHORITY):
         # a user's own program named vmmem: GetOwnerSid gives that user's SID
         return "S-1-5-21-1004336348-1177238915-682003330-%d" % (1000 + sum(user.lower().encode("utf-8")) % 9000)

@@ -62,6 +62,7 @@ DEFAULT_GPU = {"name": "NVIDIA GeForce RTX 2080 SUPER", "memory_mib": 8192, "res
 
 
 DWM_MIB = 128
+SYSTEM_ACCOUNT = "NT AUTHORITY\\SYSTEM"
 # The authority of a virtual machine's own account (NT VIRTUAL MACHINE\<vm id>).
 VM_AUTHORITY = "NT VIRTUAL MACHINE\\"
 
@@ -379,12 +380,22 @@ def _restart_shell(state, ended):
         _spawn(state, ended["name"], ended["user"], ended["session_id"], ended["image_path"])
 
 
+def is_critical(process):
+    """What IsProcessCritical says of it: the scenario's critical flag, or one of Windows' own critical processes (SYSTEM's:
+    a user's program with the same name is not)."""
+    return bool(process.get("critical")) or (_win_processes.base_name(process["name"]) in CRITICAL_NAMES and _system_owned(process))
+
+
+def _system_owned(process):
+    return (process.get("user") or "").upper() == SYSTEM_ACCOUNT.upper()
+
+
 def _kill_refusal(state, process, caller):
     base = _win_processes.base_name(process["name"])
-    if base in CRITICAL_NAMES or process.get("critical"):
+    if is_critical(process):
         return "This is critical system process. Taskkill cannot end this process."
-    if (process["pid"] in _win_processes.PROTECTED_PIDS or base in _win_processes.PROTECTED_NAMES or process.get("wsl_vm_of")
-            or process.get("hyperv_vm")):
+    if (process["pid"] in _win_processes.PROTECTED_PIDS or (base in _win_processes.PROTECTED_NAMES and _system_owned(process))
+            or process.get("wsl_vm_of") or process.get("hyperv_vm")):
         return "Access is denied."
     owner = (process["user"] or "").split("\\")[-1]
     if owner.lower() != caller.lower() and caller.lower() not in [a.lower() for a in state["administrators"]]:

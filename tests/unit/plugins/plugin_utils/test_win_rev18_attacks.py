@@ -247,3 +247,105 @@ def test_a_hyper_v_vms_memory_process_is_still_never_ended(tmp_path):
     assert holder["class"] == "vm" and holder["owner_sid"].startswith("S-1-5-83-1-")
     done = _win_reset.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
     assert done["processes"][0]["outcome"] == "refused" and "virtual machine" in done["processes"][0]["reason"]
+
+
+# ---- a system process is one SYSTEM owns, not any process with its name -----------------------------------------------
+
+@pytest.mark.parametrize("name", ["csrss.exe", "LSASS.EXE", "winlogon.exe", "Registry", "Memory Compression"])
+@pytest.mark.parametrize("sid, protected", [("S-1-5-18", True), (None, True), (USER_SID, False)])
+def test_the_protected_role_is_systems_own_where_windows_gave_the_owner_sid(name, sid, protected):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes
+    row = dict(ps51(6120, 640, name, 5000, None, 1), OwnerSid=sid)
+    [process] = _win_processes.parse_cim_processes(json.dumps([row]))
+    assert (process["role"] == "protected") is protected
+    assert (refusal(process, Policy()) or "").endswith("is a protected Windows system process") is protected
+    # pids 0 and 4 are the kernel's whatever their owner
+    assert _win_processes.role(name, 4, USER_SID) == "protected"
+
+
+def test_the_processes_script_asks_the_owner_sid_of_every_system_processs_name():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_processes
+    text = _win_scripts.PROCESSES
+    listed = text[text.index("$systemNames = @(") + len("$systemNames = @("):]
+    listed = listed[:listed.index(")")]
+    assert set(name.strip().strip("'") for name in listed.replace("\n", " ").split(",")) == set(_win_processes.PROTECTED_NAMES)
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_users_program_named_csrss_is_ended_by_the_kill_rung_not_a_logoff(tmp_path, check_mode):
+    from .test_win_review18 import walk
+    node = sim(tmp_path, gpus=[{"ghost_mib": 0}], processes=[{"name": "csrss.exe", "memory_mib": 4096,
+                                                              "image_path": "C:\\Users\\ada\\csrss.exe"}])
+    system = [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"] if p["name"] == "csrss.exe" and "SYSTEM" in p["user"]]
+    [holder] = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "csrss.exe"]
+    # was: class "system" and the verdict "logoff" (the user's whole session), "reboot" in session 0
+    assert holder["class"] == "compute" and _win_snapshot.take(node)["verdict"]["rung"] == "kill"
+    ladder, calls = walk(node, check_mode=check_mode, max_rung="logoff")
+    state = ladder.start()
+    assert [c for c in calls if c[0] == "win_gpu_reset"] == [("win_gpu_reset", "kill")], state["outcome"]["msg"]
+    alive = [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    assert (holder["pid"] in alive) is check_mode and all(pid in alive for pid in system) and len(system) == 2
+
+
+# ---- quser (Add-Type refused) cuts names at 20 characters and prints no domain: whose session it is comes from its
+# processes' owners ------------------------------------------------------------------------------------------------------
+
+LONG_1, LONG_2 = "svc-gpu-render-node-01", "svc-gpu-render-node-02"  # one 20-character quser row for both
+
+
+def quser_node(tmp_path, sessions):
+    return sim(tmp_path, constrained_language=True, oem_code_page=850, administrators=["ada"], sessions=sessions)
+
+
+def session_ids(node):
+    return sorted(s["id"] for s in _win_sim.snapshot_of_state(node.root)["sessions"])
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_logoff_of_a_long_name_under_quser_logs_off_that_users_session_only(tmp_path, check_mode):
+    node = quser_node(tmp_path, [{"user": LONG_1, "id": 1}, {"user": LONG_2, "id": 2, "session_name": "rdp-tcp#0"}])
+    done = _win_reset.run(node, {"method": "logoff", "user": LONG_2}, check_mode=check_mode)
+    # was: both sessions (quser shows svc-gpu-render-node for each) logged off
+    assert [(s["id"], s["outcome"]) for s in done["sessions"]] == [(1, "refused"), (2, "logoff" if check_mode else "logged_off")]
+    assert "cut at 20 characters" in done["sessions"][0]["message"]
+    assert session_ids(node) == ([1, 2] if check_mode else [1])
+
+
+@pytest.mark.parametrize("method", ["logoff", "restart_explorer"])
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_domain_prefix_quser_cannot_show_is_proven_by_the_sessions_processes(tmp_path, method, check_mode):
+    node = quser_node(tmp_path, [{"user": "bob", "id": 2, "explorer_memory_mib": 300}])
+    before = _win_sim.snapshot_of_state(node.root)
+    done = _win_reset.run(node, {"method": method, "user": "CORP\\bob", "force": True}, check_mode=check_mode)
+    # was: WS12\bob's session logged off (or his shell ended) for CORP\bob
+    assert [s["outcome"] for s in done["sessions"]] == ["refused"] and not done["changed"]
+    after = _win_sim.snapshot_of_state(node.root)
+    assert after["sessions"] == before["sessions"] and after["processes"] == before["processes"]
+    ok = _win_reset.run(node, {"method": method, "user": "WS12\\bob", "force": True}, check_mode=True)
+    assert [s["outcome"] for s in ok["sessions"]] == ["logoff" if method == "logoff" else "restart"]
+
+
+# ---- bad input found inside a method (a gpu naming no GPU) writes nothing on the host, not even an earlier run's
+# interrupted outcome --------------------------------------------------------------------------------------------------
+
+def journal_lines(node):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal
+    path = _win_sim.host_file(node.root, _win_journal.DEFAULT_PATH)
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@pytest.mark.parametrize("gpu", ["GPU-0", 7, "0000:99:00.0"])
+def test_a_gpu_naming_no_gpu_writes_nothing_on_the_host(tmp_path, gpu):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_journal
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}])
+    _win_journal.WindowsJournal(node, None, "an-earlier-run").intent("restart_adapter", gpu=0)  # it never finished
+    before = journal_lines(node)
+    with pytest.raises(_win_reset.WinResetInputError, match="^gpu: "):
+        _win_reset.run(node, {"method": "restart_adapter", "gpu": gpu}, check_mode=False)
+    assert journal_lines(node) == before  # was: the earlier intent's "interrupted" outcome written before the refusal
+    done = _win_reset.run(node, {"method": "restart_adapter", "gpu": 0}, check_mode=False)
+    assert [a["action"] for a in done["interrupted_actions"]] == ["restart_adapter"]
+    closed = [r for r in journal_lines(node) if r.get("interrupted")]
+    assert len(closed) == 1 and closed[0]["of_run"] == "an-earlier-run"
+    assert _win_reset.run(node, {"method": "restart_adapter", "gpu": 0}, check_mode=False)["interrupted_actions"] == []
