@@ -177,6 +177,7 @@ class Runner:
         tree_dir = log_path[:-4] + ".tree" if tree else None
         argv = self.argv(kind, self.fleet.inventory(count), forks)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        load_before = os.getloadavg()[0]
         started = time.perf_counter()
         with open(log_path, "w") as log:
             self.current = subprocess.Popen(argv, cwd=ROOT, env=self.env(timing_path, tree_dir), stdout=log,
@@ -190,7 +191,9 @@ class Runner:
             text = log.read()
         record = {"playbook": kind, "hosts": count, "forks": forks, "rc": rc, "wall_s": round(wall, 3),
                   "s_per_host": round(wall / count, 4), "cpu_s_per_host": round(cpu / count, 4),
-                  "hosts_ok": _hosts_that_ended_well(kind, text), "log": log_path, "tasks": _read_timing(timing_path)}
+                  "hosts_ok": _hosts_that_ended_well(kind, text), "log": log_path, "tasks": _read_timing(timing_path),
+                  # The machine's 1-minute load average as the run began and ended: other work's share of the figures.
+                  "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         if tree_dir and os.path.isdir(tree_dir):
             record["module_timings"] = snapshot_costs(tree_dir)
         record.update(per_host_counts(record["tasks"]))
@@ -279,8 +282,11 @@ def _ratio_target(records, fitted, slow, fast, forks, target, met):
     hosts = _largest_common(records, (slow, fast), forks)
     if hosts is None:
         return None
-    ratio = _find(records, slow, hosts, forks)["s_per_host"] / _find(records, fast, hosts, forks)["s_per_host"]
-    item = {"hosts": hosts, "ratio": round(ratio, 2), "target": target, "met": met(ratio)}
+    slow_run, fast_run = _find(records, slow, hosts, forks), _find(records, fast, hosts, forks)
+    ratio = slow_run["s_per_host"] / fast_run["s_per_host"]
+    item = {"hosts": hosts, "ratio": round(ratio, 2), "target": target, "met": met(ratio),
+            # CPU seconds per host (every descendant): moves less than wall time with other work's load.
+            "cpu_ratio": round(slow_run["cpu_s_per_host"] / fast_run["cpu_s_per_host"], 2)}
     if slow in fitted and fast in fitted and fitted[fast]["slope_s_per_host"] > 0:
         item["slope_ratio"] = round(fitted[slow]["slope_s_per_host"] / fitted[fast]["slope_s_per_host"], 2)
     return item
@@ -348,11 +354,12 @@ def busy_cpu_share(seconds=2.0):
 # Output
 
 def print_table(records):
-    print("\n%-13s %6s %6s %9s %9s %12s %9s" % ("playbook", "hosts", "forks", "wall s", "s/host", "CPU s/host", "hosts ok"))
+    print("\n%-13s %6s %6s %9s %9s %12s %9s %12s" % ("playbook", "hosts", "forks", "wall s", "s/host", "CPU s/host", "hosts ok", "load"))
     for r in records:
         failed = "" if r["hosts_ok"] == r["hosts"] else "  FAILED: " + r["log"]
-        row = (r["playbook"], r["hosts"], r["forks"], r["wall_s"], r["s_per_host"], r["cpu_s_per_host"], r["hosts_ok"], r["hosts"], failed)
-        print("%-13s %6d %6d %9.2f %9.4f %12.4f %5d/%-3d%s" % row)
+        load = "%.1f-%.1f" % tuple(r.get("load") or (0, 0))
+        row = (r["playbook"], r["hosts"], r["forks"], r["wall_s"], r["s_per_host"], r["cpu_s_per_host"], r["hosts_ok"], r["hosts"], load, failed)
+        print("%-13s %6d %6d %9.2f %9.4f %12.4f %5d/%-3d %12s%s" % row)
 
 
 def print_fits(fitted, forks):
@@ -410,6 +417,7 @@ def print_targets(found):
     for name, item in found.items():
         value = item["ratio"]
         extra = " (%d hosts; ratio of the fitted slopes %s)" % (item["hosts"], item["slope_ratio"]) if "slope_ratio" in item else ""
+        extra += " (CPU s/host: %sx)" % item["cpu_ratio"] if "cpu_ratio" in item else ""
         print("  %-16s %6s  target %-12s %s%s" % (name, value, item["target"], "met" if item["met"] else "MISSED", extra))
 
 

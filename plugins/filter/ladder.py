@@ -1,6 +1,11 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that let playbooks ask the ladder's questions of plugins/plugin_utils/_ladder.py instead of answering them."""
+"""Filters that let playbooks ask the ladder's questions of plugins/plugin_utils/_ladder.py instead of answering them.
+
+Each filter imports what it asks in its own body: Ansible finds a collection's filter by importing the files of
+plugins/filter/ one after the other until one has it, in every forked worker of every task that names one, so a
+top-level import here would be paid by each host's task for any filter of the collection (bench/README.md, fleet).
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,6 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.validation import check_type_list
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import DEFAULT_DRAIN_REASON, slurm_drains_to_confirm
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours, destructive_entry, fleet_guard
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._host_platform import host_platform as _host_platform
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import snapshot_lines
-
 
 def _snapshot(value, filter_name):
     if not isinstance(value, Mapping) or not all(key in value for key in ("gpus", "holders", "verdict")):
@@ -25,6 +23,8 @@ def _snapshot(value, filter_name):
 
 
 def _platform(platform, filter_name):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
+
     if platform not in LADDERS:
         raise AnsibleFilterError("%s: platform must be one of %s, got %r" % (filter_name, ", ".join(LADDERS), platform))
     return platform
@@ -38,6 +38,9 @@ def _end_running_jobs(value, filter_name):
 
 
 def ladder_entry_rung(snapshot, platform="linux", end_running_jobs=False):
+    from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
+
     return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")],
                       _end_running_jobs(end_running_jobs, "ladder_entry_rung"))
 
@@ -46,6 +49,9 @@ def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", w
                            end_running_jobs=False):
     """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string); a Windows host
     reads windows_destructive_rungs, as the walk does. end_running_jobs: gpu_reclaim_end_running_jobs."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import destructive_entry
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
+
     platform = _platform(platform, "needs_destructive_rung")
     if platform == "windows":
         destructive_rungs = windows_destructive_rungs
@@ -67,6 +73,8 @@ def _rungs_variable(platform):
 
 
 def host_platform(given, connection="", shell_type="", os_family=""):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._host_platform import host_platform as _host_platform
+
     try:
         return _host_platform(given or "", connection or "", shell_type or "", os_family or "")
     except ValueError as exc:
@@ -74,6 +82,8 @@ def host_platform(given, connection="", shell_type="", os_family=""):
 
 
 def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import fleet_guard
+
     try:
         count, percent = int(host_count), int(max_percent)
     except (TypeError, ValueError):
@@ -85,6 +95,8 @@ def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
 
 
 def snapshot_summary(snapshot):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import snapshot_lines
+
     return snapshot_lines(_snapshot(snapshot, "snapshot_summary"))
 
 
@@ -105,6 +117,8 @@ def flagged_hosts(hosts, hostvars, flag):
 
 
 def kubernetes_cordon_is_ours(node_info, annotation, reason):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours
+
     resources = node_info.get("resources") if isinstance(node_info, Mapping) else None
     if not isinstance(resources, list):
         raise AnsibleFilterError("kubernetes_cordon_is_ours: the input must be a result of kubernetes.core.k8s_info, got %r"
@@ -113,6 +127,8 @@ def kubernetes_cordon_is_ours(node_info, annotation, reason):
 
 
 def breaker_slurm_to_confirm(show_node_text, marker=None):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import DEFAULT_DRAIN_REASON, slurm_drains_to_confirm
+
     marker = DEFAULT_DRAIN_REASON if marker is None else marker
     if not isinstance(show_node_text, str) or not isinstance(marker, str) or not marker:
         raise AnsibleFilterError("breaker_slurm_to_confirm: the input must be the stdout of scontrol --oneliner show node and the "
