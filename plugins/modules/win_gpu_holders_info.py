@@ -141,8 +141,9 @@ holders:
       description:
         - C(compute) (a compute context by nvidia-smi, type C or C+G - the kill rung's), C(wsl_vm) (the WSL VM),
           C(vm) (another virtual machine's memory process - a Hyper-V VM's, or a C(vmmem) not known to be WSL's; a
-          running workload - no rung acts on it, and a GPU only it holds is C(in_use)), C(graphics_session) (dwm, or an application that only draws on the GPU - type G, or seen
-          by the counters alone) or C(system) (a protected system process).
+          running workload - no rung acts on it, and a GPU only it holds is C(in_use)), C(graphics_session) (dwm, or an
+          application that only draws on the GPU - type G, or seen by the counters alone) or C(system) (a protected
+          system process).
       type: str
     nvidia_smi_types:
       description: The process types nvidia-smi listed it with (C(C), C(G), C(C+G)); empty when it did not list it.

@@ -241,8 +241,8 @@ def test_a_users_program_named_vmmem_holding_the_gpu_is_no_vm_and_the_walk_ends_
 
 
 def test_a_hyper_v_vms_memory_process_is_still_never_ended(tmp_path):
-    node = sim(tmp_path, gpus=[{"ghost_mib": 0}], processes=[{"name": "vmmem", "memory_mib": 4096, "session_id": 0,
-                                                                "user": "NT VIRTUAL MACHINE\\1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"}])
+    vm = {"name": "vmmem", "memory_mib": 4096, "session_id": 0, "user": "NT VIRTUAL MACHINE\\1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"}
+    node = sim(tmp_path, gpus=[{"ghost_mib": 0}], processes=[vm])
     [holder] = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "vmmem"]
     assert holder["class"] == "vm" and holder["owner_sid"].startswith("S-1-5-83-1-")
     done = _win_reset.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
