@@ -88,6 +88,10 @@ def _snapshot_script(state, parameters, _caller):
               "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None,
               "d3dkmt_error": "Cannot add type. Definition of new types is not supported in this language mode." if constrained else None}
     answer.update(_hcs(state))
+    if not state.get("adapter_memory_counters", True):
+        # What the script's catch records on a host without the class (the CIM error's text; the plugins read only
+        # that no source answered).
+        answer["adapter_memory"] = {"source": None, "json": "", "error": "Invalid class \"Win32_PerfFormattedData_GPUPerformanceCounters_GPUAdapterMemory\""}
     if not state.get("pnp_properties", True):
         # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
         answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "

@@ -127,6 +127,7 @@ def build_state(scenario, now_ms=None):
              "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
              "virtual_display": dict(VIRTUAL_DISPLAY) if scenario.get("virtual_display") else None,
              "pnp_properties": bool(scenario.get("pnp_properties", True)),
+             "adapter_memory_counters": bool(scenario.get("adapter_memory_counters", True)),
              "wsl": _choice(scenario, "wsl", WSL_STATES), "wsl_vm_name": _choice(scenario, "wsl_vm_name", VM_NAMES),
              "wsl_relay": bool(scenario.get("wsl_relay", True))}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
