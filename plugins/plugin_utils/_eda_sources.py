@@ -14,6 +14,7 @@ import math
 import os
 import re
 import socket
+import stat
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import inventory_host_problem
@@ -490,6 +491,27 @@ def state_conditions(state, ghost_threshold_mib):
     return found
 
 
+def state_file_problem(path, uid):
+    """Why the watch's state file at `path` is not to be believed by a source running as `uid`, or None (a missing one
+    is None: nothing known). Whoever can write it - or replace it in its directory - can make up ghost memory, and with
+    it a GPU reset (the jobs on the GPU killed): it must be root's or this user's, and neither it nor its directory
+    writable by anyone (a directory with the sticky bit excepted)."""
+    try:
+        info = os.stat(path)
+        where = os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None  # missing or unreadable: load_state makes it an empty state
+    if info.st_uid not in (0, uid):
+        return ("option state_path: %r belongs to uid %d, neither root nor this user (uid %d): that user could make up "
+                "the conditions it holds; it is not read" % (path, info.st_uid, uid))
+    if info.st_mode & stat.S_IWOTH:
+        return "option state_path: %r is writable by anyone (mode %04o); it is not read" % (path, stat.S_IMODE(info.st_mode))
+    if where.st_mode & stat.S_IWOTH and not where.st_mode & stat.S_ISVTX:
+        return ("option state_path: the directory of %r is writable by anyone (mode %04o, no sticky bit): anyone could "
+                "replace the file; it is not read" % (path, stat.S_IMODE(where.st_mode)))
+    return None
+
+
 class Lasting:
     """Conditions of one host that lasted at least `duration` seconds (seen in every poll since they started);
     each made an event once per throttle window."""
@@ -561,7 +583,9 @@ def _instance_host(instance):
         return None
     if instance.startswith("["):
         return instance[1:].split("]", 1)[0]
-    return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
+    name, _colon, port = instance.rpartition(":")
+    # Only a port is dropped: "node1:node2" is no host and port, and stays whole (then refused as no host name).
+    return name if instance.count(":") == 1 and port.isascii() and port.isdigit() else instance
 
 
 # One inventory host name: ansible-rulebook passes meta.hosts to the playbook as its --limit, where a pattern ("all", a

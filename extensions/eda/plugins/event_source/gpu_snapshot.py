@@ -31,7 +31,11 @@ options:
     description: The inventory name of the node (C(meta.hosts)). Defaults to the machine's host name.
     type: str
   state_path:
-    description: The watch's state file (O(mode=state_file)).
+    description:
+      - The watch's state file (O(mode=state_file)).
+      - It must be root's or the user's the source runs as, and neither it nor its directory writable by anyone (a
+        sticky directory excepted); else it is not read - whoever can write it could make up ghost memory and start a GPU
+        reset - and a C(source_problem) event names the option and the file, once.
     type: str
     default: /var/lib/gpuops/watch_state.json
   journal_path:
@@ -221,7 +225,16 @@ async def main(queue, args):
                 elif not error:
                     node["retry"].succeeded()
             else:
-                state = _state_view(node)
+                problem = eda.state_file_problem(node["state_path"], os.geteuid())
+                if problem:  # anyone else could write it: nothing it says is a condition
+                    report, _delay = node["retry"].failed(problem)
+                    if report:
+                        LOGGER.error("%s: %s: %s", SOURCE, node["host"], problem)
+                        await queue.put(eda.problem_event(SOURCE, node["host"], problem))
+                    state = None
+                else:
+                    node["retry"].succeeded()
+                    state = _state_view(node)
                 conditions = eda.state_conditions(state, options["ghost_threshold_mib"]) if state else []
             for event in node["lasting"].feed(conditions, time.time()):
                 await queue.put(event)
