@@ -15,8 +15,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_processes, _win_wsl, _win_wsl_vm
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_tools import taskkill_in_script
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
-    MIB, SYSTEM_ACCOUNT, VM_AUTHORITY, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file, is_critical, shell_facts,
-    process_memory,
+    MIB, SYSTEM_ACCOUNT, VM_AUTHORITY, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file, is_critical,
+    process_memory, shell_facts,
 )
 
 
