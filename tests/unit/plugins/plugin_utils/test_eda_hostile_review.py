@@ -363,3 +363,31 @@ def test_webhook_answers_a_signed_odd_body_with_its_events_not_500():
     answer, events = asyncio.run(run())
     assert answer.startswith(b"HTTP/1.1 202"), answer
     assert [event["gpuops"]["type"] for event in events] == ["alert", "alert", "alert", "source_problem"]
+
+
+def test_snapshot_state_file_that_cannot_be_read_is_said_once_not_hidden(tmp_path):
+    """A corrupt state file (or one the source's user cannot read) made no event and said nothing: a source that never
+    sees anything looked like a healthy fleet. It is a source_problem naming state_path, once; fixed, it is read."""
+    path = tmp_path / "watch_state.json"
+    path.write_text('{"version": 1, "gpus": ')
+    module = _source("gpu_snapshot")
+
+    async def run():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(module.main(queue, {
+            "mode": "state_file", "host": "node07", "state_path": str(path), "journal_path": str(tmp_path / "none.jsonl"),
+            "duration_seconds": 0, "poll_interval": 0.05, "throttle_seconds": 3600}))
+        try:
+            await asyncio.sleep(0.6)
+            first = [queue.get_nowait() for _index in range(queue.qsize())]
+            path.write_text(json.dumps(_ghost_state(time.time())))
+            return first, await asyncio.wait_for(queue.get(), 5)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    first, fixed = asyncio.run(run())
+    assert [event["gpuops"]["type"] for event in first] == ["source_problem"], first
+    assert first[0]["gpuops"]["message"].startswith("option state_path: the state file %s is corrupt" % path)
+    assert fixed["gpuops"]["type"] == "ghost_memory"
