@@ -36,7 +36,7 @@ options:
       - It must be root's or the user's the source runs as, and neither it nor its directory writable by anyone (a
         sticky directory excepted); else it is not read - whoever can write it could make up ghost memory and start a GPU
         reset - and a C(source_problem) event names the option and the file, once. So is a state file that cannot be
-        read or is corrupt (a missing one is not: the watch has not run yet).
+        read or is corrupt (a missing one is not, the watch has not run yet).
     type: str
     default: /var/lib/gpuops/watch_state.json
   journal_path:
