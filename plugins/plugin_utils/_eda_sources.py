@@ -579,8 +579,8 @@ def verify(secret, headers, body, now, window_seconds):
 
 def _instance_host(instance):
     """Prometheus's instance label "node07:9100" -> "node07" (an IPv6 "[::1]:9100" -> "::1")."""
-    if not instance:
-        return None
+    if not instance or not isinstance(instance, str):
+        return instance or None  # not text: left as it is, for host_problem to name
     if instance.startswith("["):
         return instance[1:].split("]", 1)[0]
     name, _colon, port = instance.rpartition(":")
@@ -634,6 +634,10 @@ def checked_host(source, option, host, groups=None):
     return host
 
 
+def _text(value):
+    return value if isinstance(value, str) else None
+
+
 def alert_events(payload, host_label="instance", groups=None):
     """The firing alerts of an Alertmanager webhook body, or of gpu_watch's own, as events (resolved ones make none).
 
@@ -648,16 +652,21 @@ def alert_events(payload, host_label="instance", groups=None):
         if not isinstance(alert, dict) or alert.get("status", "firing") != "firing":
             continue
         labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+        # A value of another type than the payload's own (a list, a mapping, a number where a label is text) is taken as
+        # missing: the alert is still reported or made an event, and never fails the whole request.
         if labels:  # Alertmanager
-            name = labels.get("alertname")
+            name = _text(labels.get("alertname"))
             host = _instance_host(labels.get("instance")) if host_label == "instance" else labels.get(host_label)
-            gpu = labels.get("pci_bus_id")
-            gpu_index = labels.get("gpu")
-            message = (alert.get("annotations") or {}).get("summary")
+            gpu = _text(labels.get("pci_bus_id"))
+            gpu_index = _text(labels.get("gpu"))
+            annotations = alert.get("annotations") if isinstance(alert.get("annotations"), dict) else {}
+            message = _text(annotations.get("summary"))
         else:  # gpu_watch's webhook
-            name = alert.get("kind")
+            name = _text(alert.get("kind"))
             host = payload.get("host")
-            gpu, gpu_index, message = alert.get("pci_bus_id"), alert.get("gpu_index"), alert.get("message")
+            gpu, message = _text(alert.get("pci_bus_id")), _text(alert.get("message"))
+            gpu_index = alert.get("gpu_index") if isinstance(alert.get("gpu_index"), (int, str)) and not isinstance(
+                alert.get("gpu_index"), bool) else None
         if not host:
             problems.append("alert %d (%s) names no host" % (index, name))
             continue
@@ -671,6 +680,6 @@ def alert_events(payload, host_label="instance", groups=None):
             continue
         body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
                 "rung": ALERT_RUNGS.get(name, "none"), "message": message,
-                "fingerprint": alert.get("fingerprint")}
+                "fingerprint": _text(alert.get("fingerprint"))}
         events.append({"gpuops": body, "meta": {"hosts": host}})
     return events, problems

@@ -304,3 +304,90 @@ def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collec
     assert len(records) == 1
     winner = records[0].split(".")[0]
     assert all("%s (reset rung by run race-%s" % (winner, winner) in result["refusal"] for result in refused)
+
+
+# ---------------------------------------------------------------- signed JSON that is not quite an Alertmanager body
+
+ODD_ALERTS = [
+    {"status": "firing", "labels": {"alertname": "GpuopsGhostMemory", "instance": "node1:9100"}, "annotations": ["x"]},
+    {"status": "firing", "labels": {"alertname": {"a": 1}, "instance": "node2:9100", "pci_bus_id": ["0"]}},
+    {"status": "firing", "labels": {"alertname": "GpuopsGpuLost", "instance": 1.5}},
+    {"status": "firing", "labels": {"alertname": ["GpuopsGpuLost"], "instance": "node3:9100"}, "fingerprint": {"f": 1}},
+]
+
+
+def test_alert_values_of_the_wrong_type_are_taken_as_missing_never_an_exception():
+    """A list where annotations are a mapping, a mapping or a list as the alert name, a number as the instance: each
+    raised (AttributeError, TypeError: unhashable) and the webhook answered 500 for the whole request, every other alert
+    of it lost; now each alert is an event or a problem of its own."""
+    events, problems = alert_events({"alerts": ODD_ALERTS})
+    assert [(event["meta"]["hosts"], event["gpuops"]["alert"], event["gpuops"]["rung"]) for event in events] == [
+        ("node1", "GpuopsGhostMemory", "reset"), ("node2", None, "none"), ("node3", None, "none")]
+    assert events[1]["gpuops"]["gpu"] is None and events[2]["gpuops"]["fingerprint"] is None
+    assert problems == ["alert 2 (GpuopsGpuLost): its host 1.5 is not a host name"]
+    json.dumps(events)
+    watch = {"host": "node4", "alerts": [{"status": "firing", "kind": ["ghost_memory"], "gpu_index": {"i": 0},
+                                          "pci_bus_id": 3, "message": ["m"]}]}
+    events, problems = alert_events(watch)
+    assert problems == [] and [(e["gpuops"]["alert"], e["gpuops"]["gpu_index"], e["gpuops"]["gpu"]) for e in events] == [
+        (None, None, None)]
+
+
+def test_webhook_answers_a_signed_odd_body_with_its_events_not_500():
+    module = _source("gpu_alert_webhook")
+    port = _free_port()
+    now = int(time.time())
+    body = json.dumps({"alerts": ODD_ALERTS}).encode()
+    data = (b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nX-Gpuops-Timestamp: %d\r\nX-Gpuops-Signature: %s\r\n"
+            b"Connection: close\r\n\r\n%s" % (len(body), now, sign(SECRET, now, body).encode(), body))
+
+    async def run():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(module.main(queue, {"port": port, "secret": SECRET}))
+        try:
+            for _attempt in range(100):
+                try:
+                    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.05)
+            answer = await _raw(port, data, 5)
+            await asyncio.sleep(0.3)
+            return answer, [queue.get_nowait() for _index in range(queue.qsize())]
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    answer, events = asyncio.run(run())
+    assert answer.startswith(b"HTTP/1.1 202"), answer
+    assert [event["gpuops"]["type"] for event in events] == ["alert", "alert", "alert", "source_problem"]
+
+
+def test_snapshot_state_file_that_cannot_be_read_is_said_once_not_hidden(tmp_path):
+    """A corrupt state file (or one the source's user cannot read) made no event and said nothing: a source that never
+    sees anything looked like a healthy fleet. It is a source_problem naming state_path, once; fixed, it is read."""
+    path = tmp_path / "watch_state.json"
+    path.write_text('{"version": 1, "gpus": ')
+    module = _source("gpu_snapshot")
+
+    async def run():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(module.main(queue, {
+            "mode": "state_file", "host": "node07", "state_path": str(path), "journal_path": str(tmp_path / "none.jsonl"),
+            "duration_seconds": 0, "poll_interval": 0.05, "throttle_seconds": 3600}))
+        try:
+            await asyncio.sleep(0.6)
+            first = [queue.get_nowait() for _index in range(queue.qsize())]
+            path.write_text(json.dumps(_ghost_state(time.time())))
+            return first, await asyncio.wait_for(queue.get(), 5)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    first, fixed = asyncio.run(run())
+    assert [event["gpuops"]["type"] for event in first] == ["source_problem"], first
+    assert first[0]["gpuops"]["message"].startswith("option state_path: the state file %s is corrupt" % path)
+    assert fixed["gpuops"]["type"] == "ghost_memory"
