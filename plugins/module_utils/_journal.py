@@ -519,18 +519,6 @@ def completed_resets(records, now=None):
     return done
 
 
-def probe_journal(layout, options, events):
-    """(completed resets and reloads, report) from the node's journal; a missing, torn or unreadable one is no error
-    for the snapshot: it only means that no earlier action answers the kernel log's evidence. Read only when there is
-    evidence to answer, and only its tail."""
-    path = options.journal_path or layout.journal_file
-    if not events:
-        return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
-    records, error = recent_records(path)
-    report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
-    return completed_resets(records), report
-
-
 def outlived_kill(records):
     """{(pid, start_time): the outcome's ts} of every process a run sent SIGKILL that was still there when its bounded
     wait ran out (_terminate): the only evidence that a process is unkillable. Malformed lines are skipped."""

@@ -13,9 +13,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import cgroup_mounts, frozen_cgroup
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill, probe_journal, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
@@ -323,16 +321,35 @@ def mark_unkillable(holders, journal_path):
     """Name the frozen cgroup of every holder in one, and class "unkillable" a holder that outlived SIGKILL (the
     journal says so) outside one: uninterruptible sleep (D) alone is no evidence, SIGKILL ends most of it. The journal
     is read only when a holder is in D, as a process that outlives SIGKILL is."""
+    if not holders:
+        return
+    from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import cgroup_mounts, frozen_cgroup  # pylint: disable=import-outside-toplevel
     mounts = cgroup_mounts()
     for holder in holders:
         holder["frozen_cgroup"] = frozen_cgroup(holder["pid"], mounts=mounts) if holder.get("visible", True) else None
     if not any(h.get("state") == PROCESS_STATES["D"] for h in holders):
         return
+    # Imported here, as in probe_journal: a healthy node never reads its journal (zipimport compiles a file twice).
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill, recent_records  # pylint: disable=import-outside-toplevel
     survivors = outlived_kill(recent_records(journal_path)[0])
     for holder in holders:
         when = survivors.get((holder["pid"], holder.get("start_time")))
         if when and holder["state"] == PROCESS_STATES["D"] and not holder["frozen_cgroup"]:
             holder.update({"class": "unkillable", "outlived_kill": when})
+
+
+def probe_journal(layout, options, events):
+    """(completed resets and reloads, report) from the node's journal; a missing, torn or unreadable one is no error
+    for the snapshot: it only means that no earlier action answers the kernel log's evidence. Read only when there is
+    evidence to answer, and only its tail."""
+    path = options.journal_path or layout.journal_file
+    if not events:
+        return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
+    # Imported only when read: _journal is the largest file a healthy node's payload would otherwise compile, twice.
+    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import completed_resets, recent_records  # pylint: disable=import-outside-toplevel
+    records, error = recent_records(path)
+    report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
+    return completed_resets(records), report
 
 
 def _start_epochs(holders):
