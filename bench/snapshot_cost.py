@@ -18,7 +18,7 @@ and prints one JSON line at the end. The nodes are removed at the end, on failur
 --profile N: also one run of the snapshot payload under cProfile (the profiler started where AnsiballZ hands over to
 the module, so the payload's own unzip is outside it), its N most expensive functions by cumulative time, and the
 commands the snapshot ran (strace -f -e execve, when strace is installed): what the module's own process spends,
-and what it spends in children. --healthy: the nodes of bench/fleet.py --healthy (no ghost memory).
+and what it spends in children. --healthy: the nodes of bench/fleet.py --healthy (no ghost memory); --idle: no holder at all.
 
 Run: .venv/bin/python bench/snapshot_cost.py            # --nodes 200 --runs 15 --profile 25 --healthy
 """
@@ -51,6 +51,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe impo
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout  # noqa: E402
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report  # noqa: E402
 
+# --idle: GPUs that nothing holds: no process to classify, no ghost memory.
+IDLE_SCENARIO = {"gpus": [{}, {}], "holders": []}
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
 PAYLOAD_PLAY = """- name: Keep the payloads
   hosts: all
@@ -203,12 +205,13 @@ def main(argv=None):
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also profile one snapshot run (cProfile, N functions; strace of the commands it runs)")
     parser.add_argument("--healthy", action="store_true", help="nodes without ghost memory, as bench/fleet.py --healthy")
+    parser.add_argument("--idle", action="store_true", help="nodes without ghost memory and without any holder (no job either)")
     args = parser.parse_args(argv)
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_interrupted)
     workdir = tempfile.mkdtemp(prefix="gpuops-snapshot-cost-")
     os.makedirs(os.path.join(workdir, "nodes"))
-    fleet = Fleet(workdir, args.nodes, 8, HEALTHY_SCENARIO if args.healthy else SCENARIO)
+    fleet = Fleet(workdir, args.nodes, 8, IDLE_SCENARIO if args.idle else HEALTHY_SCENARIO if args.healthy else SCENARIO)
     try:
         fleet.build(fleet.names)
         fleet.signal_supervisors(fleet.names, signal.SIGSTOP)

@@ -10,10 +10,8 @@ import time
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
@@ -380,12 +378,18 @@ def take_snapshot(module, layout, options):
     scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed)
     scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     members = probe_unit_members(module, layout) if scan or listed else UnitMembers({})
-    jobs = JobProbe(module) if scan or listed else None
+    jobs = None
+    if scan or listed:
+        # Imported only with a process to classify, as _journal and _freezer: zipimport compiles each file twice.
+        from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe  # pylint: disable=import-outside-toplevel
+        jobs = JobProbe(module)
     holders = build_holders(scan, gpus, members=members, jobs=jobs)
     holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
     mark_unkillable(holders, options.journal_path or layout.journal_file)
-    # A cgroup name is a container only when its runtime says so (the witness the job probe asked, its answers cached).
-    confirm_holders(module, holders, witness=jobs.witness if jobs is not None else None)
+    if holders:
+        # A cgroup name is a container only when its runtime says so (the witness the job probe asked, its answers cached).
+        from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders  # pylint: disable=import-outside-toplevel
+        confirm_holders(module, holders, witness=jobs.witness if jobs is not None else None)
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.
     bus_id_to_index(events, gpus)
