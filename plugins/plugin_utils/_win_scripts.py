@@ -46,6 +46,23 @@ catch {
     $winlogonShell = $null
 }
 $systemRoot = $env:SystemRoot
+# A service's process (Win32_Service.ProcessId): ended only with allow_daemons, as a Linux daemon is. Where
+# Win32_Service cannot be read, every process's Services stays null (not known).
+$servicesByPid = @{}
+$servicesRead = $true
+try {
+    Get-CimInstance -ClassName Win32_Service -Filter 'ProcessId <> 0' | ForEach-Object {
+        $servicePid = [int]$_.ProcessId
+        if (-not $servicesByPid.ContainsKey($servicePid)) {
+            $servicesByPid[$servicePid] = @()
+        }
+        $servicesByPid[$servicePid] += [string]$_.Name
+    }
+}
+catch {
+    $servicesByPid = @{}
+    $servicesRead = $false
+}
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
     if (-not $ownersRead) {
         try {
@@ -67,6 +84,13 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
             $ownerSid = $null
         }
     }
+    $services = $null
+    if ($servicesRead) {
+        $services = [string[]]@()
+        if ($servicesByPid.ContainsKey([int]$_.ProcessId)) {
+            $services = [string[]]$servicesByPid[[int]$_.ProcessId]
+        }
+    }
     $vmId = $null
     if (($_.Name -in @('wslrelay.exe', 'wslhost.exe')) -and ($_.CommandLine -match '--vm-id\s+(\{?[0-9A-Fa-f-]{36}\}?)')) {
         $vmId = $Matches[1]
@@ -81,6 +105,7 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         User = $owners[[int]$_.ProcessId]
         OwnerSid = $ownerSid
         VmId = $vmId
+        Services = $services
     }
 }
 """

@@ -120,7 +120,8 @@ def _id_after(instance_id, marker, width):
 def _processes_json(state):
     return _ps_json([{"ProcessId": p["pid"], "ParentProcessId": p["ppid"], "Name": p["name"], "ExecutablePath": p["image_path"],
                       "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"],
-                      "User": None if p.get("owner_hidden") else p["user"], "OwnerSid": _owner_sid(p), "VmId": p.get("vm_id_arg")}
+                      "User": None if p.get("owner_hidden") else p["user"], "OwnerSid": _owner_sid(p), "VmId": p.get("vm_id_arg"),
+                      "Services": ([p["service"]] if p.get("service") else []) if state.get("services_readable", True) else None}
                      for p in state["processes"]])
 
 
