@@ -41,6 +41,7 @@ ARGUMENT_SPEC = {
     "virtual_display": {"type": "bool", "default": False},
     "pnp_properties": {"type": "bool", "default": True},
     "adapter_memory_counters": {"type": "bool", "default": True},
+    "winlogon_shell": {"type": "str", "default": "explorer.exe"},
     "constrained_language": {"type": "bool", "default": False},
     "oem_code_page": {"type": "int", "default": 437},
     "gpus": {"type": "list", "elements": "dict", "options": _GPU},

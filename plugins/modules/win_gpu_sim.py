@@ -117,6 +117,13 @@ options:
         GPU's ghost memory is unknown (its state V(unknown), the walk's outcome V(undetermined)).
     type: bool
     default: true
+  winlogon_shell:
+    description:
+      - Winlogon's C(Shell) value (C(HKLM\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon)) - the user's shell is the
+        process whose image path is it, resolved under C(%SystemRoot%) (C(C:\\Windows)); a program of the same name
+        elsewhere is no shell.
+    type: str
+    default: explorer.exe
   constrained_language:
     description:
       - Whether PowerShell runs in Constrained Language Mode (or AppLocker refuses C(Add-Type)) - the scripts that
