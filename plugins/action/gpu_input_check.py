@@ -37,5 +37,6 @@ class ActionModule(ControllerAction):
                 return dict(failed=True, msg=target, input_errors=[target], checked=sorted(values))
         if errors:
             return dict(failed=True, msg="invalid input: %s" % "; ".join(errors), input_errors=errors, checked=sorted(values))
-        # roles: what a playbook's later include_role need not validate again (rolespec_validate, docs/internals.md).
-        return dict(changed=False, checked=sorted(values), input_errors=[], roles=list(args["roles"]))
+        # What a playbook's later include_role of each checked role passes as rolespec_validate: no second check per host.
+        return dict(changed=False, checked=sorted(values), input_errors=[], roles=list(args["roles"]),
+                    rolespec_validate=dict((role, False) for role in args["roles"]))

@@ -40,6 +40,8 @@ ARGUMENT_SPEC = {
     "integrated_gpu": {"type": "bool", "default": False},
     "virtual_display": {"type": "bool", "default": False},
     "pnp_properties": {"type": "bool", "default": True},
+    "adapter_memory_counters": {"type": "bool", "default": True},
+    "winlogon_shell": {"type": "str", "default": "explorer.exe"},
     "constrained_language": {"type": "bool", "default": False},
     "oem_code_page": {"type": "int", "default": 437},
     "gpus": {"type": "list", "elements": "dict", "options": _GPU},

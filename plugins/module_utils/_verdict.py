@@ -39,6 +39,9 @@ EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
 # Windows: another virtual machine's memory process (a Hyper-V VM's vmmem, _win_wsl_vm): a running workload, as a live
 # job's process is - its hold is in use, not stuck, and only end_running_jobs lets a rung take the GPU from it.
 VM_CLASS = "vm"
+# A GPU's state when the evidence cannot say whether it holds memory the ladder should get back (gpu_state): never
+# counted as held (nothing destructive is chosen on it alone), never reported clean (_ladder_outcome: undetermined).
+UNKNOWN = "unknown"
 
 
 def rung_index(rung, rungs=RUNGS):
@@ -167,9 +170,27 @@ def _memory_holders(gpu, holders):
     return [h for h in holders if gpu["index"] in h["gpus"] and h["class"] not in EXPECTED_CLASSES]
 
 
+def driver_model(gpu):
+    """The GPU's current Windows driver model (WDDM, TCC, MCDM), or None (a Linux GPU has none): nvidia-smi's
+    {"current", "pending"} or the model itself."""
+    model = gpu.get("driver_model")
+    return model.get("current") if isinstance(model, dict) else model
+
+
+def ghost_unknown(gpu, ghost_threshold_mib):
+    """Whether this Windows GPU's ghost memory is not known and could exceed the threshold: the driver counts more than
+    ghost_threshold_mib used and no figure says how much of it live processes hold (WDDM gives no per-process figure
+    and no GPU Adapter Memory figure came back). Unknown is not 0: such a GPU is neither ok nor stuck. A Linux GPU
+    (no driver model) is never asked: its state stays what it was."""
+    used = gpu.get("memory_used_mib")
+    return (driver_model(gpu) is not None and gpu.get("unattributed_mib") is None and used is not None
+            and used > ghost_threshold_mib)
+
+
 def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
     """ok, busy, in_use (held only by live scheduler jobs' processes), stuck, lost, unresponsive (the driver did not
-    answer) or unknown (no driver answer at all)."""
+    answer) or unknown (no driver answer at all; on Windows also: memory in use whose ghost share is not known,
+    ghost_unknown)."""
     if gpu.get("lost"):
         return "lost"
     if not probe_report.get("ok"):
@@ -180,7 +201,9 @@ def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
         return "stuck"
     if [h for h in mine if h["class"] not in (BUSY_CLASS, VM_CLASS)]:
         return "busy"
-    return IN_USE if mine else "ok"
+    if mine:
+        return IN_USE
+    return UNKNOWN if ghost_unknown(gpu, ghost_threshold_mib) else "ok"
 
 
 class _Finding:
@@ -413,17 +436,49 @@ def _windows_holder_findings(finding, gpu, holders):
             finding.need(rung, "%s holds GPU %s%s (%s)" % (what, gpu["index"], memory, holder["class"]))
 
 
+# What would tell how much of a WDDM GPU's memory no live process holds (the undetermined verdict's hint).
+WDDM_WHAT_WOULD_TELL = ("the driver's per-process view (nvidia-smi --query-compute-apps=pid,used_memory, which gives "
+                        "figures only in TCC or MCDM mode: nvidia-smi -dm TCC on a GPU without a display) or the GPU Adapter "
+                        "Memory counters of its adapter (Get-CimInstance Win32_PerfFormattedData_GPUPerformanceCounters_"
+                        "GPUAdapterMemory, joined by the adapter's LUID)")
+
+
+def _unknown_findings(finding, gpu, ghost_threshold_mib):
+    """The line of a GPU whose ghost memory is not known (ghost_unknown): rung none - no rung is chosen on it alone."""
+    if gpu.get("state") != UNKNOWN or not ghost_unknown(gpu, ghost_threshold_mib):
+        return None
+    model = driver_model(gpu)
+    why = gpu.get("ghost_reason") or ("%s gives no per-process memory figure and no adapter figure came back" % model)
+    line = ("%s has %s MiB in use and how much of it no live process holds is unknown (%s driver model: %s): unknown is "
+            "not 0, so its state is unknown, and nothing is ended on it alone. What would tell: %s" % (
+                _gpu_label(gpu), gpu["memory_used_mib"], model, why, WDDM_WHAT_WOULD_TELL))
+    finding.reasons.append({"rung": NO_RUNG, "reason": line})
+    return line
+
+
 def windows_verdict(snapshot, ghost_threshold_mib):
-    """The Windows ladder's verdict: {"rung": one of WINDOWS_RUNGS or NO_RUNG, "reasons": [{"rung", "reason"}]}.
+    """The Windows ladder's verdict: {"rung": one of WINDOWS_RUNGS or NO_RUNG, "reasons": [{"rung", "reason"}],
+    "undetermined": [line]}.
 
     The same evidence as verdict() read with the Windows rungs: a lost or silent GPU needs a reboot, NVML's recovery
     action and ghost memory the adapter restart (the Windows GPU reset), a holder the rung that ends its hold.
+    "undetermined": a line per GPU whose state is unknown (ghost_unknown), naming it, its memory in use, why no figure
+    and what would tell; the walk's outcome is then undetermined, never clean.
     """
     finding = _Finding(WINDOWS_RUNGS, WINDOWS_ALIASES)
     probe_report = snapshot["probes"]["gpu"]
     if not snapshot["gpus"] and not probe_report.get("ok"):
         finding.reasons.append({"rung": NO_RUNG, "reason": "no GPU could be read: %s" % probe_report.get("error")})
+    undetermined = []
     for gpu in snapshot["gpus"]:
         _gpu_findings(finding, gpu, probe_report, ghost_threshold_mib)
         _windows_holder_findings(finding, gpu, snapshot["holders"])
-    return {"rung": finding.rung, "reasons": finding.reasons}
+        line = _unknown_findings(finding, gpu, ghost_threshold_mib)
+        if line:
+            undetermined.append(line)
+    return {"rung": finding.rung, "reasons": finding.reasons, "undetermined": undetermined}
+
+
+def undetermined(snapshot):
+    """The lines of the GPUs whose state the evidence cannot tell (windows_verdict's "undetermined"; none on Linux)."""
+    return list(snapshot["verdict"].get("undetermined") or [])

@@ -25,7 +25,8 @@ def _code(key, option):
     if isinstance(key, bool):
         raise PolicyError("%s: the Xid code %r is not a number (codes are integers 1..999)" % (option, key))
     text = str(key).strip()
-    if not text.isdigit() or not 1 <= int(text) <= 999:
+    # ASCII digits only: str.isdigit() also takes "²" (which int() refuses) and other scripts' digits.
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 999:
         raise PolicyError("%s: the Xid code %r is not a number 1..999" % (option, key))
     return int(text)
 

@@ -73,12 +73,18 @@ input_errors:
   elements: str
   sample: ["gpuops_serial=0 (hosts per batch: N >= 1, or a percentage 1%..100%)"]
 roles:
-  description:
-    - The roles whose variables were checked (O(roles)), when all are right. The collection's playbooks register the
-      result as C(__gpuops_input_check), and their C(include_role) of these roles skip the per-host argument spec
-      validation (C(rolespec_validate)) that would check the same variables again on every host.
+  description: The roles whose variables were checked (O(roles)), when all are right.
   returned: success
   type: list
   elements: str
   sample: [gpu_inspect, gpu_reclaim, gpu_remediate]
+rolespec_validate:
+  description:
+    - For each role of RV(roles), what an C(include_role) of it passes as C(rolespec_validate) - V(false), its variables
+      are checked already. The collection's playbooks register the result as C(__gpuops_input_check), so that the
+      per-host argument spec validation does not check the same variables again on every host; a role included
+      without it (C(default(true))) validates them.
+  returned: success
+  type: dict
+  sample: {"gpu_inspect": false, "gpu_reclaim": false, "gpu_remediate": false}
 """

@@ -100,7 +100,10 @@ gpus:
       description: The adapter's LUID (C(0x<high>_0x<low>)), null when it could not be joined.
       type: str
     state:
-      description: ok, busy, stuck, lost, unresponsive or unknown.
+      description:
+        - ok, busy, stuck, lost, unresponsive or unknown.
+        - V(unknown) also when more than O(ghost_threshold_mib) is in use and the ghost memory is null (WDDM, no adapter
+          figure) - not 0, not ok; the verdict's reasons say what would tell.
       type: str
     processes:
       description: What nvidia-smi lists, C(used_mib) null under WDDM with C(used_mib_reason).

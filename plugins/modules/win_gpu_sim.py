@@ -110,6 +110,20 @@ options:
         host without the PnpDevice module, so the adapters are joined to the GPUs by name only.
     type: bool
     default: true
+  adapter_memory_counters:
+    description:
+      - Whether the snapshot's read of the GPU Adapter Memory counters (C(Win32_PerfFormattedData_GPUPerformanceCounters_GPUAdapterMemory))
+        answers. With V(false) it fails as on a host whose performance counters are missing or disabled, so a WDDM
+        GPU's ghost memory is unknown (its state V(unknown), the walk's outcome V(undetermined)).
+    type: bool
+    default: true
+  winlogon_shell:
+    description:
+      - Winlogon's C(Shell) value (C(HKLM\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon)) - the user's shell is the
+        process whose image path is it, resolved under C(%SystemRoot%) (C(C:\\Windows)); a program of the same name
+        elsewhere is no shell.
+    type: str
+    default: explorer.exe
   constrained_language:
     description:
       - Whether PowerShell runs in Constrained Language Mode (or AppLocker refuses C(Add-Type)) - the scripts that

@@ -14,6 +14,7 @@ import math
 import os
 import re
 import socket
+import stat
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import inventory_host_problem
@@ -490,6 +491,27 @@ def state_conditions(state, ghost_threshold_mib):
     return found
 
 
+def state_file_problem(path, uid):
+    """Why the watch's state file at `path` is not to be believed by a source running as `uid`, or None (a missing one
+    is None: nothing known). Whoever can write it - or replace it in its directory - can make up ghost memory, and with
+    it a GPU reset (the jobs on the GPU killed): it must be root's or this user's, and neither it nor its directory
+    writable by anyone (a directory with the sticky bit excepted)."""
+    try:
+        info = os.stat(path)
+        where = os.stat(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None  # missing or unreadable: load_state makes it an empty state
+    if info.st_uid not in (0, uid):
+        return ("option state_path: %r belongs to uid %d, neither root nor this user (uid %d): that user could make up "
+                "the conditions it holds; it is not read" % (path, info.st_uid, uid))
+    if info.st_mode & stat.S_IWOTH:
+        return "option state_path: %r is writable by anyone (mode %04o); it is not read" % (path, stat.S_IMODE(info.st_mode))
+    if where.st_mode & stat.S_IWOTH and not where.st_mode & stat.S_ISVTX:
+        return ("option state_path: the directory of %r is writable by anyone (mode %04o, no sticky bit): anyone could "
+                "replace the file; it is not read" % (path, stat.S_IMODE(where.st_mode)))
+    return None
+
+
 class Lasting:
     """Conditions of one host that lasted at least `duration` seconds (seen in every poll since they started);
     each made an event once per throttle window."""
@@ -557,11 +579,13 @@ def verify(secret, headers, body, now, window_seconds):
 
 def _instance_host(instance):
     """Prometheus's instance label "node07:9100" -> "node07" (an IPv6 "[::1]:9100" -> "::1")."""
-    if not instance:
-        return None
+    if not instance or not isinstance(instance, str):
+        return instance or None  # not text: left as it is, for host_problem to name
     if instance.startswith("["):
         return instance[1:].split("]", 1)[0]
-    return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
+    name, _colon, port = instance.rpartition(":")
+    # Only a port is dropped: "node1:node2" is no host and port, and stays whole (then refused as no host name).
+    return name if instance.count(":") == 1 and port.isascii() and port.isdigit() else instance
 
 
 # One inventory host name: ansible-rulebook passes meta.hosts to the playbook as its --limit, where a pattern ("all", a
@@ -610,6 +634,10 @@ def checked_host(source, option, host, groups=None):
     return host
 
 
+def _text(value):
+    return value if isinstance(value, str) else None
+
+
 def alert_events(payload, host_label="instance", groups=None):
     """The firing alerts of an Alertmanager webhook body, or of gpu_watch's own, as events (resolved ones make none).
 
@@ -624,16 +652,21 @@ def alert_events(payload, host_label="instance", groups=None):
         if not isinstance(alert, dict) or alert.get("status", "firing") != "firing":
             continue
         labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+        # A value of another type than the payload's own (a list, a mapping, a number where a label is text) is taken as
+        # missing: the alert is still reported or made an event, and never fails the whole request.
         if labels:  # Alertmanager
-            name = labels.get("alertname")
+            name = _text(labels.get("alertname"))
             host = _instance_host(labels.get("instance")) if host_label == "instance" else labels.get(host_label)
-            gpu = labels.get("pci_bus_id")
-            gpu_index = labels.get("gpu")
-            message = (alert.get("annotations") or {}).get("summary")
+            gpu = _text(labels.get("pci_bus_id"))
+            gpu_index = _text(labels.get("gpu"))
+            annotations = alert.get("annotations") if isinstance(alert.get("annotations"), dict) else {}
+            message = _text(annotations.get("summary"))
         else:  # gpu_watch's webhook
-            name = alert.get("kind")
+            name = _text(alert.get("kind"))
             host = payload.get("host")
-            gpu, gpu_index, message = alert.get("pci_bus_id"), alert.get("gpu_index"), alert.get("message")
+            gpu, message = _text(alert.get("pci_bus_id")), _text(alert.get("message"))
+            gpu_index = alert.get("gpu_index") if isinstance(alert.get("gpu_index"), (int, str)) and not isinstance(
+                alert.get("gpu_index"), bool) else None
         if not host:
             problems.append("alert %d (%s) names no host" % (index, name))
             continue
@@ -647,6 +680,6 @@ def alert_events(payload, host_label="instance", groups=None):
             continue
         body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
                 "rung": ALERT_RUNGS.get(name, "none"), "message": message,
-                "fingerprint": alert.get("fingerprint")}
+                "fingerprint": _text(alert.get("fingerprint"))}
         events.append({"gpuops": body, "meta": {"hosts": host}})
     return events, problems

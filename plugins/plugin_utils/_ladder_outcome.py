@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import memory_held
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import memory_held, undetermined
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import health_gate_failed
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line
 
@@ -82,13 +82,17 @@ def gpu_outcomes(first, last, check_mode):
 
 
 def outcome_status(state, options, check_mode, freed_mib):
-    """(status, message) of the walk: refused, clean, planned, fixed or failed."""
+    """(status, message) of the walk: refused, clean, planned, fixed, failed or undetermined (no memory known held,
+    but a GPU's state is unknown: never clean, never fixed)."""
     tried = [step["rung"] for step in state["tried"]]
     held = memory_held(state["last"], options.end_running_jobs)
+    unknown = undetermined(state["last"]) if not held else []
     if state["refused"] and not tried:
         return "refused", state["refused"]
     if state["error"]:
         return "failed", state["error"]
+    if not tried and unknown:
+        return "undetermined", "undetermined: no GPU memory is known to be held, but %s" % "; ".join(unknown)
     if not tried:
         return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
     if check_mode:
@@ -100,6 +104,9 @@ def outcome_status(state, options, check_mode, freed_mib):
         before = ", ".join(tried[:-1])
         return "failed", "no %s rung ran, the walk stopped at the scheduler: %s%s" % (
             tried[-1], state["drain_error"], "; after the %s rung(s), GPU memory is still held" % before if before and held else "")
+    if unknown:
+        return "undetermined", "undetermined after the %s rung(s): no GPU memory is known to be held, but %s" % (
+            ", ".join(tried), "; ".join(unknown))
     if not held and not any(step["changed"] for step in state["tried"]):
         return "clean", "the memory was given back before any rung changed anything (%d MiB)" % freed_mib
     if not held and health_gate_failed(state.get("health_check")):

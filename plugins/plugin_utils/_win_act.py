@@ -68,7 +68,8 @@ def process_list(node):
     process the script ran in and its ancestors, the run's own connection)."""
     answer = node.powershell("processes", {})
     try:
-        by_pid = dict((p["pid"], p) for p in _win_processes.parse_cim_processes(answer.get("processes") or "[]"))
+        listed = _win_processes.parse_cim_processes(answer.get("processes") or "[]", _win_processes.script_shell(answer))
+        by_pid = dict((p["pid"], p) for p in listed)
         return _win_processes.mark_run_ancestors(by_pid, answer.get("own_pid"))
     except ValueError as exc:
         raise WindowsNodeError("the process list is not readable, nothing was done: %s" % exc) from None

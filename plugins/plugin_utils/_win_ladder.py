@@ -76,8 +76,9 @@ def protected_split(holders, kill_args):
 
 
 def is_shell(holder):
-    """The user's shell, named as _win_protect names it (any case, with or without .exe: Get-Process drops it)."""
-    return _win_processes.base_name(holder.get("name")) == _win_protect.SHELL_NAME
+    """Whether the kill rung hands this holder to restart_explorer: the user's shell by its image path
+    (_win_processes.is_shell); one that cannot be told (None) goes there too, where the one refusal leaves it."""
+    return _win_processes.is_shell(holder) is not False
 
 
 def merged_step(rung, steps):

@@ -9,6 +9,7 @@ carries (tasklist does not: no plugin reads it).
 
 from __future__ import annotations
 
+import ntpath
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json
 
@@ -21,6 +22,9 @@ PROTECTED_NAMES = frozenset(("csrss", "wininit", "winlogon", "services", "lsass"
                              "system idle process", "registry", "memory compression", "secure system", "lsaiso"))
 PROTECTED_PIDS = frozenset((0, 4))
 DWM_NAME = "dwm"
+# Winlogon's Shell value where the registry gives none: Windows starts %SystemRoot%\explorer.exe.
+DEFAULT_SHELL = "explorer.exe"
+WINLOGON_KEY = "HKLM\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon"
 
 
 def base_name(name):
@@ -60,11 +64,74 @@ def role(name, pid, owner_sid=None):
     return None
 
 
-def parse_cim_processes(text):
+def normal_path(path, system_root=None):
+    """A Windows path as compared: lower case, backslashes, no quotes, no \\?\\ prefix, %SystemRoot% / %windir%
+    expanded where `system_root` is known, "." and ".." resolved; None for no path."""
+    text = (path or "").strip().strip('"').strip().replace("/", "\\")
+    if not text:
+        return None
+    for prefix in ("\\\\?\\", "\\??\\"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    if system_root:
+        lowered = text.lower()
+        for variable in ("%systemroot%", "%windir%"):
+            if lowered.startswith(variable):
+                text = system_root.rstrip("\\") + text[len(variable):]
+                break
+    return ntpath.normpath(text).lower()
+
+
+def shell_image(winlogon_shell, system_root):
+    """The image path of the user's shell (normalized, normal_path): Winlogon's Shell value (HKLM ...\\Winlogon, Shell;
+    DEFAULT_SHELL where it is empty), its program alone (quoted, or up to ".exe", without arguments), resolved under
+    %SystemRoot% when it names no folder. None where that cannot be told (a bare name and no %SystemRoot%)."""
+    value = (winlogon_shell or "").strip() or DEFAULT_SHELL
+    if value.startswith('"'):
+        value = value[1:].split('"', 1)[0]
+    else:
+        end = value.lower().find(".exe")
+        value = value[:end + 4] if end >= 0 else value.split()[0]
+    if "\\" not in value and "/" not in value and "%" not in value:
+        if not system_root:
+            return None
+        value = "%s\\%s" % (system_root.rstrip("\\"), value)
+    found = normal_path(value, system_root)
+    return found if found and ntpath.isabs(found) else None
+
+
+def shell_match(name, image_path, shell):
+    """Whether a process is the user's shell: its image path is the shell's image (`shell`, shell_image), compared as
+    normal_path compares - never its name (a user's program named explorer.exe in Downloads is no shell). True, False,
+    or None where it cannot be told: a process whose image path Windows did not give, or a shell image not known, and
+    whose name is the shell's file name (fails closed: such a process is ended neither as a program nor as the shell)."""
+    image = normal_path(image_path)
+    if image and shell:
+        return image == shell
+    shell_file = ntpath.basename(shell) if shell else DEFAULT_SHELL
+    return None if base_name(name) == base_name(shell_file) else False
+
+
+def is_shell(process):
+    """The one answer to "is this process the user's shell" (True, False, None: not known - shell_match): what the
+    process list recorded ("shell", from the image path against Winlogon's Shell), else shell_match with no shell
+    image known (a process record that did not come from the process list)."""
+    if "shell" in process:
+        return process["shell"]
+    return shell_match(process.get("name"), process.get("image_path"), None)
+
+
+def script_shell(answer):
+    """The shell's image (shell_image) from a processes-reading script's answer (winlogon_shell, system_root)."""
+    return shell_image((answer or {}).get("winlogon_shell"), (answer or {}).get("system_root"))
+
+
+def parse_cim_processes(text, shell=None):
     """ConvertTo-Json of Win32_Process (ProcessId, ParentProcessId, Name, ExecutablePath, CreationDate, SessionId,
     and a User, an OwnerSid (VM memory processes) and a VmId (WSL's own processes) the script adds) or of Get-Process
     (Id, ProcessName, Path, StartTime, SessionId) -> [process]:
-    {"pid", "ppid", "name", "image_path", "creation_time_ms", "session_id", "user", "role", "owner_sid", "vm_id_arg"}."""
+    {"pid", "ppid", "name", "image_path", "creation_time_ms", "session_id", "user", "role", "owner_sid", "vm_id_arg",
+    "shell"}; "shell" by shell_match against `shell` (the shell's image, shell_image)."""
     processes = []
     for item in _win_json.objects(text):
         pid = _win_json.integer(_first(item, "ProcessId", "Id"))
@@ -82,6 +149,7 @@ def parse_cim_processes(text):
             "role": role(name, pid, item.get("OwnerSid")),
             "owner_sid": item.get("OwnerSid"),
             "vm_id_arg": item.get("VmId"),
+            "shell": shell_match(name, _first(item, "ExecutablePath", "Path"), shell),
         })
     return processes
 

@@ -5,15 +5,15 @@
 Every path that ends a Windows process asks `refusal` (the walk before it plans a rung, win_gpu_reset method=kill
 called on its own, restart_explorer) and, for a tree (the terminate script's, or the terminate_held script's where
 Add-Type is refused), `tree_refusal` over every process the tree would take. Names are matched as Windows matches them: any case, with or
-without `.exe`; users with or without their domain (WS12\\ada is ada). With protect_users set, a process whose owner is
+without `.exe`; users with or without their domain (WS12\\ada is ada). The user's shell is the process whose image
+path is Winlogon's Shell (_win_processes.is_shell), never a process of that name. With protect_users set, a process whose owner is
 not known is refused (fails closed), naming its pid and what would allow it.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_processes import base_name, role
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_processes import base_name, is_shell, role
 
-SHELL_NAME = "explorer"
 # The host processes of the connection Ansible runs through: ending one cuts the run itself.
 # OpenSSH for Windows 9.8 and later runs each connection in sshd-session.exe (sshd-auth.exe while it authenticates).
 CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd", "sshd-session", "sshd-auth"))
@@ -69,9 +69,15 @@ def refusal(process, policy):
         return caller
     if kind == "dwm" and not policy.allow_dwm:
         return "%s is the Desktop Window Manager: ending it is allowed only with allow_dwm" % label(process)
-    if base == SHELL_NAME and not policy.allow_shell:
-        return ("%s is the user's shell: use method restart_explorer (ending it as a tree would end every program "
-                "started from it)" % label(process))
+    shell = is_shell(process)
+    if shell is None:
+        return ("%s is named like the user's shell and its image path is not known (Win32_Process.ExecutablePath, "
+                "which needs an elevated session for another user's process), so whether it is the shell Winlogon "
+                "started cannot be told: never ended, neither as a program nor by method restart_explorer - run elevated so that its path "
+                "is read" % label(process))
+    if shell and not policy.allow_shell:
+        return ("%s is the user's shell (its image path %s is Winlogon's Shell): use method restart_explorer (ending it "
+                "as a tree would end every program started from it)" % (label(process), process.get("image_path")))
     return None
 
 

@@ -36,6 +36,16 @@ catch {
 # when SYSTEM (S-1-5-18) owns it (any user can name a program csrss.exe). A WSL process's --vm-id names the WSL VM it serves.
 $systemNames = @('csrss', 'wininit', 'winlogon', 'services', 'lsass', 'smss', 'system', 'idle', 'system idle process', 'registry',
     'memory compression', 'secure system', 'lsaiso')
+# The user's shell is the program Winlogon starts (its Shell value, resolved under %SystemRoot%): the plugins compare each
+# process's image path with it, never its name.
+$winlogonShell = $null
+try {
+    $winlogonShell = (Get-ItemProperty -LiteralPath 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Winlogon' -Name 'Shell' -ErrorAction Stop).Shell
+}
+catch {
+    $winlogonShell = $null
+}
+$systemRoot = $env:SystemRoot
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
     if (-not $ownersRead) {
         try {
@@ -322,6 +332,8 @@ $Ansible.Result = @{
     process_memory = $memory
     adapter_memory = $adapterMemory
     processes = ConvertTo-JsonText $processes
+    winlogon_shell = $winlogonShell
+    system_root = $systemRoot
     adapters = ConvertTo-JsonText $adapters
     pnp_locations = $pnpLocations
     pnp_error = $pnpError
@@ -350,7 +362,12 @@ $ErrorActionPreference = 'Stop'
 $Ansible.Changed = $false
 %(processes)s
 # $PID: the process this script runs in (Ansible's module), whose ancestors are the run's own connection.
-$Ansible.Result = @{ processes = ConvertTo-Json -InputObject @($processes) -Depth 3; own_pid = $PID }
+$Ansible.Result = @{
+    processes = ConvertTo-Json -InputObject @($processes) -Depth 3
+    own_pid = $PID
+    winlogon_shell = $winlogonShell
+    system_root = $systemRoot
+}
 """ % {"processes": _PROCESSES}
 
 # The process list with HCS's compute systems: which VM memory process is the WSL VM, and whose (wsl_shutdown's record
@@ -363,6 +380,8 @@ $Ansible.Changed = $false
 %(hcs)s
 $Ansible.Result = @{
     processes = ConvertTo-Json -InputObject @($processes) -Depth 3
+    winlogon_shell = $winlogonShell
+    system_root = $systemRoot
     compute_systems = $computeSystems
     hcs_error = $hcsError
 }

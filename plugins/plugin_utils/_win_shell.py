@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""win_gpu_reset method=restart_explorer: the session's explorer.exe ended alone (no tree) when it holds GPU memory, and
+"""win_gpu_reset method=restart_explorer: the session's shell (the process whose image path is Winlogon's Shell,
+_win_processes.is_shell: %SystemRoot%\\explorer.exe by default) ended alone (no tree) when it holds GPU memory, and
 Windows waited for to start it again (AutoRestartShell)."""
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_processes, _win_protect, _win_sessions, _win_snapshot, _win_terminate
 
-
-SHELL_NAME = _win_protect.SHELL_NAME
 _SHELL_POLL_S = 1
 
 
@@ -33,7 +32,8 @@ def act(node, args, check_mode, sleep, journal):
 
 
 def _shell_plan(session, processes, snapshot, force, policy, user):
-    shells = [p for p in processes.values() if p.get("session_id") == session["id"] and _win_processes.base_name(p.get("name")) == SHELL_NAME]
+    # The shell by its image path (Winlogon's Shell), never by name; one whose path is not known is refused below.
+    shells = [p for p in processes.values() if p.get("session_id") == session["id"] and _win_processes.is_shell(p) is not False]
     held = sum(h.get("used_mib") or 0 for h in snapshot["holders"] if h["pid"] in [p["pid"] for p in shells])
     entry = {"id": session["id"], "user": session["user"], "explorer_before": [_win_act.identity(p) for p in shells], "explorer_after": None,
              "gpu_memory_mib": held, "ended": False, "message": None}
@@ -71,7 +71,7 @@ def _new_shells(node, entry, timeout, sleep, clock=time.monotonic):
     deadline = clock() + timeout
     while True:
         shells = [_win_act.identity(p) for p in _win_act.process_list(node).values()
-                  if p.get("session_id") == entry["id"] and _win_processes.base_name(p.get("name")) == SHELL_NAME]
+                  if p.get("session_id") == entry["id"] and _win_processes.is_shell(p)]
         new = [s for s in shells if s not in entry["explorer_before"]]
         if new or clock() >= deadline:
             return {"all": shells, "new": new}

@@ -16,7 +16,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_cou
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_tools import taskkill_in_script
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import (
     MIB, SYSTEM_ACCOUNT, VM_AUTHORITY, WinSimError, _display_adapters, _kill_refusal, _pnp_locations, _process, _restart_shell, host_file, is_critical,
-    process_memory,
+    process_memory, shell_facts,
 )
 
 
@@ -88,6 +88,11 @@ def _snapshot_script(state, parameters, _caller):
               "pnp_locations": _ps_json(_pnp_locations(state)), "pnp_error": None,
               "d3dkmt_error": "Cannot add type. Definition of new types is not supported in this language mode." if constrained else None}
     answer.update(_hcs(state))
+    answer.update(shell_facts(state))
+    if not state.get("adapter_memory_counters", True):
+        # What the script's catch records on a host without the class (the CIM error's text; the plugins read only
+        # that no source answered).
+        answer["adapter_memory"] = {"source": None, "json": "", "error": "Invalid class \"Win32_PerfFormattedData_GPUPerformanceCounters_GPUAdapterMemory\""}
     if not state.get("pnp_properties", True):
         # What a host without the PnpDevice module answers (its message, English here; the plugins read only that it failed).
         answer.update(pnp_locations=None, pnp_error="The term 'Get-PnpDevice' is not recognized as the name of a cmdlet, "
@@ -153,11 +158,11 @@ def _hcs(state):
 def _processes_script(state, _parameters, _caller):
     # $PID: the scenario's process marked runs_ansible (the module's own), where one is
     own = next((p["pid"] for p in state["processes"] if p.get("runs_ansible")), None)
-    return {"processes": _processes_json(state), "own_pid": own}
+    return dict(shell_facts(state), processes=_processes_json(state), own_pid=own)
 
 
 def _wsl_vms_script(state, _parameters, _caller):
-    return dict(_hcs(state), processes=_processes_json(state))
+    return dict(_hcs(state), processes=_processes_json(state), **shell_facts(state))
 
 
 def _wsl_path_script(state, parameters, _caller):

@@ -127,6 +127,8 @@ def build_state(scenario, now_ms=None):
              "integrated_gpu": dict(INTEGRATED_GPU) if scenario.get("integrated_gpu") else None,
              "virtual_display": dict(VIRTUAL_DISPLAY) if scenario.get("virtual_display") else None,
              "pnp_properties": bool(scenario.get("pnp_properties", True)),
+             "adapter_memory_counters": bool(scenario.get("adapter_memory_counters", True)),
+             "winlogon_shell": scenario.get("winlogon_shell") or _win_processes.DEFAULT_SHELL,
              "wsl": _choice(scenario, "wsl", WSL_STATES), "wsl_vm_name": _choice(scenario, "wsl_vm_name", VM_NAMES),
              "wsl_relay": bool(scenario.get("wsl_relay", True))}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
@@ -374,9 +376,20 @@ def _pnp_locations(state):
     return devices
 
 
+# The simulated host's %SystemRoot% and Winlogon's Shell value (the default: explorer.exe, resolved under it).
+SYSTEM_ROOT = "C:\\Windows"
+
+
+def shell_facts(state):
+    """What the processes-reading scripts answer of the shell: Winlogon's Shell value and %SystemRoot%."""
+    return {"winlogon_shell": state.get("winlogon_shell") or _win_processes.DEFAULT_SHELL, "system_root": SYSTEM_ROOT}
+
+
 def _restart_shell(state, ended):
-    """Winlogon starts a session's shell again when it stops unexpectedly (AutoRestartShell=1, Windows' default)."""
-    if _win_processes.base_name(ended["name"]) == "explorer" and ended["session_id"] and state.get("auto_restart_shell", True):
+    """Winlogon starts a session's shell again when it stops unexpectedly (AutoRestartShell=1, Windows' default): the
+    process whose image path is its Shell (_win_processes.shell_match), never another program of that name."""
+    shell = _win_processes.script_shell(shell_facts(state))
+    if _win_processes.shell_match(ended["name"], ended["image_path"], shell) and ended["session_id"] and state.get("auto_restart_shell", True):
         _spawn(state, ended["name"], ended["user"], ended["session_id"], ended["image_path"])
 
 

@@ -42,7 +42,8 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     script = _probe(probes, "powershell", lambda: node.powershell("snapshot", {"WslPath": _win_wsl.STORE_WSL_PATH}), {})
     gpus = _gpus(node, nvidia_smi, probes)
     counters = _counters(script.get("process_memory") or {}, probes)
-    processes = _parsed(probes, "processes", _win_processes.parse_cim_processes, script.get("processes"), [])
+    shell = _win_processes.script_shell(script)
+    processes = _parsed(probes, "processes", lambda text: _win_processes.parse_cim_processes(text, shell), script.get("processes"), [])
     vms = wsl_vms(processes, script, probes, getattr(node, "user", None))
     locations = _pnp_locations(script, probes)
     luids = _join_luids(gpus, _parsed(probes, "adapters", _adapters, script.get("adapters"), []), counters, probes, locations,

@@ -57,7 +57,7 @@ def vms_now(node):
     """(the process list, its VM memory processes annotated by _win_wsl_vm with wsl_mine) from the wsl_vms script."""
     answer = node.powershell("wsl_vms", {})
     try:
-        processes = _win_processes.parse_cim_processes(answer.get("processes") or "[]")
+        processes = _win_processes.parse_cim_processes(answer.get("processes") or "[]", _win_processes.script_shell(answer))
     except ValueError as exc:
         raise WindowsNodeError("the process list is not readable, nothing was stopped: %s" % exc) from None
     return processes, _win_snapshot.wsl_vms(processes, answer, {}, getattr(node, "user", None))

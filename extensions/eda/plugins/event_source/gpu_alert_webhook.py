@@ -14,7 +14,8 @@ description:
   - Every request must be signed - C(X-Gpuops-Timestamp) (seconds since the epoch) and C(X-Gpuops-Signature)
     (C(sha256=) and the hex HMAC-SHA256 of the secret over the timestamp, a dot and the body). An unsigned request,
     a bad signature (compared in constant time), a timestamp outside O(window_seconds), or a signature already seen
-    (a replay) is rejected with 401 and put on no queue.
+    (a replay) is rejected with 401 and put on no queue. A body over 1 MiB is answered 413; one that does not arrive
+    within 10 seconds (a sender that stops half-way) 408, and its connection is closed.
   - "Each event: C(event.gpuops) with C(type) (alert), C(alert) (the alert name or gpu_watch finding kind), C(host),
     C(gpu) and C(pci_bus_id), C(gpu_index), C(rung) (reset for ghost memory and a recovery action, reboot for a lost
     or silent GPU, none otherwise), C(message), C(fingerprint)."
@@ -101,6 +102,9 @@ SPEC = {
     "inventory": {"type": "str"},
 }
 LOGGER = logging.getLogger(__name__)
+# How long a request's body may take to arrive (a module global: the tests shorten it). A sender that stops half-way
+# (slowloris) is answered 408 and its connection closed, instead of holding it for ever.
+BODY_SECONDS = 10.0
 
 
 async def main(queue, args):
@@ -117,7 +121,12 @@ async def main(queue, args):
     seen = {}
 
     async def receive(request):
-        body = await request.read()
+        try:
+            body = await asyncio.wait_for(request.read(), BODY_SECONDS)
+        except asyncio.TimeoutError:
+            LOGGER.warning("%s: rejected a request from %s: its body did not arrive within %s s", SOURCE, request.remote, BODY_SECONDS)
+            return web.json_response({"rejected": "the body did not arrive within %s s" % BODY_SECONDS}, status=408,
+                                     headers={"Connection": "close"})
         now = time.time()
         why = eda.verify(secret, request.headers, body, now, options["window_seconds"])
         signature = request.headers.get(eda.SIGNATURE_HEADER)

@@ -31,7 +31,12 @@ options:
     description: The inventory name of the node (C(meta.hosts)). Defaults to the machine's host name.
     type: str
   state_path:
-    description: The watch's state file (O(mode=state_file)).
+    description:
+      - The watch's state file (O(mode=state_file)).
+      - It must be root's or the user's the source runs as, and neither it nor its directory writable by anyone (a
+        sticky directory excepted); else it is not read - whoever can write it could make up ghost memory and start a GPU
+        reset - and a C(source_problem) event names the option and the file, once. So is a state file that cannot be
+        read or is corrupt (a missing one is not, the watch has not run yet).
     type: str
     default: /var/lib/gpuops/watch_state.json
   journal_path:
@@ -169,14 +174,17 @@ async def _local_snapshot(node, options):
 
 
 def _state_view(node):
-    """The watch state, or [] when it is older than the last remediation (answered); a missing or unreadable one is empty."""
+    """(the watch state, or [] when it is older than the last remediation (answered); why it cannot be read, or None).
+    A missing state is empty (the watch has not run yet); one that cannot be read or is corrupt is empty and said."""
     from ansible_collections.gpuops.remediation.plugins.module_utils._watch import load_state, read_last_remediation
 
-    state, _problem = load_state(node["state_path"])  # a missing or unreadable state: nothing known, no event
+    state, problem = load_state(node["state_path"])
+    if problem:
+        return [], "option state_path: %s" % problem.replace(": replaced by a new one", "")
     last, _error = read_last_remediation(node["journal_path"])
     if last and state.get("updated_epoch") is not None and state["updated_epoch"] <= last["epoch"]:
-        return []
-    return state
+        return [], None
+    return state, None
 
 
 def _nodes(options, eda):
@@ -221,7 +229,16 @@ async def main(queue, args):
                 elif not error:
                     node["retry"].succeeded()
             else:
-                state = _state_view(node)
+                # Anyone else could write it (nothing it says is a condition), or it cannot be read: said, once.
+                problem = eda.state_file_problem(node["state_path"], os.geteuid())
+                state, problem = (None, problem) if problem else _state_view(node)
+                if problem:
+                    report, _delay = node["retry"].failed(problem)
+                    if report:
+                        LOGGER.error("%s: %s: %s", SOURCE, node["host"], problem)
+                        await queue.put(eda.problem_event(SOURCE, node["host"], problem))
+                else:
+                    node["retry"].succeeded()
                 conditions = eda.state_conditions(state, options["ghost_threshold_mib"]) if state else []
             for event in node["lasting"].feed(conditions, time.time()):
                 await queue.put(event)

@@ -16,8 +16,11 @@ def test_refusals_name_the_process_and_what_would_allow_it():
     dwm = {"pid": 2056, "name": "dwm.exe"}
     assert "allow_dwm" in refusal(dwm, Policy())
     assert refusal(dwm, Policy(allow_dwm=True)) is None
-    assert "restart_explorer" in refusal({"pid": 3000, "name": "EXPLORER.EXE"}, Policy())
-    assert refusal({"pid": 3000, "name": "explorer.exe"}, Policy(allow_shell=True)) is None
+    shell = {"pid": 3000, "name": "EXPLORER.EXE", "image_path": "C:\\Windows\\explorer.exe", "shell": True}
+    assert "restart_explorer" in refusal(shell, Policy())
+    assert refusal(shell, Policy(allow_shell=True)) is None
+    # named explorer.exe, image path not known: whether it is the shell cannot be told, so nothing ends it
+    assert "image path is not known" in refusal({"pid": 3000, "name": "explorer.exe"}, Policy(allow_shell=True))
     assert "remote connection" in refusal({"pid": 5000, "name": "wsmprovhost.exe"}, Policy())
     assert refusal({"pid": 3124, "name": "python.exe"}, Policy()) is None
 
