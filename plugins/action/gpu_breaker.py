@@ -14,8 +14,8 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records,
-    record_name, recorded_out, remove_record, slurm_out,
+    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, journal_out, journal_reads, kubernetes_out,
+    prepare_state_dir, read_records, record_name, recorded_out, remove_record, slurm_out, unread_note,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
@@ -42,6 +42,7 @@ ARGUMENT_SPEC = {
     "slurm_nodes": {"type": "str"},
     "slurm_reasons": {"type": "dict"},
     "kubernetes_nodes": {"type": "list", "elements": "dict"},
+    "journals": {"type": "list", "elements": "dict"},
     "kubernetes_annotation": {"type": "str", "default": "gpuops.io/cordoned-by"},
     "drain_reason": {"type": "str", "default": DEFAULT_DRAIN_REASON},
 }
@@ -80,7 +81,7 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(LADDERS[args["platform"]]), args["max_rung"]))
         rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])
         if limit is None or rung is None:
-            return dict(changed=False, refusal="", out={}, limit=limit, recorded=False, rung=rung)
+            return dict(changed=False, refusal="", out={}, limit=limit, recorded=False, rung=rung, unread={})
         reasons = plain(args["slurm_reasons"])
         if reasons is not None and not all(isinstance(text, str) for text in reasons.values()):
             raise AnsibleActionFail("slurm_reasons must map each node to the stdout of sinfo --format %%E (a string), got %r" % (reasons,))
@@ -123,12 +124,20 @@ class ActionModule(ControllerAction):
             out.update(slurm_out(args["slurm_nodes"], args["drain_reason"], reasons))
         if args["kubernetes_nodes"] is not None:
             out.update(kubernetes_out(plain(args["kubernetes_nodes"]), args["kubernetes_annotation"], args["drain_reason"]))
+        journals, unread = journal_reads(plain(args["journals"])) if args["journals"] is not None else ({}, {})
+        journals.pop(args["host"], None)  # its own journal counts nothing against it
+        unread.pop(args["host"], None)
+        for name, why in journal_out(journals, now, args["window_minutes"]).items():
+            out.setdefault(name, why)  # a node already out by another source is one node
         node = args["node_name"] or default_node_name(args["host"])
         refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],
-                                  args["window_minutes"], node)
+                                  args["window_minutes"], node, unread)
         recorded = False
         if not refusal and record:
             entry = {"host": args["host"], "node": node, "epoch": now, "run": args["run_id"], "rung": rung}
             write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(entry) + "\n")
             recorded = True
-        return dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung)
+        result = dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung, unread=unread)
+        if unread and not refusal:
+            result["warnings"] = [unread_note(unread)]
+        return result

@@ -112,3 +112,28 @@ def test_one_walk_names_one_run_the_given_one_or_the_one_it_started_with():
     assert walk_run_id("", {"run_id": "gpu_reclaim-20261202T000000.000001Z"}, now) == "gpu_reclaim-20261202T000000.000001Z"
     assert walk_run_id("", None, now) == "gpu_reclaim-20261202T010203.456789Z"
     assert walk_run_id(None, {}, now) == "gpu_reclaim-20261202T010203.456789Z"
+
+
+@pytest.mark.parametrize("playbook", ["reset_gpu.yml", "gpu_watch.yml"])
+def test_a_playbook_checks_its_roles_once_and_its_includes_do_not_check_them_again_per_host(playbook):
+    with open(os.path.join(ROOT, "playbooks", playbook)) as handle:
+        plays = yaml.safe_load(handle)
+    check = plays[0]["tasks"][0]
+    assert check["register"] == "__gpuops_input_check" and check.get("run_once") is True
+    checked = check["gpuops.remediation.gpu_input_check"]["roles"]
+    includes = [task["ansible.builtin.include_role"] for play in plays for task in play["tasks"] if "ansible.builtin.include_role" in task]
+    assert includes
+    for include in includes:
+        role = include["name"].rsplit(".", 1)[-1]
+        assert role in checked, role
+        assert include["rolespec_validate"] == "{{ __gpuops_input_check.rolespec_validate.%s }}" % role
+
+
+def test_a_role_included_by_a_role_validates_unless_the_playbook_checked_it():
+    for path, role in (("gpu_remediate/tasks/guard.yml", "gpu_inspect"), ("gpu_remediate/tasks/walk.yml", "gpu_reclaim"),
+                       ("gpu_watch/tasks/remediate.yml", "gpu_remediate")):
+        with open(os.path.join(ROOT, "roles", path)) as handle:
+            tasks = yaml.safe_load(handle)
+        include = next(task["ansible.builtin.include_role"] for task in tasks if "ansible.builtin.include_role" in task)
+        assert include["name"] == "gpuops.remediation." + role
+        assert include["rolespec_validate"] == "{{ __gpuops_input_check.rolespec_validate.%s | default(true) }}" % role
