@@ -479,7 +479,9 @@ function Test-Trusted($itemPath) {
         }
         $rights = [int64][int]$entry.FileSystemRights
         if (($rights -band $writeRights) -ne 0) {
-            throw ('{0} lets {1} write or create in it (rights 0x{2:X}{3}): only SYSTEM and Administrators may, refused (remove it so that it is made with its own DACL, or choose another journal_path)' -f $itemPath, $sid, $rights, $(if ($entry.IsInherited) { ', inherited' } else { '' }))
+            $how = if ($entry.IsInherited) { ', inherited' } else { '' }
+            $why = '{0} lets {1} write or create in it (rights 0x{2:X}{3}): only SYSTEM and Administrators may, refused ' -f $itemPath, $sid, $rights, $how
+            throw ($why + '(remove it so that it is made with its own DACL, or choose another journal_path)')
         }
     }
 }
