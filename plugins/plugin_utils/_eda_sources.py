@@ -592,6 +592,10 @@ def verify(secret, headers, body, now, window_seconds):
     """None when the request is signed with the secret and dated within the window, else why it is rejected."""
     import hmac
 
+    for name in (TIMESTAMP_HEADER, SIGNATURE_HEADER):
+        count = len(headers.getall(name, [])) if hasattr(headers, "getall") else int(name in headers)
+        if count > 1:  # which one counts is a guess (a proxy may read the last, this the first): neither
+            return "%s given %d times: one is required" % (name, count)
     stamp, given = headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)
     if not stamp or not given:
         return "unsigned: %s and %s are required" % (SIGNATURE_HEADER, TIMESTAMP_HEADER)

@@ -37,6 +37,7 @@ WIN_RESET_ARGUMENT_SPEC = {
     "method": {"type": "str", "required": True, "choices": list(METHODS)},
     "holders": {"type": "list", "elements": "dict", "default": []},
     "allow_dwm": {"type": "bool", "default": False},
+    "allow_daemons": {"type": "bool", "default": False},
     "protect_names": {"type": "list", "elements": "str", "default": []},
     "protect_users": {"type": "list", "elements": "str", "default": []},
     "gpu": {"type": "raw"},

@@ -46,6 +46,23 @@ catch {
     $winlogonShell = $null
 }
 $systemRoot = $env:SystemRoot
+# A service's process (Win32_Service.ProcessId): ended only with allow_daemons, as a Linux daemon is. Where
+# Win32_Service cannot be read, every process's Services stays null (not known).
+$servicesByPid = @{}
+$servicesRead = $true
+try {
+    Get-CimInstance -ClassName Win32_Service -Filter 'ProcessId <> 0' | ForEach-Object {
+        $servicePid = [int]$_.ProcessId
+        if (-not $servicesByPid.ContainsKey($servicePid)) {
+            $servicesByPid[$servicePid] = @()
+        }
+        $servicesByPid[$servicePid] += [string]$_.Name
+    }
+}
+catch {
+    $servicesByPid = @{}
+    $servicesRead = $false
+}
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
     if (-not $ownersRead) {
         try {
@@ -67,6 +84,13 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
             $ownerSid = $null
         }
     }
+    $services = $null
+    if ($servicesRead) {
+        $services = [string[]]@()
+        if ($servicesByPid.ContainsKey([int]$_.ProcessId)) {
+            $services = [string[]]$servicesByPid[[int]$_.ProcessId]
+        }
+    }
     $vmId = $null
     if (($_.Name -in @('wslrelay.exe', 'wslhost.exe')) -and ($_.CommandLine -match '--vm-id\s+(\{?[0-9A-Fa-f-]{36}\}?)')) {
         $vmId = $Matches[1]
@@ -81,6 +105,7 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         User = $owners[[int]$_.ProcessId]
         OwnerSid = $ownerSid
         VmId = $vmId
+        Services = $services
     }
 }
 """
@@ -392,9 +417,10 @@ $Ansible.Result = @{
 # security descriptor goes to CreateDirectory: [System.IO.Directory]::CreateDirectory(path, DirectorySecurity) on
 # Windows PowerShell 5.1, [System.IO.FileSystemAclExtensions]::CreateDirectory on PowerShell 7), owned by Administrators,
 # protected, SYSTEM and Administrators only: no moment with an inherited DACL, and an existing folder is never rewritten.
-# Refused: a reparse point (junction, symbolic link, mount point) in ANY component of the path, a folder or file owned
-# by anyone else (planted before the first run: ProgramData lets users create folders), a journal file with more than one
-# hard link (another name for the same bytes, which a user may have made).
+# Refused: a reparse point (junction, symbolic link, mount point) in ANY component of the path, dangling or not, a folder
+# or file owned by anyone else (planted before the first run: ProgramData lets users create folders) or whose DACL lets
+# anyone else write or create in it (a folder an administrator made there inherits "Users may create files"), a journal
+# file with more than one hard link (another name for the same bytes, which a user may have made).
 # Acts: in check mode it creates and writes nothing (no action runs then either).
 JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
@@ -416,22 +442,47 @@ if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
 $trusted = @('S-1-5-18', 'S-1-5-32-544')
 $fullPath = [System.IO.Path]::GetFullPath($Path)
 $folder = [System.IO.Path]::GetDirectoryName($fullPath)
+# Each component's own attributes (GetFileAttributesEx: a link is read, never followed), so a junction or link whose
+# target is gone - which Test-Path calls absent - is refused too; only a component that does not exist is passed.
 function Assert-NoReparsePoint($itemPath) {
     $at = $itemPath
     while ($at) {
-        if (Test-Path -LiteralPath $at) {
-            $item = Get-Item -LiteralPath $at -Force
-            if ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {
-                throw ('{0} is a reparse point (a junction or a link): the journal is never written through one' -f $at)
-            }
+        $attributes = $null
+        try {
+            $attributes = [System.IO.File]::GetAttributes($at)
+        }
+        catch [System.IO.FileNotFoundException], [System.IO.DirectoryNotFoundException] {
+            $attributes = $null
+        }
+        if (($null -ne $attributes) -and ($attributes -band [System.IO.FileAttributes]::ReparsePoint)) {
+            throw ('{0} is a reparse point (a junction or a link): the journal is never written through one' -f $at)
         }
         $at = [System.IO.Path]::GetDirectoryName($at)
     }
 }
+# The rights that let someone change what is in a folder or file: WriteData/CreateFiles (0x2), AppendData/
+# CreateDirectories (0x4), WriteExtendedAttributes (0x10), DeleteSubdirectoriesAndFiles (0x40), WriteAttributes (0x100),
+# Delete (0x10000), ChangePermissions (0x40000), TakeOwnership (0x80000), GENERIC_ALL (0x10000000), GENERIC_WRITE
+# (0x40000000). CREATOR OWNER (S-1-3-0) on an inherit-only entry becomes the creator's, this elevated run's.
+$writeRights = 0x500D0156
 function Test-Trusted($itemPath) {
-    $owner = (Get-Acl -LiteralPath $itemPath).GetOwner([System.Security.Principal.SecurityIdentifier]).Value
+    $acl = Get-Acl -LiteralPath $itemPath
+    $owner = $acl.GetOwner([System.Security.Principal.SecurityIdentifier]).Value
     if ($trusted -notcontains $owner) {
         throw ('{0} is owned by {1}, not by SYSTEM or Administrators: refused (remove it, or choose another journal_path)' -f $itemPath, $owner)
+    }
+    foreach ($entry in $acl.GetAccessRules($true, $true, [System.Security.Principal.SecurityIdentifier])) {
+        $sid = $entry.IdentityReference.Value
+        $inheritOnly = ($entry.PropagationFlags -band [System.Security.AccessControl.PropagationFlags]::InheritOnly) -ne 0
+        if (($entry.AccessControlType -ne 'Allow') -or ($trusted -contains $sid) -or ($inheritOnly -and ($sid -eq 'S-1-3-0'))) {
+            continue
+        }
+        $rights = [int64][int]$entry.FileSystemRights
+        if (($rights -band $writeRights) -ne 0) {
+            $how = if ($entry.IsInherited) { ', inherited' } else { '' }
+            $why = '{0} lets {1} write or create in it (rights 0x{2:X}{3}): only SYSTEM and Administrators may, refused ' -f $itemPath, $sid, $rights, $how
+            throw ($why + '(remove it so that it is made with its own DACL, or choose another journal_path)')
+        }
     }
 }
 $security = [System.Security.AccessControl.DirectorySecurity]::new()

@@ -154,16 +154,17 @@ def test_webhook_body_that_stops_half_way_is_answered_408_and_the_next_request_s
 
 def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
     """The HMAC is over the exact bytes sent (a re-serialised body with the same JSON fails), a sha1= prefix or an
-    upper-case digest fails, and a replay of the same signed body in the window is refused."""
+    upper-case digest fails, a signature or timestamp header given twice fails (the first was taken), and a replay of
+    the same signed body in the window is refused."""
     module = _source("gpu_alert_webhook")
     port = _free_port()
     now = int(time.time())
     body = b'{"alerts": [{"status": "firing", "labels": {"alertname": "GpuopsGhostMemory", "instance": "node07:9100"}}]}'
     good = sign(SECRET, now, body)
 
-    def request(data, signature, stamp=now):
+    def request(data, signature, stamp=now, extra=b""):
         return (b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nX-Gpuops-Timestamp: %s\r\nX-Gpuops-Signature: %s\r\n"
-                b"Connection: close\r\n\r\n%s" % (len(data), str(stamp).encode(), signature.encode(), data))
+                b"%sConnection: close\r\n\r\n%s" % (len(data), str(stamp).encode(), signature.encode(), extra, data))
 
     reserialised = json.dumps(json.loads(body), separators=(",", ":")).encode()
     cases = [
@@ -172,6 +173,9 @@ def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
         request(body, "sha256=" + good.split("=", 1)[1].upper()),
         request(body, good, now - 330),
         request(body, sign(SECRET, now + 330, body), now + 330),
+        # a header given twice: the first was taken (a proxy may read the last): neither is
+        request(body, good, extra=b"X-Gpuops-Signature: sha256=00\r\n"),
+        request(body, good, extra=b"x-gpuops-timestamp: %d\r\n" % (now - 1000)),
         request(body, good),
         request(body, good),  # the replay
     ]
@@ -196,7 +200,7 @@ def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
                 await task
 
     codes, queued = asyncio.run(run())
-    assert codes == [b"401", b"401", b"401", b"401", b"401", b"202", b"401"]
+    assert codes == [b"401", b"401", b"401", b"401", b"401", b"401", b"401", b"202", b"401"]
     assert queued == 1
 
 
