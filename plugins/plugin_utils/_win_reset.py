@@ -70,6 +70,8 @@ def run(node, args, check_mode, sleep=time.sleep):
     act = {"kill": _win_kill.act, "restart_adapter": _win_adapter.act, "logoff": _win_logoff.act,
            "restart_explorer": _win_shell.act}
     result = act[args["method"]](node, args, check_mode, sleep, journal)
+    if check_mode and result.get("changed"):
+        journal.check()  # the real run's first journal line would be refused the same way, before anything is done
     if not check_mode and interrupted:
         journal.interrupted(False)  # their outcome written now (interrupted), so that each is reported once
     result.update(journal=journal.entries(), interrupted_actions=interrupted)

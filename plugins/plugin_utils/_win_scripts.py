@@ -422,23 +422,7 @@ $Ansible.Result = @{
 # anyone else write or create in it (a folder an administrator made there inherits "Users may create files"), a journal
 # file with more than one hard link (another name for the same bytes, which a user may have made).
 # Acts: in check mode it creates and writes nothing (no action runs then either).
-JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
-param (
-    [Parameter(Mandatory)]
-    [string]$Path,
-    [Parameter(Mandatory)]
-    [string]$Line
-)
-$ErrorActionPreference = 'Stop'
-$Ansible.Changed = $false
-if ($Line.Contains("`n") -or $Line.Contains("`r")) {
-    throw 'a journal line holds no newline'
-}
-if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
-    $Ansible.Result = @{ written = 0 }
-    return
-}
-# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file.
+_JOURNAL_GUARDS = r"""# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file.
 $trusted = @('S-1-5-18', 'S-1-5-32-544')
 $fullPath = [System.IO.Path]::GetFullPath($Path)
 $folder = [System.IO.Path]::GetDirectoryName($fullPath)
@@ -485,7 +469,38 @@ function Test-Trusted($itemPath) {
         }
     }
 }
-$security = [System.Security.AccessControl.DirectorySecurity]::new()
+# The folder and the journal file where they exist: trusted owner and DACL, and the file with no second name.
+function Assert-ExistingTrusted {
+    if ([System.IO.Directory]::Exists($folder)) {
+        Test-Trusted $folder
+    }
+    if ([System.IO.File]::Exists($fullPath)) {
+        Test-Trusted $fullPath
+        if ((Get-Item -LiteralPath $fullPath -Force).LinkType -eq 'HardLink') {
+            $why = '{0} has more than one hard link (another name for the same file): refused (remove the other names, or choose another journal_path)'
+            throw ($why -f $fullPath)
+        }
+    }
+}
+"""
+
+JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [string]$Path,
+    [Parameter(Mandatory)]
+    [string]$Line
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+if ($Line.Contains("`n") -or $Line.Contains("`r")) {
+    throw 'a journal line holds no newline'
+}
+if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
+    $Ansible.Result = @{ written = 0 }
+    return
+}
+%(guards)s$security = [System.Security.AccessControl.DirectorySecurity]::new()
 $security.SetOwner([System.Security.Principal.SecurityIdentifier]::new('S-1-5-32-544'))
 $security.SetAccessRuleProtection($true, $false)
 foreach ($sid in $trusted) {
@@ -504,14 +519,7 @@ if (-not [System.IO.Directory]::Exists($folder)) {
 }
 # again after the creation: a link planted while the folder was made is refused too
 Assert-NoReparsePoint $fullPath
-Test-Trusted $folder
-if ([System.IO.File]::Exists($fullPath)) {
-    Test-Trusted $fullPath
-    if ((Get-Item -LiteralPath $fullPath -Force).LinkType -eq 'HardLink') {
-        $why = '{0} has more than one hard link (another name for the same file): refused (remove the other names, or choose another journal_path)'
-        throw ($why -f $fullPath)
-    }
-}
+Assert-ExistingTrusted
 $bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
 $stream = [System.IO.FileStream]::new($fullPath, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
 try {
@@ -523,7 +531,22 @@ finally {
 }
 $Ansible.Changed = $true
 $Ansible.Result = @{ written = $bytes.Length }
-"""
+""" % {"guards": _JOURNAL_GUARDS}
+
+# What journal_append would refuse, asked without writing (check mode's run of win_gpu_reset asks it first, so that it
+# predicts the real run's refusal): a reparse point in the path, an untrusted folder or file where they exist.
+JOURNAL_CHECK = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [string]$Path
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+%(guards)s
+Assert-NoReparsePoint $fullPath
+Assert-ExistingTrusted
+$Ansible.Result = @{ ok = $true }
+""" % {"guards": _JOURNAL_GUARDS}
 
 # The journal's last TailBytes bytes, base64 (the bytes as written, whatever the console's code page); cut: the tail
 # starts inside a line. A missing journal is an empty one.
@@ -862,5 +885,5 @@ $Ansible.Result = @{
 """
 
 SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "wsl_vms": WSL_VMS,
-           "journal_append": JOURNAL_APPEND, "journal_read": JOURNAL_READ, "code_page": CODE_PAGE, "sessions": SESSIONS,
+           "journal_append": JOURNAL_APPEND, "journal_check": JOURNAL_CHECK, "journal_read": JOURNAL_READ, "code_page": CODE_PAGE, "sessions": SESSIONS,
            "terminate_held": TERMINATE_HELD}

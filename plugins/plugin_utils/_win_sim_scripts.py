@@ -217,13 +217,21 @@ def _refuse_links(root, path):
         at = os.path.dirname(at)
 
 
-def _refuse_planted(root, path):
+def _journal_check_script(root, parameters):
+    """journal_check: what journal_append would refuse, nothing written."""
+    path = host_file(root, parameters.get("Path"))
+    _refuse_links(root, path)
+    _refuse_planted(root, path, existing_only=True)
+    return {"ok": True}
+
+
+def _refuse_planted(root, path, existing_only=False):
     """What the journal_append script refuses after the folder exists: a link (again), a folder it did not make (whose
     DACL lets Users create in it, inherited from ProgramData or the drive), a journal file with more than one hard link
-    (the script's messages)."""
+    (the script's messages). existing_only: a folder not made yet is no refusal (journal_check)."""
     _refuse_links(root, path)
     folder = os.path.dirname(path)
-    if folder not in _made_folders(root):
+    if folder not in _made_folders(root) and not (existing_only and not os.path.lexists(folder)):
         raise WinSimError("%s lets %s write or create in it (rights 0x%X, inherited): only SYSTEM and Administrators may, refused "
                           "(remove it so that it is made with its own DACL, or choose another journal_path)" % (folder, USERS_SID, _USERS_CREATE))
     if os.path.isfile(path) and os.stat(path).st_nlink > 1:
@@ -244,7 +252,7 @@ def _journal_read_script(root, parameters):
     return {"exists": True, "cut": cut, "base64": base64.b64encode(data).decode("ascii")}
 
 
-_FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_read": _journal_read_script}
+_FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_check": _journal_check_script, "journal_read": _journal_read_script}
 
 
 def _terminate_held_script(state, parameters, caller):

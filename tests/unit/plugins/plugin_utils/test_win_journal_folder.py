@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset, _win_scripts, _win_sim, _win_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_node, _win_reset, _win_scripts, _win_sim, _win_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode, WindowsNodeError
 
 from .powershell_grammar import Script
@@ -159,3 +159,72 @@ def test_the_folder_the_journal_made_is_used_again(tmp_path):
     assert again["changed"] and not python_runs(root)
     with open(os.path.join(root, "fs", "C", "ProgramData", "gpuops", "journal.jsonl")) as journal:
         assert len(journal.read().splitlines()) == 4
+
+
+# ---- check mode predicts the refusal (journal_check), on the simulated node and through TargetNode ----------------------
+
+def plant(root, tmp_path, how):
+    programdata = os.path.join(root, "fs", "C", "ProgramData")
+    os.makedirs(programdata, exist_ok=True)
+    if how == "dangling_junction":
+        os.symlink(str(tmp_path / "gone"), os.path.join(programdata, "gpuops"))
+    elif how == "administrators_mkdir":
+        os.makedirs(os.path.join(programdata, "gpuops"))
+
+
+def real_host_target(root):
+    """TargetNode whose module calls the simulated node answers, a script that throws answered as win_powershell answers
+    it (failed, its error records)."""
+    from .test_win_wsl_rung import HostAction
+
+    class Failing(HostAction):
+        def _execute_module(self, module_name, module_args, task_vars):
+            try:
+                return HostAction._execute_module(self, module_name, module_args, task_vars)
+            except _win_sim.WinSimError as exc:
+                return {"failed": True, "error": [{"message": str(exc)}]}
+    return _win_node.TargetNode(Failing(root), {}, "ada")
+
+
+@pytest.mark.parametrize("real_host", [False, True])
+@pytest.mark.parametrize("how, words", [("dangling_junction", "reparse point"), ("administrators_mkdir", "S-1-5-32-545")])
+def test_check_mode_fails_as_the_real_run_does(tmp_path, real_host, how, words):
+    root, host = node(tmp_path)
+    host = real_host_target(root) if real_host else host
+    plant(root, tmp_path, how)
+    messages = []
+    for check_mode in (True, False):
+        with pytest.raises(WindowsNodeError, match=words) as refused:
+            kill(host, "C:\\ProgramData\\gpuops\\journal.jsonl", check_mode=check_mode)
+        messages.append(str(refused.value).split(": ", 1)[-1])
+    assert messages[0] == messages[1] and python_runs(root)
+
+
+def test_a_check_mode_run_that_plans_nothing_does_not_ask(tmp_path):
+    root, host = node(tmp_path)
+    plant(root, tmp_path, "administrators_mkdir")
+    args = {"method": "restart_explorer", "user": "ada", "journal_path": "C:\\ProgramData\\gpuops\\journal.jsonl"}
+    predicted = _win_reset.run(host, args, check_mode=True)
+    done = _win_reset.run(host, args, check_mode=False)
+    assert not predicted["changed"] and not done["changed"] and not done["failed"]  # nothing to journal: nothing refused
+
+
+def test_wsl_shutdown_check_mode_fails_as_its_real_run_does(tmp_path):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _wsl_shutdown
+    root = str(tmp_path / "ws12")
+    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "distributions": [{"name": "Ubuntu-22.04", "memory_mib": 1024}]}))
+    plant(root, tmp_path, "administrators_mkdir")
+    host = SimulatedNode(root, "ada")
+    for check_mode in (True, False):
+        with pytest.raises(WindowsNodeError, match="S-1-5-32-545"):
+            _wsl_shutdown.stop(host, "Ubuntu-22.04", check_mode, journal_path="C:\\ProgramData\\gpuops\\journal.jsonl")
+    assert [d["name"] for d in _win_sim.snapshot_of_state(root)["distributions"] if d["running"]] == ["Ubuntu-22.04"]
+
+
+def test_the_check_script_writes_nothing_and_shares_the_appends_guards():
+    check = Script(_win_scripts.SCRIPTS["journal_check"])
+    assert check.errors() == [] and check.parameters() == ["path"]
+    text = _win_scripts.SCRIPTS["journal_check"]
+    assert _win_scripts._JOURNAL_GUARDS in text and _win_scripts._JOURNAL_GUARDS in _win_scripts.SCRIPTS["journal_append"]
+    assert not {"createdirectory", "write", "filestream"} & set(call.rsplit("::", 1)[-1] for call in check.static_calls())
+    assert "FileStream" not in text and "CreateDirectory" not in text and "$Ansible.Changed = $true" not in text
