@@ -47,7 +47,7 @@ options:
   destructive_only:
     description:
       - With O(records=true), only the lines (intents and outcomes) of the destructive actions in RV(records), before
-        O(max_records) is applied - C(gpu_reset), C(module_unload), C(module_load), C(systemctl_isolate), C(reboot): the
+        O(max_records) is applied - C(gpu_reset), C(module_unload), C(module_load), C(systemctl_isolate), C(reboot) - the
         circuit breaker's lean read (docs/eda.md).
     type: bool
     default: false

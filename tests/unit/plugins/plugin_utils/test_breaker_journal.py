@@ -97,22 +97,26 @@ def test_reads_unreachable_failed_and_unreadable_hosts_are_unread_not_healthy(tm
         {"item": "n3", "unreachable": True, "msg": "Failed to connect to the host via ssh: Connection refused"},
         {"item": "n4", "failed": True, "msg": "python3: not found"},
         {"item": "n5", "records": [], "error": "cannot read the journal /var/log/gpuops/journal.jsonl: Permission denied"},
+        {"item": "n7", "skipped": True, "skip_reason": "Conditional result was False"},
+        {"item": {"host": "n8"}, "records": []},  # not a loop over hosts: nothing to name
+        "not a result",
     ]
     journals, unread = journal_reads(results)
     assert sorted(journals) == ["n1", "n2"]
     assert unread == {"n3": "unreachable: Failed to connect to the host via ssh: Connection refused",
                       "n4": "the read failed: python3: not found",
-                      "n5": "cannot read the journal /var/log/gpuops/journal.jsonl: Permission denied"}
+                      "n5": "cannot read the journal /var/log/gpuops/journal.jsonl: Permission denied",
+                      "n7": "not read (skipped)"}
     out = journal_out(journals, time.time(), 60)
     refusal = breaker_refusal("n6", out, 5, 20, 0, 60, unread=unread)
     assert "1 of the 5 nodes of the fleet are already out: n1 (GPU reset (gpu_reset) in its journal" in refusal
-    assert "the journals of 3 fleet host(s) could not be read, so they are counted neither out nor healthy: n3 (unreachable" in refusal
+    assert "the journals of 4 fleet host(s) could not be read, so they are counted neither out nor healthy: n3 (unreachable" in refusal
     assert "n4 (the read failed: python3: not found)" in refusal
     # Allowed (room for two), the note still names them for the warning; the host's own entry is never named.
     assert breaker_refusal("n6", out, 10, 20, 0, 60, unread=unread) == ""
     assert unread_note({}) == ""
     own = breaker_refusal("n3", dict(out, n2="x"), 5, 20, 0, 60, unread=unread)
-    assert "the journals of 2 fleet host(s)" in own and "n3 (unreachable" not in own
+    assert "the journals of 3 fleet host(s)" in own and "n3 (unreachable" not in own
 
 
 def test_the_hosts_own_journal_is_not_counted_against_it(tmp_path):
@@ -121,3 +125,11 @@ def test_the_hosts_own_journal_is_not_counted_against_it(tmp_path):
     out = journal_out({"gpu1.example.org": read_journal(path)}, time.time(), 60)
     assert breaker_refusal("gpu1.example.org", out, 5, 20, 0, 60, node_name="gpu1") == ""
     assert breaker_refusal("gpu2.example.org", out, 5, 20, 0, 60, node_name="gpu2").startswith("circuit breaker: 1 of the 5")
+
+
+def test_an_outcome_in_the_window_whose_intent_is_not_counts_for_nothing(tmp_path):
+    # gpu_journal_info's window keeps the lines at or after its start: an action started before it leaves its outcome only.
+    writer, path = journal(tmp_path)
+    writer.outcome(writer.intent("gpu_reset", gpus=[0], argv=[]), True)
+    outcomes = [record for record in read_journal(path) if record["phase"] == "outcome"]
+    assert journal_destructive(outcomes, time.time(), 60) is None
