@@ -15,7 +15,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, journal_out, journal_reads, kubernetes_out,
-    prepare_state_dir, read_records, record_name, recorded_out, remove_record, slurm_out, unread_note,
+    prepare_state_dir, read_records, record_name, recorded_node_names, recorded_out, remove_record, slurm_out, unread_note,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
@@ -46,6 +46,20 @@ ARGUMENT_SPEC = {
     "kubernetes_annotation": {"type": "str", "default": "gpuops.io/cordoned-by"},
     "drain_reason": {"type": "str", "default": DEFAULT_DRAIN_REASON},
 }
+
+
+def fleet_node_names(task_vars, hosts):
+    """{host: node} of the fleet hosts whose inventory sets gpu_reclaim_drain_node_name (the role's default,
+    inventory_hostname_short, is default_node_name's answer): their journals count under the name their drains carry."""
+    hostvars = task_vars.get("hostvars") or {}
+    names = {}
+    for host in hosts:
+        if not isinstance(host, str) or host not in hostvars:
+            continue
+        name = hostvars[host].get("gpu_reclaim_drain_node_name")
+        if isinstance(name, str) and name and "{{" not in name:
+            names[host] = name
+    return names
 
 
 def platform_rungs(args):
@@ -85,6 +99,7 @@ class ActionModule(ControllerAction):
         reasons = plain(args["slurm_reasons"])
         if reasons is not None and not all(isinstance(text, str) for text in reasons.values()):
             raise AnsibleActionFail("slurm_reasons must map each node to the stdout of sinfo --format %%E (a string), got %r" % (reasons,))
+        args["fleet_node_names"] = fleet_node_names(task_vars, [result.get("item") for result in plain(args["journals"] or [])])
         directory = args["state_dir"]
         problem = prepare_state_dir(directory, os.geteuid(), create=not self._task.check_mode)
         if problem:
@@ -119,7 +134,8 @@ class ActionModule(ControllerAction):
     @staticmethod
     def _decide(args, rung, limit, directory, reasons, record):
         now = time.time()
-        out = recorded_out(read_records(directory), now, args["window_minutes"])
+        records = read_records(directory)
+        out = recorded_out(records, now, args["window_minutes"])
         if args["slurm_nodes"] is not None:
             out.update(slurm_out(args["slurm_nodes"], args["drain_reason"], reasons))
         if args["kubernetes_nodes"] is not None:
@@ -127,7 +143,8 @@ class ActionModule(ControllerAction):
         journals, unread = journal_reads(plain(args["journals"])) if args["journals"] is not None else ({}, {})
         journals.pop(args["host"], None)  # its own journal counts nothing against it
         unread.pop(args["host"], None)
-        for name, why in journal_out(journals, now, args["window_minutes"]).items():
+        node_names = dict(args["fleet_node_names"] or {}, **recorded_node_names(records))
+        for name, why in journal_out(journals, now, args["window_minutes"], node_names).items():
             out.setdefault(name, why)  # a node already out by another source is one node
         node = args["node_name"] or default_node_name(args["host"])
         refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],

@@ -114,14 +114,15 @@ def journal_destructive(records, now, window_minutes):
     return found
 
 
-def journal_out(journals, now, window_minutes):
+def journal_out(journals, now, window_minutes, node_names=None):
     """{node: why} of the fleet hosts whose journal ({host: records}) shows a destructive action started within the
-    window (journal_destructive), each under the host's node name (default_node_name), as the other sources name it."""
+    window (journal_destructive), each under the host's node name as the other sources name it: node_names' ({host:
+    node}: its gpu_reclaim_drain_node_name, or the name its breaker record holds), else default_node_name."""
     out = {}
     for host, records in journals.items():
         found = journal_destructive(records or [], now, window_minutes)
         if found:
-            out[default_node_name(host)] = "%s (%s) in its journal at %s, %d min ago, run %s, %s" % (
+            out[(node_names or {}).get(host) or default_node_name(host)] = "%s (%s) in its journal at %s, %d min ago, run %s, %s" % (
                 found["name"], found["action"], found["ts"], max(0, now - found["epoch"]) // 60, found["run_id"] or "?",
                 found["outcome"])
     return out
@@ -187,13 +188,21 @@ def recorded_out(records, now, window_minutes):
     out = {}
     for record in records:
         epoch = record.get("epoch")
-        # A record dated after now (another controller's clock, on a shared state directory) counts: it is recent.
+        # A record dated a little after now (another controller's clock, on a shared state directory) counts: it is
+        # recent. One dated further ahead than CLOCK_SLACK_SECONDS was written under a wrong clock and counts for
+        # nothing, as a journal line does (journal_destructive): it would otherwise hold a place for as long as it is ahead.
         if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) and now - epoch <= window_minutes * 60 \
-                and record.get("host"):
+                and epoch - now <= CLOCK_SLACK_SECONDS and record.get("host"):
             node = record.get("node") if isinstance(record.get("node"), str) and record.get("node") else record["host"]
             out[node] = "%s rung by run %s, %d min ago" % (record.get("rung") or "destructive", record.get("run") or "?",
                                                            max(0, now - epoch) // 60)
     return out
+
+
+def recorded_node_names(records):
+    """{host: node} of the breaker records that name the host's node (its Slurm or Kubernetes name)."""
+    return dict((record["host"], record["node"]) for record in records
+                if isinstance(record.get("host"), str) and isinstance(record.get("node"), str) and record["node"])
 
 
 def read_records(directory):

@@ -36,8 +36,8 @@ class OptionError(ValueError):
 def _kind_ok(value, kind):
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "float":  # nan passes every "min" (asyncio.sleep(nan) returns at once: a source spinning), inf never ends
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "str":

@@ -133,3 +133,23 @@ def test_an_outcome_in_the_window_whose_intent_is_not_counts_for_nothing(tmp_pat
     writer.outcome(writer.intent("gpu_reset", gpus=[0], argv=[]), True)
     outcomes = [record for record in read_journal(path) if record["phase"] == "outcome"]
     assert journal_destructive(outcomes, time.time(), 60) is None
+
+
+def test_a_host_recorded_and_with_a_reset_in_its_journal_is_one_node_out_under_its_node_name(tmp_path):
+    """review20: the journal named node7.example.com 'node7' while its breaker record and Slurm named it gpu-07, so one
+    host counted as two nodes out. The node name comes from the host's record, or its gpu_reclaim_drain_node_name."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import recorded_node_names, recorded_out
+    from ansible_collections.gpuops.remediation.plugins.action.gpu_breaker import fleet_node_names
+    writer, path = journal(tmp_path)
+    writer.outcome(writer.intent("gpu_reset", gpus=[0], argv=[]), True)
+    now = time.time()
+    records = [{"host": "node7.example.com", "node": "gpu-07", "epoch": now - 60, "run": "r", "rung": "reset"}]
+    journals = {"node7.example.com": read_journal(path), "node8.example.com": read_journal(path)}
+    out = recorded_out(records, now, 60)
+    hostvars = {"node8.example.com": {"gpu_reclaim_drain_node_name": "gpu-08"}, "node7.example.com": {}}
+    names = dict(fleet_node_names({"hostvars": hostvars}, list(journals)), **recorded_node_names(records))
+    assert names == {"node7.example.com": "gpu-07", "node8.example.com": "gpu-08"}
+    for name, why in journal_out(journals, now, 60, names).items():
+        out.setdefault(name, why)
+    assert sorted(out) == ["gpu-07", "gpu-08"]
+    assert breaker_refusal("node9.example.com", out, 10, 20, 0, 60).startswith("circuit breaker: 2 of the 10 nodes")

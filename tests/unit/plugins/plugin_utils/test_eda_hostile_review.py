@@ -449,3 +449,15 @@ def test_the_words_of_a_remediation_line_in_another_programs_message_answer_noth
                    "Nov 30 10:00:00 node7 sshd[9]: Invalid user gpuops-remediation: ",
                    "2026-11-30T10:00:00+00:00 node7 xgpuops-remediation[1]: "):
         assert remediation_of(forged + fields, "node7") is None, forged
+
+
+@pytest.mark.parametrize("name, option", [("gpu_kernel_log", "poll_interval"), ("gpu_kernel_log", "throttle_seconds"),
+                                          ("gpu_snapshot", "duration_seconds"), ("gpu_snapshot", "poll_interval")])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_number_option_that_is_not_finite_is_named(name, option, value):
+    """YAML's .nan passed every minimum (nan < min is false): poll_interval .nan made asyncio.sleep return at once, a
+    source spinning on a core; duration_seconds .nan made every condition last; throttle_seconds .nan throttled none."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import check_args
+
+    with pytest.raises(OptionError, match=r"^%s: option %s must be a float, got %r$" % (name, option, value)):
+        check_args(name, {option: value}, _source(name).SPEC)
