@@ -14,8 +14,8 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
-    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records,
-    record_name, recorded_out, remove_record, slurm_out,
+    DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, journal_out, journal_reads, kubernetes_out,
+    prepare_state_dir, read_records, record_name, recorded_node_names, recorded_out, remove_record, slurm_out, unread_note,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
@@ -42,9 +42,24 @@ ARGUMENT_SPEC = {
     "slurm_nodes": {"type": "str"},
     "slurm_reasons": {"type": "dict"},
     "kubernetes_nodes": {"type": "list", "elements": "dict"},
+    "journals": {"type": "list", "elements": "dict"},
     "kubernetes_annotation": {"type": "str", "default": "gpuops.io/cordoned-by"},
     "drain_reason": {"type": "str", "default": DEFAULT_DRAIN_REASON},
 }
+
+
+def fleet_node_names(task_vars, hosts):
+    """{host: node} of the fleet hosts whose inventory sets gpu_reclaim_drain_node_name (the role's default,
+    inventory_hostname_short, is default_node_name's answer): their journals count under the name their drains carry."""
+    hostvars = task_vars.get("hostvars") or {}
+    names = {}
+    for host in hosts:
+        if not isinstance(host, str) or host not in hostvars:
+            continue
+        name = hostvars[host].get("gpu_reclaim_drain_node_name")
+        if isinstance(name, str) and name and "{{" not in name:
+            names[host] = name
+    return names
 
 
 def platform_rungs(args):
@@ -80,10 +95,11 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(LADDERS[args["platform"]]), args["max_rung"]))
         rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])
         if limit is None or rung is None:
-            return dict(changed=False, refusal="", out={}, limit=limit, recorded=False, rung=rung)
+            return dict(changed=False, refusal="", out={}, limit=limit, recorded=False, rung=rung, unread={})
         reasons = plain(args["slurm_reasons"])
         if reasons is not None and not all(isinstance(text, str) for text in reasons.values()):
             raise AnsibleActionFail("slurm_reasons must map each node to the stdout of sinfo --format %%E (a string), got %r" % (reasons,))
+        args["fleet_node_names"] = fleet_node_names(task_vars, [result.get("item") for result in plain(args["journals"] or [])])
         directory = args["state_dir"]
         problem = prepare_state_dir(directory, os.geteuid(), create=not self._task.check_mode)
         if problem:
@@ -118,17 +134,27 @@ class ActionModule(ControllerAction):
     @staticmethod
     def _decide(args, rung, limit, directory, reasons, record):
         now = time.time()
-        out = recorded_out(read_records(directory), now, args["window_minutes"])
+        records = read_records(directory)
+        out = recorded_out(records, now, args["window_minutes"])
         if args["slurm_nodes"] is not None:
             out.update(slurm_out(args["slurm_nodes"], args["drain_reason"], reasons))
         if args["kubernetes_nodes"] is not None:
             out.update(kubernetes_out(plain(args["kubernetes_nodes"]), args["kubernetes_annotation"], args["drain_reason"]))
+        journals, unread = journal_reads(plain(args["journals"])) if args["journals"] is not None else ({}, {})
+        journals.pop(args["host"], None)  # its own journal counts nothing against it
+        unread.pop(args["host"], None)
+        node_names = dict(args["fleet_node_names"] or {}, **recorded_node_names(records))
+        for name, why in journal_out(journals, now, args["window_minutes"], node_names).items():
+            out.setdefault(name, why)  # a node already out by another source is one node
         node = args["node_name"] or default_node_name(args["host"])
         refusal = breaker_refusal(args["host"], out, args["fleet_size"], args["max_percent"], args["max_count"],
-                                  args["window_minutes"], node)
+                                  args["window_minutes"], node, unread)
         recorded = False
         if not refusal and record:
             entry = {"host": args["host"], "node": node, "epoch": now, "run": args["run_id"], "rung": rung}
             write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(entry) + "\n")
             recorded = True
-        return dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung)
+        result = dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung, unread=unread)
+        if unread and not refusal:
+            result["warnings"] = [unread_note(unread)]
+        return result

@@ -23,7 +23,7 @@ _CHILD = {"name": {"type": "str", "required": True}, "gpus": {"type": "list", "e
           "image_path": {"type": "str"}, "igpu_memory_mib": {"type": "int", "default": 0},
           "graphics": {"type": "bool", "default": False}, "counter_mib": {"type": "int"},
           "critical": {"type": "bool", "default": False}, "owner_known": {"type": "bool", "default": True},
-          "runs_ansible": {"type": "bool", "default": False}}
+          "runs_ansible": {"type": "bool", "default": False}, "service": {"type": "str"}}
 _PROCESS = dict(_CHILD, session_id={"type": "int", "default": 1},
                 children={"type": "list", "elements": "dict", "default": [], "options": _CHILD})
 ARGUMENT_SPEC = {
@@ -42,6 +42,7 @@ ARGUMENT_SPEC = {
     "pnp_properties": {"type": "bool", "default": True},
     "adapter_memory_counters": {"type": "bool", "default": True},
     "winlogon_shell": {"type": "str", "default": "explorer.exe"},
+    "services_readable": {"type": "bool", "default": True},
     "constrained_language": {"type": "bool", "default": False},
     "oem_code_page": {"type": "int", "default": 437},
     "gpus": {"type": "list", "elements": "dict", "options": _GPU},

@@ -269,6 +269,12 @@ class Journal:
 # The actions whose success answers earlier evidence (completed_resets): each also writes a syslog line with its own
 # identifier, which the event sources of extensions/eda read to drop the events it answered (the closed loop).
 ANSWERING_ACTIONS = ("gpu_reset", "module_load")
+# The actions that take a node's GPUs (or the node) away, as each is journalled, and what the circuit breaker calls
+# them: a reset, a driver reload (nvidia_driver_reload's modprobe -r / modprobe), a graphics restart
+# (gpu_graphics_restart's isolate of multi-user.target), a reboot (the Windows walk's; a Linux reboot writes none). A
+# signal, a container stop, a unit stopped or started are not: the node stays up.
+DESTRUCTIVE_ACTIONS = {"gpu_reset": "GPU reset", "module_unload": "driver reload", "module_load": "driver reload",
+                       "systemctl_isolate": "graphics restart", "reboot": "reboot"}
 SYSLOG_IDENTIFIER = "gpuops-remediation"
 
 

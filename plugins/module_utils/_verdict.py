@@ -183,8 +183,10 @@ def ghost_unknown(gpu, ghost_threshold_mib):
     and no GPU Adapter Memory figure came back). Unknown is not 0: such a GPU is neither ok nor stuck. A Linux GPU
     (no driver model) is never asked: its state stays what it was."""
     used = gpu.get("memory_used_mib")
-    return (driver_model(gpu) is not None and gpu.get("unattributed_mib") is None and used is not None
-            and used > ghost_threshold_mib)
+    # A Windows GPU: nvidia-smi names its driver model, or the Windows snapshot said where its ghost figure comes from
+    # (ghost_source, null with ghost_reason where none) - also where the model is N/A.
+    windows = driver_model(gpu) is not None or "ghost_source" in gpu
+    return windows and gpu.get("unattributed_mib") is None and used is not None and used > ghost_threshold_mib
 
 
 def gpu_state(gpu, holders, ghost_threshold_mib, probe_report):
@@ -447,8 +449,8 @@ def _unknown_findings(finding, gpu, ghost_threshold_mib):
     """The line of a GPU whose ghost memory is not known (ghost_unknown): rung none - no rung is chosen on it alone."""
     if gpu.get("state") != UNKNOWN or not ghost_unknown(gpu, ghost_threshold_mib):
         return None
-    model = driver_model(gpu)
-    why = gpu.get("ghost_reason") or ("%s gives no per-process memory figure and no adapter figure came back" % model)
+    model = driver_model(gpu) or "an unknown"
+    why = gpu.get("ghost_reason") or "the driver gives no per-process memory figure and no adapter figure came back"
     line = ("%s has %s MiB in use and how much of it no live process holds is unknown (%s driver model: %s): unknown is "
             "not 0, so its state is unknown, and nothing is ended on it alone. What would tell: %s" % (
                 _gpu_label(gpu), gpu["memory_used_mib"], model, why, WDDM_WHAT_WOULD_TELL))

@@ -12,7 +12,8 @@ version_added: 1.0.0
 description:
   - Counts the nodes of the fleet already out, from state that outlives a job - the breaker records of O(state_dir)
     within O(window_minutes) (one per host that passed the breaker for a destructive rung), the Slurm nodes drained with
-    our reason (O(slurm_nodes)), and the Kubernetes nodes carrying our cordon annotation (O(kubernetes_nodes)) - and
+    our reason (O(slurm_nodes)), the Kubernetes nodes carrying our cordon annotation (O(kubernetes_nodes)), and the
+    fleet hosts whose own journals show a destructive action started within O(window_minutes) (O(journals)) - and
     refuses a destructive rung on O(host) when it would make more than O(max_percent) of O(fleet_size), or more than
     O(max_count), naming the nodes already out.
   - Counts only a host whose walk would start with one of O(destructive_rungs) and would not refuse it anyway (a reboot
@@ -124,6 +125,19 @@ options:
     description: The Node resources of C(kubernetes.core.k8s_info); unset reads no Kubernetes state.
     type: list
     elements: dict
+  journals:
+    description:
+      - The results of M(gpuops.remediation.gpu_journal_info) (O(gpuops.remediation.gpu_journal_info#module:records=true))
+        run on each fleet host, as a loop with C(delegate_to) registers them (C(item) the host's inventory name). Unset
+        reads no journal.
+      - A host counts as out, under its name up to the first dot, when its journal shows a destructive action (C(gpu_reset),
+        a driver reload's C(module_unload) or C(module_load), a graphics restart's C(systemctl_isolate) to
+        C(multi-user.target), a C(reboot)) that started within O(window_minutes) and did not fail (ok, or its outcome
+        unknown - no outcome line, or an interrupted run). A signal, a container stop or a unit stopped does not count.
+      - A host unreachable, whose read failed or whose journal could not be read is counted neither out nor healthy - the
+        refusal names it, and an allowed run warns (RV(unread)). O(host)'s own journal counts nothing against it.
+    type: list
+    elements: dict
   kubernetes_annotation:
     description: Our cordon annotation.
     type: str
@@ -174,7 +188,7 @@ refusal:
   returned: with O(state=decided)
   type: str
 out:
-  description: The nodes counted as out, each with why (breaker record, Slurm drain, Kubernetes cordon).
+  description: The nodes counted as out, each with why (breaker record, Slurm drain, Kubernetes cordon, journal action).
   returned: with O(state=decided)
   type: dict
 limit:
@@ -189,6 +203,10 @@ recorded:
   description: Whether this host's record was written (it passed, for a destructive rung, not in check mode).
   returned: with O(state=decided)
   type: bool
+unread:
+  description: The fleet hosts of O(journals) whose journals could not be read, each with why; counted neither out nor healthy.
+  returned: with O(state=decided)
+  type: dict
 released:
   description: Whether the host's record was removed (in check mode, would be).
   returned: with O(state=released)

@@ -44,6 +44,13 @@ options:
     description: At most this many lines in RV(records); 1 or more.
     type: int
     default: 200
+  destructive_only:
+    description:
+      - With O(records=true), only the lines (intents and outcomes) of the destructive actions in RV(records), before
+        O(max_records) is applied - C(gpu_reset), C(module_unload), C(module_load), C(systemctl_isolate), C(reboot) - the
+        circuit breaker's lean read (docs/eda.md).
+    type: bool
+    default: false
 seealso:
   - module: gpuops.remediation.gpu_kill
   - module: gpuops.remediation.gpu_holders_info
@@ -144,7 +151,7 @@ runs:
       description: How many it began and never finished (the run was killed in between).
       type: int
 records:
-  description: The journal's newest lines, oldest first, with O(records=true).
+  description: The journal's newest lines, oldest first, with O(records=true) (only the destructive actions' with O(destructive_only=true)).
   returned: when O(records=true)
   type: list
   elements: dict
@@ -191,7 +198,7 @@ import re
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
-    journal_epoch, leak_sources, read_window, run_summaries)
+    DESTRUCTIVE_ACTIONS, journal_epoch, leak_sources, read_window, run_summaries)
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 
@@ -234,6 +241,7 @@ def main():
             since=dict(type="str"),
             records=dict(type="bool", default=False),
             max_records=dict(type="int", default=200),
+            destructive_only=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -255,7 +263,9 @@ def main():
     result = dict(changed=False, journal=path, exists=os.path.exists(path), error=error, complete=coverage["complete"],
                   coverage=coverage, sources=leak_sources(records, since=since), runs=run_summaries(records, since=since))
     if params["records"]:
-        result["records"] = [record for record in records if record_at_or_after(record, since)][-params["max_records"]:]
+        wanted = DESTRUCTIVE_ACTIONS if params["destructive_only"] else None
+        result["records"] = [record for record in records if record_at_or_after(record, since)
+                             and (wanted is None or record.get("action") in wanted)][-params["max_records"]:]
     module.exit_json(**result)
 
 

@@ -243,7 +243,7 @@ modules_run:
 outcome:
   description:
     - Once the walk has ended, its outcome - C(status) (V(fixed), V(clean), V(planned), V(failed), V(refused),
-      V(undetermined): no memory known held, but a Windows GPU's ghost memory unknown - see docs/windows.md),
+      V(undetermined) - no memory known held, but a Windows GPU's ghost memory unknown - see docs/windows.md),
       C(msg), C(entry_rung), C(reasons), C(fixed_by), C(rungs_tried) (each with C(rung), C(changed), C(failed), C(msg),
       C(plan)), C(held_by), C(gpus) (memory before and after and C(freed_mib) per GPU), C(memory_freed_mib),
       C(seconds), C(drained), C(undrained), C(drain_notes), C(inspections) and C(summary) (the lines to print).

@@ -133,6 +133,17 @@ holders:
     image_path:
       description: Executable path.
       type: str
+    shell:
+      description:
+        - Whether it is the user's shell - its image path is Winlogon's C(Shell) resolved under C(%SystemRoot%), never
+          decided by its name; null when that cannot be told (image path not known).
+      type: bool
+    services:
+      description:
+        - The Windows services it runs (C(Win32_Service.ProcessId)); such a process is ended only with C(allow_daemons).
+          Null when C(Win32_Service) could not be read.
+      type: list
+      elements: str
     gpus:
       description: Indexes of the GPUs it holds.
       type: list

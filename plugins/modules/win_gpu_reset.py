@@ -21,9 +21,11 @@ description:
     handle while its creation time is compared and ended alone with C(taskkill /F /PID <pid>) (never C(/T), which would
     take children born since), and the plan says so. Never a protected system process (csrss, wininit,
     winlogon, services, lsass, smss, System, Idle, Registry, Memory Compression, Secure System, LsaIso), the WSL VM
-    (C(vmmemWSL), C(vmmem) - use M(gpuops.remediation.wsl_shutdown)), the user's shell C(explorer.exe) (use
-    V(restart_explorer)), a remote connection's host process (C(wsmprovhost), C(winrshost), C(sshd)), nor C(dwm.exe)
-    unless O(allow_dwm), nor a process of O(protect_names) or O(protect_users), nor one whose tree holds any of these.
+    (C(vmmemWSL), C(vmmem) - use M(gpuops.remediation.wsl_shutdown)), the user's shell (the process whose image path is
+    Winlogon's C(Shell), C(%SystemRoot%\\explorer.exe) by default - use V(restart_explorer)), a remote connection's host
+    process (C(wsmprovhost), C(winrshost), C(sshd)), nor C(dwm.exe) unless O(allow_dwm), nor a Windows service's process
+    (C(Win32_Service.ProcessId)) unless O(allow_daemons), nor a process of O(protect_names) or O(protect_users), nor one
+    whose tree holds any of these.
     A process counts as ended only when it is gone by pid and creation time, whatever a tool printed."
   - "V(restart_adapter) - C(pnputil /restart-device <instance id>) on the one adapter of each GPU chosen (O(gpu)) that
     needs it (ghost memory beyond O(ghost_threshold_mib), or NVML's recovery action), or of every GPU chosen with
@@ -74,6 +76,14 @@ options:
     default: []
   allow_dwm:
     description: With V(kill), allow ending C(dwm.exe) (Windows starts it again; the screen flickers).
+    type: bool
+    default: false
+  allow_daemons:
+    description:
+      - With V(kill), allow ending a Windows service's process (the C(ProcessId) of a C(Win32_Service), such as
+        C(NVDisplay.Container.exe) as SYSTEM), as a Linux GPU daemon is ended only with allow_daemons. Without it such a
+        process is left, the refusal naming the service; where C(Win32_Service) could not be read, a process of
+        session 0 is left the same way.
     type: bool
     default: false
   protect_names:

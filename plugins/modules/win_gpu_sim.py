@@ -117,6 +117,12 @@ options:
         GPU's ghost memory is unknown (its state V(unknown), the walk's outcome V(undetermined)).
     type: bool
     default: true
+  services_readable:
+    description:
+      - Whether the processes script's C(Win32_Service) read answers. With V(false) every process's services are not
+        known (null), as on a host where the query fails.
+    type: bool
+    default: true
   winlogon_shell:
     description:
       - Winlogon's C(Shell) value (C(HKLM\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon)) - the user's shell is the
@@ -256,6 +262,12 @@ options:
             own connection - M(gpuops.remediation.win_gpu_reset) never ends them, nor a tree that holds them.
         type: bool
         default: false
+      service:
+        description:
+          - The Windows service this process runs (C(Win32_Service.Name) whose C(ProcessId) it is), for example
+            C(NVDisplay.ContainerLocalSystem) with O(processes[].session_id=0) and O(processes[].user=NT AUTHORITY\\SYSTEM).
+            Ended only with C(allow_daemons).
+        type: str
       children:
         description: Child processes (same options but O(processes[].children)), ended with it as its tree.
         type: list

@@ -5,8 +5,9 @@ outlives a job, and refuse over the configured share or count.
 
 Each event-driven run targets one host, so the per-run fleet guard (_ladder_decisions.fleet_guard) counts one host of one; the
 breaker counts across runs: the breaker records of the controller's state directory (one per host that passed it for a
-destructive rung, within the window), the Slurm nodes drained with our reason (_slurm.drain_run) and the Kubernetes
-nodes carrying our cordon annotation (_ladder_decisions.cordon_is_ours). breaker_refusal is the one decision; the rest read state.
+destructive rung, within the window), the Slurm nodes drained with our reason (_slurm.drain_run), the Kubernetes
+nodes carrying our cordon annotation (_ladder_decisions.cordon_is_ours) and, opt-in, the destructive actions of the
+fleet hosts' own journals (journal_out). breaker_refusal is the one decision; the rest read state.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import os
 import stat
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import CLOCK_SLACK_SECONDS, DESTRUCTIVE_ACTIONS, journal_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import drained_with_marker, parse_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, memory_held, rung_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours
@@ -53,20 +55,99 @@ def default_node_name(host):
     return host.split(".")[0]
 
 
-def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minutes, node_name=None):
+def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minutes, node_name=None, unread=None):
     """The refusal of a destructive rung on `host` when the nodes already out (`out`: {node: why}, this host left out
-    of the count, by its inventory name and by its node name) and this one would be more than the limit, or ""."""
+    of the count, by its inventory name and by its node name) and this one would be more than the limit, or "".
+    unread ({host: why}): the fleet hosts whose journals could not be read, counted neither out nor healthy: the refusal
+    names them (unread_note), as the allowing run's warning does."""
     limit = breaker_limit(fleet_size, max_percent, max_count)
     itself = (host, node_name or host)
     others = dict((node, why) for node, why in out.items() if node not in itself)
     if limit is None or len(others) + 1 <= limit:
         return ""
     named = "; ".join("%s (%s)" % (node, others[node]) for node in sorted(others))
+    note = unread_note(dict((node, why) for node, why in (unread or {}).items() if node not in itself))
     return ("circuit breaker: %d of the %d nodes of the fleet are already out: %s. A destructive rung on %s would make %d, "
             "more than the %s allowed (gpu_remediate_breaker_max_percent=%s, gpu_remediate_breaker_max_count=%s). Nothing was "
             "done on %s. It closes again when nodes come back or their records pass the %s-minute window "
-            "(gpu_remediate_breaker_window_minutes); or raise the limit."
-            % (len(others), fleet_size, named, host, len(others) + 1, limit, max_percent, max_count, host, window_minutes))
+            "(gpu_remediate_breaker_window_minutes); or raise the limit.%s"
+            % (len(others), fleet_size, named, host, len(others) + 1, limit, max_percent, max_count, host, window_minutes,
+               " " + note if note else ""))
+
+
+def unread_note(unread):
+    """The sentence that names the fleet hosts whose journals could not be read ({host: why}), or ""."""
+    if not unread:
+        return ""
+    return ("circuit breaker: the journals of %d fleet host(s) could not be read, so they are counted neither out nor "
+            "healthy: %s." % (len(unread), "; ".join("%s (%s)" % (host, unread[host]) for host in sorted(unread))))
+
+
+def journal_destructive(records, now, window_minutes):
+    """The destructive action of one node's journal records that started (its intent) last within the window, and did
+    not fail: ok, or its outcome unknown (no outcome line: still going, or its run was cut; or the outcome a later run
+    wrote for an interrupted one). {"action", "name", "ts", "epoch", "run_id", "outcome"} or None. A line dated more
+    than CLOCK_SLACK_SECONDS ahead of now was written under a wrong clock and counts for nothing."""
+    outcomes = dict((record.get("id"), record) for record in records
+                    if isinstance(record, dict) and record.get("phase") == "outcome")
+    found = None
+    for record in records:
+        if not isinstance(record, dict) or record.get("phase") != "intent" or record.get("action") not in DESTRUCTIVE_ACTIONS:
+            continue
+        if record["action"] == "systemctl_isolate" and record.get("target") != "multi-user.target":
+            continue  # the way back up (graphical.target), or a repair of an interrupted restart
+        epoch = journal_epoch(record.get("ts"))
+        if epoch is None or now - epoch > window_minutes * 60 or epoch - now > CLOCK_SLACK_SECONDS:
+            continue
+        outcome = outcomes.get(record.get("id"))
+        if outcome is None:
+            word = "outcome unknown: no outcome line"
+        elif outcome.get("interrupted"):
+            word = "outcome unknown: its run was interrupted"
+        elif outcome.get("ok") is True:
+            word = "ok"
+        else:
+            continue
+        if found is None or epoch >= found["epoch"]:
+            found = {"action": record["action"], "name": DESTRUCTIVE_ACTIONS[record["action"]], "ts": record.get("ts"),
+                     "epoch": epoch, "run_id": record.get("run_id"), "outcome": word}
+    return found
+
+
+def journal_out(journals, now, window_minutes, node_names=None):
+    """{node: why} of the fleet hosts whose journal ({host: records}) shows a destructive action started within the
+    window (journal_destructive), each under the host's node name as the other sources name it: node_names' ({host:
+    node}: its gpu_reclaim_drain_node_name, or the name its breaker record holds), else default_node_name."""
+    out = {}
+    for host, records in journals.items():
+        found = journal_destructive(records or [], now, window_minutes)
+        if found:
+            out[(node_names or {}).get(host) or default_node_name(host)] = "%s (%s) in its journal at %s, %d min ago, run %s, %s" % (
+                found["name"], found["action"], found["ts"], max(0, now - found["epoch"]) // 60, found["run_id"] or "?",
+                found["outcome"])
+    return out
+
+
+def journal_reads(results):
+    """({host: records}, {host: why not read}) from the results of gpu_journal_info run on each fleet host, as a loop
+    with delegate_to registers them (item: the host). Unreachable, failed, or with an error reading the journal, a host
+    is unread: counted neither out nor healthy, and named (unread_note)."""
+    journals, unread = {}, {}
+    for result in results or []:
+        host = result.get("item") if isinstance(result, dict) else None
+        if not isinstance(host, str) or not host:
+            continue
+        if result.get("unreachable"):
+            unread[host] = "unreachable: %s" % (result.get("msg") or "no reason given")
+        elif result.get("skipped"):
+            unread[host] = "not read (skipped)"
+        elif result.get("error"):
+            unread[host] = str(result["error"])
+        elif result.get("failed") or not isinstance(result.get("records"), list):
+            unread[host] = "the read failed: %s" % (result.get("msg") or "no journal lines came back")
+        else:
+            journals[host] = result["records"]
+    return journals, unread
 
 
 def slurm_drains_to_confirm(show_node_text, marker):
@@ -107,13 +188,21 @@ def recorded_out(records, now, window_minutes):
     out = {}
     for record in records:
         epoch = record.get("epoch")
-        # A record dated after now (another controller's clock, on a shared state directory) counts: it is recent.
+        # A record dated a little after now (another controller's clock, on a shared state directory) counts: it is
+        # recent. One dated further ahead than CLOCK_SLACK_SECONDS was written under a wrong clock and counts for
+        # nothing, as a journal line does (journal_destructive): it would otherwise hold a place for as long as it is ahead.
         if isinstance(epoch, (int, float)) and not isinstance(epoch, bool) and now - epoch <= window_minutes * 60 \
-                and record.get("host"):
+                and epoch - now <= CLOCK_SLACK_SECONDS and record.get("host"):
             node = record.get("node") if isinstance(record.get("node"), str) and record.get("node") else record["host"]
             out[node] = "%s rung by run %s, %d min ago" % (record.get("rung") or "destructive", record.get("run") or "?",
                                                            max(0, now - epoch) // 60)
     return out
+
+
+def recorded_node_names(records):
+    """{host: node} of the breaker records that name the host's node (its Slurm or Kubernetes name)."""
+    return dict((record["host"], record["node"]) for record in records
+                if isinstance(record.get("host"), str) and isinstance(record.get("node"), str) and record["node"])
 
 
 def read_records(directory):

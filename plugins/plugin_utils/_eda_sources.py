@@ -36,8 +36,8 @@ class OptionError(ValueError):
 def _kind_ok(value, kind):
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "float":  # nan passes every "min" (asyncio.sleep(nan) returns at once: a source spinning), inf never ends
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "str":
@@ -143,12 +143,39 @@ class Answers:
         return None
 
 
+# A log line's head: its time, its host, and its tag - the program's name, the first word ending in ":" (a time,
+# "10:00:00" or "+00:00", ends in none). The kernel's lines are tagged "kernel:" (and may go on with the kernel's own
+# "[ 123.456]"), or have no head at all (dmesg, /dev/kmsg). A message that only holds the words further on - `logger
+# "NVRM: Xid ..."` (tagged with the user's name), "sshd[9]: Invalid user NVRM: Xid ..." - is another program's.
+_TRAILING_STAMP_RE = re.compile(r"\[[^\]]*\]\s*$")
+
+
+def _tag_ends(words, tag):
+    """Whether the first word of `words` ending in ":" is the last one, and is `tag` (a compiled pattern)."""
+    tags = [index for index, word in enumerate(words) if word.endswith(":")]
+    return bool(tags) and tags[0] == len(words) - 1 and bool(tag.match(words[-1]))
+
+
+_KERNEL_TAG_RE = re.compile(r"kernel:\Z")
+
+
+def kernel_line(line):
+    """Whether an NVRM line is the kernel's by its head (lines without "NVRM:" are kept: the parser skips them)."""
+    split = _split_nvrm(line)
+    if split is None:
+        return True
+    words = _TRAILING_STAMP_RE.sub("", split[0]).split()
+    return not words or _tag_ends(words, _KERNEL_TAG_RE)
+
+
 def remediation_of(line, default):
     """The remediation a `gpuops-remediation` syslog line reports ({"host", "action", "gpus": [device keys],
-    "epoch", "run"}), or None for any other line. `default` is the host when the line names none."""
+    "epoch", "run"}), or None for any other line (also one whose tag is not gpuops-remediation: the words are in another
+    program's message). `default` is the host when the line names none."""
     match = _REMEDIATION_RE.search(line.rstrip())
-    if not match:
-        return None
+    head = line[:match.start()] if match else ""
+    if not match or head[-1:] not in ("", " ") or any(word.endswith(":") for word in head.split()):
+        return None  # the identifier is not the line's tag: the words are in another program's message
     fields = dict(part.split("=", 1) for part in match.group("fields").split())
     try:
         epoch = float(fields["epoch"])
@@ -231,6 +258,10 @@ class KernelLines:
             if done and done["epoch"] is not None and done["epoch"] <= now + CLOCK_SKEW_SECONDS:
                 self.answers.record(done)
         events = []
+        for line in lines:
+            if not kernel_line(line):
+                self.dropped.append({"line": line, "why": "not the kernel's line (its tag is another program's)"})
+        lines = [line for line in lines if kernel_line(line)]
         parsed = apply_policy(parse_kernel_log("\n".join(lines), boot_time=self.boot_time, now=now), self.policy)
         for item in parsed:
             event = kernel_event(self.host, item)
@@ -561,6 +592,10 @@ def verify(secret, headers, body, now, window_seconds):
     """None when the request is signed with the secret and dated within the window, else why it is rejected."""
     import hmac
 
+    for name in (TIMESTAMP_HEADER, SIGNATURE_HEADER):
+        count = len(headers.getall(name, [])) if hasattr(headers, "getall") else int(name in headers)
+        if count > 1:  # which one counts is a guess (a proxy may read the last, this the first): neither
+            return "%s given %d times: one is required" % (name, count)
     stamp, given = headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)
     if not stamp or not given:
         return "unsigned: %s and %s are required" % (SIGNATURE_HEADER, TIMESTAMP_HEADER)

@@ -60,6 +60,12 @@ class WindowsJournal(_journal.Journal):
         self._entries.append(record)
         return record
 
+    def check(self):
+        """What the first append would refuse (a reparse point in the path, a folder or file someone else owns or may
+        write), asked without writing: a check-mode run that plans an action asks it, so that it fails as the real run
+        would. Raises WindowsNodeError with the append's own message."""
+        self._node.powershell("journal_check", {"Path": self.path}, read_only=True)
+
     def resume(self, record):
         """Take up an intent that an earlier call of this run wrote (the walk pauses for the reboot), to write its outcome."""
         self._entries.append(dict(record))

@@ -133,7 +133,8 @@ class WindowsWalk(LadderWalk):
         # ended by restarting the shell alone (win_gpu_reset method=restart_explorer), the others with their trees.
         holders, left = protected_split(kill_targets(snapshot, "windows"), self.options.kill_args)
         left_lines = ["left pid %s %s: %s" % (h["pid"], h.get("name") or "", why) for h, why in left]
-        protect = dict((name, self.options.kill_args[name]) for name in ("protect_names", "protect_users") if self.options.kill_args.get(name))
+        protect = dict((name, self.options.kill_args[name]) for name in ("protect_names", "protect_users", "allow_daemons")
+                       if self.options.kill_args.get(name))
         targets = [{"pid": h["pid"], "creation_time_ms": h["creation_time_ms"]} for h in holders if not is_shell(h)]
         shells = sorted(set(h.get("user") for h in holders if is_shell(h) and h.get("user")))
         if not targets and not shells:

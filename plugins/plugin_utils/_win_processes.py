@@ -131,7 +131,8 @@ def parse_cim_processes(text, shell=None):
     and a User, an OwnerSid (VM memory processes) and a VmId (WSL's own processes) the script adds) or of Get-Process
     (Id, ProcessName, Path, StartTime, SessionId) -> [process]:
     {"pid", "ppid", "name", "image_path", "creation_time_ms", "session_id", "user", "role", "owner_sid", "vm_id_arg",
-    "shell"}; "shell" by shell_match against `shell` (the shell's image, shell_image)."""
+    "shell", "services"}; "shell" by shell_match against `shell` (the shell's image, shell_image); "services": the names of
+    the services this process runs (Win32_Service.ProcessId; [] none), None where Win32_Service was not read."""
     processes = []
     for item in _win_json.objects(text):
         pid = _win_json.integer(_first(item, "ProcessId", "Id"))
@@ -150,8 +151,17 @@ def parse_cim_processes(text, shell=None):
             "owner_sid": item.get("OwnerSid"),
             "vm_id_arg": item.get("VmId"),
             "shell": shell_match(name, _first(item, "ExecutablePath", "Path"), shell),
+            "services": _services(item),
         })
     return processes
+
+
+def _services(item):
+    """Services as ConvertTo-Json writes a string array (a one-element array may come as the string itself)."""
+    if "Services" not in item or item["Services"] is None:
+        return None
+    names = item["Services"] if isinstance(item["Services"], list) else [item["Services"]]
+    return [str(name) for name in names if name not in (None, "")]
 
 
 def mark_run_ancestors(by_pid, own_pid):

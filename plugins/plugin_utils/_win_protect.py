@@ -21,9 +21,10 @@ CONNECTION_NAMES = frozenset(("wsmprovhost", "winrshost", "sshd", "sshd-session"
 
 class Policy:
     """What the caller allows: protect_names and protect_users (never ended), allow_dwm, allow_shell (only the
-    restart_explorer method ends explorer.exe, and it alone, without /T)."""
+    restart_explorer method ends explorer.exe, and it alone, without /T), allow_daemons (a service's process, as a
+    Linux GPU daemon: gpu_reclaim_allow_daemons through the roles)."""
 
-    def __init__(self, protect_names=(), protect_users=(), allow_dwm=False, allow_shell=False):
+    def __init__(self, protect_names=(), protect_users=(), allow_dwm=False, allow_shell=False, allow_daemons=False):
         # A name with a backslash is an executable's path (C:\Apps\render.exe): it protects the process whose image
         # path (Win32_Process.ExecutablePath) it is, any case; where the image path is not known, the process of its
         # file name.
@@ -33,10 +34,11 @@ class Policy:
         self.users = frozenset(bare_user(user) for user in protect_users or ())
         self.allow_dwm = bool(allow_dwm)
         self.allow_shell = bool(allow_shell)
+        self.allow_daemons = bool(allow_daemons)
 
     @classmethod
     def from_args(cls, args, allow_shell=False):
-        return cls(args.get("protect_names"), args.get("protect_users"), args.get("allow_dwm"), allow_shell)
+        return cls(args.get("protect_names"), args.get("protect_users"), args.get("allow_dwm"), allow_shell, args.get("allow_daemons"))
 
 
 def bare_user(user):
@@ -67,6 +69,9 @@ def refusal(process, policy):
     caller = caller_refusal(process, policy)
     if caller:
         return caller
+    service = service_refusal(process, policy)
+    if service:
+        return service
     if kind == "dwm" and not policy.allow_dwm:
         return "%s is the Desktop Window Manager: ending it is allowed only with allow_dwm" % label(process)
     shell = is_shell(process)
@@ -78,6 +83,26 @@ def refusal(process, policy):
     if shell and not policy.allow_shell:
         return ("%s is the user's shell (its image path %s is Winlogon's Shell): use method restart_explorer (ending it "
                 "as a tree would end every program started from it)" % (label(process), process.get("image_path")))
+    return None
+
+
+SERVICES_SESSION = 0
+
+
+def service_refusal(process, policy):
+    """Why a Windows service's process (Win32_Service.ProcessId: the services it runs, "services") is not ended, unless
+    allow_daemons - as a Linux daemon known from the init system is ended only with allow_daemons. Where Win32_Service
+    was not read (services None), a session-0 process may be one: refused the same way (fails closed)."""
+    if policy.allow_daemons:
+        return None
+    services = process.get("services")
+    if services:
+        return ("%s is the process of the Windows service%s %s (Win32_Service.ProcessId): a service is its service "
+                "manager's to stop; ended only with allow_daemons (gpu_reclaim_allow_daemons through the roles)" % (
+                    label(process), "s" if len(services) > 1 else "", ", ".join(services)))
+    if services is None and "services" in process and process.get("session_id") == SERVICES_SESSION:
+        return ("%s runs in session 0 and whether it is a service's process is not known (Win32_Service could not be "
+                "read): ended only with allow_daemons (gpu_reclaim_allow_daemons through the roles)" % label(process))
     return None
 
 
@@ -124,7 +149,7 @@ def descendants(processes, root, unknown_is_child=False):
 def tree_refusal(processes, process, policy):
     """Why a tree kill of `process` must not run, or None: a process it would take with it that would be refused
     on its own (the shell always: a tree never takes the user's desktop)."""
-    tree_policy = Policy(allow_dwm=policy.allow_dwm)
+    tree_policy = Policy(allow_dwm=policy.allow_dwm, allow_daemons=policy.allow_daemons)
     tree_policy.names, tree_policy.users, tree_policy.paths = policy.names, policy.users, policy.paths
     for pid in descendants(processes, process, unknown_is_child=True):
         why = refusal(processes[pid], tree_policy)

@@ -37,6 +37,7 @@ WIN_RESET_ARGUMENT_SPEC = {
     "method": {"type": "str", "required": True, "choices": list(METHODS)},
     "holders": {"type": "list", "elements": "dict", "default": []},
     "allow_dwm": {"type": "bool", "default": False},
+    "allow_daemons": {"type": "bool", "default": False},
     "protect_names": {"type": "list", "elements": "str", "default": []},
     "protect_users": {"type": "list", "elements": "str", "default": []},
     "gpu": {"type": "raw"},
@@ -69,6 +70,8 @@ def run(node, args, check_mode, sleep=time.sleep):
     act = {"kill": _win_kill.act, "restart_adapter": _win_adapter.act, "logoff": _win_logoff.act,
            "restart_explorer": _win_shell.act}
     result = act[args["method"]](node, args, check_mode, sleep, journal)
+    if check_mode and result.get("changed"):
+        journal.check()  # the real run's first journal line would be refused the same way, before anything is done
     if not check_mode and interrupted:
         journal.interrupted(False)  # their outcome written now (interrupted), so that each is reported once
     result.update(journal=journal.entries(), interrupted_actions=interrupted)

@@ -46,6 +46,23 @@ catch {
     $winlogonShell = $null
 }
 $systemRoot = $env:SystemRoot
+# A service's process (Win32_Service.ProcessId): ended only with allow_daemons, as a Linux daemon is. Where
+# Win32_Service cannot be read, every process's Services stays null (not known).
+$servicesByPid = @{}
+$servicesRead = $true
+try {
+    Get-CimInstance -ClassName Win32_Service -Filter 'ProcessId <> 0' | ForEach-Object {
+        $servicePid = [int]$_.ProcessId
+        if (-not $servicesByPid.ContainsKey($servicePid)) {
+            $servicesByPid[$servicePid] = @()
+        }
+        $servicesByPid[$servicePid] += [string]$_.Name
+    }
+}
+catch {
+    $servicesByPid = @{}
+    $servicesRead = $false
+}
 $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
     if (-not $ownersRead) {
         try {
@@ -67,6 +84,13 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
             $ownerSid = $null
         }
     }
+    $services = $null
+    if ($servicesRead) {
+        $services = [string[]]@()
+        if ($servicesByPid.ContainsKey([int]$_.ProcessId)) {
+            $services = [string[]]$servicesByPid[[int]$_.ProcessId]
+        }
+    }
     $vmId = $null
     if (($_.Name -in @('wslrelay.exe', 'wslhost.exe')) -and ($_.CommandLine -match '--vm-id\s+(\{?[0-9A-Fa-f-]{36}\}?)')) {
         $vmId = $Matches[1]
@@ -81,6 +105,7 @@ $processes = Get-CimInstance -ClassName Win32_Process | ForEach-Object {
         User = $owners[[int]$_.ProcessId]
         OwnerSid = $ownerSid
         VmId = $vmId
+        Services = $services
     }
 }
 """
@@ -392,10 +417,73 @@ $Ansible.Result = @{
 # security descriptor goes to CreateDirectory: [System.IO.Directory]::CreateDirectory(path, DirectorySecurity) on
 # Windows PowerShell 5.1, [System.IO.FileSystemAclExtensions]::CreateDirectory on PowerShell 7), owned by Administrators,
 # protected, SYSTEM and Administrators only: no moment with an inherited DACL, and an existing folder is never rewritten.
-# Refused: a reparse point (junction, symbolic link, mount point) in ANY component of the path, a folder or file owned
-# by anyone else (planted before the first run: ProgramData lets users create folders), a journal file with more than one
-# hard link (another name for the same bytes, which a user may have made).
+# Refused: a reparse point (junction, symbolic link, mount point) in ANY component of the path, dangling or not, a folder
+# or file owned by anyone else (planted before the first run: ProgramData lets users create folders) or whose DACL lets
+# anyone else write or create in it (a folder an administrator made there inherits "Users may create files"), a journal
+# file with more than one hard link (another name for the same bytes, which a user may have made).
 # Acts: in check mode it creates and writes nothing (no action runs then either).
+_JOURNAL_GUARDS = r"""# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file.
+$trusted = @('S-1-5-18', 'S-1-5-32-544')
+$fullPath = [System.IO.Path]::GetFullPath($Path)
+$folder = [System.IO.Path]::GetDirectoryName($fullPath)
+# Each component's own attributes (GetFileAttributesEx: a link is read, never followed), so a junction or link whose
+# target is gone - which Test-Path calls absent - is refused too; only a component that does not exist is passed.
+function Assert-NoReparsePoint($itemPath) {
+    $at = $itemPath
+    while ($at) {
+        $attributes = $null
+        try {
+            $attributes = [System.IO.File]::GetAttributes($at)
+        }
+        catch [System.IO.FileNotFoundException], [System.IO.DirectoryNotFoundException] {
+            $attributes = $null
+        }
+        if (($null -ne $attributes) -and ($attributes -band [System.IO.FileAttributes]::ReparsePoint)) {
+            throw ('{0} is a reparse point (a junction or a link): the journal is never written through one' -f $at)
+        }
+        $at = [System.IO.Path]::GetDirectoryName($at)
+    }
+}
+# The rights that let someone change what is in a folder or file: WriteData/CreateFiles (0x2), AppendData/
+# CreateDirectories (0x4), WriteExtendedAttributes (0x10), DeleteSubdirectoriesAndFiles (0x40), WriteAttributes (0x100),
+# Delete (0x10000), ChangePermissions (0x40000), TakeOwnership (0x80000), GENERIC_ALL (0x10000000), GENERIC_WRITE
+# (0x40000000). CREATOR OWNER (S-1-3-0) on an inherit-only entry becomes the creator's, this elevated run's.
+$writeRights = 0x500D0156
+function Test-Trusted($itemPath) {
+    $acl = Get-Acl -LiteralPath $itemPath
+    $owner = $acl.GetOwner([System.Security.Principal.SecurityIdentifier]).Value
+    if ($trusted -notcontains $owner) {
+        throw ('{0} is owned by {1}, not by SYSTEM or Administrators: refused (remove it, or choose another journal_path)' -f $itemPath, $owner)
+    }
+    foreach ($entry in $acl.GetAccessRules($true, $true, [System.Security.Principal.SecurityIdentifier])) {
+        $sid = $entry.IdentityReference.Value
+        $inheritOnly = ($entry.PropagationFlags -band [System.Security.AccessControl.PropagationFlags]::InheritOnly) -ne 0
+        if (($entry.AccessControlType -ne 'Allow') -or ($trusted -contains $sid) -or ($inheritOnly -and ($sid -eq 'S-1-3-0'))) {
+            continue
+        }
+        $rights = [int64][int]$entry.FileSystemRights
+        if (($rights -band $writeRights) -ne 0) {
+            $how = if ($entry.IsInherited) { ', inherited' } else { '' }
+            $why = '{0} lets {1} write or create in it (rights 0x{2:X}{3}): only SYSTEM and Administrators may, refused ' -f $itemPath, $sid, $rights, $how
+            throw ($why + '(remove it so that it is made with its own DACL, or choose another journal_path)')
+        }
+    }
+}
+# The folder and the journal file where they exist: trusted owner and DACL, and the file with no second name.
+function Assert-ExistingTrusted {
+    if ([System.IO.Directory]::Exists($folder)) {
+        Test-Trusted $folder
+    }
+    if ([System.IO.File]::Exists($fullPath)) {
+        Test-Trusted $fullPath
+        if ((Get-Item -LiteralPath $fullPath -Force).LinkType -eq 'HardLink') {
+            $why = '{0} has more than one hard link (another name for the same file): refused (remove the other names, or choose another journal_path)'
+            throw ($why -f $fullPath)
+        }
+    }
+}
+"""
+
 JOURNAL_APPEND = r"""[CmdletBinding(SupportsShouldProcess)]
 param (
     [Parameter(Mandatory)]
@@ -412,29 +500,7 @@ if (-not $PSCmdlet.ShouldProcess($Path, 'append a journal line')) {
     $Ansible.Result = @{ written = 0 }
     return
 }
-# Only SYSTEM (S-1-5-18) and the Administrators group (S-1-5-32-544) may own or write the journal's folder and file.
-$trusted = @('S-1-5-18', 'S-1-5-32-544')
-$fullPath = [System.IO.Path]::GetFullPath($Path)
-$folder = [System.IO.Path]::GetDirectoryName($fullPath)
-function Assert-NoReparsePoint($itemPath) {
-    $at = $itemPath
-    while ($at) {
-        if (Test-Path -LiteralPath $at) {
-            $item = Get-Item -LiteralPath $at -Force
-            if ($item.Attributes -band [System.IO.FileAttributes]::ReparsePoint) {
-                throw ('{0} is a reparse point (a junction or a link): the journal is never written through one' -f $at)
-            }
-        }
-        $at = [System.IO.Path]::GetDirectoryName($at)
-    }
-}
-function Test-Trusted($itemPath) {
-    $owner = (Get-Acl -LiteralPath $itemPath).GetOwner([System.Security.Principal.SecurityIdentifier]).Value
-    if ($trusted -notcontains $owner) {
-        throw ('{0} is owned by {1}, not by SYSTEM or Administrators: refused (remove it, or choose another journal_path)' -f $itemPath, $owner)
-    }
-}
-$security = [System.Security.AccessControl.DirectorySecurity]::new()
+%(guards)s$security = [System.Security.AccessControl.DirectorySecurity]::new()
 $security.SetOwner([System.Security.Principal.SecurityIdentifier]::new('S-1-5-32-544'))
 $security.SetAccessRuleProtection($true, $false)
 foreach ($sid in $trusted) {
@@ -453,14 +519,7 @@ if (-not [System.IO.Directory]::Exists($folder)) {
 }
 # again after the creation: a link planted while the folder was made is refused too
 Assert-NoReparsePoint $fullPath
-Test-Trusted $folder
-if ([System.IO.File]::Exists($fullPath)) {
-    Test-Trusted $fullPath
-    if ((Get-Item -LiteralPath $fullPath -Force).LinkType -eq 'HardLink') {
-        $why = '{0} has more than one hard link (another name for the same file): refused (remove the other names, or choose another journal_path)'
-        throw ($why -f $fullPath)
-    }
-}
+Assert-ExistingTrusted
 $bytes = [System.Text.UTF8Encoding]::new($false).GetBytes($Line + "`n")
 $stream = [System.IO.FileStream]::new($fullPath, [System.IO.FileMode]::Append, [System.IO.FileAccess]::Write, [System.IO.FileShare]::Read)
 try {
@@ -472,7 +531,22 @@ finally {
 }
 $Ansible.Changed = $true
 $Ansible.Result = @{ written = $bytes.Length }
-"""
+""" % {"guards": _JOURNAL_GUARDS}
+
+# What journal_append would refuse, asked without writing (check mode's run of win_gpu_reset asks it first, so that it
+# predicts the real run's refusal): a reparse point in the path, an untrusted folder or file where they exist.
+JOURNAL_CHECK = r"""[CmdletBinding(SupportsShouldProcess)]
+param (
+    [Parameter(Mandatory)]
+    [string]$Path
+)
+$ErrorActionPreference = 'Stop'
+$Ansible.Changed = $false
+%(guards)s
+Assert-NoReparsePoint $fullPath
+Assert-ExistingTrusted
+$Ansible.Result = @{ ok = $true }
+""" % {"guards": _JOURNAL_GUARDS}
 
 # The journal's last TailBytes bytes, base64 (the bytes as written, whatever the console's code page); cut: the tail
 # starts inside a line. A missing journal is an empty one.
@@ -811,5 +885,5 @@ $Ansible.Result = @{
 """
 
 SCRIPTS = {"snapshot": SNAPSHOT, "terminate": TERMINATE, "wsl_path": WSL_PATH, "processes": PROCESSES, "wsl_vms": WSL_VMS,
-           "journal_append": JOURNAL_APPEND, "journal_read": JOURNAL_READ, "code_page": CODE_PAGE, "sessions": SESSIONS,
+           "journal_append": JOURNAL_APPEND, "journal_check": JOURNAL_CHECK, "journal_read": JOURNAL_READ, "code_page": CODE_PAGE, "sessions": SESSIONS,
            "terminate_held": TERMINATE_HELD}

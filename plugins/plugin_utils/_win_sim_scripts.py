@@ -120,7 +120,8 @@ def _id_after(instance_id, marker, width):
 def _processes_json(state):
     return _ps_json([{"ProcessId": p["pid"], "ParentProcessId": p["ppid"], "Name": p["name"], "ExecutablePath": p["image_path"],
                       "CreationDate": "/Date(%d)/" % p["creation_time_ms"], "SessionId": p["session_id"],
-                      "User": None if p.get("owner_hidden") else p["user"], "OwnerSid": _owner_sid(p), "VmId": p.get("vm_id_arg")}
+                      "User": None if p.get("owner_hidden") else p["user"], "OwnerSid": _owner_sid(p), "VmId": p.get("vm_id_arg"),
+                      "Services": ([p["service"]] if p.get("service") else []) if state.get("services_readable", True) else None}
                      for p in state["processes"]])
 
 
@@ -174,20 +175,65 @@ def _journal_append_script(root, parameters):
     if not isinstance(line, str) or "\n" in line or "\r" in line:
         raise WinSimError("a journal line holds no newline: %r" % (line,))
     path = host_file(root, parameters.get("Path"))
+    _refuse_links(root, path)
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        _made_folders(root, add=folder)
     _refuse_planted(root, path)
     _journal.append_line(path, json.loads(line))
     return {"written": len(line.encode("utf-8")) + 1}
 
 
-def _refuse_planted(root, path):
-    """What the journal_append script refuses: a reparse point (here a symbolic link) in any component of the path under
-    the host's drives, a journal file with more than one hard link (the script's messages)."""
+# The folders the journal script made (with its own DACL: SYSTEM and Administrators only), kept beside the host's files.
+_MADE_FOLDERS = "journal-folders.json"
+# What any other folder's DACL holds, as on a host: ProgramData's (and a drive root's) entry that lets BUILTIN\Users
+# create files and folders, inherited by a folder an administrator makes there.
+USERS_SID = "S-1-5-32-545"
+_USERS_CREATE = 0x6  # CreateFiles | CreateDirectories (AppendData)
+
+
+def _made_folders(root, add=None):
+    path = os.path.join(root, _MADE_FOLDERS)
+    made = []
+    if os.path.exists(path):
+        with open(path) as handle:
+            made = json.load(handle)
+    if add is not None and add not in made:
+        made.append(add)
+        with open(path, "w") as handle:
+            json.dump(made, handle)
+    return made
+
+
+def _refuse_links(root, path):
+    """A reparse point (here a symbolic link, dangling or not: islink reads the link itself) in any component of the
+    path under the host's drives (the script's message)."""
     top = os.path.join(root, "fs")
     at = path
     while at.startswith(top + os.sep):
         if os.path.islink(at):
             raise WinSimError("%s is a reparse point (a junction or a link): the journal is never written through one" % at)
         at = os.path.dirname(at)
+
+
+def _journal_check_script(root, parameters):
+    """journal_check: what journal_append would refuse, nothing written."""
+    path = host_file(root, parameters.get("Path"))
+    _refuse_links(root, path)
+    _refuse_planted(root, path, existing_only=True)
+    return {"ok": True}
+
+
+def _refuse_planted(root, path, existing_only=False):
+    """What the journal_append script refuses after the folder exists: a link (again), a folder it did not make (whose
+    DACL lets Users create in it, inherited from ProgramData or the drive), a journal file with more than one hard link
+    (the script's messages). existing_only: a folder not made yet is no refusal (journal_check)."""
+    _refuse_links(root, path)
+    folder = os.path.dirname(path)
+    if folder not in _made_folders(root) and not (existing_only and not os.path.lexists(folder)):
+        raise WinSimError("%s lets %s write or create in it (rights 0x%X, inherited): only SYSTEM and Administrators may, refused "
+                          "(remove it so that it is made with its own DACL, or choose another journal_path)" % (folder, USERS_SID, _USERS_CREATE))
     if os.path.isfile(path) and os.stat(path).st_nlink > 1:
         raise WinSimError("%s has more than one hard link (another name for the same file): refused (remove the other names, "
                           "or choose another journal_path)" % path)
@@ -206,7 +252,7 @@ def _journal_read_script(root, parameters):
     return {"exists": True, "cut": cut, "base64": base64.b64encode(data).decode("ascii")}
 
 
-_FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_read": _journal_read_script}
+_FILE_SCRIPTS = {"journal_append": _journal_append_script, "journal_check": _journal_check_script, "journal_read": _journal_read_script}
 
 
 def _terminate_held_script(state, parameters, caller):

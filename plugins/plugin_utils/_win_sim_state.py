@@ -129,6 +129,7 @@ def build_state(scenario, now_ms=None):
              "pnp_properties": bool(scenario.get("pnp_properties", True)),
              "adapter_memory_counters": bool(scenario.get("adapter_memory_counters", True)),
              "winlogon_shell": scenario.get("winlogon_shell") or _win_processes.DEFAULT_SHELL,
+             "services_readable": bool(scenario.get("services_readable", True)),
              "wsl": _choice(scenario, "wsl", WSL_STATES), "wsl_vm_name": _choice(scenario, "wsl_vm_name", VM_NAMES),
              "wsl_relay": bool(scenario.get("wsl_relay", True))}
     for index, gpu in enumerate(scenario.get("gpus") or [{}]):
@@ -269,6 +270,8 @@ def _scenario_process(state, spec):
         process["critical"] = True  # what IsProcessCritical says of it: not a name
     if spec.get("runs_ansible"):
         process["runs_ansible"] = True  # the process Ansible's module runs in ($PID of the processes script)
+    if spec.get("service"):
+        process["service"] = str(spec["service"])  # Win32_Service.ProcessId of this service is its pid
     if spec.get("owner_known") is False:
         process["owner_hidden"] = True  # Get-Process -IncludeUserName gives no owner for it (not elevated, or denied)
     if _win_processes.role(name, None) == "vm" and owner.upper().startswith(VM_AUTHORITY):

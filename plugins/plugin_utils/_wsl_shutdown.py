@@ -117,6 +117,8 @@ def stop(node, distribution, check_mode, journal_path=None, run_id=None, gpu_hol
     commands = [_win_wsl.terminate_argv(arg, path) for arg, dummy in terminate] + ([_win_wsl.shutdown_argv(path)] if shutdown else [])
     outcome.update(running_before=before, vms_before=[_win_snapshot.vm_record(vm) for vm in vms], reason=reason, left=left,
                    stopped=stopping, commands=commands, command=commands[-1] if commands else None, changed=bool(commands))
+    if commands and check_mode:
+        journal.check()  # the real run's first journal line would be refused the same way, before anything is stopped
     if not commands or check_mode:
         outcome.update(running_after=[name for name in before if name not in stopping], vms_after=outcome["vms_before"]
                        if not shutdown else [vm for vm in outcome["vms_before"] if not vm["wsl_mine"] or vm["vm_kind"] != "wsl"],

@@ -14,7 +14,7 @@ description:
   - Every request must be signed - C(X-Gpuops-Timestamp) (seconds since the epoch) and C(X-Gpuops-Signature)
     (C(sha256=) and the hex HMAC-SHA256 of the secret over the timestamp, a dot and the body). An unsigned request,
     a bad signature (compared in constant time), a timestamp outside O(window_seconds), or a signature already seen
-    (a replay) is rejected with 401 and put on no queue. A body over 1 MiB is answered 413; one that does not arrive
+    (a replay), or either header given twice is rejected with 401 and put on no queue. A body over 1 MiB is answered 413; one that does not arrive
     within 10 seconds (a sender that stops half-way) 408, and its connection is closed.
   - "Each event: C(event.gpuops) with C(type) (alert), C(alert) (the alert name or gpu_watch finding kind), C(host),
     C(gpu) and C(pci_bus_id), C(gpu_index), C(rung) (reset for ghost memory and a recovery action, reboot for a lost

@@ -25,6 +25,10 @@ description:
     an error in ansible-rulebook's log. A file missing or unreadable for a while is read again once it is there.
   - A file rotated (renamed, then created again) is read to its end through the descriptor still open on it before
     the new file is read from its start, so the lines written just before the rotation are not lost.
+  - In a file, an NVRM line is the kernel's only when its tag (the first word of its head ending in a colon) is
+    C(kernel), or it has no head (dmesg); a C(gpuops-remediation) line only when that is its tag. The words inside
+    another program's message (a user's C(logger) line holding them, a user name tried on sshd) make no event and answer none. A
+    file cannot tell who wrote a line (C(logger -t kernel) passes); where others log in, use V(journal) or V(kmsg).
   - From journald, a kernel line is taken only from the kernel's transport (C(_TRANSPORT=kernel)) and a remediation
     line only from root (C(_UID=0)); anyone can log a line that calls itself C(kernel) or C(gpuops-remediation).
   - Never returns; ends when cancelled (ansible-rulebook shutting down).

@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._journal import CLOCK_SLACK_SECONDS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records, record_name,
     recorded_out, remove_record, slurm_drains_to_confirm, slurm_out,
@@ -153,13 +154,17 @@ def test_two_hosts_whose_names_make_the_same_safe_name_keep_two_records(tmp_path
 
 def test_a_record_dated_after_now_counts_and_the_window_edges():
     """Controllers sharing the state directory disagree on the clock by seconds: a record 5 s ahead is recent, not
-    ignored (ignoring it let two runs both pass). The window's edge: 60 min ago counts, a second more does not."""
+    ignored (ignoring it let two runs both pass). One further ahead than the journal's clock slack was written under a
+    wrong clock and counts for nothing, as a journal line does (review20: a record a year ahead held its place for a
+    year). The window's edge: 60 min ago counts, a second more does not."""
     records = [{"host": "ahead", "epoch": 1005.0, "run": "r", "rung": "reset"},
+               {"host": "slack", "epoch": 1000.0 + CLOCK_SLACK_SECONDS, "run": "r", "rung": "reset"},
+               {"host": "year", "epoch": 1000.0 + 365 * 86400, "run": "r", "rung": "reset"},
                {"host": "edge", "epoch": 1000.0 - 3600, "run": "r", "rung": "reset"},
                {"host": "gone", "epoch": 1000.0 - 3601, "run": "r", "rung": "reset"},
                {"host": "bool", "epoch": True, "run": "r", "rung": "reset"}]
     out = recorded_out(records, 1000.0, 60)
-    assert sorted(out) == ["ahead", "edge"]
+    assert sorted(out) == ["ahead", "edge", "slack"]
     assert out["ahead"] == "reset rung by run r, 0 min ago"
 
 

@@ -154,16 +154,17 @@ def test_webhook_body_that_stops_half_way_is_answered_408_and_the_next_request_s
 
 def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
     """The HMAC is over the exact bytes sent (a re-serialised body with the same JSON fails), a sha1= prefix or an
-    upper-case digest fails, and a replay of the same signed body in the window is refused."""
+    upper-case digest fails, a signature or timestamp header given twice fails (the first was taken), and a replay of
+    the same signed body in the window is refused."""
     module = _source("gpu_alert_webhook")
     port = _free_port()
     now = int(time.time())
     body = b'{"alerts": [{"status": "firing", "labels": {"alertname": "GpuopsGhostMemory", "instance": "node07:9100"}}]}'
     good = sign(SECRET, now, body)
 
-    def request(data, signature, stamp=now):
+    def request(data, signature, stamp=now, extra=b""):
         return (b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nX-Gpuops-Timestamp: %s\r\nX-Gpuops-Signature: %s\r\n"
-                b"Connection: close\r\n\r\n%s" % (len(data), str(stamp).encode(), signature.encode(), data))
+                b"%sConnection: close\r\n\r\n%s" % (len(data), str(stamp).encode(), signature.encode(), extra, data))
 
     reserialised = json.dumps(json.loads(body), separators=(",", ":")).encode()
     cases = [
@@ -172,6 +173,9 @@ def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
         request(body, "sha256=" + good.split("=", 1)[1].upper()),
         request(body, good, now - 330),
         request(body, sign(SECRET, now + 330, body), now + 330),
+        # a header given twice: the first was taken (a proxy may read the last): neither is
+        request(body, good, extra=b"X-Gpuops-Signature: sha256=00\r\n"),
+        request(body, good, extra=b"x-gpuops-timestamp: %d\r\n" % (now - 1000)),
         request(body, good),
         request(body, good),  # the replay
     ]
@@ -196,7 +200,7 @@ def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
                 await task
 
     codes, queued = asyncio.run(run())
-    assert codes == [b"401", b"401", b"401", b"401", b"401", b"202", b"401"]
+    assert codes == [b"401", b"401", b"401", b"401", b"401", b"401", b"401", b"202", b"401"]
     assert queued == 1
 
 
@@ -391,3 +395,69 @@ def test_snapshot_state_file_that_cannot_be_read_is_said_once_not_hidden(tmp_pat
     assert [event["gpuops"]["type"] for event in first] == ["source_problem"], first
     assert first[0]["gpuops"]["message"].startswith("option state_path: the state file %s is corrupt" % path)
     assert fixed["gpuops"]["type"] == "ghost_memory"
+
+
+# ---------------------------------------------------------------- kernel lines: whose line is it
+
+XID_TEXT = "NVRM: Xid (PCI:0000:3b:00): 79, pid=<unknown>, GPU has fallen off the bus."
+
+
+@pytest.mark.parametrize("line", [
+    "2026-11-30T10:00:00+00:00 node7 alice: " + XID_TEXT,  # logger "NVRM: ...": tagged with the user's name
+    "Nov 30 10:00:00 node7 sshd[912]: Invalid user " + XID_TEXT,  # a name sent by anyone who can reach sshd
+    "Nov 30 10:00:00 node7 sshd[912]: Invalid user kernel: " + XID_TEXT,
+    "2026-11-30T10:00:00+00:00 node7 myapp[1]: kernel: " + XID_TEXT,
+    "2026-11-30T10:00:00+00:00 node7 nginx: GET /?q=kernel: " + XID_TEXT,
+])
+def test_nvrm_words_in_another_programs_message_are_no_event(line):
+    """The parser finds "NVRM:" anywhere in a line: in /var/log/syslog any program's message holding the words - a user's
+    `logger`, a user name tried on sshd - was an Xid 79 of the node (a drain and a reboot request). Only a line whose tag
+    is the kernel's is one (`logger -t kernel` still passes in a file: docs/eda.md says to use journal or kmsg)."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import KernelLines, Throttle
+
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    assert lines_of.feed([line], 1796032800.0) == []
+    assert lines_of.dropped == [{"line": line, "why": "not the kernel's line (its tag is another program's)"}]
+
+
+@pytest.mark.parametrize("line", [
+    XID_TEXT,  # dmesg without a time
+    "[ 1843.308145] " + XID_TEXT,  # dmesg, /dev/kmsg as kmsg_line prints it
+    "[Mon Nov 30 10:00:00 2026] " + XID_TEXT,  # dmesg -T
+    "Nov 30 10:00:00 node7 kernel: " + XID_TEXT,  # syslog, journalctl short
+    "Nov  3 10:00:00 node7 kernel: [ 1843.308145] " + XID_TEXT,
+    "2026-11-30T10:00:00.123456+00:00 node7 kernel: " + XID_TEXT,  # rsyslog RFC 3339, journalctl short-iso
+    "[  1843.308145] node7 kernel: " + XID_TEXT,  # journalctl short-monotonic
+    "Mon 2026-11-30 10:00:00 UTC node7 kernel: " + XID_TEXT,  # journalctl short-full
+    "1796032800.123456 node7 kernel: " + XID_TEXT,  # journalctl short-unix
+])
+def test_the_kernels_lines_in_every_head_are_events(line):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import KernelLines, Throttle
+
+    events = KernelLines("node7", {}, Throttle(0)).feed([line], 1796032800.0)
+    assert [(event["gpuops"]["xid"], event["gpuops"]["gpu"], event["gpuops"]["rung"]) for event in events] == [
+        (79, "00000000:3B:00.0", "reboot")]
+
+
+def test_the_words_of_a_remediation_line_in_another_programs_message_answer_nothing():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import remediation_of
+
+    fields = "host=node7 action=gpu_reset gpus= epoch=1796032800.0 run=r"
+    assert remediation_of("2026-11-30T10:00:00+00:00 node7 gpuops-remediation[42]: " + fields, "node7")["run"] == "r"
+    assert remediation_of("Nov 30 10:00:00 node7 gpuops-remediation: " + fields, "node7")["run"] == "r"
+    for forged in ("2026-11-30T10:00:00+00:00 node7 alice: gpuops-remediation: ",
+                   "Nov 30 10:00:00 node7 sshd[9]: Invalid user gpuops-remediation: ",
+                   "2026-11-30T10:00:00+00:00 node7 xgpuops-remediation[1]: "):
+        assert remediation_of(forged + fields, "node7") is None, forged
+
+
+@pytest.mark.parametrize("name, option", [("gpu_kernel_log", "poll_interval"), ("gpu_kernel_log", "throttle_seconds"),
+                                          ("gpu_snapshot", "duration_seconds"), ("gpu_snapshot", "poll_interval")])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_number_option_that_is_not_finite_is_named(name, option, value):
+    """YAML's .nan passed every minimum (nan < min is false): poll_interval .nan made asyncio.sleep return at once, a
+    source spinning on a core; duration_seconds .nan made every condition last; throttle_seconds .nan throttled none."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import check_args
+
+    with pytest.raises(OptionError, match=r"^%s: option %s must be a float, got %r$" % (name, option, value)):
+        check_args(name, {option: value}, _source(name).SPEC)

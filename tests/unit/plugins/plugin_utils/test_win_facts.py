@@ -369,14 +369,15 @@ def test_a_link_planted_in_the_journal_path_refuses_the_action(tmp_path):
 def test_a_journal_with_a_second_hard_link_refuses_the_action(tmp_path):
     root = str(tmp_path / "ws12")
     folder = os.path.join(root, "fs", "C", "ProgramData", "gpuops")
-    os.makedirs(folder)
-    with open(os.path.join(folder, "journal.jsonl"), "w"):
-        pass
+    # the journal's folder and file as the journal script made them (its own DACL), then a second name for the file
+    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12"}))
+    _win_sim.run_script(root, "journal_append", {"Path": "C:\\ProgramData\\gpuops\\journal.jsonl", "Line": '{"action": "earlier"}'})
+    size = os.path.getsize(os.path.join(folder, "journal.jsonl"))
     os.link(os.path.join(folder, "journal.jsonl"), str(tmp_path / "another-name"))
     with pytest.raises(WindowsNodeError, match="more than one hard link"):
         kill_with_journal(tmp_path, "C:\\ProgramData\\gpuops\\journal.jsonl")
     assert "python.exe" in [p["name"] for p in _win_sim.snapshot_of_state(root)["processes"]]
-    assert os.path.getsize(os.path.join(folder, "journal.jsonl")) == 0
+    assert os.path.getsize(os.path.join(folder, "journal.jsonl")) == size
 
 
 def test_check_mode_creates_no_journal_folder(tmp_path):

@@ -229,6 +229,8 @@ def recorded(tmp_path):
     snapshot = _win_snapshot.take(node, HOSTILE_SMI, journal_path=HOSTILE_JOURNAL)
     holders = [h for h in snapshot["holders"] if h["class"] == "compute" and h["name"] != "explorer.exe"]
     assert sorted(h["name"] for h in holders) == sorted([HOSTILE_PROCESS, HOSTILE_CHILD])
+    # check mode asks what the journal would refuse (journal_check) before it predicts an action
+    assert _win_reset.run(node, dict({"method": "kill", "holders": holders}, nvidia_smi=HOSTILE_SMI, **journal), check_mode=True)["changed"]
     for args in ({"method": "kill", "holders": holders}, {"method": "restart_adapter"}, {"method": "restart_explorer", "user": HOSTILE_USER},
                  {"method": "logoff", "user": HOSTILE_USER}):
         assert not _win_reset.run(node, dict(args, nvidia_smi=HOSTILE_SMI, **journal), check_mode=False)["failed"]

@@ -19,7 +19,8 @@ from .test_win_facts import HostAction
 def ps51(pid, ppid, name, created_ms, user=None, session=0):
     """One Win32_Process row as the processes script's ConvertTo-Json writes it under Windows PowerShell 5.1."""
     return {"ProcessId": pid, "ParentProcessId": ppid, "Name": name, "ExecutablePath": None,
-            "CreationDate": "\\/Date(%d)\\/" % created_ms, "SessionId": session, "User": user, "OwnerSid": None, "VmId": None}
+            "CreationDate": "\\/Date(%d)\\/" % created_ms, "SessionId": session, "User": user, "OwnerSid": None, "VmId": None,
+            "Services": []}
 
 
 # ---- Ansible's own process and its ancestors: decided by the process tree, never by a name -------------------------

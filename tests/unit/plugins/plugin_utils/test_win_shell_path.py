@@ -73,7 +73,7 @@ def test_one_answer_for_the_refusal_the_ladder_and_restart_explorer():
 
 def ps51(pid, name, path, created_ms, session=1, user="WS12\\ada"):
     return {"ProcessId": pid, "ParentProcessId": 600, "Name": name, "ExecutablePath": path, "CreationDate": "\\/Date(%d)\\/" % created_ms,
-            "SessionId": session, "User": user, "OwnerSid": None, "VmId": None}
+            "SessionId": session, "User": user, "OwnerSid": None, "VmId": None, "Services": []}
 
 
 def host_list(rows, **facts):

@@ -162,3 +162,16 @@ def test_with_the_counters_the_same_node_is_stuck_and_the_walk_acts(tmp_path):
     _win_sim.write_node(root, _win_sim.build_state(dict(SCENARIO, adapter_memory_counters=True)))
     snapshot = _win_snapshot.take(SimulatedNode(root, "ada"))
     assert snapshot["gpus"][0]["state"] == "stuck" and snapshot["verdict"]["rung"] == "restart_adapter"
+
+
+def test_a_windows_gpu_whose_driver_model_is_na_is_still_judged_unknown_not_0():
+    # nvidia-smi's driver model N/A (normalized to None); a process listed without a figure and no adapter figure
+    gpu = {"index": 0, "pci_bus_id": BUS, "memory_used_mib": 6000, "driver_model": {"current": None, "pending": None},
+           "processes": [{"pid": 7, "used_mib": None}], "luid": None}
+    ghost = _win_snapshot.ghost_memory(gpu, None)
+    gpu.update(unattributed_mib=ghost["ghost_mib"], ghost_source=ghost["source"], ghost_reason=ghost["reason"])
+    assert ghost["ghost_mib"] is None
+    gpu["state"] = _verdict.gpu_state(gpu, [], 256, {"ok": True})
+    assert gpu["state"] == "unknown"
+    [line] = _verdict.windows_verdict(windows_snapshot(gpu), 256)["undetermined"]
+    assert "6000 MiB" in line and "an unknown driver model" in line
