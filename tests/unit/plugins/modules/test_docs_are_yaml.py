@@ -45,7 +45,7 @@ def test_every_doc_string_is_yaml(path):
 
 
 @pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "plugins", "filter", "*.yml"))),
-                         ids=lambda path: os.path.basename(path))
+                         ids=os.path.basename)
 def test_every_filter_doc_is_yaml_with_its_three_parts(path):
     with open(path, encoding="utf-8") as handle:
         doc = yaml.safe_load(handle)
