@@ -19,6 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy imp
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import (
     alert_events, load_policy, OptionError, sign, state_file_problem,
 )
+from .eda_webhook import until_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
@@ -126,13 +127,7 @@ def test_webhook_body_that_stops_half_way_is_answered_408_and_the_next_request_s
         queue = asyncio.Queue()
         task = asyncio.ensure_future(module.main(queue, {"port": port, "secret": SECRET}))
         try:
-            for _attempt in range(100):
-                try:
-                    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
+            await until_listening(port)
             slow = asyncio.ensure_future(_raw(port, b"POST /alerts HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
                                                     b"X-Gpuops-Timestamp: 1\r\nX-Gpuops-Signature: sha256=0\r\n\r\n{", 5))
             await asyncio.sleep(0.2)
@@ -184,13 +179,7 @@ def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
         queue = asyncio.Queue()
         task = asyncio.ensure_future(module.main(queue, {"port": port, "secret": SECRET}))
         try:
-            for _attempt in range(100):
-                try:
-                    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
+            await until_listening(port)
             answers = [await _raw(port, data, 5) for data in cases]
             await asyncio.sleep(0.3)
             return [answer.split(b" ", 2)[1] for answer in answers], queue.qsize()
@@ -349,13 +338,7 @@ def test_webhook_answers_a_signed_odd_body_with_its_events_not_500():
         queue = asyncio.Queue()
         task = asyncio.ensure_future(module.main(queue, {"port": port, "secret": SECRET}))
         try:
-            for _attempt in range(100):
-                try:
-                    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
+            await until_listening(port)
             answer = await _raw(port, data, 5)
             await asyncio.sleep(0.3)
             return answer, [queue.get_nowait() for _index in range(queue.qsize())]

@@ -17,6 +17,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import (
     Retry, journal_argv, journal_lines, kmsg_problem, kmsg_seq,
 )
+from .eda_webhook import until_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
@@ -310,13 +311,7 @@ def test_webhook_with_the_inventory_reports_a_group_an_ambiguous_or_an_unknown_h
         server = asyncio.ensure_future(source.main(queue, args))
         loop = asyncio.get_running_loop()
         try:
-            for _try in range(200):
-                try:
-                    _reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
+            await until_listening(port)
             now = int(__import__("time").time())
             headers = {"X-Gpuops-Timestamp": str(now), "X-Gpuops-Signature": sign("s3cret", now, body)}
             answers.append(await loop.run_in_executor(None, _post, port, body, headers))

@@ -1,0 +1,23 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the webhook source's tests share: waiting until the source listens on its 127.0.0.1 port."""
+
+from __future__ import annotations
+
+import asyncio
+
+
+async def until_listening(port, seconds=30.0):
+    """Returns once a connection to 127.0.0.1:port is accepted; fails the test when none is within `seconds`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        try:
+            dummy, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if loop.time() > deadline:
+                raise AssertionError("the webhook source never listened on 127.0.0.1:%d" % port)
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        return
