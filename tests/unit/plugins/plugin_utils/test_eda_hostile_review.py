@@ -263,6 +263,14 @@ def test_snapshot_does_not_believe_a_state_file_anyone_can_write(tmp_path):
 
 # ---------------------------------------------------------------- the breaker raced by real processes
 
+def _flock_waiters(path):
+    """How many processes /proc/locks lists as blocked ('->') on a flock of the file at path (by its device and inode)."""
+    stat = os.stat(path)
+    inode = "%02x:%02x:%d" % (os.major(stat.st_dev), os.minor(stat.st_dev), stat.st_ino)
+    with open("/proc/locks") as handle:
+        return sum(1 for line in handle if "->" in line and "FLOCK" in line and line.split()[-3] == inode)
+
+
 def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collections_root):
     """Four real runs (ansible, the action gpu_breaker) decide at once for the last place of max_count 1: they wait on
     the state directory's lock (held here until all have started) and exactly one passes, three are refused naming it."""
@@ -270,7 +278,8 @@ def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collec
     state.mkdir(mode=0o700)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
+    # The ad-hoc CLI through this Python (ansible-test's units venv has the ansible package but no `ansible` script).
+    ansible = [sys.executable, "-c", "import sys; from ansible.cli.adhoc import main; main(['ansible'] + sys.argv[1:])"]
     snapshot = {"gpus": [{"index": 0, "state": "stuck"}], "verdict": {"rung": "reset", "reasons": []}}
     runs = []
     with open(str(state / ".lock"), "a") as lock:
@@ -278,10 +287,15 @@ def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collec
         for host in ("nodeA", "nodeB", "nodeC", "nodeD"):
             args = {"host": host, "fleet_size": 10, "max_count": 1, "state_dir": str(state), "snapshot": snapshot,
                     "max_rung": "reset", "run_id": "race-" + host}
-            runs.append(subprocess.Popen([ansible, "localhost", "-c", "local", "-m", "gpuops.remediation.gpu_breaker",
+            runs.append(subprocess.Popen(ansible + ["localhost", "-c", "local", "-m", "gpuops.remediation.gpu_breaker",
                                           "-a", json.dumps(args)], env=env, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, universal_newlines=True, cwd=str(tmp_path)))
-        time.sleep(6)  # every run started, and waits on the lock: none decided, none recorded
+        # Until the kernel lists all four runs waiting on the lock: none decided, none recorded.
+        deadline = time.monotonic() + 120
+        while _flock_waiters(str(state / ".lock")) < 4:
+            assert time.monotonic() < deadline and all(run.poll() is None for run in runs), \
+                [run.communicate()[0] for run in runs if run.poll() is not None]
+            time.sleep(0.05)
         assert [run.poll() for run in runs] == [None] * 4
         assert [name for name in os.listdir(str(state)) if name.endswith(".breaker.json")] == []
         fcntl.flock(lock, fcntl.LOCK_UN)
