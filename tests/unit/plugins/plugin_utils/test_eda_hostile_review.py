@@ -287,9 +287,9 @@ def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collec
         for host in ("nodeA", "nodeB", "nodeC", "nodeD"):
             args = {"host": host, "fleet_size": 10, "max_count": 1, "state_dir": str(state), "snapshot": snapshot,
                     "max_rung": "reset", "run_id": "race-" + host}
-            runs.append(subprocess.Popen(ansible + ["localhost", "-c", "local", "-m", "gpuops.remediation.gpu_breaker",
-                                          "-a", json.dumps(args)], env=env, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, universal_newlines=True, cwd=str(tmp_path)))
+            argv = ansible + ["localhost", "-c", "local", "-m", "gpuops.remediation.gpu_breaker", "-a", json.dumps(args)]
+            runs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         universal_newlines=True, cwd=str(tmp_path)))
         # Until the kernel lists all four runs waiting on the lock: none decided, none recorded.
         deadline = time.monotonic() + 120
         while _flock_waiters(str(state / ".lock")) < 4:
