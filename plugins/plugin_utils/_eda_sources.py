@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import stat
+import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import inventory_host_problem
@@ -245,8 +246,10 @@ class KernelLines:
         self.held = []
         self.dropped = []
 
-    def feed(self, lines, now, final=False):
-        """Events of these complete lines (a multi-line message cut at the end is held for the next call)."""
+    def feed(self, lines, now, final=False, since=None):
+        """Events of these complete lines (a multi-line message cut at the end is held for the next call). With `since`
+        (the epoch the source started; given when a file that appeared or was replaced after it was read from its
+        start), a line dated before it by more than the clock skew is an old one the file already held: no event."""
         lines = self.held + list(lines)
         keep = 0 if final else pending_tail(lines)
         self.held = lines[len(lines) - keep:] if keep else []
@@ -266,6 +269,9 @@ class KernelLines:
         for item in parsed:
             event = kernel_event(self.host, item)
             body = event["gpuops"]
+            if since is not None and body["time_epoch"] is not None and body["time_epoch"] < since - CLOCK_SKEW_SECONDS:
+                self.dropped.append({"event": body, "why": "dated before the source started, in a file read from its start"})
+                continue
             by = self.answers.answered_by(self.host, body["gpu"], body["time_epoch"])
             if by is not None:
                 self.dropped.append({"event": body, "why": "answered by %s (run %s)" % (by["action"], by["run"])})
@@ -295,12 +301,15 @@ class FileTail:
     last line without a newline is taken as complete; then the new file is read from its start. A file truncated is read
     again from its start, also when it grew past the old end before the next read (copytruncate, then writes): the bytes
     before the old end are no longer the ones read. A file missing or unreadable for a while is tried again at the next
-    read."""
+    read. `read_from_start` says whether the last read took a file from its start (it appeared or was replaced after
+    `started`): what such a file held may predate the source (KernelLines.feed's since)."""
 
     MARK = 64
 
     def __init__(self, path):
         self.path = path
+        self.started = time.time()
+        self.read_from_start = False
         self.handle = None
         self.identity = None
         self.offset = 0
@@ -339,6 +348,7 @@ class FileTail:
         size = os.fstat(self.handle.fileno()).st_size
         if size < self.offset or (self.mark is not None and self._mark(self.offset) != self.mark):
             self.offset, self.partial = 0, b""
+            self.read_from_start = True
         self.handle.seek(self.offset)
         data = self.handle.read()
         self.offset += len(data)
@@ -360,6 +370,7 @@ class FileTail:
 
     def read(self):
         lines = []
+        self.read_from_start = False
         try:
             if self.handle is not None:
                 lines = self._lines(self._drain())
@@ -380,6 +391,7 @@ class FileTail:
             self.close()
         if identity != self.identity:
             self.offset, self.partial, self.mark = 0, b"", None
+            self.read_from_start = True
         self.handle, self.identity = handle, (os.fstat(handle.fileno()).st_dev, os.fstat(handle.fileno()).st_ino)
         try:
             lines += self._lines(self._drain())

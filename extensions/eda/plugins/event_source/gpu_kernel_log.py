@@ -8,7 +8,9 @@ DOCUMENTATION = r"""
 ---
 short_description: Emit one event per NVIDIA Xid or "fallen off the bus" line of a node's kernel log.
 description:
-  - Follows the kernel log from its end (C(/dev/kmsg), journald or a file), so that old Xids are not replayed, and
+  - Follows the kernel log from its end (C(/dev/kmsg), journald or a file), so that old Xids are not replayed (a file
+    that appears or is replaced later is read from its start, and its lines dated before the source started are no
+    events), and
     puts one event per NVRM Xid line and "fallen off the bus" line on the queue, parsed by the collection's own
     parser (plugins/module_utils/_kernel_log.py) and ranked by the site's Xid policy over NVIDIA's catalog.
   - "Each event: C(event.gpuops) with C(type) (xid or fallen_off_bus), C(host), C(pci_bus_id) (also C(gpu)), C(xid),
@@ -156,9 +158,13 @@ async def _follow_files(queue, tails, options):
     """tails: [(KernelLines of a host, [FileTail of each of its files])]."""
     while True:
         for lines_of, files in tails:
-            lines = [line for tail in files for line in tail.read()]
+            lines, since = [], None
+            for tail in files:
+                lines += tail.read()
+                if tail.read_from_start:
+                    since = tail.started
             if lines or lines_of.held:
-                await _put(queue, lines_of.feed(lines, time.time(), final=not lines))
+                await _put(queue, lines_of.feed(lines, time.time(), final=not lines, since=since))
         await asyncio.sleep(options["poll_interval"])
 
 

@@ -458,3 +458,58 @@ def test_a_number_option_that_is_not_finite_is_named(name, option, value):
 
     with pytest.raises(OptionError, match=r"^%s: option %s must be a float, got %r$" % (name, option, value)):
         check_args(name, {option: value}, _source(name).SPEC)
+
+
+# ---------------------------------------------------------------- old Xids in a log that appears after the start
+
+def _dated(epoch, xid=119, host="node7"):
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(epoch))
+    return "%s %s kernel: NVRM: Xid (PCI:0000:3b:00): %d, pid='<unknown>', name=<unknown>, Timeout" % (stamp, host, xid)
+
+
+def test_a_line_dated_before_the_start_in_a_file_read_from_its_start_is_no_event():
+    """review20: a log file read from its start (it appeared, or replaced the one followed) replayed the Xids it held
+    from long ago. Given since, a line dated before it by more than the clock skew is old; within the skew (a node's
+    clock a little behind) it is still an event; without since (lines appended after the start) every line counts."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import CLOCK_SKEW_SECONDS, KernelLines, Throttle
+
+    started = 1796032800.0
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    old, behind, fresh = _dated(started - 330 * 86400, 79), _dated(started - CLOCK_SKEW_SECONDS + 10, 119), _dated(started + 5, 48)
+    events = lines_of.feed([old, behind, fresh], started + 10, since=started)
+    assert [event["gpuops"]["xid"] for event in events] == [119, 48]
+    assert [(item["event"]["xid"], item["why"]) for item in lines_of.dropped] == [
+        (79, "dated before the source started, in a file read from its start")]
+    assert [event["gpuops"]["xid"] for event in KernelLines("node7", {}, Throttle(0)).feed([old], started + 10)] == [79]
+
+
+def test_the_file_source_on_a_log_renamed_into_place_after_its_start_gives_only_the_new_lines(tmp_path):
+    """The real source (gpu_kernel_log, file mode) on a path missing at its start: a file holding an Xid from January
+    and one from now is renamed there. Only the new one is an event; a line appended after it is one too."""
+    module = _source("gpu_kernel_log")
+    path = str(tmp_path / "kernel.log")
+    staged = str(tmp_path / "kernel.log.new")
+
+    async def run():
+        queue = asyncio.Queue()
+        args = {"source": "file", "path": path, "host": "node7", "poll_interval": 0.05, "throttle_seconds": 0}
+        task = asyncio.ensure_future(module.main(queue, args))
+        try:
+            await asyncio.sleep(0)  # the source runs up to its first wait: its FileTail is made, the path missing
+            assert not task.done()
+            now = time.time()
+            with open(staged, "w") as handle:
+                handle.write(_dated(now - 330 * 86400, 79) + "\n" + _dated(now, 119) + "\n")
+            os.rename(staged, path)
+            first = await asyncio.wait_for(queue.get(), 30)
+            with open(path, "a") as handle:
+                handle.write(_dated(time.time(), 48) + "\n")
+            second = await asyncio.wait_for(queue.get(), 30)
+            return first, second, queue.qsize()
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    first, second, left = asyncio.run(run())
+    assert (first["gpuops"]["xid"], second["gpuops"]["xid"], left) == (119, 48, 0)
