@@ -6,26 +6,16 @@ node itself (_win_sim through _win_node.SimulatedNode, the node the action plugi
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import (
     WindowsWalk, logoff_users, windows_executor,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from .win_walk import build, windows_walk_options
 
 
 def options(**overrides):
-    args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
-    args.update(platform="windows", max_rung="restart_adapter",
-                option_names={"max_rung": "gpu_reclaim_windows_max_rung", "allow_reboot": "gpu_reclaim_allow_reboot"})
-    args.update(overrides)
-    return WalkOptions(args)
-
-
-def build(tmp_path, **scenario):
-    root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}]}, **scenario)))
-    return SimulatedNode(root, "ada")
+    return windows_walk_options("restart_adapter", **overrides)
 
 
 def walk(node, check_mode=False, **overrides):

@@ -20,9 +20,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
     _win_decode, _win_node, _win_scripts, _win_sim, _win_snapshot, _win_wsl, _win_wsl_vm, _wsl_shutdown,
 )
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from .win_walk import windows_walk_options
 
 HYPERV_VM = "1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"
 
@@ -30,11 +30,7 @@ HYPERV_VM = "1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"
 # ---- helpers ---------------------------------------------------------------------------------------------------------
 
 def options(**overrides):
-    args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
-    args.update(platform="windows", max_rung="wsl",
-                option_names={"max_rung": "gpu_reclaim_windows_max_rung", "allow_reboot": "gpu_reclaim_allow_reboot"})
-    args.update(overrides)
-    return WalkOptions(args)
+    return windows_walk_options("wsl", **overrides)
 
 
 def build(tmp_path, user="ada", **scenario):
