@@ -19,6 +19,7 @@ import json
 import math
 import os
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import journal_epoch, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import device_key
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import describe_holder, read_holder
@@ -549,4 +550,4 @@ def alert_of(findings, held, resolved):
               + [dict(entry, status="resolved") for entry in resolved])
     firing = bool(findings) or bool(held)
     return {"status": "firing" if firing else "resolved", "alerts": alerts, "send": bool(alerts),
-            "lines": [finding["message"] for finding in findings] or [NOTHING_CROSSED]}
+            "lines": [printable(finding["message"]) for finding in findings] or [NOTHING_CROSSED]}  # console lines

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text
+from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import memory_held, undetermined
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import health_gate_failed
@@ -143,7 +144,7 @@ def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None
     if gate:
         lines.append("  health check (%s): %s - %s" % (command_text(gate["level"]), gate["result"], gate["reason"]))
     lines += ["  scheduler: %s" % note for note in drain_notes]
-    return lines
+    return [printable(line) for line in lines]  # names and messages from the node: one console line each
 
 
 def outcome(state, options, check_mode, now, host):

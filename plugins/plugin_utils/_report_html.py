@@ -10,8 +10,7 @@ user and GPU names, messages) is hostile data and goes through `_text`.
 
 from __future__ import annotations
 
-import html
-
+from ansible_collections.gpuops.remediation.plugins.module_utils._escape import html_text
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import STATUSES
 
 # A bar's segments, in drawing order, with their legend.
@@ -74,8 +73,9 @@ ul{margin:4px 0;padding-left:20px}li{margin:2px 0}.plan-line{color:var(--mute);f
 
 
 def _text(value):
-    """A string from the report as HTML text or an attribute value: every <, >, & and quote escaped."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """A string from the report as HTML text or an attribute value (_escape.html_text: controls shown as escapes, every
+    <, >, & and quote escaped)."""
+    return html_text(value)
 
 
 def _figure(value, path, unit="", grouped=False):

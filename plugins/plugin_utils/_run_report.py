@@ -15,6 +15,7 @@ import json
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._escape import markdown, markdown_code, printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 
 STATUSES = ("fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
@@ -121,12 +122,9 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
 
 
 def _cell(value):
-    """A Markdown table cell: None and missing are empty; a pipe or a newline in a process name cannot break the table,
-    and markup in it (<img src=x onerror=...>) stays text in a viewer that renders HTML inside Markdown."""
-    if value is None:
-        return ""
-    text = str(value).replace("<", "&lt;")
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    """A Markdown table cell or list item: None and missing are empty; a name from a node stays text (_escape.markdown):
+    a pipe, a newline, markup (<img src=x onerror=...>, [link](...)) or an ESC in it cannot break or forge the report."""
+    return markdown(value)
 
 
 def _row(cells):
@@ -141,7 +139,7 @@ def _holder_name(holder):
 
 
 def _host_markdown(entry):
-    lines = ["", "## %s: %s" % (entry["host"], entry.get("status")), ""]
+    lines = ["", "## %s: %s" % (_cell(entry["host"]), _cell(entry.get("status"))), ""]
     if entry.get("msg"):
         lines += [_cell(entry["msg"]), ""]
     if entry.get("held_by"):
@@ -162,9 +160,9 @@ def _host_markdown(entry):
                                gpu.get("ghost_mib_before", gpu.get("unattributed_mib")), gpu.get("freed_mib")]))
         lines.append("")
     for step in entry.get("rungs_tried", []):
-        result = "failed: %s" % step.get("msg") if step.get("failed") else ("changed" if step.get("changed") else "nothing to do")
-        lines.append("- rung **%s**: %s" % (step.get("rung"), result))
-        lines += ["  - %s" % line for line in step.get("plan", [])]
+        result = "failed: %s" % _cell(step.get("msg")) if step.get("failed") else ("changed" if step.get("changed") else "nothing to do")
+        lines.append("- rung **%s**: %s" % (_cell(step.get("rung")), result))
+        lines += ["  - %s" % _cell(line) for line in step.get("plan", [])]
     if entry.get("rungs_tried"):
         lines.append("")  # a paragraph after a list must be apart from it, or Markdown reads it as the list's last item
     if entry.get("drain_notes"):  # the scheduler: drained, resumed, held, left someone else's, with the reason
@@ -177,15 +175,15 @@ def _host_markdown(entry):
 
 def render_markdown(report):
     """The report for people: one table of the hosts, the fleet's summary, then each host's holders, GPUs and rungs."""
-    lines = ["# GPU memory report `%s`" % report["run_id"], "",
-             "Generated %s%s." % (report["generated"], " in check mode: a plan, nothing was changed" if report["check_mode"] else ""),
+    lines = ["# GPU memory report %s" % markdown_code(report["run_id"]), "",
+             "Generated %s%s." % (_cell(report["generated"]), " in check mode: a plan, nothing was changed" if report["check_mode"] else ""),
              "", "| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |",
              "|---|---|---|---|---|---:|---:|"]
     for entry in report["hosts"]:
         lines.append(_row([entry["host"], entry.get("status"), entry.get("entry_rung"), entry.get("fixed_by"),
                            ", ".join(step.get("rung", "") for step in entry.get("rungs_tried", [])),
                            entry.get("memory_freed_mib"), entry.get("seconds")]))
-    lines += ["", "## Fleet", ""] + ["    " + line for line in report["fleet"]["summary"]]
+    lines += ["", "## Fleet", ""] + ["    " + printable(line) for line in report["fleet"]["summary"]]  # a code block: text as it is
     for entry in report["hosts"]:
         lines += _host_markdown(entry)
     return "\n".join(lines) + "\n"
@@ -226,4 +224,4 @@ def report_lines(summary, paths):
     """What a run shows at its end: the fleet's summary, then where the report is (its Markdown and HTML files,
     write_report's second and third paths), or that it was not written."""
     where = "report: " + ", ".join(paths[1:3]) if paths else "report not written (gpu_remediate_write_report=false)"
-    return list(summary) + [where]
+    return [printable(line) for line in list(summary) + [where]]
