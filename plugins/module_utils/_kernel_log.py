@@ -10,6 +10,7 @@ probe_kernel_log (the snapshot's probe) runs them or reads the file.
 from __future__ import annotations
 
 import calendar
+import os
 import re
 import time
 
@@ -169,7 +170,8 @@ FALLEN_OFF_BUS = {"name": "GPU has fallen off the bus", "mnemonic": None, "bucke
                   "action": "reboot", "severity": _SEVERITIES["reboot"]}
 
 # Xid 154 names the new recovery action: "... changed from 0x0 (None) to 0x1 (GPU Reset Required)".
-_XID154_TARGET_RE = re.compile(r"\bto\s+0x[0-9A-Fa-f]+\s*\(([^)]*)\)")
+# "[^()]" (not "[^)]"): a scan stops at the next "(", so that "to 0x1 (" repeated is read in linear time.
+_XID154_TARGET_RE = re.compile(r"\bto\s+0x[0-9A-Fa-f]+\s*\(([^()]*)\)")
 _RECOVERY_TEXT = (
     ("drain and reset", "drain_and_reset", "reset_gpu"),
     ("drain p2p", "drain_p2p", "report"),
@@ -199,6 +201,55 @@ _BUS_IN_TEXT_RE = re.compile(r"(?:PCI:)?((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0
 _FALLEN = "fallen off the bus"
 _MULTILINE_START_RE = re.compile(r"^The NVIDIA GPU (?P<bus>\S+)")
 _MULTILINE_LOOKAHEAD = 4
+
+
+# A kernel line is short: printk keeps at most 1 KiB of a message, and the head before it (time, host, tag, the kernel's
+# own stamp) is a few hundred characters. Longer lines are no kernel line, and are never matched (bounded time).
+MAX_LINE_CHARS = 8192
+MAX_HEAD_CHARS = 512
+# The tag the kernel's lines carry in a syslog file ("host kernel: ..."): no pid, unlike any program's ("kernel[42]:").
+KERNEL_TAG = "kernel:"
+
+
+def _without_trailing_stamp(head):
+    """The head less a trailing "[...]" (the kernel's "[ 123.456]", dmesg -T's "[Sun Feb 23 16:24:18 2025]"): from the
+    first "[" after the last "]" before the closing one. Linear: two scans, no pattern."""
+    text = head.rstrip()
+    if not text.endswith("]"):
+        return head
+    opening = text.find("[", text.rfind("]", 0, len(text) - 1) + 1, len(text) - 1)
+    return text[:opening] if opening >= 0 else head
+
+
+def kernel_line(line):
+    """Whether a line may be the kernel's: the one rule every reader of kernel lines applies (docs/safety.md).
+
+    A line without "NVRM:" passes (nothing is read from it). An NVRM line is the kernel's when its head - the text
+    before "NVRM:", less a trailing "[...]" stamp - is empty (dmesg, /dev/kmsg, the driver's continuation lines) or ends
+    with the kernel's tag "kernel:" and holds no other word ending in ":" (syslog and journalctl -k: "time host
+    kernel:"). A user's `logger` line is tagged with its own name ("alice[4242]:"), also `logger -t kernel` under
+    journald ("kernel[4242]:"), and words further on in a message ("sshd[9]: x kernel: NVRM: ...") are that message's.
+    """
+    if len(line) > MAX_LINE_CHARS:
+        return False
+    split = _split_nvrm(line)
+    if split is None:
+        return True
+    if len(split[0]) > MAX_HEAD_CHARS:
+        return False
+    words = _without_trailing_stamp(split[0]).split()
+    if not words:
+        return True
+    tags = [word for word in words if word.endswith(":")]
+    return tags == [KERNEL_TAG] and words[-1] == KERNEL_TAG
+
+
+def kernel_lines(lines):
+    """(the lines kernel_line keeps, the NVRM lines it refuses), in order."""
+    kept, refused = [], []
+    for line in lines:
+        (kept if kernel_line(line) else refused).append(line)
+    return kept, refused
 
 
 def _split_nvrm(line):
@@ -351,14 +402,15 @@ def _multiline_fallen_off(lines, start, stamp, first_text):
 
 
 def parse_kernel_log(text, boot_time=None, now=None):
-    """NVRM Xid and "fallen off the bus" events, in log order (see docs/internals.md for the shape).
+    """NVRM Xid and "fallen off the bus" events of the kernel's lines (kernel_line), in log order (see docs/internals.md
+    for the shape). Every line is read once, in time linear in its length.
 
     `boot_time` (epoch of the boot) turns dmesg's seconds since boot into `time_epoch`; `now` (epoch) dates
     syslog lines, which print no year (default: the current time).
     """
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    lines = [line.rstrip("\r") for line in text.splitlines()]
+    lines = kernel_lines(line.rstrip("\r") for line in text.splitlines())[0]
     events = []
     index = 0
     while index < len(lines):
@@ -421,6 +473,21 @@ def kernel_log_argv(source, since_minutes=None, journalctl="journalctl", dmesg="
     raise ValueError("unknown kernel log source %r (expected 'journal' or 'dmesg')" % (source,))
 
 
+# The most of a kernel log file read: its last 64 MiB (the recent lines; a syslog file may hold months).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def read_log_tail(path, limit=MAX_FILE_BYTES):
+    """The text of the file's last `limit` bytes, from its first whole line."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            handle.seek(size - limit)
+            data = handle.read(limit)
+            return data[data.find(b"\n") + 1:].decode("utf-8", "replace")
+        return handle.read(limit).decode("utf-8", "replace")
+
+
 def probe_kernel_log(module, layout, options, boot_epoch=None):
     report = {"source": options.kernel_log_source, "ok": True, "error": None}
     source = options.kernel_log_source
@@ -435,8 +502,7 @@ def probe_kernel_log(module, layout, options, boot_epoch=None):
     if source == "file":
         path = options.kernel_log_path or layout.kernel_log_file
         try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
+            text = read_log_tail(path)
         except (IOError, OSError) as exc:
             report.update(ok=False, error="cannot read %s: %s" % (path, exc))
             return [], report

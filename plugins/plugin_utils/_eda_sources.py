@@ -20,14 +20,11 @@ import time
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import (
-    _MULTILINE_START_RE, _split_nvrm, device_key, parse_kernel_log,
+    MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, parse_kernel_log,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
     PolicyError, apply_policy, event_rung, parse_policy,
 )
-
-# The syslog line each remediation writes (_journal.remediation_line, the closed loop): remediation_of reads it.
-_REMEDIATION_RE = re.compile(SYSLOG_IDENTIFIER + r"(?:\[\d+\])?: (?P<fields>(?:\S+=\S*\s*)+)$")
 
 
 class OptionError(ValueError):
@@ -144,40 +141,32 @@ class Answers:
         return None
 
 
-# A log line's head: its time, its host, and its tag - the program's name, the first word ending in ":" (a time,
-# "10:00:00" or "+00:00", ends in none). The kernel's lines are tagged "kernel:" (and may go on with the kernel's own
-# "[ 123.456]"), or have no head at all (dmesg, /dev/kmsg). A message that only holds the words further on - `logger
-# "NVRM: Xid ..."` (tagged with the user's name), "sshd[9]: Invalid user NVRM: Xid ..." - is another program's.
-_TRAILING_STAMP_RE = re.compile(r"\[[^\]]*\]\s*$")
-
-
-def _tag_ends(words, tag):
-    """Whether the first word of `words` ending in ":" is the last one, and is `tag` (a compiled pattern)."""
-    tags = [index for index, word in enumerate(words) if word.endswith(":")]
-    return bool(tags) and tags[0] == len(words) - 1 and bool(tag.match(words[-1]))
-
-
-_KERNEL_TAG_RE = re.compile(r"kernel:\Z")
-
-
-def kernel_line(line):
-    """Whether an NVRM line is the kernel's by its head (lines without "NVRM:" are kept: the parser skips them)."""
-    split = _split_nvrm(line)
-    if split is None:
+def _remediation_tag(word):
+    """Whether a syslog tag is ours: "gpuops-remediation:" or "gpuops-remediation[<pid>]:"."""
+    if word == SYSLOG_IDENTIFIER + ":":
         return True
-    words = _TRAILING_STAMP_RE.sub("", split[0]).split()
-    return not words or _tag_ends(words, _KERNEL_TAG_RE)
+    pid = word[len(SYSLOG_IDENTIFIER) + 1:-2]
+    return word.startswith(SYSLOG_IDENTIFIER + "[") and word.endswith("]:") and pid.isascii() and pid.isdigit()
 
 
 def remediation_of(line, default):
     """The remediation a `gpuops-remediation` syslog line reports ({"host", "action", "gpus": [device keys],
     "epoch", "run"}), or None for any other line (also one whose tag is not gpuops-remediation: the words are in another
-    program's message). `default` is the host when the line names none."""
-    match = _REMEDIATION_RE.search(line.rstrip())
-    head = line[:match.start()] if match else ""
-    if not match or head[-1:] not in ("", " ") or any(word.endswith(":") for word in head.split()):
+    program's message). `default` is the host when the line names none.
+
+    The tag is the line's first word ending in ":" and each word after it a key=value field; read with str.split, in
+    time linear in the line (a pattern of repeated fields backtracks exponentially on "a=a=a=..."), and only up to
+    MAX_LINE_CHARS."""
+    if len(line) > MAX_LINE_CHARS or SYSLOG_IDENTIFIER not in line:
+        return None
+    words = line.split()
+    tag = next((at for at, word in enumerate(words) if word.endswith(":")), None)
+    if tag is None or not _remediation_tag(words[tag]):
         return None  # the identifier is not the line's tag: the words are in another program's message
-    fields = dict(part.split("=", 1) for part in match.group("fields").split())
+    fields = words[tag + 1:]
+    if not fields or not all(field.find("=", 1) > 0 for field in fields):
+        return None
+    fields = dict(field.split("=", 1) for field in fields)
     try:
         epoch = float(fields["epoch"])
     except (KeyError, ValueError):
@@ -261,10 +250,10 @@ class KernelLines:
             if done and done["epoch"] is not None and done["epoch"] <= now + CLOCK_SKEW_SECONDS:
                 self.answers.record(done)
         events = []
-        for line in lines:
-            if not kernel_line(line):
-                self.dropped.append({"line": line, "why": "not the kernel's line (its tag is another program's)"})
-        lines = [line for line in lines if kernel_line(line)]
+        lines, refused = kernel_lines(lines)
+        self.dropped += [{"line": line, "why": "not the kernel's line (its tag is another program's)"} if len(line) <= MAX_LINE_CHARS
+                         else {"line": line[:MAX_LINE_CHARS], "why": "longer than any kernel line (%d characters)" % MAX_LINE_CHARS}
+                         for line in refused]
         parsed = apply_policy(parse_kernel_log("\n".join(lines), boot_time=self.boot_time, now=now), self.policy)
         for item in parsed:
             event = kernel_event(self.host, item)
@@ -356,12 +345,15 @@ class FileTail:
         return data
 
     def _lines(self, data, final=False):
+        """The complete lines of the bytes read, each cut one past MAX_LINE_CHARS (such a line is no kernel line: kept
+        that long, it is refused as too long); a line still being written is kept as long as that, no longer."""
         data = self.partial + data
         if final:
             self.partial = b""
-            return data.decode("utf-8", "replace").splitlines()
+            return [line[:MAX_LINE_CHARS + 1] for line in data.decode("utf-8", "replace").splitlines()]
         complete, newline, self.partial = data.rpartition(b"\n")
-        return complete.decode("utf-8", "replace").splitlines() if complete or newline else []
+        self.partial = self.partial[:4 * (MAX_LINE_CHARS + 1)]  # bytes: up to 4 a character
+        return [line[:MAX_LINE_CHARS + 1] for line in complete.decode("utf-8", "replace").splitlines()] if complete or newline else []
 
     def close(self):
         if self.handle is not None:
