@@ -1,0 +1,219 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kernel evidence only from the kernel: one rule (_kernel_log.kernel_line) for every reader of kernel lines.
+
+The forged lines are written by a real second account (`nobody`) with util-linux's real `logger`, through a syslog
+socket this test serves as rsyslogd does (it writes what it receives after the time and the host, as a syslog file
+holds it); the kernel's own lines are the captures of real machines in fixtures/kernel-xid. The modules read the file
+through Ansible (gpu_holders_info, gpu_watch), in check mode too.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import kernel_line, parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import KernelLines, Throttle, journal_lines
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "kernel-xid")
+XID79 = "NVRM: Xid (PCI:0000:01:00): 79, pid=1234, name=trainer, GPU has fallen off the bus."
+NOW = 1796032800.0
+
+
+def _fixture_lines():
+    lines = []
+    for path in sorted(glob.glob(os.path.join(FIXTURES, "*.log"))):
+        with open(path, encoding="utf-8") as handle:
+            lines += [line.rstrip("\n") for line in handle]
+    return lines
+
+
+def _shape(events):
+    return [(event["kind"], event["xid"], event["pci_bus_id"], event["message"]) for event in events]
+
+
+def test_every_real_kernel_line_counts_as_it_is_and_under_the_kernels_syslog_tag():
+    """The captures (dmesg, dmesg -T, journalctl -k, syslog) all pass; the same lines as rsyslog writes them
+    ("time host kernel: ...") give the same events."""
+    lines = _fixture_lines()
+    events = parse_kernel_log("\n".join(lines), now=NOW)
+    assert len(events) > 30 and all(kernel_line(line) for line in lines)
+    bare = [line.split("kernel: ", 1)[-1] for line in lines]
+    in_syslog = parse_kernel_log("\n".join("Dec  6 04:00:00 node7 kernel: " + line for line in bare), now=NOW)
+    assert _shape(in_syslog) == _shape(parse_kernel_log("\n".join(bare), now=NOW))
+
+
+@pytest.mark.parametrize("line", [
+    "Dec  6 04:00:00 node7 alice[4242]: " + XID79,  # logger -t 'alice[4242]'
+    "Dec  6 04:00:00 node7 alice: " + XID79,  # logger, tagged with the user's name
+    "Dec  6 04:00:00 node7 kernel[4242]: " + XID79,  # logger -t kernel under journald: the pid gives it away
+    "Dec  6 04:00:00 node7 kernel[0]: " + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: kernel: " + XID79,  # "kernel:" later in the message
+    "Dec  6 04:00:00 node7 sshd[912]: Invalid user kernel: " + XID79,
+    "Dec  6 04:00:00 node7 kernel: alice: " + XID79,  # a second tag after the kernel's: not how the kernel writes
+    "Dec  6 04:00:00 node7 [kernel:] " + XID79,
+    "Dec  6 04:00:00 node7 kernel:x " + XID79,
+    "2026-12-06T04:00:00+00:00 node7 Kernel: " + XID79,
+    "Dec  6 04:00:00 node7 kernel: [ 12.3] " + "[" * 600 + " " + XID79,  # a head no kernel prints
+    "Dec  6 04:00:00 node7 kernel: " + XID79 + " " + "x" * 9000,  # longer than any kernel line
+])
+def test_a_line_under_another_tag_is_no_evidence(line):
+    assert not kernel_line(line)
+    assert parse_kernel_log(line, now=NOW) == []
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    assert lines_of.feed([line], NOW) == [] and len(lines_of.dropped) == 1
+
+
+@pytest.mark.parametrize("entry, counts", [
+    ({"_TRANSPORT": "kernel", "MESSAGE": XID79}, True),
+    ({"_TRANSPORT": "syslog", "SYSLOG_IDENTIFIER": "kernel", "MESSAGE": XID79}, False),  # logger -t kernel
+    ({"_TRANSPORT": "stdout", "SYSLOG_IDENTIFIER": "kernel", "MESSAGE": XID79}, False),  # a unit's output
+    ({"_TRANSPORT": "journal", "SYSLOG_IDENTIFIER": "kernel", "MESSAGE": XID79}, False),  # sd_journal_send
+    ({"_TRANSPORT": "journal", "SYSLOG_IDENTIFIER": "kernel", "_UID": "0", "MESSAGE": XID79}, False),
+    ({"_TRANSPORT": ["kernel"], "MESSAGE": XID79}, False),
+    ({"_TRANSPORT": "syslog", "MESSAGE": "kernel: " + XID79}, False),
+])
+def test_journal_entries_count_only_from_the_kernels_transport(entry, counts):
+    entry = dict(entry, __REALTIME_TIMESTAMP=str(int(NOW * 1e6)), _HOSTNAME="node7")
+    events = KernelLines("node7", {}, Throttle(0)).feed(journal_lines(entry), NOW)
+    assert [event["gpuops"]["xid"] for event in events] == ([79] if counts else [])
+
+
+# ---------------------------------------------------------------- a real second account, a real logger
+
+
+class _Syslog:
+    """A syslog socket served as rsyslogd serves /dev/log: each datagram's "<pri>" dropped, the rest (time, host, the tag
+    and the message as the client sent them) written one line each to a file root owns."""
+
+    def __init__(self, directory, log):
+        self.path = os.path.join(directory, "log")
+        self.log = log
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        os.chmod(self.path, 0o666)  # as /dev/log: every user may log
+        self.received = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                return
+            text = data.decode("utf-8", "replace")
+            rest = text.split(">", 1)[1] if text.startswith("<") else text
+            # RFC 3164 from logger: "Mmm dd hh:mm:ss host tag: message", written as it came.
+            with open(self.log, "a", encoding="utf-8") as handle:
+                handle.write(rest.rstrip("\n") + "\n")
+            self.received.append(rest[16:].split(" ", 1)[1])
+
+    def log_as(self, user, *args):
+        argv = ["runuser", "-u", user, "--", "logger", "--rfc3164", "-u", self.path] + list(args)
+        before = len(self.received)
+        subprocess.run(argv, check=True, timeout=30)
+        deadline = time.monotonic() + 30
+        while len(self.received) == before:
+            assert time.monotonic() < deadline, "the syslog socket got no line from %r" % (argv,)
+            time.sleep(0.01)
+        return self.received[-1]
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def staged():
+    """A world-readable directory of the test's own (the tmp_path of root is mode 700: nobody could reach the socket)."""
+    directory = tempfile.mkdtemp(prefix="gpuops-kernel-evidence-")
+    os.chmod(directory, 0o755)
+    yield directory
+    shutil.rmtree(directory)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser") or not shutil.which("logger"),
+                    reason="needs root, runuser and util-linux logger to log as a second account")
+def test_a_users_logger_lines_are_no_xid_for_the_modules_and_the_kernels_are(staged, collections_root):
+    log = os.path.join(staged, "kern.log")
+    syslog = _Syslog(staged, log)
+    try:
+        forged = [
+            syslog.log_as("nobody", "-t", "alice[4242]", XID79),
+            syslog.log_as("nobody", "--id=4242", "-t", "kernel", XID79),  # journald's form: kernel[pid]
+            syslog.log_as("nobody", "-t", "alice", "kernel: " + XID79),
+            syslog.log_as("nobody", "-t", "sshd[9]", "Invalid user kernel: " + XID79),
+        ]
+    finally:
+        syslog.close()
+    assert forged[0].startswith("alice[4242]: NVRM: Xid") and forged[1].startswith("kernel[4242]: NVRM")
+    real = "Dec  6 04:00:05 node7 kernel: [ 1843.308145] NVRM: Xid (PCI:0000:01:00): 13, pid='<unknown>', name=<unknown>, " \
+           "Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter"
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(real + "\n")
+    result = _run_modules(staged, log, collections_root)
+    for info in (result["info"], result["info_check"]):
+        assert [(event["xid"], event["gpu_index"]) for event in info["xid_events"]] == [(13, 0)]
+        assert info["verdict"]["rung"] != "reboot"
+    watch = result["watch"]
+    assert not [finding for finding in watch["findings"] if finding["kind"] == "xid" and 79 in finding.get("xids", [])]
+
+
+def _run_modules(staged, log, collections_root):
+    root = os.path.join(staged, "node")
+    out = os.path.join(staged, "out.json")
+    playbook = os.path.join(staged, "play.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        handle.write("""
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - gpuops.remediation.gpu_sim:
+        root: %(root)s
+        gpus: [{name: NVIDIA H100 80GB HBM3, memory_mib: 81559, pci_bus_id: "0000:01:00.0"}]
+      register: node
+    - block:
+        - gpuops.remediation.gpu_holders_info: {kernel_log_source: file, kernel_log_path: %(log)s}
+          environment: "{{ node.env }}"
+          register: info
+        - gpuops.remediation.gpu_holders_info: {kernel_log_source: file, kernel_log_path: %(log)s}
+          environment: "{{ node.env }}"
+          check_mode: true
+          register: info_check
+        - gpuops.remediation.gpu_watch:
+            samples: 1
+            interval: 0
+            write_metrics: false
+            state_path: %(root)s.watch.json
+            kernel_log_source: file
+            kernel_log_path: %(log)s
+          environment: "{{ node.env }}"
+          register: watch
+        - ansible.builtin.copy:
+            content: "{{ {'info': info, 'info_check': info_check, 'watch': watch} | to_json }}"
+            dest: %(out)s
+            mode: "0600"
+      always:
+        - gpuops.remediation.gpu_sim: {root: %(root)s, state: absent}
+""" % {"root": root, "log": log, "out": out})
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1")
+    argv = [sys.executable, "-c", "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])",
+            "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, playbook]
+    run = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                         cwd=staged, timeout=300)
+    assert run.returncode == 0, run.stdout[-4000:]
+    with open(out, encoding="utf-8") as handle:
+        return json.load(handle)
