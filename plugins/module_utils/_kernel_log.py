@@ -14,6 +14,7 @@ import os
 import re
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import without_trailing_brackets
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import apply_policy, parse_policy
 
@@ -211,16 +212,6 @@ MAX_HEAD_CHARS = 512
 KERNEL_TAG = "kernel:"
 
 
-def _without_trailing_stamp(head):
-    """The head less a trailing "[...]" (the kernel's "[ 123.456]", dmesg -T's "[Sun Feb 23 16:24:18 2025]"): from the
-    first "[" after the last "]" before the closing one. Linear: two scans, no pattern."""
-    text = head.rstrip()
-    if not text.endswith("]"):
-        return head
-    opening = text.find("[", text.rfind("]", 0, len(text) - 1) + 1, len(text) - 1)
-    return text[:opening] if opening >= 0 else head
-
-
 def kernel_line(line):
     """Whether a line may be the kernel's: the one rule every reader of kernel lines applies (docs/safety.md).
 
@@ -237,7 +228,7 @@ def kernel_line(line):
         return True
     if len(split[0]) > MAX_HEAD_CHARS:
         return False
-    words = _without_trailing_stamp(split[0]).split()
+    words = without_trailing_brackets(split[0]).split()
     if not words:
         return True
     tags = [word for word in words if word.endswith(":")]

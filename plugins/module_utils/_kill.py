@@ -131,6 +131,10 @@ def process_identities(option, holders):
     return identities, None
 
 
+# How much of a name or command line name_pattern and cmdline_pattern read (a command line may be 2 MiB of a user's
+# choosing; the pattern is the operator's, with whatever backtracking it has): no selection depends on more.
+PATTERN_TEXT_CHARS = 4096
+
 def validate_selection_params(module):
     """Compiled patterns; params["holders"] becomes (pid, start time) pairs. Fails naming the option and the value."""
     params = module.params
@@ -175,11 +179,12 @@ class HolderSelection:
         if params["users"] and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False
         cmdline = holder.get("cmdline") or []
+        # The operator's pattern may backtrack; what it reads is the process owner's: only its first PATTERN_TEXT_CHARS.
         if "name_pattern" in self.patterns:
             names = [holder.get("name") or ""] + cmdline[:1]
-            if not any(self.patterns["name_pattern"].search(name) for name in names):
+            if not any(self.patterns["name_pattern"].search(name[:PATTERN_TEXT_CHARS]) for name in names):
                 return False
-        if "cmdline_pattern" in self.patterns and not self.patterns["cmdline_pattern"].search(" ".join(cmdline)):
+        if "cmdline_pattern" in self.patterns and not self.patterns["cmdline_pattern"].search(" ".join(cmdline)[:PATTERN_TEXT_CHARS]):
             return False
         if params["min_memory_mib"] is not None and (holder.get("used_mib") or 0) < params["min_memory_mib"]:
             return False

@@ -14,7 +14,7 @@ _HEADER_RE = re.compile(r"^Module\s+Size\s+Used by", re.IGNORECASE)
 
 # (regex on one stderr line, reason); the first line that matches any of these decides.
 _ERROR_PATTERNS = (
-    (re.compile(r"Module (?P<module>\S+) is in use by:?\s*(?P<users>.*?)\s*$"), "in_use"),
+    (re.compile(r"Module (?P<module>\S+) is in use by:?(?P<users>.*)$"), "in_use"),  # users split on whitespace
     (re.compile(r"Module (?P<module>\S+?) is in use\.?\s*$"), "in_use"),
     (re.compile(r"Module (?P<module>\S+) is not currently loaded"), "not_loaded"),
     (re.compile(r"Module (?P<module>\S+) does not exist in /proc/modules"), "not_loaded"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import without_trailing_brackets
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 
 COMPUTE_APPS_FIELDS = ("pid", "process_name", "used_gpu_memory", "gpu_bus_id", "gpu_uuid")
@@ -243,7 +244,7 @@ def _csv_cell(field, value):
 
 def _header_fields(header_line):
     """Field names from a CSV header: "used_gpu_memory [MiB]" -> "used_gpu_memory"."""
-    return [re.sub(r"\s*\[[^\]]*\]$", "", cell.strip()) for cell in header_line.split(",")]
+    return [without_trailing_brackets(cell.strip()) for cell in header_line.split(",")]
 
 
 def _split_row(line, fields):
@@ -261,7 +262,7 @@ def _split_row(line, fields):
 
 def _looks_like_header(line, fields):
     first = line.split(",")[0].strip()
-    return bool(fields) and re.sub(r"\s*\[[^\]]*\]$", "", first) == fields[0]
+    return bool(fields) and without_trailing_brackets(first) == fields[0]
 
 
 def parse_query_csv(text, fields=None):

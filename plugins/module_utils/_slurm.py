@@ -91,7 +91,7 @@ def long_state(base, flags):
 
 
 def _parse_record(line):
-    name = re.match(r"NodeName=(\S+) ", line)
+    name = re.match(r"\ANodeName=(\S+) ", line)
     state = re.search(r" State=(\S+)", line)
     if not name or not state:
         return None

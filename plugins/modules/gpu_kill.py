@@ -56,10 +56,14 @@ options:
     elements: str
     default: []
   name_pattern:
-    description: Only holders whose name or first argument matches this Python regular expression (searched).
+    description:
+      - Only holders whose name or first argument matches this Python regular expression (searched).
+      - It reads the first 4096 characters of each (a command line is its owner's text, of any length).
     type: str
   cmdline_pattern:
-    description: Only holders whose command line, arguments joined by spaces, matches this Python regular expression.
+    description:
+      - Only holders whose command line, arguments joined by spaces, matches this Python regular expression.
+      - It reads the first 4096 characters of the command line.
     type: str
   min_memory_mib:
     description: Only holders that the driver says use at least this much GPU memory.

@@ -629,7 +629,7 @@ def _instance_host(instance):
 
 # One inventory host name: ansible-rulebook passes meta.hosts to the playbook as its --limit, where a pattern ("all", a
 # group, "a,b", "node*", "~regex", "!x", "&x", "@file") would name other hosts. An IP address is one host too.
-_HOST_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+_HOST_NAME_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
 _IMPLICIT_GROUPS = ("all", "ungrouped")
 
 
