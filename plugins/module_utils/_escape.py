@@ -13,14 +13,12 @@ reorder or hide text (U+202E and the other bidirectional controls, zero-width ch
 from __future__ import annotations
 
 import html
+import unicodedata
 
-# Characters never written as they are: C0 and C1 controls, DEL, the bidirectional controls (an U+202E makes
-# "exe.txt" read "txt.exe"), zero-width characters, the line and paragraph separators and the byte-order mark.
-_INVISIBLE = frozenset(
-    [chr(code) for code in range(0x20)] + [chr(code) for code in range(0x7F, 0xA0)]
-    + ["\u061c", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2028", "\u2029", "\u2060", "\ufeff"]
-    + [chr(code) for code in range(0x202A, 0x202F)] + [chr(code) for code in range(0x2066, 0x206A)]
-)
+# Characters never written as they are, by their Unicode category: controls (C0, C1, DEL: Cc), format characters (Cf:
+# the bidirectional controls - an U+202E makes "exe.txt" read "txt.exe" - zero-width characters, the byte-order mark, the
+# soft hyphen, tag characters), the line and paragraph separators (Zl, Zp) and lone surrogates (Cs: undecodable bytes).
+_INVISIBLE_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
 
 # Markdown's inline markup: escaped wherever it stands (a backslash escape, or an entity for what HTML reads).
 _MARKDOWN_ALWAYS = {"\\": "\\\\", "`": "\\`", "*": "\\*", "[": "\\[", "]": "\\]", "|": "\\|", "~": "\\~",
@@ -31,7 +29,13 @@ _MARKDOWN_BLOCK_START = "#>+-=:!"
 
 def _escape_char(char):
     code = ord(char)
-    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+    if code < 0x100:
+        return "\\x%02x" % code
+    return "\\u%04x" % code if code < 0x10000 else "\\U%08x" % code
+
+
+def _invisible(char):
+    return not " " <= char <= "~" and unicodedata.category(char) in _INVISIBLE_CATEGORIES
 
 
 def printable(value):
@@ -40,7 +44,7 @@ def printable(value):
     if value is None:
         return ""
     text = value if isinstance(value, str) else str(value)
-    return "".join(_escape_char(char) if char in _INVISIBLE else char for char in text)
+    return "".join(_escape_char(char) if _invisible(char) else char for char in text)
 
 
 def _word_char(text, at):

@@ -135,6 +135,7 @@ def process_identities(option, holders):
 # choosing; the pattern is the operator's, with whatever backtracking it has): no selection depends on more.
 PATTERN_TEXT_CHARS = 4096
 
+
 def validate_selection_params(module):
     """Compiled patterns; params["holders"] becomes (pid, start time) pairs. Fails naming the option and the value."""
     params = module.params

@@ -56,7 +56,8 @@ SITES = {
         'r"([A-Z][a-z]{2} +\\d{1,2} \\d\\d:\\d\\d:\\d\\d)"': [],
         'r"\\[\\s*(\\d+\\.\\d+)\\]"': [],
         'r"^(\\d{4})-(\\d\\d)-(\\d\\d)T(\\d\\d):(\\d\\d):(\\d\\d)(?:[.,](\\d+))?(Z|[+-]\\d\\d:?\\d\\d)?$"': [],
-        'r"^Xid \\((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\\s+GPU-I:(?P<gi>\\d+))?(?:\\s+GPU-CI:(?P<ci>\\d+))?\\s*\\):" r"\\s*(?P<xid>\\d+)(?:,\\s*(?P<rest>.*))?$"': [],
+        ('r"^Xid \\((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\\s+GPU-I:(?P<gi>\\d+))?(?:\\s+GPU-CI:(?P<ci>\\d+))?\\s*\\):" '
+         'r"\\s*(?P<xid>\\d+)(?:,\\s*(?P<rest>.*))?$"'): [("Xid (PCI:0000:01:00", " "), ("Xid (PCI:", "0:"), ("Xid (0): 1,", " ")],
         'r"^pid=\'?(?P<pid><unknown>|\\d+)\'?(?:,\\s*|$)(?P<rest>.*)$"': [],
         'r"^name=\'?(?P<name>.*?)\'?(?:,\\s*(?P<message>.*))?$"': [],
         'r"\\b(D-)?RST:\\s*Yes\\b"': [],
@@ -239,7 +240,8 @@ def _compiled(rel, source, flags):
     module = importlib.import_module("ansible_collections.gpuops.remediation." + rel[:-3].replace("/", "."))
     names = dict(vars(module), re=re)
     names.update(dict((name, value) for (where, name), value in LOCALS.items() if where == rel))
-    pattern = eval("(%s)" % source, names)  # pylint: disable=eval-used  (the code's own expression, from the AST)
+    # The code's own expression, as the AST gave it.
+    pattern = eval("(%s)" % source, names)  # pylint: disable=eval-used
     return re.compile(pattern, eval(flags, names) if flags else 0) if isinstance(pattern, str) else pattern
 
 
@@ -312,7 +314,8 @@ def _in_child(target, *args):
     def run():
         try:
             send.send(("ok", target(*args)))
-        except Exception as exc:  # pylint: disable=broad-except  (reported to the parent, which fails)
+        except Exception as exc:  # pylint: disable=broad-except
+            # reported to the parent, which fails
             send.send(("error", repr(exc)))
 
     child = context.Process(target=run)

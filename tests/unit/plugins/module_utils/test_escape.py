@@ -70,6 +70,8 @@ def test_printable_shows_controls_as_escapes():
     assert printable("a\x1b[0mb") == "a\\x1b[0mb"
     assert printable("r\rn\nz\x00") == "r\\x0dn\\x0az\\x00"
     assert printable("exe\u202etxt") == "exe\\u202etxt"
+    # every invisible character by its category: soft hyphen, a tag character, an undecodable byte (surrogateescape)
+    assert printable("a\u00adb\U000e0041c\udcffd") == "a\\xadb\\U000e0041c\\udcffd"
     assert printable(None) == "" and printable(42) == "42"
     assert printable("pt_main_thread étude") == "pt_main_thread étude"  # ordinary text is untouched
 
@@ -82,8 +84,8 @@ def test_markdown_renders_a_name_as_the_text_it_was(name, line):
     table = line.startswith("|")
     source = ("| pid | name | x |\n|---|---|---|\n" if table else "") + line % markdown(name) + "\n"
     tags, text = _parse(RENDER.render(source))
-    expected = {"- %s": ["ul", "li"], "## node01: %s": ["h2"], "%s": ["p"]}.get(line, ["table", "thead", "tr", "th", "th", "th",
-                                                                                         "tbody", "tr", "td", "td", "td"])
+    table_tags = ["table", "thead", "tr", "th", "th", "th", "tbody", "tr", "td", "td", "td"]
+    expected = {"- %s": ["ul", "li"], "## node01: %s": ["h2"], "%s": ["p"]}.get(line, table_tags)
     assert tags == expected, (name, source)
     assert printable(name) in text.replace("\n", "")
 
