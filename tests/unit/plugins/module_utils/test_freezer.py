@@ -13,6 +13,8 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import describe, frozen_cgroup, parse_mountinfo, thaw
 
+from .. import bounded
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "cgroup")
 
 
@@ -102,7 +104,7 @@ def test_real_frozen_cgroup_found_and_thawed(kind, spawn, procs):
         assert frozen_cgroup(proc.pid) is None
     finally:
         proc.kill()
-        proc.wait()
+        bounded.wait(proc, "proc")
         for path in (inner, outer):
             for dummy in range(50):
                 try:

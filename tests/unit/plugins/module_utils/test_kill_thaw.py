@@ -17,6 +17,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._kill import Ho
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
 
+from .. import bounded
+
 
 class Failed(Exception):
     pass
@@ -58,7 +60,7 @@ def frozen_sleep(spawn, procs):
         with open(os.path.join(cgroup, "freezer.state"), "w") as handle:
             handle.write("THAWED")
         proc.kill()
-        proc.wait()
+        bounded.wait(proc, "proc")
         for dummy in range(50):
             try:
                 os.rmdir(cgroup)
