@@ -65,7 +65,7 @@ checks-playbooks:
 	@for step in molecule lint docs build importer; do $(MAKE) --no-print-directory $$step || exit 1; done
 
 units: collection
-	$(PYTEST) -q tests/unit
+	$(PYTEST) -q -rs tests/unit
 
 # The same unit tests as ansible-test units runs them (its venv, tests/unit/requirements.txt, its pytest plugins).
 units-ansible-test: $(BUILD_COLL)

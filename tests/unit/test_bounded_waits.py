@@ -12,7 +12,8 @@ BOUNDED = os.path.join(UNIT, "plugins", "bounded.py")
 ONLY_THROUGH_BOUNDED = {"Popen": "bounded.start", "communicate": "bounded.communicate"}
 # Calls that block until something happens: a timeout (keyword, or the positional argument where the call takes one).
 NEEDS_TIMEOUT = {"run": None, "call": None, "check_call": None, "check_output": None, "wait": 0, "join": 0, "select": 3,
-                 "acquire": 1, "get": None}
+                 "acquire": 1, "get": None, "urlopen": 2, "create_connection": 1}
+LOCK_CALLS = ("flock", "lockf")
 SUBPROCESS_ONLY = {"run", "call", "check_call", "check_output"}
 
 
@@ -42,6 +43,9 @@ def unbounded_calls(source, filename):
             found.append((node.lineno, "%s outside %s" % (name, ONLY_THROUGH_BOUNDED[name])))
         elif name == "readline" and receiver in ("stdout", "stderr"):
             found.append((node.lineno, "a helper's %s.readline() outside bounded.line" % receiver))
+        elif name in LOCK_CALLS and len(node.args) > 1 and not any(
+                flag in ast.unparse(node.args[1]) for flag in ("LOCK_NB", "LOCK_UN")):
+            found.append((node.lineno, "%s() that may wait for ever (no LOCK_NB)" % name))
         elif name in SUBPROCESS_ONLY and receiver != "subprocess":
             continue
         elif name == "get" and receiver not in ("queue", "q"):
@@ -81,8 +85,10 @@ subprocess.run(["true"], check=True)
 select.select([r], [], [])
 lock.acquire()
 queue.get()
+fcntl.flock(handle, fcntl.LOCK_EX)
+urllib.request.urlopen(url)
 """
-    assert [line for line, _why in unbounded_calls(source, "example")] == list(range(2, 12))
+    assert [line for line, _why in unbounded_calls(source, "example")] == list(range(2, 14))
 
 
 def test_the_scan_lets_bounded_waits_through():
@@ -98,5 +104,8 @@ select.select([r], [], [], 1.0)
 settings.get("key")
 await asyncio.wait_for(queue.get(), 5)
 bounded.communicate(proc, "the sleeper")
+fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+fcntl.flock(handle, fcntl.LOCK_UN)
+urllib.request.urlopen(url, timeout=5)
 """
     assert unbounded_calls(source, "example") == []

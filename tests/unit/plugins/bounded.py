@@ -11,6 +11,7 @@ prints ``REFUSED <call> <errno name>`` as its line and exits: line() then skips 
 from __future__ import annotations
 
 import errno
+import os
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,16 @@ def _fail(proc, message):
 def not_run(call, code):
     """Skip the test: the kernel refused a call (errno code) its case needs; the -r summary lists it."""
     pytest.skip("not run: %s refused (%s)" % (call, errno.errorcode.get(code, code) if isinstance(code, int) else code))
+
+
+def make_cgroup(path):
+    """mkdir of a cgroup, or the test not run where the kernel refuses it (a read-only cgroup mount, no root)."""
+    try:
+        os.makedirs(path)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EACCES, errno.EROFS):
+            raise
+        not_run("cgroup mkdir", exc.errno)
 
 
 # unshare(2) flags of the namespaces and tables the tests make their cases in.

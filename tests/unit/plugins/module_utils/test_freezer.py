@@ -75,8 +75,8 @@ def _real(kind):
     base = {"v1": "/sys/fs/cgroup/freezer", "v2": "/sys/fs/cgroup/unified"}[kind]
     mounts = parse_mountinfo(open("/proc/self/mountinfo").read())
     mounted = mounts["v1"].get("freezer") if kind == "v1" else mounts["v2"]
-    if not mounted or not os.access(mounted[0], os.W_OK):
-        pytest.skip("this host has no writable %s freezer (needs root and the mount)" % kind)
+    if not mounted:
+        pytest.skip("this host has no %s freezer mounted" % kind)
     return mounted[0] or base
 
 
@@ -85,7 +85,7 @@ def test_real_frozen_cgroup_found_and_thawed(kind, spawn, procs):
     mount = _real(kind)
     outer = os.path.join(mount, "gpuops-test-%d-%s" % (os.getpid(), kind))
     inner = os.path.join(outer, "job")
-    os.makedirs(inner)
+    bounded.make_cgroup(inner)
     proc = spawn(["sleep", "60"])
     try:
         with open(os.path.join(inner, "cgroup.procs"), "w") as handle:

@@ -44,10 +44,10 @@ def _killer(thaw_frozen, policy):
 def frozen_sleep(spawn, procs):
     mounts = parse_mountinfo(open("/proc/self/mountinfo").read())
     mounted = mounts["v1"].get("freezer")
-    if not mounted or not os.access(mounted[0], os.W_OK):
-        pytest.skip("this host has no writable v1 freezer (needs root and the mount)")
+    if not mounted:
+        pytest.skip("this host has no v1 freezer mounted")
     cgroup = os.path.join(mounted[0], "gpuops-test-thaw-%d" % os.getpid())
-    os.makedirs(cgroup)
+    bounded.make_cgroup(cgroup)
     proc = spawn(["sleep", "60"])
     try:
         with open(os.path.join(cgroup, "cgroup.procs"), "w") as handle:

@@ -285,7 +285,7 @@ def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collec
     snapshot = {"gpus": [{"index": 0, "state": "stuck"}], "verdict": {"rung": "reset", "reasons": []}}
     runs = []
     with open(str(state / ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh file of this test: nobody else holds it
         for host in ("nodeA", "nodeB", "nodeC", "nodeD"):
             args = {"host": host, "fleet_size": 10, "max_count": 1, "state_dir": str(state), "snapshot": snapshot,
                     "max_rung": "reset", "run_id": "race-" + host}
