@@ -4,6 +4,8 @@ Every helper is started, read and waited on through tests/unit/plugins/bounded.p
 what was waited for, with the helper's stderr); any other blocking call in the tests carries a timeout."""
 import ast
 import os
+import subprocess
+import sys
 
 UNIT = os.path.dirname(os.path.abspath(__file__))
 BOUNDED = os.path.join(UNIT, "plugins", "bounded.py")
@@ -109,3 +111,32 @@ fcntl.flock(handle, fcntl.LOCK_UN)
 urllib.request.urlopen(url, timeout=5)
 """
     assert unbounded_calls(source, "example") == []
+
+
+PROBE_CONFTEST = """
+import importlib.util
+spec = importlib.util.spec_from_file_location("gpuops_unit_conftest", %r)
+unit_conftest = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(unit_conftest)
+pytest_runtest_call = unit_conftest.pytest_runtest_call
+"""
+
+# A wait the scan above cannot see: a socket read with no timeout, on a pair whose other end never writes.
+BLOCKED_TEST = """
+import socket
+def test_reads_a_socket_nobody_writes_to():
+    here, there = socket.socketpair()
+    here.recv(1)
+"""
+
+
+def test_a_test_that_blocks_unseen_fails_at_the_deadline(tmp_path):
+    (tmp_path / "conftest.py").write_text(PROBE_CONFTEST % os.path.join(UNIT, "conftest.py"))
+    (tmp_path / "test_blocked.py").write_text(BLOCKED_TEST)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-c", os.devnull,
+                           "--rootdir", str(tmp_path), str(tmp_path / "test_blocked.py")],
+                          timeout=120, capture_output=True, text=True, check=False,
+                          env=dict(os.environ, GPUOPS_TEST_DEADLINE="2"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "test_reads_a_socket_nobody_writes_to ran past its 2 s deadline (GPUOPS_TEST_DEADLINE)" in done.stdout
+    assert "1 failed" in done.stdout
