@@ -130,13 +130,20 @@ def test_reads_a_socket_nobody_writes_to():
 """
 
 
+def _plain_pytest_env(**extra):
+    """The environment without ansible-test's pytest plugins (PYTEST_PLUGINS), which refuse a test outside the collection."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTEST_PLUGINS"}
+    env.update(extra)
+    return env
+
+
 def test_a_test_that_blocks_unseen_fails_at_the_deadline(tmp_path):
     (tmp_path / "conftest.py").write_text(PROBE_CONFTEST % os.path.join(UNIT, "conftest.py"))
     (tmp_path / "test_blocked.py").write_text(BLOCKED_TEST)
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-c", os.devnull,
                            "--rootdir", str(tmp_path), str(tmp_path / "test_blocked.py")],
                           timeout=120, capture_output=True, text=True, check=False,
-                          env=dict(os.environ, GPUOPS_TEST_DEADLINE="2"))
+                          env=_plain_pytest_env(GPUOPS_TEST_DEADLINE="2"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "test_reads_a_socket_nobody_writes_to ran past its 2 s deadline (GPUOPS_TEST_DEADLINE)" in done.stdout
     assert "1 failed" in done.stdout
