@@ -325,7 +325,8 @@ def _in_child(target, *args):
         status, value = receive.recv()
     finally:
         child.kill()
-        child.join()
+        child.join(30)
+    assert not child.is_alive(), "the child %d did not end within 30 s of SIGKILL" % child.pid
     assert status == "ok", value
     return value
 
