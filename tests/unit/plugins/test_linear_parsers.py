@@ -415,7 +415,7 @@ PARSERS = [
                    "Dec 6 h kernel: NVRM: Xid (PCI:0000:01:00" + " " * 4000 + "x", "Dec 6 h kernel: NVRM: Xid (PCI:0000:01:00): 1, name=" + "'," * 3000,
                    "[" * MIB + XID]),
     (_kernel_lines, ["[" * 1000 + XID, "h alice[1]: " + "gpuops-remediation: " * 200 + "a=" * 2000, "h kernel: " + XID + "a" * 9000]),
-    (_remediation, ["h gpuops-remediation: " + "a=" * 3000, "h gpuops-remediation[" + "1" * 3000, "gpuops-remediation " * 500,
+    (_remediation, ["h gpuops-remediation: " + "a=" * 3000 + " x", "h gpuops-remediation: " + "a=" * 3000, "h gpuops-remediation[" + "1" * 3000, "gpuops-remediation " * 500,
                     "h gpuops-remediation: " + "a=" * MIB]),
     (_journal, [XID + "to 0x1 (" * 500, "[" * 5000 + XID]),
     (_query_csv, ["index, name [" + "[" * 4000 + ", memory.used [MiB]", "0, " + "a, " * 3000, " " * 8000]),
