@@ -136,8 +136,10 @@ class LadderWalk:
                 state["pending_rung"] = rung
                 return state
             self._take(state, rung)
-            if self.check_mode:
-                break  # the modules only predicted: the node did not change, so only the first rung can be planned
+            if self.check_mode and not state["tried"][-1]["failed"]:
+                # The modules only predicted: the node did not change, so only the first rung that would work can be
+                # planned. A rung that would fail leaves the node as the real run's would: the plan climbs on as it does.
+                break
         return self._end(state)
 
     def _end(self, state):

@@ -83,7 +83,8 @@ def gpu_outcomes(first, last, check_mode):
 
 def outcome_status(state, options, check_mode, freed_mib):
     """(status, message) of the walk: refused, clean, planned, fixed, failed or undetermined (no memory known held,
-    but a GPU's state is unknown: never clean, never fixed)."""
+    but a GPU's state is unknown: never clean, never fixed). In check mode the same as the real run's wherever the plan
+    fails (the node did not change, so the real run would end the same way): planned only when a rung would work."""
     tried = [step["rung"] for step in state["tried"]]
     held = memory_held(state["last"], options.end_running_jobs)
     unknown = undetermined(state["last"]) if not held else []
@@ -95,15 +96,14 @@ def outcome_status(state, options, check_mode, freed_mib):
         return "undetermined", "undetermined: no GPU memory is known to be held, but %s" % "; ".join(unknown)
     if not tried:
         return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
-    if check_mode:
-        first = state["tried"][0]
-        if first["failed"]:
-            return "planned", "check mode: would take the %s rung, which would fail: %s" % (tried[0], first["msg"])
-        return "planned", "check mode: would take the %s rung" % tried[0]
     if state.get("drain_error"):
         before = ", ".join(tried[:-1])
         return "failed", "no %s rung ran, the walk stopped at the scheduler: %s%s" % (
             tried[-1], state["drain_error"], "; after the %s rung(s), GPU memory is still held" % before if before and held else "")
+    if check_mode and not state["tried"][-1]["failed"]:
+        # The plan's outcome is the real run's: a rung that would fail is the real run's failure (below), not a plan.
+        failing = ["the %s rung, which would fail: %s" % (step["rung"], step["msg"]) for step in state["tried"][:-1]]
+        return "planned", "check mode: would take %s" % "; then ".join(failing + ["the %s rung" % tried[-1]])
     if unknown:
         return "undetermined", "undetermined after the %s rung(s): no GPU memory is known to be held, but %s" % (
             ", ".join(tried), "; ".join(unknown))

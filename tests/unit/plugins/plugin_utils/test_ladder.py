@@ -651,6 +651,9 @@ def test_check_mode_never_claims_the_drain_and_says_when_the_planned_rung_would_
     ladder = walk(node, check_mode=True, drain="slurm")
     state = ladder.start(node.snapshot())
     state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"ours": True, "msg": "would drain with reason 'x'"}})
+    # The reset would fail, changing nothing: the plan climbs on as the real run would, to the drain checked before the reload.
+    assert state["pending"] == "drain" and state["pending_rung"] == "reload"
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {}})
     outcome = state["outcome"]
     assert outcome["status"] == "planned" and outcome["drained"] is None
     assert outcome["drain_notes"] == ["slurm drain: would drain with reason 'x'",
@@ -658,7 +661,8 @@ def test_check_mode_never_claims_the_drain_and_says_when_the_planned_rung_would_
                                       "check, or keep it drained if they do not"]
     # Check mode names the drain in the summary too.
     assert "  scheduler: slurm drain: would drain with reason 'x'" in outcome["summary"]
-    assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported"
+    assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported; " \
+        "then the reload rung"
     assert state["drain_followup"] is None
 
 
@@ -731,3 +735,28 @@ def test_every_rung_but_the_reboot_has_its_taker_named_in_one_table():
         takers = walk_class.rung_takers(object.__new__(walk_class))
         assert tuple(takers) == rungs[:-1], walk_class
         assert all(callable(taker) for taker in takers.values())
+
+
+# Check mode fails where the real run fails: the plan's outcome is the real run's (issue 26, rule 5).
+@pytest.mark.parametrize("max_rung", ["kill", "reset", "reload"])
+def test_check_mode_ends_as_the_real_run_when_every_rung_would_fail(max_rung):
+    """A holder no signal ends (a refusal inside each rung): the real run fails after every allowed rung, with its message;
+    the plan fails the same way, with the same message and rungs, and changes nothing."""
+    def ends(check_mode):
+        node = Node([{"ghost": 0}], holders=[ORPHAN], survivors={ORPHAN["pid"]}, reset_fails=True, reload_fails=True)
+        return walk(node, check_mode=check_mode, max_rung=max_rung).start(node.snapshot())["outcome"], node
+    planned, plan_node = ends(True)
+    done, dummy = ends(False)
+    assert done["status"] == "failed" and planned["status"] == "failed", (planned["msg"], done["msg"])
+    assert planned["msg"] == done["msg"]
+    assert [step["rung"] for step in planned["rungs_tried"]] == [step["rung"] for step in done["rungs_tried"]]
+    assert [step["msg"] for step in planned["rungs_tried"]] == [step["msg"] for step in done["rungs_tried"]]
+    assert plan_node.holders == [ORPHAN]
+
+
+def test_check_mode_plans_the_rung_that_would_work_after_one_that_would_fail():
+    node = Node([{"ghost": 2048}], reset_fails=True)
+    outcome = walk(node, check_mode=True).start(node.snapshot())["outcome"]
+    assert outcome["status"] == "planned"
+    assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported; then the reload rung"
+    assert [step["rung"] for step in outcome["rungs_tried"]] == ["reset", "reload"]
