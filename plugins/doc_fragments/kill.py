@@ -96,6 +96,8 @@ options:
       - Allow signalling display servers, the processes of the display manager unit (C(display-manager.service)) as the
         init system says (its main process, its control group, what its main process started); never a process
         name.
+      - With M(gpuops.remediation.nvidia_driver_reload), also allow stopping C(display-manager.service), which ends the
+        display server and logs its users' sessions off; without it the reload refuses while the display manager runs.
     type: bool
     default: false
   allow_daemons:

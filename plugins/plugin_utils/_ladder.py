@@ -252,7 +252,8 @@ class LadderWalk:
 
     def _take_graphics(self, snapshot):
         del snapshot
-        graphics = self.execute(RUNG_MODULES["graphics"], self._module_args())
+        allow_display = dict((name, self.options.kill_args[name]) for name in ("allow_display",) if name in self.options.kill_args)
+        graphics = self.execute(RUNG_MODULES["graphics"], self._module_args(allow_display))
         return step_result("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
 
 

@@ -305,7 +305,7 @@ def session_ids(node):
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_logoff_of_a_long_name_under_quser_logs_off_that_users_session_only(tmp_path, check_mode):
     node = quser_node(tmp_path, [{"user": LONG_1, "id": 1}, {"user": LONG_2, "id": 2, "session_name": "rdp-tcp#0"}])
-    done = _win_reset.run(node, {"method": "logoff", "user": LONG_2}, check_mode=check_mode)
+    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": LONG_2}, check_mode=check_mode)
     # was: both sessions (quser shows svc-gpu-render-node for each) logged off
     assert [(s["id"], s["outcome"]) for s in done["sessions"]] == [(1, "refused"), (2, "logoff" if check_mode else "logged_off")]
     assert "cut at 20 characters" in done["sessions"][0]["message"]
@@ -317,12 +317,12 @@ def test_logoff_of_a_long_name_under_quser_logs_off_that_users_session_only(tmp_
 def test_a_domain_prefix_quser_cannot_show_is_proven_by_the_sessions_processes(tmp_path, method, check_mode):
     node = quser_node(tmp_path, [{"user": "bob", "id": 2, "explorer_memory_mib": 300}])
     before = _win_sim.snapshot_of_state(node.root)
-    done = _win_reset.run(node, {"method": method, "user": "CORP\\bob", "force": True}, check_mode=check_mode)
+    done = _win_reset.run(node, {"method": method, "allow_dwm": True, "user": "CORP\\bob", "force": True}, check_mode=check_mode)
     # was: WS12\bob's session logged off (or his shell ended) for CORP\bob
     assert [s["outcome"] for s in done["sessions"]] == ["refused"] and not done["changed"]
     after = _win_sim.snapshot_of_state(node.root)
     assert after["sessions"] == before["sessions"] and after["processes"] == before["processes"]
-    ok = _win_reset.run(node, {"method": method, "user": "WS12\\bob", "force": True}, check_mode=True)
+    ok = _win_reset.run(node, {"method": method, "allow_dwm": True, "user": "WS12\\bob", "force": True}, check_mode=True)
     assert [s["outcome"] for s in ok["sessions"]] == ["logoff" if method == "logoff" else "restart"]
 
 
