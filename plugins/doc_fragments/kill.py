@@ -33,6 +33,15 @@ options:
         O(signals=[KILL]).
     type: float
     default: 10.0
+  kill_grace:
+    description:
+      - Seconds to wait after SIGKILL for the process to be gone, at least O(grace). SIGKILL is not the end of a process
+        holding a GPU - the driver tears its CUDA context down in the kernel, in uninterruptible sleep (state D), which
+        can take tens of seconds - so only a process still there after this wait is journaled as having outlived
+        SIGKILL (C(outlived_kill), what makes the verdict call it V(unkillable)). The wait ends as soon as the process is
+        gone; it is never longer than this. Must be more than 0.
+    type: float
+    default: 30.0
   containers:
     description:
       - What to do with a holder inside a container (one other than the container this module runs in). V(stop)

@@ -30,7 +30,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import POLL_INTERVAL, Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import KILL_GRACE, POLL_INTERVAL, Target, signal_number
 from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
@@ -38,6 +38,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import
 KILL_ARGUMENT_SPEC = dict(
     signals=dict(type="list", elements="str", default=["TERM", "KILL"]),
     grace=dict(type="float", default=10.0),
+    kill_grace=dict(type="float", default=KILL_GRACE),
     containers=dict(type="str", choices=["stop", "kill", "skip"], default="stop"),
     protect_names=dict(type="list", elements="str", default=[]),
     protect_users=dict(type="list", elements="str", default=[]),
@@ -69,6 +70,9 @@ def validate_kill_params(module, on_node=False):
     """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
     ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
     params = module.params
+    if params.get("kill_grace") is not None and params["kill_grace"] <= 0:
+        module.fail_json(msg="kill_grace must be more than 0 seconds, got %r: it is how long a process gets to be gone after "
+                             "SIGKILL" % params["kill_grace"])
     if params["grace"] <= 0:
         module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
                              "(to end processes at once, set signals=[KILL])" % params["grace"])
@@ -258,7 +262,7 @@ class HolderKiller:
         check_mode = self.module.check_mode or predict_only
         result["thawed"] = self._thaw(targets + self._zombie_parents(zombies), check_mode)
         outcome = terminate_permitted(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
-                                      journal=self.journal, check_mode=check_mode)
+                                      journal=self.journal, check_mode=check_mode, kill_grace=self.params.get("kill_grace"))
         result["signalled"] = outcome["signalled"]
         result["left_alone"].extend(outcome["skipped"])
         for zombie in [{"pid": z["pid"], "start_time": z["start_time"]} for z in zombies] + outcome["zombies"]:
