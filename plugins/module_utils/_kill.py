@@ -422,6 +422,15 @@ class HolderKiller:
                         "in %s container %s, stopped for pid %s" % (container["runtime"], container["id"], holder["pid"]))
         return list(ended.values())
 
+    def _stop_ends(self, members):
+        """What the stop of the members' container is to end: the members, and every other live process the runtime's
+        container holds now (ContainerWitness.members: its cgroup, its own PID namespace), each by pid and start time."""
+        confirmation = self._kind(members[0])[1] or {}
+        ends = dict((holder["pid"], holder) for holder in members)
+        for process in self.witness.members(confirmation, _processes_now(self.witness.proc_root)):
+            ends.setdefault(process["pid"], process)
+        return list(ends.values())
+
     def _parent_to_end(self, zombie):
         """The zombie's parent when reap_zombie may end it (allow_parent_termination, not a supervisor, not refused)."""
         if not self.policy.allow_parents:
@@ -440,18 +449,32 @@ class HolderKiller:
                            check_mode=check_mode, signals=self.params["signals"])
 
     def _stop(self, runtime, container_id, members, check_mode):
-        """The stop, then every member checked by pid and start time: only those gone are ended (check mode: all)."""
+        """The stop, then every process it was to end checked by pid and start time - the selected members and every
+        other process of the container (its cgroup, its own PID namespace), selected or not: only those gone are
+        ended (check mode: all)."""
         if check_mode:
             ok, message = predict_stop(self.module, runtime, container_id)
             survivors = []
         else:
+            to_end = self._stop_ends(members)
             ok, message = stop_container(self.module, runtime, container_id, self.params["grace"], self.journal,
                                          sources=[holder_source(holder) for holder in members])
-            survivors = _survivors(members, self.params["grace"] if ok else 0)
+            survivors = _survivors(to_end, self.params["grace"] if ok else 0)
         alive = set(s["pid"] for s in survivors)
         return {"runtime": runtime, "id": container_id, "pids": [holder["pid"] for holder in members], "ok": ok, "message": message,
                 "ended": [holder["pid"] for holder in members if ok and holder["pid"] not in alive],
                 "survivors": survivors if ok else []}
+
+
+def _processes_now(proc_root):
+    """Every live process of proc_root, as {"pid", "start_time", "name"} (one read of each /proc/<pid>/stat)."""
+    found = []
+    for name in os.listdir(proc_root):
+        if name.isdigit():
+            info = read_process(int(name), proc_root)
+            if info is not None and info.get("state") not in ("Z", "X"):
+                found.append({"pid": info["pid"], "start_time": info["start_time"], "name": info.get("name")})
+    return found
 
 
 def _running(holder):
