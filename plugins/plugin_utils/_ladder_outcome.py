@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import memory_held, undetermined
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import HELD_STATES, IN_USE, memory_held, undetermined
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import health_gate_failed
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line
 
@@ -81,6 +81,32 @@ def gpu_outcomes(first, last, check_mode):
     return gpus
 
 
+PARTLY_FIXED = "partly fixed"
+
+
+def partly_fixed(state, options, check_mode):
+    """(status, message) of a walk that took the allowed rungs for the GPUs they help and named the others (the walk's
+    "beyond", from _ladder_decisions.reach): "partly fixed" once every GPU it helped holds nothing more ("planned" in
+    check mode), saying both - which GPU the rung fixed and how much came back, which GPU needs which rung and what
+    would allow it; None for any other walk (and for one whose last rung failed or left a helped GPU held)."""
+    beyond = state.get("beyond") or []
+    if not beyond or not state["tried"] or state["tried"][-1]["failed"] or state["error"]:
+        return None
+    outside = set(need["index"] for need in beyond)
+    held = HELD_STATES + ((IN_USE,) if options.end_running_jobs else ())
+    if not check_mode and any(gpu["index"] not in outside and gpu.get("state") in held for gpu in state["last"]["gpus"]):
+        return None
+    rung = state["tried"][-1]["rung"]
+    named = "; ".join("GPU %s needs the %s rung (%s), which %s would allow" % (
+        need["index"], need["rung"], "; ".join(need["reasons"]), need["allow"]) for need in beyond)
+    helped = [gpu for gpu in gpu_outcomes(state["first"], state["last"], check_mode)
+              if gpu["index"] not in outside and gpu["state_before"] in held]
+    if check_mode:
+        return "planned", "check mode: would take the %s rung for GPU %s; %s" % (rung, ", ".join(str(g["index"]) for g in helped), named)
+    fixed = ", ".join("GPU %s by %s (%d MiB back)" % (gpu["index"], rung, gpu["freed_mib"]) for gpu in helped)
+    return PARTLY_FIXED, "%s: %s; %s" % (PARTLY_FIXED, fixed or "nothing more held where the %s rung helps" % rung, named)
+
+
 def outcome_status(state, options, check_mode, freed_mib):
     """(status, message) of the walk: refused, clean, planned, fixed, failed or undetermined (no memory known held,
     but a GPU's state is unknown: never clean, never fixed). In check mode the same as the real run's wherever the plan
@@ -100,6 +126,9 @@ def outcome_status(state, options, check_mode, freed_mib):
         before = ", ".join(tried[:-1])
         return "failed", "no %s rung ran, the walk stopped at the scheduler: %s%s" % (
             tried[-1], state["drain_error"], "; after the %s rung(s), GPU memory is still held" % before if before and held else "")
+    partial = partly_fixed(state, options, check_mode)
+    if partial:
+        return partial
     if check_mode and not state["tried"][-1]["failed"]:
         # The plan's outcome is the real run's: a rung that would fail is the real run's failure (below), not a plan.
         failing = ["the %s rung, which would fail: %s" % (step["rung"], step["msg"]) for step in state["tried"][:-1]]
@@ -159,7 +188,8 @@ def outcome(state, options, check_mode, now, host):
         "host": host, "status": status, "msg": msg, "check_mode": check_mode,
         "entry_rung": state["first"]["verdict"]["rung"],
         "reasons": [reason["reason"] for reason in state["first"]["verdict"]["reasons"]],
-        "fixed_by": state["tried"][-1]["rung"] if status == "fixed" else None,
+        "fixed_by": state["tried"][-1]["rung"] if status in ("fixed", PARTLY_FIXED) else None,
+        "needs": [dict(need) for need in state.get("beyond") or []],
         "rungs_tried": state["tried"], "held_by": holders, "gpus": gpus, "memory_freed_mib": freed,
         "seconds": round(now - state["started"], 1), "drained": state["drained"] or None,
         "undrained": state["undrained"] or None, "drain_notes": state["drain_notes"], "inspections": state["inspections"],

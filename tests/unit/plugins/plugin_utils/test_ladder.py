@@ -760,3 +760,44 @@ def test_check_mode_plans_the_rung_that_would_work_after_one_that_would_fail():
     assert outcome["status"] == "planned"
     assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported; then the reload rung"
     assert [step["rung"] for step in outcome["rungs_tried"]] == ["reset", "reload"]
+
+
+# What the ladder may do, it does; what it may not, it names (issue 26, rule 6).
+def test_reach_helps_the_gpus_an_allowed_rung_helps_and_names_the_others():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import gpu_needs, reach
+    node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)])
+    snapshot = node.snapshot()
+    assert [(need["index"], need["rung"]) for need in gpu_needs(snapshot, options(max_rung="kill"))] == [(0, "kill"), (1, "reset")]
+    floor, refused, beyond = reach(snapshot, 1, options(max_rung="kill", option_names={"max_rung": "gpu_reclaim_max_rung"}))
+    assert (floor, refused) == (0, "")
+    assert [(need["index"], need["rung"], need["allow"]) for need in beyond] == [(1, "reset", "gpu_reclaim_max_rung=reset")]
+    # Nothing an allowed rung helps: refused whole, as before.
+    lone = Node([{"ghost": 2048}]).snapshot()
+    floor, refused, beyond = reach(lone, 1, options(max_rung="kill"))
+    assert refused.startswith("the evidence needs the reset rung") and beyond == []
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_node_where_one_gpu_needs_the_kill_and_another_a_reset_is_partly_fixed_under_max_rung_kill(check_mode):
+    node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)])
+    state = walk(node, check_mode=check_mode, max_rung="kill", option_names={"max_rung": "gpu_reclaim_max_rung"}).start(node.snapshot())
+    outcome = state["outcome"]
+    assert [step["rung"] for step in outcome["rungs_tried"]] == ["kill"]
+    assert modules(node).count("gpu_reset") == 0
+    named = "GPU 1 needs the reset rung (GPU 1 (00000000:19:00.0) has 2048 MiB in use that no live process accounts for " \
+        "(ghost memory)), which gpu_reclaim_max_rung=reset would allow"
+    if check_mode:
+        assert outcome["status"] == "planned" and outcome["msg"] == "check mode: would take the kill rung for GPU 0; " + named
+        assert node.holders and node.holders[0]["pid"] == ORPHAN["pid"]
+    else:
+        assert outcome["status"] == "partly fixed" and outcome["fixed_by"] == "kill"
+        assert outcome["msg"] == "partly fixed: GPU 0 by kill (14336 MiB back); " + named
+        assert node.holders == []
+        assert outcome["summary"][0] == "node07: partly fixed - " + outcome["msg"]
+    assert [(need["index"], need["rung"]) for need in outcome["needs"]] == [(1, "reset")]
+
+
+def test_a_partial_walk_whose_allowed_rung_fails_is_failed_not_partly_fixed():
+    node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)], survivors={ORPHAN["pid"]})
+    outcome = walk(node, max_rung="kill").start(node.snapshot())["outcome"]
+    assert outcome["status"] == "failed"
