@@ -56,7 +56,7 @@ KILL_RESULT_KEYS = ("signalled", "left_alone", "zombies", "containers", "unconfi
 
 SELECTION_ARGUMENT_SPEC = dict(
     holders=dict(type="list", elements="dict"),
-    users=dict(type="list", elements="str", default=[]),
+    users=dict(type="list", elements="str"),
     name_pattern=dict(type="str"),
     cmdline_pattern=dict(type="str"),
     min_memory_mib=dict(type="int"),
@@ -171,12 +171,12 @@ class HolderSelection:
 
     def matches(self, holder, gpu_indexes):
         params = self.params
-        if params["gpus"] and not set(holder["gpus"]) & gpu_indexes:
+        if params["gpus"] is not None and not set(holder["gpus"]) & gpu_indexes:
             return False
         # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
         if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
             return False
-        if params["users"] and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
+        if params["users"] is not None and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False
         cmdline = holder.get("cmdline") or []
         if "name_pattern" in self.patterns:
@@ -517,7 +517,7 @@ def beyond_selection(processes, selected):
 def refuse_beyond_selection(module, killer, holders, snapshot, selected):
     """With the gpus option set, fail (changing nothing, in check mode alike) when ending `holders` would end a
     process that holds a GPU outside the selection or is a client of the whole driver, naming each and the GPU."""
-    if not module.params["gpus"]:
+    if module.params["gpus"] is None:
         return
     refuse_outside(module, beyond_selection(killer.would_end(holders, snapshot), selected), selected)
 

@@ -219,7 +219,7 @@ class GraphicsRestartWorker:
         self.module.exit_json(**self.result)
 
     def _plan_and_act(self):
-        snapshot = self.run.snapshot(gpus=[])
+        snapshot = self.run.snapshot(gpus=None)
         holders = self.result["graphics_holders"] = graphics_holders(snapshot)
         self.result["gpus"] = memory_before_after(snapshot, None)
         systemctl = self.run.layout.command(self.module, "systemctl", required=True)
@@ -229,7 +229,7 @@ class GraphicsRestartWorker:
             if not self.module.check_mode:
                 self.result["snapshot_after"] = self.run.snapshot_after(snapshot)
             return
-        if self.params["gpus"]:
+        if self.params["gpus"] is not None:
             # The isolation ends the whole graphics stack: a run narrowed to some GPUs may not end a part of it elsewhere.
             # The display manager's main process is started again with graphical.target; what runs under it is not.
             restarted = set(pid for service in snapshot["services"] if service["unit"] == DISPLAY_MANAGER for pid in service["pids"])
@@ -280,7 +280,7 @@ class GraphicsRestartWorker:
             self.result["changed"] = went_down or back
 
     def _verify(self, before, holders):
-        after = self.run.snapshot(gpus=[])
+        after = self.run.snapshot(gpus=None)
         self.result["snapshot_after"] = self.run.snapshot_after(after)
         self.result["gpus"] = memory_before_after(before, after)
         left = self.result["survivors"] = survivors(holders, after)

@@ -258,7 +258,7 @@ class DriverReloadWorker:
         self.module.exit_json(**self.result)
 
     def _plan_and_act(self):
-        snapshot = self._snapshot = self.run.snapshot(gpus=[])
+        snapshot = self._snapshot = self.run.snapshot(gpus=None)
         reason = node_reset_evidence(snapshot, self.params["ghost_threshold_mib"])
         if self.params["force"]:
             reason = "force=true"
@@ -373,7 +373,7 @@ class DriverReloadWorker:
         self.result["recovery_problems"] = problems
 
     def _verify(self, before):
-        after = self.run.snapshot(gpus=[])
+        after = self.run.snapshot(gpus=None)
         self.result["snapshot_after"] = self.run.snapshot_after(after)
         self.result["gpus"] = memory_before_after(before, after)
         if self.result["node_state"] != "reloaded":

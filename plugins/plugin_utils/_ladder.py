@@ -179,7 +179,7 @@ class LadderWalk:
 
     def _gate_gpus(self, state):
         """The GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does); all when it was not scoped."""
-        if not self.options.snapshot_args.get("gpus"):
+        if self.options.snapshot_args.get("gpus") is None:
             return []
         return [gpu["index"] for gpu in state["first"]["gpus"]]
 

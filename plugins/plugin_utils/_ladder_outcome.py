@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import HELD_STATES, IN_USE, memory_held, undetermined
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import HELD_STATES, IN_USE, NO_GPU_SELECTED, memory_held, undetermined
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import health_gate_failed
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line
 
@@ -120,6 +120,8 @@ def outcome_status(state, options, check_mode, freed_mib):
         return "failed", state["error"]
     if not tried and unknown:
         return "undetermined", "undetermined: no GPU memory is known to be held, but %s" % "; ".join(unknown)
+    if not tried and (state["first"].get("scope") or {}).get("gpus") == []:
+        return "clean", NO_GPU_SELECTED
     if not tried:
         return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
     if state.get("drain_error"):

@@ -23,7 +23,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome
 
 THRESHOLD = 256
 # The scope of a snapshot taken with the walk's default options.
-SCOPE = {"gpus": [], "ghost_threshold_mib": THRESHOLD, "kernel_log_source": "auto", "kernel_log_path": None, "kernel_log_window": None}
+SCOPE = {"gpus": None, "ghost_threshold_mib": THRESHOLD, "kernel_log_source": "auto", "kernel_log_path": None, "kernel_log_window": None}
 PROBES = {"gpu": {"ok": True, "timed_out": False, "error": None}, "kernel_log": {"source": "none"}}
 
 
@@ -161,7 +161,7 @@ def test_without_a_snapshot_the_walk_takes_one():
     node = Node([{"ghost": 0}])
     state = walk(node).start()
     assert modules(node) == ["gpu_holders_info"]
-    assert node.calls[0][1]["gpus"] == [] and "run_id" not in node.calls[0][1]  # the inspection gets snapshot options only
+    assert "gpus" not in node.calls[0][1] and "run_id" not in node.calls[0][1]  # the inspection gets snapshot options only
     assert state["outcome"]["status"] == "clean"
 
 
@@ -801,3 +801,23 @@ def test_a_partial_walk_whose_allowed_rung_fails_is_failed_not_partly_fixed():
     node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)], survivors={ORPHAN["pid"]})
     outcome = walk(node, max_rung="kill").start(node.snapshot())["outcome"]
     assert outcome["status"] == "failed"
+
+
+# An empty selection selects nothing (issue 26, rule 4).
+def test_select_gpus_only_the_option_left_out_means_every_gpu():
+    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import select_gpus
+    gpus = [{"index": 0, "uuid": "GPU-a"}, {"index": 1, "uuid": "GPU-b"}]
+    assert select_gpus(gpus, None) == [0, 1]
+    assert select_gpus(gpus, []) == []
+    assert select_gpus(gpus, ["1"]) == [1]
+
+
+def test_a_walk_scoped_to_no_gpu_says_so_and_takes_no_rung():
+    node = Node([{"ghost": 2048}], holders=[ORPHAN])
+    snapshot = dict(node.snapshot(), gpus=[], holders=[])
+    snapshot["scope"] = dict(snapshot["scope"], gpus=[])
+    snapshot["verdict"] = {"rung": "none", "reasons": []}
+    outcome = walk(node, gpus=[]).start(snapshot)["outcome"]
+    assert outcome["status"] == "clean" and outcome["rungs_tried"] == []
+    assert outcome["msg"] == "gpus: [] selects no GPU: nothing is inspected or changed (leave gpus out for every GPU)"
+    assert modules(node) == []
