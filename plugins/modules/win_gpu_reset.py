@@ -116,7 +116,7 @@ options:
   gpu:
     description:
       - With V(restart_adapter), the GPU whose adapter to restart - its index, UUID or PCI bus id. Unset means every GPU
-        that needs it.
+        that needs it; an empty list (a filter that matched nothing) selects none, and nothing is restarted.
     type: raw
   force:
     description:

@@ -218,3 +218,15 @@ def test_an_idle_distribution_is_never_stopped_for_a_protected_holder(tmp_path, 
         assert [step["rung"] for step in tried] == ["kill", "wsl", "restart_adapter"]
         assert not tried[1]["changed"] and not [line for line in tried[1]["plan"] if "WSL" in line or "wsl" in line]
         assert tried[2]["failed"] and "render.exe" in tried[2]["msg"]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_empty_gpu_list_restarts_no_adapter(tmp_path, check_mode):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset
+    node = build(tmp_path, gpus=[{"ghost_mib": 2048}])
+    before = _win_sim.snapshot_of_state(node.root)
+    done = _win_reset.run(node, {"method": "restart_adapter", "gpu": []}, check_mode=check_mode)
+    assert not done["failed"] and not done["changed"], done
+    after = _win_sim.snapshot_of_state(node.root)
+    assert [e["argv"] for e in after["command_log"] if "/restart-device" in e["argv"]] == []
+    assert after["gpus"] == before["gpus"]
