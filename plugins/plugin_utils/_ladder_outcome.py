@@ -120,7 +120,7 @@ def outcome_status(state, options, check_mode, freed_mib):
         return "failed", state["error"]
     if not tried and unknown:
         return "undetermined", "undetermined: no GPU memory is known to be held, but %s" % "; ".join(unknown)
-    if not tried and (state["first"].get("scope") or {}).get("gpus") == []:
+    if not tried and ((state.get("first") or state["last"]).get("scope") or {}).get("gpus") == []:
         return "clean", NO_GPU_SELECTED
     if not tried:
         return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
