@@ -33,6 +33,15 @@ options:
         O(signals=[KILL]).
     type: float
     default: 10.0
+  kill_grace:
+    description:
+      - Seconds to wait after SIGKILL for the process to be gone, at least O(grace). SIGKILL is not the end of a process
+        holding a GPU - the driver tears its CUDA context down in the kernel, in uninterruptible sleep (state D), which
+        can take tens of seconds - so only a process still there after this wait is journaled as having outlived
+        SIGKILL (C(outlived_kill), what makes the verdict call it V(unkillable)). The wait ends as soon as the process is
+        gone; it is never longer than this. Must be more than 0.
+    type: float
+    default: 30.0
   containers:
     description:
       - What to do with a holder inside a container (one other than the container this module runs in). V(stop)
@@ -96,6 +105,8 @@ options:
       - Allow signalling display servers, the processes of the display manager unit (C(display-manager.service)) as the
         init system says (its main process, its control group, what its main process started); never a process
         name.
+      - With M(gpuops.remediation.nvidia_driver_reload), also allow stopping C(display-manager.service), which ends the
+        display server and logs its users' sessions off; without it the reload refuses while the display manager runs.
     type: bool
     default: false
   allow_daemons:

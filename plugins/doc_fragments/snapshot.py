@@ -13,11 +13,11 @@ options:
   gpus:
     description:
       - The GPUs to look at, each by index (V(0)), UUID (V(GPU-5e1c...)) or PCI bus id (V(00000000:18:00.0)).
-      - Empty means every GPU of the node.
+      - Left out (or null), every GPU of the node. An empty list (what a filter that matched nothing gives) selects no
+        GPU - the module says so and changes nothing.
       - A name that matches no GPU fails the module, naming it.
     type: list
     elements: str
-    default: []
   backend:
     description:
       - How to read the GPUs.

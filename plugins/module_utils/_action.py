@@ -89,10 +89,10 @@ class Remediation:
 
     def snapshot_after(self, whole_node):
         """What a module returns as `snapshot_after`: the node after it acted, as gpu_holders_info with the same
-        options sees it. `whole_node` (a snapshot just taken with gpus=[]) serves as it is when no GPU was selected."""
+        options sees it. `whole_node` (a snapshot of every GPU) serves as it is when the gpus option was left out."""
         if self.module.check_mode:
             return None
-        return whole_node if not self.module.params["gpus"] else self.snapshot()
+        return whole_node if self.module.params["gpus"] is None else self.snapshot()
 
     def driver_view(self):
         """{"gpus": [...]}: the driver's GPUs and the processes it lists, alone (NVML or nvidia-smi under the probe deadline,

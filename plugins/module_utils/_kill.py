@@ -30,7 +30,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import POLL_INTERVAL, Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import KILL_GRACE, POLL_INTERVAL, Target, signal_number
 from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
@@ -38,6 +38,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import
 KILL_ARGUMENT_SPEC = dict(
     signals=dict(type="list", elements="str", default=["TERM", "KILL"]),
     grace=dict(type="float", default=10.0),
+    kill_grace=dict(type="float", default=KILL_GRACE),
     containers=dict(type="str", choices=["stop", "kill", "skip"], default="stop"),
     protect_names=dict(type="list", elements="str", default=[]),
     protect_users=dict(type="list", elements="str", default=[]),
@@ -55,7 +56,7 @@ KILL_RESULT_KEYS = ("signalled", "left_alone", "zombies", "containers", "unconfi
 
 SELECTION_ARGUMENT_SPEC = dict(
     holders=dict(type="list", elements="dict"),
-    users=dict(type="list", elements="str", default=[]),
+    users=dict(type="list", elements="str"),
     name_pattern=dict(type="str"),
     cmdline_pattern=dict(type="str"),
     min_memory_mib=dict(type="int"),
@@ -69,6 +70,9 @@ def validate_kill_params(module, on_node=False):
     """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
     ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
     params = module.params
+    if params.get("kill_grace") is not None and params["kill_grace"] <= 0:
+        module.fail_json(msg="kill_grace must be more than 0 seconds, got %r: it is how long a process gets to be gone after "
+                             "SIGKILL" % params["kill_grace"])
     if params["grace"] <= 0:
         module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
                              "(to end processes at once, set signals=[KILL])" % params["grace"])
@@ -172,12 +176,12 @@ class HolderSelection:
 
     def matches(self, holder, gpu_indexes):
         params = self.params
-        if params["gpus"] and not set(holder["gpus"]) & gpu_indexes:
+        if params["gpus"] is not None and not set(holder["gpus"]) & gpu_indexes:
             return False
         # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
         if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
             return False
-        if params["users"] and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
+        if params["users"] is not None and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False
         cmdline = holder.get("cmdline") or []
         # The operator's pattern may backtrack; what it reads is the process owner's: only its first PATTERN_TEXT_CHARS.
@@ -264,7 +268,7 @@ class HolderKiller:
         check_mode = self.module.check_mode or predict_only
         result["thawed"] = self._thaw(targets + self._zombie_parents(zombies), check_mode)
         outcome = terminate_permitted(targets, self.policy, signals=self.params["signals"], grace=self.params["grace"],
-                                      journal=self.journal, check_mode=check_mode)
+                                      journal=self.journal, check_mode=check_mode, kill_grace=self.params.get("kill_grace"))
         result["signalled"] = outcome["signalled"]
         result["left_alone"].extend(outcome["skipped"])
         for zombie in [{"pid": z["pid"], "start_time": z["start_time"]} for z in zombies] + outcome["zombies"]:
@@ -424,6 +428,15 @@ class HolderKiller:
                         "in %s container %s, stopped for pid %s" % (container["runtime"], container["id"], holder["pid"]))
         return list(ended.values())
 
+    def _stop_ends(self, members):
+        """What the stop of the members' container is to end: the members, and every other live process the runtime's
+        container holds now (ContainerWitness.members: its cgroup, its own PID namespace), each by pid and start time."""
+        confirmation = self._kind(members[0])[1] or {}
+        ends = dict((holder["pid"], holder) for holder in members)
+        for process in self.witness.members(confirmation, _processes_now(self.witness.proc_root)):
+            ends.setdefault(process["pid"], process)
+        return list(ends.values())
+
     def _parent_to_end(self, zombie):
         """The zombie's parent when reap_zombie may end it (allow_parent_termination, not a supervisor, not refused)."""
         if not self.policy.allow_parents:
@@ -442,18 +455,32 @@ class HolderKiller:
                            check_mode=check_mode, signals=self.params["signals"])
 
     def _stop(self, runtime, container_id, members, check_mode):
-        """The stop, then every member checked by pid and start time: only those gone are ended (check mode: all)."""
+        """The stop, then every process it was to end checked by pid and start time - the selected members and every
+        other process of the container (its cgroup, its own PID namespace), selected or not: only those gone are
+        ended (check mode: all)."""
         if check_mode:
             ok, message = predict_stop(self.module, runtime, container_id)
             survivors = []
         else:
+            to_end = self._stop_ends(members)
             ok, message = stop_container(self.module, runtime, container_id, self.params["grace"], self.journal,
                                          sources=[holder_source(holder) for holder in members])
-            survivors = _survivors(members, self.params["grace"] if ok else 0)
+            survivors = _survivors(to_end, self.params["grace"] if ok else 0)
         alive = set(s["pid"] for s in survivors)
         return {"runtime": runtime, "id": container_id, "pids": [holder["pid"] for holder in members], "ok": ok, "message": message,
                 "ended": [holder["pid"] for holder in members if ok and holder["pid"] not in alive],
                 "survivors": survivors if ok else []}
+
+
+def _processes_now(proc_root):
+    """Every live process of proc_root, as {"pid", "start_time", "name"} (one read of each /proc/<pid>/stat)."""
+    found = []
+    for name in os.listdir(proc_root):
+        if name.isdigit():
+            info = read_process(int(name), proc_root)
+            if info is not None and info.get("state") not in ("Z", "X"):
+                found.append({"pid": info["pid"], "start_time": info["start_time"], "name": info.get("name")})
+    return found
 
 
 def _running(holder):
@@ -496,7 +523,7 @@ def beyond_selection(processes, selected):
 def refuse_beyond_selection(module, killer, holders, snapshot, selected):
     """With the gpus option set, fail (changing nothing, in check mode alike) when ending `holders` would end a
     process that holds a GPU outside the selection or is a client of the whole driver, naming each and the GPU."""
-    if not module.params["gpus"]:
+    if module.params["gpus"] is None:
         return
     refuse_outside(module, beyond_selection(killer.would_end(holders, snapshot), selected), selected)
 

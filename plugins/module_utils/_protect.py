@@ -179,7 +179,7 @@ def triage(targets, policy, self_pid):
 
 
 def terminate_permitted(targets, policy, signals=("TERM", "KILL"), grace=10.0, journal=None, check_mode=False,
-                        self_pid=None):
+                        self_pid=None, kill_grace=None):
     """_terminate.terminate() for the targets the rules and the policy permit; the others are skipped, and the
     zombies among them, or left by them, are reported with their parent.
 
@@ -188,6 +188,6 @@ def terminate_permitted(targets, policy, signals=("TERM", "KILL"), grace=10.0, j
     """
     self_pid = os.getpid() if self_pid is None else self_pid
     permitted, skipped, zombies = triage(targets, policy, self_pid)
-    outcome = terminate(permitted, signals, grace, journal, check_mode)
+    outcome = terminate(permitted, signals, grace, journal, check_mode, kill_grace=kill_grace)
     zombies.extend(zombie_entry(zombie["pid"], zombie["start_time"], zombie["name"]) for zombie in outcome["zombies"])
     return {"signalled": outcome["signalled"], "skipped": skipped + outcome["skipped"], "zombies": zombies}

@@ -20,7 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._procscan impor
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, answer_events, gpu_state, verdict
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, NO_GPU_SELECTED, NO_RUNG, answer_events, gpu_state, verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
@@ -33,7 +33,8 @@ class SnapshotOptions:
 
     def __init__(self, gpus=None, backend="auto", probe_timeout=10.0, kernel_log_source="auto", kernel_log_path=None,
                  kernel_log_window=None, ghost_threshold_mib=256, journal_path=None, scan_memory_maps="auto", xid_policy=None):
-        self.gpus = list(gpus or [])
+        # None (the option left out): every GPU; a list, those it names - an empty one none (a filter that matched nothing).
+        self.gpus = None if gpus is None else list(gpus)
         self.backend = backend
         self.probe_timeout = probe_timeout
         self.kernel_log_source = kernel_log_source
@@ -56,7 +57,7 @@ class SnapshotOptions:
 
 # The options every module that takes a snapshot accepts (merged into its argument_spec).
 SNAPSHOT_ARGUMENT_SPEC = dict(
-    gpus=dict(type="list", elements="str", default=[]),
+    gpus=dict(type="list", elements="str"),
     backend=dict(type="str", default="auto", choices=["auto", "nvml", "nvidia_smi"]),
     probe_timeout=dict(type="float", default=10.0),
     kernel_log_source=dict(type="str", default="auto", choices=["auto", "journal", "dmesg", "file", "none"]),
@@ -100,8 +101,9 @@ def unknown_gpu_message(error):
 
 
 def select_gpus(gpus, wanted):
-    """Indexes of the GPUs named by index, UUID or PCI bus id; raises UnknownGpu naming the first unknown one."""
-    if not wanted:
+    """Indexes of the GPUs named by index, UUID or PCI bus id; raises UnknownGpu naming the first unknown one. Only the
+    option left out (None) means every GPU: an empty list selects none."""
+    if wanted is None:
         return [gpu["index"] for gpu in gpus]
     selected = []
     for name in wanted:
@@ -384,7 +386,7 @@ def take_snapshot(module, layout, options):
         from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe  # pylint: disable=import-outside-toplevel
         jobs = JobProbe(module)
     holders = build_holders(scan, gpus, members=members, jobs=jobs)
-    holders = [h for h in holders if not h["gpus"] or set(h["gpus"]) & set(selected)]
+    holders = [h for h in holders if (not h["gpus"] and options.gpus != []) or set(h["gpus"]) & set(selected)]
     mark_unkillable(holders, options.journal_path or layout.journal_file)
     if holders:
         # A cgroup name is a container only when its runtime says so (the witness the job probe asked, its answers cached).
@@ -399,7 +401,7 @@ def take_snapshot(module, layout, options):
     gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
     snapshot = {
         # What the snapshot is of and when: a caller that keeps it (the ladder walk) can tell it is still the one to use.
-        "scope": {"gpus": list(options.gpus), "ghost_threshold_mib": options.ghost_threshold_mib,
+        "scope": {"gpus": None if options.gpus is None else list(options.gpus), "ghost_threshold_mib": options.ghost_threshold_mib,
                   "kernel_log_source": options.kernel_log_source, "kernel_log_path": options.kernel_log_path,
                   "kernel_log_window": options.kernel_log_window, "taken_epoch": round(time.time(), 3)},
         "simulated": layout.simulated,
@@ -413,6 +415,8 @@ def take_snapshot(module, layout, options):
         "probes": {"gpu": gpu_report, "process_scan": scan_report, "kernel_log": log_report, "journal": journal_report},
     }
     snapshot["verdict"] = verdict(snapshot, options.ghost_threshold_mib)
+    if options.gpus == []:
+        snapshot["verdict"]["reasons"].append({"rung": NO_RUNG, "reason": NO_GPU_SELECTED})
     snapshot["probes"]["seconds"] = round(time.monotonic() - started, 3)
     return snapshot
 

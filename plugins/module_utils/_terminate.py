@@ -19,6 +19,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _procsca
 from ansible_collections.gpuops.remediation.plugins.module_utils._signal_state import HANDLER, TERM, plan, read_facts
 
 POLL_INTERVAL = 0.05
+# Seconds a process gets to be gone after SIGKILL (the kill_grace option's default): the driver's teardown of a CUDA
+# context, in uninterruptible sleep, can take tens of seconds on a large GPU; only after this is it "outlived SIGKILL".
+KILL_GRACE = 30.0
 
 
 class Target:
@@ -114,6 +117,16 @@ def _exit_state(pid, start_time):
     if info.get("state") in ("Z", "X"):
         return "zombie"
     return None
+
+
+def _wait_after(signal_name_sent, grace, kill_grace=None):
+    """How long to wait for the processes to be gone after this signal: grace, and after SIGKILL at least kill_grace
+    (KILL_GRACE when not given). SIGKILL is not the end of a process: a CUDA context's teardown runs in the kernel, in
+    uninterruptible sleep (D), and can take longer than a TERM's grace; only a process still there after this floor
+    outlived SIGKILL (the journal's outlived_kill, the verdict's unkillable)."""
+    if signal_name(signal_name_sent) != "KILL":
+        return grace
+    return max(grace, KILL_GRACE if kill_grace is None else kill_grace)
 
 
 def _wait_for_exit(entries, grace, started):
@@ -231,10 +244,11 @@ def _entry(target, name):
             "seconds": 0.0, "_target": target}
 
 
-def terminate(triaged, signals=("TERM", "KILL"), grace=10.0, journal=None, check_mode=False):
+def terminate(triaged, signals=("TERM", "KILL"), grace=10.0, journal=None, check_mode=False, kill_grace=None):
     """Signal the triaged [(Target, name)] with the sequence signals as each one's plan (_signal_state.plan) says:
     a signal that cannot act on it is not sent, one that can is followed by up to grace seconds for it to exit
-    (SIGKILL too: a process that outlives it is journalled as such). Who may be signalled is decided before
+    (SIGKILL too, for at least kill_grace seconds, KILL_GRACE by default: a process that outlives that is journalled as
+    such). Who may be signalled is decided before
     (_protect.triage); here only a target that exited or whose pid was reused before its first signal is skipped.
 
     Returns {"signalled": [{"pid", "start_time", "name", "signals", "exited", "seconds", "expected", "why",
@@ -257,7 +271,7 @@ def terminate(triaged, signals=("TERM", "KILL"), grace=10.0, journal=None, check
         _resolve_not_sent(not_sent, skipped, started)
         waiting = [entry for entry in waiting if not entry.get("_drop")]
         if waiting:
-            _wait_for_exit(waiting, grace, started)
+            _wait_for_exit(waiting, _wait_after(signals[position], grace, kill_grace), started)
         # Every signal sent gets its outcome, also a TERM whose SIGCONT found the process gone already.
         _journal_wait_outcomes([entry for entry in live if not entry.get("_drop")], journal)
     for entry in entries:

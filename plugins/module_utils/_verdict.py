@@ -42,6 +42,9 @@ VM_CLASS = "vm"
 # A GPU's state when the evidence cannot say whether it holds memory the ladder should get back (gpu_state): never
 # counted as held (nothing destructive is chosen on it alone), never reported clean (_ladder_outcome: undetermined).
 UNKNOWN = "unknown"
+# What a snapshot, a walk and the modules say when the gpus option is an empty list: it selects no GPU (only the option
+# left out means every GPU).
+NO_GPU_SELECTED = "gpus: [] selects no GPU: nothing is inspected or changed (leave gpus out for every GPU)"
 
 
 def rung_index(rung, rungs=RUNGS):

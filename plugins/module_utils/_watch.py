@@ -528,11 +528,12 @@ def remediation_for(findings, kinds):
     """Whether the watch's findings ask for the ladder, and on which GPUs: {"needed": bool, "gpus": [index as str]}.
 
     Only findings of a kind in `kinds` count. The ladder is narrowed to their GPUs, so that it leaves the other GPUs'
-    processes alone; a finding that names no GPU (a probe that failed for the whole node) widens it to every GPU ([]).
+    processes alone; a finding that names no GPU (a probe that failed for the whole node) widens it to every GPU (None:
+    the gpus option left out - an empty list selects none).
     """
     crossed = [finding for finding in findings if finding.get("kind") in kinds]
     if any(finding.get("gpu_index") is None for finding in crossed):
-        return {"needed": bool(crossed), "gpus": []}
+        return {"needed": bool(crossed), "gpus": None}
     return {"needed": bool(crossed), "gpus": sorted(set(str(finding["gpu_index"]) for finding in crossed), key=int)}
 
 

@@ -38,10 +38,10 @@ extends_documentation_fragment:
 options:
   gpus:
     description:
-      - The GPUs to set, each by index, UUID or PCI bus id. Empty means every GPU of the node.
+      - The GPUs to set, each by index, UUID or PCI bus id. Left out (or null), every GPU of the node; an empty list
+        selects none, and nothing is set.
     type: list
     elements: str
-    default: []
   compute_mode:
     description:
       - The compute mode to set, one of V(DEFAULT) (any number of processes), V(EXCLUSIVE_PROCESS) (one process at a
@@ -141,7 +141,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 
 ARGUMENT_SPEC = dict(
     ACTION_ARGUMENT_SPEC,
-    gpus=dict(type="list", elements="str", default=[]),
+    gpus=dict(type="list", elements="str"),
     compute_mode=dict(type="str"),
     persistence_mode=dict(type="bool"),
     allow_busy=dict(type="bool", default=False),

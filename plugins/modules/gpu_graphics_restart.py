@@ -40,6 +40,13 @@ options:
         a node without an active C(graphical.target) or without a graphics process holding a GPU.
     type: bool
     default: false
+  allow_display:
+    description:
+      - The restart ends the display server and logs its users' sessions off. Without O(allow_display=true), the module
+        refuses (check mode too), naming the display manager and the graphics processes it would end, before anything
+        changes.
+    type: bool
+    default: false
 notes:
   - O(gpus) narrows the evidence to those GPUs; the restart itself is of the whole node's graphics stack, so with O(gpus)
     set it refuses, naming them, when a graphics holder that the restart ends holds a GPU outside those or is a client of
@@ -157,6 +164,7 @@ journal:
 """
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
+from ansible_collections.gpuops.remediation.plugins.module_utils._display import display_refusal
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._kill import beyond_selection, refuse_outside
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
@@ -211,7 +219,7 @@ class GraphicsRestartWorker:
         self.module.exit_json(**self.result)
 
     def _plan_and_act(self):
-        snapshot = self.run.snapshot(gpus=[])
+        snapshot = self.run.snapshot(gpus=None)
         holders = self.result["graphics_holders"] = graphics_holders(snapshot)
         self.result["gpus"] = memory_before_after(snapshot, None)
         systemctl = self.run.layout.command(self.module, "systemctl", required=True)
@@ -221,13 +229,16 @@ class GraphicsRestartWorker:
             if not self.module.check_mode:
                 self.result["snapshot_after"] = self.run.snapshot_after(snapshot)
             return
-        if self.params["gpus"]:
+        if self.params["gpus"] is not None:
             # The isolation ends the whole graphics stack: a run narrowed to some GPUs may not end a part of it elsewhere.
             # The display manager's main process is started again with graphical.target; what runs under it is not.
             restarted = set(pid for service in snapshot["services"] if service["unit"] == DISPLAY_MANAGER for pid in service["pids"])
             ended = [dict(h, why="ended with the graphics stack (systemctl isolate %s)" % MULTI_USER)
                      for h in snapshot["holders"] if h["class"] == "graphics_session" and h["pid"] not in restarted]
             refuse_outside(self.module, beyond_selection(ended, self.run.selected_gpus(snapshot)), self.run.selected_gpus(snapshot))
+        refused = display_refusal("gpu_graphics_restart", "systemctl isolate %s" % MULTI_USER, snapshot, self.params["allow_display"])
+        if refused:
+            self.module.fail_json(msg=refused, changed=False, graphics_holders=holders, journal=self.run.journal.entries())
         self.result["changed"] = True
         self.result["plan"] = ["systemctl isolate %s" % MULTI_USER, "systemctl isolate %s" % GRAPHICAL]
         self.result["diff"] = {"before": {"graphics_holders": [h["pid"] for h in holders]}, "after": {"graphics_holders": []}}
@@ -269,7 +280,7 @@ class GraphicsRestartWorker:
             self.result["changed"] = went_down or back
 
     def _verify(self, before, holders):
-        after = self.run.snapshot(gpus=[])
+        after = self.run.snapshot(gpus=None)
         self.result["snapshot_after"] = self.run.snapshot_after(after)
         self.result["gpus"] = memory_before_after(before, after)
         left = self.result["survivors"] = survivors(holders, after)
@@ -283,6 +294,7 @@ def main():
     module = GpuModule(
         argument_spec=action_argument_spec(
             force=dict(type="bool", default=False),
+            allow_display=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -51,10 +51,10 @@ options:
     type: list
     elements: dict
   users:
-    description: Only holders owned by these users (names or uids).
+    description:
+      - Only holders owned by these users (names or uids). Left out (or null), any user; an empty list selects no holder.
     type: list
     elements: str
-    default: []
   name_pattern:
     description:
       - Only holders whose name or first argument matches this Python regular expression (searched).
@@ -240,11 +240,12 @@ class GpuKillWorker:
 
     def _end_selected(self):
         """Snapshot, select and end; under the node lock outside check mode, so that the plan is the node's now."""
-        snapshot = self.run.snapshot(gpus=[])
+        snapshot = self.run.snapshot(gpus=None)
         gpu_indexes = set(self.run.selected_gpus(snapshot))
         holders, left_alone = self.selection.select(snapshot, gpu_indexes)
-        if self.params["holders"] == []:
-            self.result["msg"] = "holders=[]: no holder selected, nothing to end"
+        empty = [name for name in ("holders", "gpus", "users") if self.params[name] == []]
+        if empty:
+            self.result["msg"] = "%s=[]: no holder selected, nothing to end" % "=[], ".join(empty)
         killer = HolderKiller(self.module, self.run.journal)
         refuse_beyond_selection(self.module, killer, holders, snapshot, gpu_indexes)
         outcome = killer.end(holders)
@@ -259,7 +260,7 @@ class GpuKillWorker:
         after = None
         if self.result["changed"] and not self.module.check_mode:
             self._wait_driver_release(ended_pids(self.result))
-            after = self.run.snapshot(gpus=[])
+            after = self.run.snapshot(gpus=None)
         self._report(snapshot, after, gpu_indexes)
         if not self.module.check_mode:
             self.result["snapshot_after"] = self.run.snapshot_after(after or snapshot)

@@ -22,8 +22,12 @@ description:
     of O(destructive_rungs) when O(drain) is not V(none), V(reboot) before the reboot rung. The caller drains (or
     reboots) and calls again with O(continue_after), the RV(state) the last call returned in O(state), and that step's
     result in O(controller_result). The role gpuops.remediation.gpu_reclaim does exactly that.
-  - In check mode, the first rung is planned (its modules predict what they would do) and the walk stops there, since
-    nothing changed on the node.
+  - In check mode, the first rung that would work is planned (its modules predict what they would do) and the walk stops
+    there, since nothing changed on the node; a rung that would fail changes nothing, so the plan climbs past it as the
+    real run does, and where the real run would fail the plan fails alike, with the same status and message.
+  - Where the evidence needs a rung above O(max_rung) for some GPUs only, the walk takes the allowed rungs for the GPUs
+    they help and names each other GPU with the rung it needs and the option that would allow it (status
+    V(partly fixed)); it is refused whole only when no allowed rung helps any GPU.
   - The options of the modules it runs (the snapshot, journal and lock options, the kill options) are passed to them,
     and checked first with the modules' own checks, so that bad input fails the walk before any rung or drain.
 author:
@@ -242,11 +246,12 @@ modules_run:
   sample: [gpuops.remediation.gpu_kill, gpuops.remediation.gpu_reset]
 outcome:
   description:
-    - Once the walk has ended, its outcome - C(status) (V(fixed), V(clean), V(planned), V(failed), V(refused),
+    - Once the walk has ended, its outcome - C(status) (V(fixed), V(partly fixed), V(clean), V(planned), V(failed), V(refused),
       V(undetermined) - no memory known held, but a Windows GPU's ghost memory unknown - see docs/windows.md),
       C(msg), C(entry_rung), C(reasons), C(fixed_by), C(rungs_tried) (each with C(rung), C(changed), C(failed), C(msg),
       C(plan)), C(held_by), C(gpus) (memory before and after and C(freed_mib) per GPU), C(memory_freed_mib),
-      C(seconds), C(drained), C(undrained), C(drain_notes), C(inspections) and C(summary) (the lines to print).
+      C(seconds), C(drained), C(undrained), C(drain_notes), C(inspections), C(needs) (the GPUs left for a heavier rung,
+      each with C(index), C(rung), C(reasons) and C(allow), the option that would allow it) and C(summary) (the lines to print).
     - C(health_check), when a reset or reload rung got the memory back (or would, in check mode) - the health gate's
       C(tool), C(level), C(result) (V(pass), V(fail), V(not_installed), V(not_run)), C(tests) and C(reason).
     - Null while a step is pending.

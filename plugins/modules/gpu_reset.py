@@ -177,7 +177,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output i
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, holds_control_only
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import beyond_reset, reset_evidence
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_GPU_SELECTED, beyond_reset, reset_evidence
 
 
 def _describe_holder(holder):
@@ -301,7 +301,7 @@ class GpuResetWorker:
                 killed = killer.end(blocking)
                 self._keep_kill(killed)
                 self.result["changed"] = killed["changed"]
-                snapshot = self.run.snapshot(gpus=[])
+                snapshot = self.run.snapshot(gpus=None)
                 groups, reasons, skipped = self.plan(snapshot)
                 blocking, units = self.blockers(snapshot, groups) if groups else ([], [])
         if blocking:
@@ -381,7 +381,7 @@ class GpuResetWorker:
             self.result["services_started"] = started
             if errors:
                 self.result["service_errors"] = errors
-            after = self.run.snapshot(gpus=[])
+            after = self.run.snapshot(gpus=None)
             self.result["persistence_restored"] = self._restore_persistence(persistence_before, after)
         return outcome, after
 
@@ -402,7 +402,9 @@ class GpuResetWorker:
 
     def _plan_and_act(self):
         """Everything from the snapshot on; outside check mode under the node lock, so the plan is the node's now."""
-        first = self.run.snapshot(gpus=[])
+        first = self.run.snapshot(gpus=None)
+        if self.params["gpus"] == []:
+            self.result["msg"] = NO_GPU_SELECTED
         snapshot, groups, reasons, skipped, units = self.clear(first)
         self._latest = snapshot
         to_reset = self._to_reset = set(index for group in groups for index in group)

@@ -200,8 +200,8 @@ crossed:
 remediation:
   description:
     - Whether a finding of a kind in O(remediate_on) asks for the ladder (C(needed)), and the GPUs to narrow it to
-      (C(gpus), indexes as strings); an empty C(gpus) means every GPU (a finding that names none, such as a probe
-      that failed for the whole node).
+      (C(gpus), indexes as strings); C(gpus) null means every GPU (a finding that names none, such as a probe
+      that failed for the whole node), an empty list none.
   returned: always
   type: dict
   sample: {"needed": true, "gpus": ["0", "2"]}

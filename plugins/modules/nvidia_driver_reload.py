@@ -17,6 +17,9 @@ description:
     first, then C(nvidia_peermem), C(nvidia_drm), C(nvidia_modeset), C(nvidia_uvm) and C(nvidia) (those loaded),
     loads them all back in reverse order with the C(nvidia_drm) modeset that was set before, starts again
     exactly the services that ran before, and verifies with a new snapshot.
+  - Stopping the display manager ends the display server and logs its users' sessions off, so while
+    C(display-manager.service) runs, refuses, naming it and O(allow_display), unless O(allow_display=true)
+    (check mode refuses alike).
   - Refuses, naming them, while processes other than the daemons and the display server hold the devices, unless
     O(kill_holders=true), which ends them through the same safe path as M(gpuops.remediation.gpu_kill).
   - On any failure, loads back what it unloaded and starts what it stopped, and reports the state the node is
@@ -174,6 +177,7 @@ journal:
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
+from ansible_collections.gpuops.remediation.plugins.module_utils._display import display_refusal
 from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_processes
@@ -218,13 +222,16 @@ class DriverReloadWorker:
         return [h for h in snapshot["holders"]
                 if not (h["class"] == "gpu_daemon" or (h["class"] == "graphics_session" and display_stopped))]
 
+    def _refuse_held(self, blockers):
+        if blockers and not self.params["kill_holders"]:
+            names = ", ".join("pid %s (%s, %s)" % (h["pid"], h.get("name"), h["class"]) for h in blockers)
+            self.module.fail_json(msg="nvidia_driver_reload refused: the devices are held by %s; end them first "
+                                      "(gpuops.remediation.gpu_kill) or set kill_holders=true" % names, changed=False)
+
     def _refuse_or_kill(self, blockers):
         if not blockers:
             return
-        names = ", ".join("pid %s (%s, %s)" % (h["pid"], h.get("name"), h["class"]) for h in blockers)
-        if not self.params["kill_holders"]:
-            self.module.fail_json(msg="nvidia_driver_reload refused: the devices are held by %s; end them first "
-                                      "(gpuops.remediation.gpu_kill) or set kill_holders=true" % names, changed=False)
+        self._refuse_held(blockers)
         killer = HolderKiller(self.module, self.run.journal)
         refuse_beyond_selection(self.module, killer, blockers, self._snapshot, self.run.selected_gpus(self._snapshot))
         # Refuse before any signal when some holder would survive: ending the others would be for nothing.
@@ -251,7 +258,7 @@ class DriverReloadWorker:
         self.module.exit_json(**self.result)
 
     def _plan_and_act(self):
-        snapshot = self._snapshot = self.run.snapshot(gpus=[])
+        snapshot = self._snapshot = self.run.snapshot(gpus=None)
         reason = node_reset_evidence(snapshot, self.params["ghost_threshold_mib"])
         if self.params["force"]:
             reason = "force=true"
@@ -284,7 +291,13 @@ class DriverReloadWorker:
         self.result["plan"] = self._systemctl_plan("stop", units) + unload_steps + load_steps + self._systemctl_plan("start", reversed(units))
         self.result["diff"] = {"before": {"modules": sorted(unload), "ghost_mib": self._ghost(snapshot)},
                                "after": {"modules": sorted(unload), "ghost_mib": dict((k, 0) for k in self._ghost(snapshot))}}
-        self._refuse_or_kill(self._blockers(snapshot, units))
+        blockers = self._blockers(snapshot, units)
+        self._refuse_held(blockers)
+        if DISPLAY_MANAGER in units:
+            refused = display_refusal("nvidia_driver_reload", "stopping %s" % DISPLAY_MANAGER, snapshot, self.params["allow_display"])
+            if refused:
+                self.module.fail_json(msg=refused, changed=False, plan=self.result["plan"])
+        self._refuse_or_kill(blockers)
         if self.module.check_mode:
             self.result.update(modules_unloaded=unload, modules_loaded=load, services_stopped=units,
                                services_started=list(reversed(units)), node_state="reloaded")
@@ -360,7 +373,7 @@ class DriverReloadWorker:
         self.result["recovery_problems"] = problems
 
     def _verify(self, before):
-        after = self.run.snapshot(gpus=[])
+        after = self.run.snapshot(gpus=None)
         self.result["snapshot_after"] = self.run.snapshot_after(after)
         self.result["gpus"] = memory_before_after(before, after)
         if self.result["node_state"] != "reloaded":

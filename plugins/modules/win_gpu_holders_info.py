@@ -149,8 +149,24 @@ holders:
       type: list
       elements: int
     used_mib:
-      description: Dedicated GPU memory from the counters, summed over LUIDs and C(phys), MiB; null with C(used_mib_reason) when unknown.
+      description:
+        - GPU memory the process holds, MiB - the sum of RV(holders[].used_mib_by_gpu) (C(used_mib_source) V(counter)), else
+          nvidia-smi's per-process figure (V(nvidia-smi)); null with C(used_mib_reason) when unknown.
+        - A per-process counter larger than the memory its GPU uses (nvidia-smi's C(memory.used), else the adapter's
+          GPU Adapter Memory figure) is not taken as memory held - it counts committed and shared surfaces too -
+          and C(used_mib_reason) names both figures.
       type: int
+    used_mib_by_gpu:
+      description: Memory held per GPU index (a string), MiB - the GPU Process Memory C(Dedicated Usage) counter where it is no larger than what the GPU uses.
+      type: dict
+    counter_dedicated_mib_by_gpu:
+      description:
+        - The GPU Process Memory C(Dedicated Usage) counter per GPU index, summed over LUIDs and C(phys), MiB, as read -
+          a figure of the process's allocations, not of memory held.
+      type: dict
+    used_mib_source:
+      description: Which figure RV(holders[].used_mib) is - V(counter), V(nvidia-smi), or null when none.
+      type: str
     class:
       description:
         - C(compute) (a compute context by nvidia-smi, type C or C+G - the kill rung's), C(wsl_vm) (the WSL VM),

@@ -75,7 +75,12 @@ options:
     elements: dict
     default: []
   allow_dwm:
-    description: With V(kill), allow ending C(dwm.exe) (Windows starts it again; the screen flickers).
+    description:
+      - With V(kill), allow ending C(dwm.exe) (Windows starts it again; the screen flickers).
+      - With V(logoff) and V(restart_explorer), required to end a user's desktop (its display server C(dwm.exe) and its
+        shell); without it each session the method would act on is left, and the module fails naming the session's
+        C(dwm.exe) and this option (check mode too). The Windows twin of C(allow_display) (C(gpu_reclaim_allow_display)
+        through the roles).
     type: bool
     default: false
   allow_daemons:
@@ -111,7 +116,7 @@ options:
   gpu:
     description:
       - With V(restart_adapter), the GPU whose adapter to restart - its index, UUID or PCI bus id. Unset means every GPU
-        that needs it.
+        that needs it; an empty list (a filter that matched nothing) selects none, and nothing is restarted.
     type: raw
   force:
     description:

@@ -15,6 +15,7 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import control_character
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch_ranges import RANGED_OPTIONS, out_of_range
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_journal import checked_path as checked_windows_journal_path
 
@@ -66,6 +67,15 @@ def _windows_journal_path(value):
     return None
 
 
+def _one_line(value):
+    """A text that goes into a Slurm reason, a Kubernetes annotation or a reboot message whole: slurm_drain refuses a line
+    break or control character in its marker only at the drain, after the node was inspected."""
+    found = control_character(str(value))
+    if found:
+        return "one line without a line break or control character; found %s" % found
+    return None if str(value).strip() else "a non-empty text"
+
+
 def _watch_range(option):
     def check(value):
         return out_of_range(option, float(value))
@@ -78,6 +88,7 @@ VALUE_RULES = {
     "gpuops_serial": _serial,
     "gpu_remediate_max_destructive_percent": _percent,
     "gpu_reclaim_windows_journal_path": _windows_journal_path,
+    "gpu_reclaim_drain_reason": _one_line,
 }
 VALUE_RULES.update(("gpu_watch_" + option, _watch_range(option)) for option in RANGED_OPTIONS)
 
@@ -108,7 +119,7 @@ def input_errors(values, options):
         if must_be is None and name in VALUE_RULES and _kind_error_free(spec, value):
             must_be = VALUE_RULES[name](value)
         if must_be:
-            errors.append("%s=%s (%s)" % (name, value, must_be))
+            errors.append("%s=%s (%s)" % (name, _as_written(value), must_be))
             named.add(name)
     rest = {name: values[name] for name in values if name in options and name not in named
             and (values[name] is not None or options[name].get("required"))}
@@ -116,6 +127,11 @@ def input_errors(values, options):
     result = ArgumentSpecValidator(rest_spec).validate(rest)
     errors.extend(result.error_messages)
     return errors
+
+
+def _as_written(value):
+    """The value as the operator wrote it, on one line: a text with a line break or control character as repr() shows it."""
+    return repr(value) if isinstance(value, str) and control_character(value) else value
 
 
 def _kind_error_free(spec, value):

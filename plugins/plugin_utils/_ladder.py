@@ -16,7 +16,7 @@ import time
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text, health_check
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_floor, kill_targets, memory_held
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import (
-    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, refusal, undrain_outcome,
+    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, reach, undrain_outcome,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
     HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, RUNG_MODULES, SCOPE_OPTIONS, STATE_VERSION, WalkError,
@@ -65,11 +65,11 @@ class LadderWalk:
             snapshot = self.inspect()
             if snapshot.get("failed"):
                 raise WalkError("the first inspection failed: %s" % snapshot.get("msg"))
-        floor = entry_floor(snapshot["verdict"]["rung"], self.options.rungs)
+        floor, refused, beyond = reach(snapshot, entry_floor(snapshot["verdict"]["rung"], self.options.rungs), self.options)
         state = {
             "version": STATE_VERSION, "started": self.clock(), "first": snapshot, "last": snapshot, "floor": floor,
             "tried": [], "inspections": [_inspection(snapshot, None)], "pending": None, "pending_rung": None,
-            "refused": refusal(snapshot, floor, self.options), "error": "", "drain_taken": False, "drained": "",
+            "refused": refused, "beyond": beyond, "error": "", "drain_taken": False, "drained": "",
             "drain_notes": [], "undrained": "", "undrain_taken": False, "options": self.options.kept,
         }
         if state["refused"]:
@@ -136,8 +136,10 @@ class LadderWalk:
                 state["pending_rung"] = rung
                 return state
             self._take(state, rung)
-            if self.check_mode:
-                break  # the modules only predicted: the node did not change, so only the first rung can be planned
+            if self.check_mode and not state["tried"][-1]["failed"]:
+                # The modules only predicted: the node did not change, so only the first rung that would work can be
+                # planned. A rung that would fail leaves the node as the real run's would: the plan climbs on as it does.
+                break
         return self._end(state)
 
     def _end(self, state):
@@ -177,7 +179,7 @@ class LadderWalk:
 
     def _gate_gpus(self, state):
         """The GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does); all when it was not scoped."""
-        if not self.options.snapshot_args.get("gpus"):
+        if self.options.snapshot_args.get("gpus") is None:
             return []
         return [gpu["index"] for gpu in state["first"]["gpus"]]
 
@@ -250,7 +252,8 @@ class LadderWalk:
 
     def _take_graphics(self, snapshot):
         del snapshot
-        graphics = self.execute(RUNG_MODULES["graphics"], self._module_args())
+        allow_display = dict((name, self.options.kill_args[name]) for name in ("allow_display",) if name in self.options.kill_args)
+        graphics = self.execute(RUNG_MODULES["graphics"], self._module_args(allow_display))
         return step_result("graphics", graphics, list(graphics.get("plan") or [])), graphics.get("snapshot_after")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
-    NO_RUNG, RUNGS, entry_rung, memory_held, rung_index, running_job_holders,
+    NO_RUNG, RUNGS, entry_floor, entry_rung, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import GATED_RUNGS, LADDERS
 
@@ -47,12 +47,49 @@ def refusal(snapshot, floor, options):
     if not memory_held(snapshot, options.end_running_jobs) or floor <= options.ceiling:
         return ""
     rungs = options.rungs
-    allow = options.named("max_rung", rungs[floor])
-    if rungs[floor] == "reboot" and not options.allow_reboot:
-        allow += " and %s" % options.named("allow_reboot", "true")
+    allow = _allow(rungs[floor], options)
     return "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s); %s would allow it" % (
         rungs[floor], "; ".join(r["reason"] for r in snapshot["verdict"]["reasons"]), rungs[options.ceiling],
         options.limits_text(), allow)
+
+
+def gpu_needs(snapshot, options):
+    """Each GPU of the snapshot that holds memory the ladder should get back, with the rung its own evidence needs: the
+    verdict of the snapshot narrowed to that GPU (its holders, its Xid events, its state). -> [{"index", "rung",
+    "reasons"}], by index."""
+    judge = windows_verdict if options.platform == "windows" else verdict
+    threshold = (snapshot.get("scope") or {}).get("ghost_threshold_mib", options.snapshot_args.get("ghost_threshold_mib", 256))
+    needs = []
+    for gpu in snapshot["gpus"]:
+        alone = dict(snapshot, gpus=[gpu])
+        alone["verdict"] = judge(alone, threshold)
+        if memory_held(alone, options.end_running_jobs):
+            rung = options.rungs[entry_floor(alone["verdict"]["rung"], options.rungs)]
+            needs.append({"index": gpu["index"], "rung": rung, "reasons": [r["reason"] for r in alone["verdict"]["reasons"]]})
+    return needs
+
+
+def reach(snapshot, floor, options):
+    """What the walk may do for this snapshot: (floor, refusal, beyond). Where the evidence needs a rung above the
+    ceiling, the walk is refused whole (refusal) only when no held GPU is helped by an allowed rung; else it takes
+    the allowed rungs for the GPUs they help (floor: the heaviest rung one of them needs) and names each other GPU
+    (beyond: [{"index", "rung", "reasons", "allow"}], the rung it needs and the option that would allow it)."""
+    refused = refusal(snapshot, floor, options)
+    if not refused:
+        return floor, "", []
+    needs = gpu_needs(snapshot, options)
+    helped = [need for need in needs if rung_index(need["rung"], options.rungs) <= options.ceiling]
+    if not helped:
+        return floor, refused, []
+    beyond = [dict(need, allow=_allow(need["rung"], options)) for need in needs if need not in helped]
+    return max(rung_index(need["rung"], options.rungs) for need in helped), "", beyond
+
+
+def _allow(rung, options):
+    allow = options.named("max_rung", rung)
+    if rung == "reboot" and not options.allow_reboot:
+        allow += " and %s" % options.named("allow_reboot", "true")
+    return allow
 
 
 def health_gate(rung_taken, rung_failed, held, setting, check_mode):

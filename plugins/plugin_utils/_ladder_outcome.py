@@ -7,7 +7,7 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import command_text
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import memory_held, undetermined
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import HELD_STATES, IN_USE, NO_GPU_SELECTED, memory_held, undetermined
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import health_gate_failed
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line
 
@@ -82,9 +82,36 @@ def gpu_outcomes(first, last, check_mode):
     return gpus
 
 
+PARTLY_FIXED = "partly fixed"
+
+
+def partly_fixed(state, options, check_mode):
+    """(status, message) of a walk that took the allowed rungs for the GPUs they help and named the others (the walk's
+    "beyond", from _ladder_decisions.reach): "partly fixed" once every GPU it helped holds nothing more ("planned" in
+    check mode), saying both - which GPU the rung fixed and how much came back, which GPU needs which rung and what
+    would allow it; None for any other walk (and for one whose last rung failed or left a helped GPU held)."""
+    beyond = state.get("beyond") or []
+    if not beyond or not state["tried"] or state["tried"][-1]["failed"] or state["error"]:
+        return None
+    outside = set(need["index"] for need in beyond)
+    held = HELD_STATES + ((IN_USE,) if options.end_running_jobs else ())
+    if not check_mode and any(gpu["index"] not in outside and gpu.get("state") in held for gpu in state["last"]["gpus"]):
+        return None
+    rung = state["tried"][-1]["rung"]
+    named = "; ".join("GPU %s needs the %s rung (%s), which %s would allow" % (
+        need["index"], need["rung"], "; ".join(need["reasons"]), need["allow"]) for need in beyond)
+    helped = [gpu for gpu in gpu_outcomes(state["first"], state["last"], check_mode)
+              if gpu["index"] not in outside and gpu["state_before"] in held]
+    if check_mode:
+        return "planned", "check mode: would take the %s rung for GPU %s; %s" % (rung, ", ".join(str(g["index"]) for g in helped), named)
+    fixed = ", ".join("GPU %s by %s (%d MiB back)" % (gpu["index"], rung, gpu["freed_mib"]) for gpu in helped)
+    return PARTLY_FIXED, "%s: %s; %s" % (PARTLY_FIXED, fixed or "nothing more held where the %s rung helps" % rung, named)
+
+
 def outcome_status(state, options, check_mode, freed_mib):
     """(status, message) of the walk: refused, clean, planned, fixed, failed or undetermined (no memory known held,
-    but a GPU's state is unknown: never clean, never fixed)."""
+    but a GPU's state is unknown: never clean, never fixed). In check mode the same as the real run's wherever the plan
+    fails (the node did not change, so the real run would end the same way): planned only when a rung would work."""
     tried = [step["rung"] for step in state["tried"]]
     held = memory_held(state["last"], options.end_running_jobs)
     unknown = undetermined(state["last"]) if not held else []
@@ -94,17 +121,21 @@ def outcome_status(state, options, check_mode, freed_mib):
         return "failed", state["error"]
     if not tried and unknown:
         return "undetermined", "undetermined: no GPU memory is known to be held, but %s" % "; ".join(unknown)
+    if not tried and ((state.get("first") or state["last"]).get("scope") or {}).get("gpus") == []:
+        return "clean", NO_GPU_SELECTED
     if not tried:
         return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
-    if check_mode:
-        first = state["tried"][0]
-        if first["failed"]:
-            return "planned", "check mode: would take the %s rung, which would fail: %s" % (tried[0], first["msg"])
-        return "planned", "check mode: would take the %s rung" % tried[0]
     if state.get("drain_error"):
         before = ", ".join(tried[:-1])
         return "failed", "no %s rung ran, the walk stopped at the scheduler: %s%s" % (
             tried[-1], state["drain_error"], "; after the %s rung(s), GPU memory is still held" % before if before and held else "")
+    partial = partly_fixed(state, options, check_mode)
+    if partial:
+        return partial
+    if check_mode and not state["tried"][-1]["failed"]:
+        # The plan's outcome is the real run's: a rung that would fail is the real run's failure (below), not a plan.
+        failing = ["the %s rung, which would fail: %s" % (step["rung"], step["msg"]) for step in state["tried"][:-1]]
+        return "planned", "check mode: would take %s" % "; then ".join(failing + ["the %s rung" % tried[-1]])
     if unknown:
         return "undetermined", "undetermined after the %s rung(s): no GPU memory is known to be held, but %s" % (
             ", ".join(tried), "; ".join(unknown))
@@ -160,7 +191,8 @@ def outcome(state, options, check_mode, now, host):
         "host": host, "status": status, "msg": msg, "check_mode": check_mode,
         "entry_rung": state["first"]["verdict"]["rung"],
         "reasons": [reason["reason"] for reason in state["first"]["verdict"]["reasons"]],
-        "fixed_by": state["tried"][-1]["rung"] if status == "fixed" else None,
+        "fixed_by": state["tried"][-1]["rung"] if status in ("fixed", PARTLY_FIXED) else None,
+        "needs": [dict(need) for need in state.get("beyond") or []],
         "rungs_tried": state["tried"], "held_by": holders, "gpus": gpus, "memory_freed_mib": freed,
         "seconds": round(now - state["started"], 1), "drained": state["drained"] or None,
         "undrained": state["undrained"] or None, "drain_notes": state["drain_notes"], "inspections": state["inspections"],

@@ -26,7 +26,7 @@ _BAR_TITLES = {"now": "now", "before": "before", "after": "after"}
 CSS = """
 :root{--ink:#1f2328;--mute:#656d76;--line:#d0d7de;--card:#fff;--page:#f6f8fa;
 --attributed:#2f6fde;--ghost:#e8590c;--in_use:#8c959f;--reserved:#57606a;--free:#dcfce7;
---fixed:#1a7f37;--clean:#0e7490;--planned:#0969da;--failed:#cf222e;--refused:#9a6700;--inspected:#57606a;--not_reached:#8250df;--undetermined:#6e7781}
+--fixed:#1a7f37;--partly_fixed:#bf8700;--clean:#0e7490;--planned:#0969da;--failed:#cf222e;--refused:#9a6700;--inspected:#57606a;--not_reached:#8250df;--undetermined:#6e7781}
 *{box-sizing:border-box}
 body{margin:0;background:var(--page);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 main{max-width:1320px;margin:0 auto;padding:24px 28px 48px}
@@ -99,7 +99,7 @@ def _mib(value, path, unit=True):
 
 
 def _colour(status):
-    return "var(--%s)" % (status if status in STATUSES else "inspected")
+    return "var(--%s)" % (status.replace(" ", "_") if status in STATUSES else "inspected")
 
 
 def _badge(status, path):

@@ -18,7 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import markdown, markdown_code, printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 
-STATUSES = ("fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
+STATUSES = ("fixed", "partly fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
 _GPU_FIELDS = ("index", "name", "pci_bus_id", "state", "memory_used_mib", "memory_total_mib", "unattributed_mib")
 BAR_SEGMENTS = ("attributed_mib", "ghost_mib", "in_use_mib", "reserved_mib", "free_mib")
 _HOLDER_FIELDS = ("pid", "name", "user", "class", "state", "gpus", "used_mib", "ppid", "parent_name")

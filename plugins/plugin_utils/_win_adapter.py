@@ -33,9 +33,12 @@ def act(node, args, check_mode, sleep, journal):
 
 
 def _chosen_gpus(snapshot, wanted):
-    """The GPUs `gpu` names (index, UUID or PCI bus id), or every GPU when unset (those that need it are restarted)."""
+    """The GPUs `gpu` names (index, UUID or PCI bus id), or every GPU when unset (those that need it are restarted); an
+    empty list selects none (only the option left out means every GPU)."""
     if wanted is None:
         return list(snapshot["gpus"])
+    if isinstance(wanted, (list, tuple)) and not wanted:
+        return []
     text = str(wanted).strip()
     bus = normalize_bus_id(text) if not text.isdigit() else None
     for gpu in snapshot["gpus"]:

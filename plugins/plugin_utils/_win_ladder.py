@@ -140,7 +140,7 @@ class WindowsWalk(LadderWalk):
         if not targets and not shells:
             return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": left_lines}, snapshot
         steps = ([self._reset("kill", "kill", holders=targets, **protect)] if targets else [])
-        steps += [self._reset("kill", "restart_explorer", user=user, **protect) for user in shells]
+        steps += [self._reset("kill", "restart_explorer", user=user, allow_dwm=self._allow_desktop(), **protect) for user in shells]
         step, after = merged_step("kill", steps)
         step["plan"] = left_lines + step["plan"]
         return step, after
@@ -245,4 +245,9 @@ class WindowsWalk(LadderWalk):
         if not users:
             return {"rung": "logoff", "changed": False, "failed": False, "msg": "no user session holds a GPU", "plan": []}, snapshot
         protect = dict((name, self.options.kill_args[name]) for name in ("protect_names", "protect_users") if self.options.kill_args.get(name))
-        return merged_step("logoff", [self._reset("logoff", "logoff", user=user, **protect) for user in users])
+        return merged_step("logoff", [self._reset("logoff", "logoff", user=user, allow_dwm=self._allow_desktop(), **protect) for user in users])
+
+    def _allow_desktop(self):
+        """allow_display (gpu_reclaim_allow_display): what lets a logoff or a restart of the shell end a user's desktop,
+        win_gpu_reset's allow_dwm."""
+        return bool(self.options.kill_args.get("allow_display"))

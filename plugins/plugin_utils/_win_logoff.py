@@ -12,7 +12,7 @@ def act(node, args, check_mode, sleep, journal):
     mine = _win_sessions.sessions_of(_win_act.sessions(node), args["user"])
     policy = _win_protect.Policy.from_args(args)
     quser_rows = [session for session in mine if "domain" not in session]
-    processes = _win_act.process_list(node).values() if mine and (policy.names or policy.users or quser_rows) else ()
+    processes = _win_act.process_list(node).values() if mine and (policy.names or policy.users or quser_rows or not policy.allow_dwm) else ()
     entries = [_logoff_plan(session, policy, processes, args["user"]) for session in mine]
     dropped = False
     for entry in entries:
@@ -26,7 +26,7 @@ def act(node, args, check_mode, sleep, journal):
                 entry["outcome"] = "logged_off" if gone else "failed"
     for entry in entries:
         entry["line"] = _session_line(entry, check_mode)
-    failures = [e for e in entries if e["outcome"] == "failed"]
+    failures = [e for e in entries if e["outcome"] == "failed" or e.get("needs")]
     result = {"changed": any(e["outcome"] in ("logoff", "logged_off") for e in entries), "sessions": entries,
               "connection_dropped": dropped, "plan": [e["line"] for e in entries] or ["no session of %s: nothing to log off" % args["user"]]}
     if failures:
@@ -51,6 +51,9 @@ def _logoff_plan(session, policy, processes, user):
         why = why and "a logoff would end %s" % why
     if why:
         return dict(entry, outcome="refused", message=why)
+    desktop = _win_protect.desktop_refusal("a logoff", session["id"], processes, policy)
+    if desktop:
+        return dict(entry, outcome="refused", needs="allow_dwm", message=desktop)
     return dict(entry, outcome="logoff", argv=_win_sessions.logoff_argv(session["id"]))
 
 

@@ -86,6 +86,17 @@ def refusal(process, policy):
     return None
 
 
+def desktop_refusal(step, session_id, processes, policy):
+    """Why `step` (a logoff, a restart of the shell) may not end the desktop of session `session_id` - the display
+    server of Windows, dwm.exe, and the user's shell - without allow_dwm (gpu_reclaim_allow_display through the roles),
+    naming what it would end; None when allowed. The Windows twin of allow_display on Linux."""
+    if policy.allow_dwm:
+        return None
+    desktop = [label(p) for p in processes if p.get("session_id") == session_id and role(p.get("name"), p.get("pid"), p.get("owner_sid")) == "dwm"]
+    return "%s would end the desktop of session %s (display server %s); allow_dwm=true (gpu_reclaim_allow_display through the roles) " \
+        "allows it" % (step, session_id, ", ".join(desktop) or "dwm.exe")
+
+
 SERVICES_SESSION = 0
 
 

@@ -155,6 +155,8 @@ def _checked_users(users):
 
 
 def _checked_gpu_form(gpu):
+    if isinstance(gpu, (list, tuple)) and not gpu:
+        return  # an empty selection (a filter that matched nothing): no GPU, nothing restarted
     if isinstance(gpu, bool) or not isinstance(gpu, (int, str)) or (isinstance(gpu, int) and gpu < 0) \
             or (isinstance(gpu, str) and not gpu.strip()):
         raise WinResetInputError("gpu: %r is no GPU index, UUID or PCI bus id" % (gpu,))

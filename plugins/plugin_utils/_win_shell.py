@@ -20,10 +20,14 @@ def act(node, args, check_mode, sleep, journal):
     policy = _win_protect.Policy.from_args(args, allow_shell=True)
     entries = [_shell_plan(session, processes, snapshot, args["force"], policy, args["user"]) for session in sessions]
     for entry in entries:
+        desktop = entry["outcome"] == "restart" and _win_protect.desktop_refusal("restarting explorer.exe", entry["id"], processes.values(), policy)
+        if desktop:
+            entry.update(outcome="refused", needs="allow_dwm", message=desktop)
+    for entry in entries:
         if entry["outcome"] == "restart" and not check_mode:
             _restart_shell(node, journal, entry, args["shell_timeout"], sleep)
         entry["line"] = _shell_line(entry, check_mode)
-    failures = [e for e in entries if e["outcome"] == "failed"]
+    failures = [e for e in entries if e["outcome"] == "failed" or e.get("needs")]
     result = {"changed": any(e["outcome"] in ("restart", "restarted") or e.get("ended") for e in entries), "sessions": entries,
               "plan": [e["line"] for e in entries] or ["no session of %s: no explorer to restart" % args["user"]]}
     if failures:

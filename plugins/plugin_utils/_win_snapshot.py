@@ -60,6 +60,8 @@ def take(node, nvidia_smi="nvidia-smi", ghost_threshold_mib=256, journal_path=No
     snapshot = {"gpus": gpus, "holders": holders, "adapters": _adapter_devices(node, gpus, locations, probes),
                 "sessions": _sessions(node, probes), "wsl": wsl, "journal": journal, "probes": probes}
     adapter_memory = _adapter_memory(script.get("adapter_memory") or {}, probes)
+    for holder in holders:
+        holder.update(counter_residency(holder, gpus, adapter_memory))
     for gpu in gpus:
         ghost = ghost_memory(gpu, adapter_memory.get(gpu.get("luid")) if gpu.get("luid") else None)
         gpu.update(attributed_mib=ghost["attributed_mib"], unattributed_mib=ghost["ghost_mib"], ghost_source=ghost["source"],
@@ -421,6 +423,44 @@ def _holder(process, listed, counter, luids):
     else:
         holder["class"] = _CLASS_OF_ROLE.get(process["role"]) or ("compute" if _compute_context(listed) else "graphics_session")
     return holder
+
+
+def counter_residency(holder, gpus, adapter_memory):
+    """What a holder's GPU Process Memory "Dedicated Usage" counter says of the memory it holds on each GPU, as fields:
+    "counter_dedicated_mib_by_gpu" (the counter as read, per GPU), "used_mib_by_gpu" and "used_mib" (memory held: the
+    counter's figure only where it is no larger than what the GPU says is used - nvidia-smi's memory.used, else its
+    adapter's GPU Adapter Memory figure), "used_mib_source" (V(counter), V(nvidia-smi) or None) and, where a figure was
+    set aside, "used_mib_reason" naming both figures. The per-process counter counts what the process has committed or
+    mapped, shared surfaces too (dwm.exe reads 8996 MiB on a GPU using 2990 MiB): a figure larger than the GPU's whole
+    use is no residency."""
+    counted = dict(holder.get("used_mib_by_gpu") or {})
+    used_by_index = {}
+    for gpu in gpus:
+        used = gpu.get("memory_used_mib")
+        if used is None and gpu.get("luid") and adapter_memory.get(gpu["luid"]) is not None:
+            used = adapter_memory[gpu["luid"]] // MIB
+        used_by_index[str(gpu["index"])] = used
+    held, set_aside = {}, []
+    for key, mib in counted.items():
+        limit = used_by_index.get(key)
+        if limit is not None and mib > limit:
+            set_aside.append("its Dedicated Usage counter on GPU %s (%d MiB) is larger than the memory that GPU uses (%d MiB): "
+                             "not memory held" % (key, mib, limit))
+        else:
+            held[key] = mib
+    fields = {"counter_dedicated_mib_by_gpu": counted, "used_mib_by_gpu": held}
+    if not set_aside:
+        fields["used_mib_source"] = "counter" if counted else ("nvidia-smi" if holder.get("nvidia_smi_used_mib") is not None else None)
+        return fields
+    smi = holder.get("nvidia_smi_used_mib")
+    if held:
+        fields.update(used_mib=sum(held.values()), used_mib_source="counter")
+    elif smi is not None:
+        fields.update(used_mib=smi, used_mib_source="nvidia-smi")
+    else:
+        fields.update(used_mib=None, used_mib_source=None)
+    fields["used_mib_reason"] = "; ".join(set_aside)
+    return fields
 
 
 def _compute_context(listed):

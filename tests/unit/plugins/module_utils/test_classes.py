@@ -180,7 +180,7 @@ def test_pod_live():
 
 def test_selection_busy_is_selected_and_orphans_only_takes_the_schedulers_word():
     from ansible_collections.gpuops.remediation.plugins.module_utils._kill import HolderSelection
-    params = {"gpus": [], "classes": ["compute"], "users": [], "min_memory_mib": None, "orphans_only": False, "holders": None}
+    params = {"gpus": None, "classes": ["compute"], "users": None, "min_memory_mib": None, "orphans_only": False, "holders": None}
     busy = {"pid": 1, "class": "busy", "gpus": [0], "slurm_job": "4271", "job": {"running": True}}
     leftover = {"pid": 2, "class": "compute", "gpus": [0], "slurm_job": "4271", "job": {"running": False}}
     hinted = {"pid": 3, "class": "compute", "gpus": [0], "slurm_job": "4271", "job": None}

@@ -285,7 +285,7 @@ def test_remediation_is_narrowed_to_the_gpus_whose_findings_ask_for_it():
     assert remediation_for([], ["ghost_memory"]) == {"needed": False, "gpus": []}
     # A probe that failed for the whole node names no GPU: the ladder may need every GPU.
     node_wide = findings + [{"kind": "unresponsive", "gpu_index": None}]
-    assert remediation_for(node_wide, ["unresponsive", "ghost_memory"]) == {"needed": True, "gpus": []}
+    assert remediation_for(node_wide, ["unresponsive", "ghost_memory"]) == {"needed": True, "gpus": None}
 
 
 def test_a_run_that_locks_the_state_last_cannot_rewind_it_with_older_samples():

@@ -56,12 +56,19 @@ def test_what_operators_send_passes(options, values):
     ({"gpu_reclaim_max_rung": "all"}, "value of gpu_reclaim_max_rung must be one of"),
     ({"gpu_reclaim_windows_max_rung": "reload"}, "value of gpu_reclaim_windows_max_rung must be one of"),
     ({"gpu_reclaim_kill_grace": "soon"}, "gpu_reclaim_kill_grace"),
+    ({"gpu_reclaim_drain_reason": "gpuops\nmaintenance"}, "gpu_reclaim_drain_reason='gpuops\\nmaintenance' (one line without a line break"),
+    ({"gpu_reclaim_drain_reason": "gpuops\tmaintenance"}, "found '\\t'"),
+    ({"gpu_reclaim_drain_reason": "  "}, "gpu_reclaim_drain_reason=   (a non-empty text)"),
 ])
 def test_each_wrong_variable_is_named_alone_with_its_value(options, values, says):
     errors = input_errors(dict(values, gpu_reclaim_allow_reboot_ok=1), options)
     assert len(errors) == 1, errors
     assert says in errors[0]
     assert list(values)[0] in errors[0]
+
+
+def test_a_drain_reason_on_one_line_passes(options):
+    assert input_errors({"gpu_reclaim_drain_reason": "gpuops: maintenance (ticket 42)"}, options) == []
 
 
 def test_several_wrong_variables_each_named_once(options):

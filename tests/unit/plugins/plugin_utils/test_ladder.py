@@ -23,7 +23,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome
 
 THRESHOLD = 256
 # The scope of a snapshot taken with the walk's default options.
-SCOPE = {"gpus": [], "ghost_threshold_mib": THRESHOLD, "kernel_log_source": "auto", "kernel_log_path": None, "kernel_log_window": None}
+SCOPE = {"gpus": None, "ghost_threshold_mib": THRESHOLD, "kernel_log_source": "auto", "kernel_log_path": None, "kernel_log_window": None}
 PROBES = {"gpu": {"ok": True, "timed_out": False, "error": None}, "kernel_log": {"source": "none"}}
 
 
@@ -161,7 +161,7 @@ def test_without_a_snapshot_the_walk_takes_one():
     node = Node([{"ghost": 0}])
     state = walk(node).start()
     assert modules(node) == ["gpu_holders_info"]
-    assert node.calls[0][1]["gpus"] == [] and "run_id" not in node.calls[0][1]  # the inspection gets snapshot options only
+    assert "gpus" not in node.calls[0][1] and "run_id" not in node.calls[0][1]  # the inspection gets snapshot options only
     assert state["outcome"]["status"] == "clean"
 
 
@@ -651,6 +651,9 @@ def test_check_mode_never_claims_the_drain_and_says_when_the_planned_rung_would_
     ladder = walk(node, check_mode=True, drain="slurm")
     state = ladder.start(node.snapshot())
     state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {"ours": True, "msg": "would drain with reason 'x'"}})
+    # The reset would fail, changing nothing: the plan climbs on as the real run would, to the drain checked before the reload.
+    assert state["pending"] == "drain" and state["pending_rung"] == "reload"
+    state = ladder.continue_after("drain", state, {"scheduler": "slurm", "slurm": {}})
     outcome = state["outcome"]
     assert outcome["status"] == "planned" and outcome["drained"] is None
     assert outcome["drain_notes"] == ["slurm drain: would drain with reason 'x'",
@@ -658,7 +661,8 @@ def test_check_mode_never_claims_the_drain_and_says_when_the_planned_rung_would_
                                       "check, or keep it drained if they do not"]
     # Check mode names the drain in the summary too.
     assert "  scheduler: slurm drain: would drain with reason 'x'" in outcome["summary"]
-    assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported"
+    assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported; " \
+        "then the reload rung"
     assert state["drain_followup"] is None
 
 
@@ -731,3 +735,89 @@ def test_every_rung_but_the_reboot_has_its_taker_named_in_one_table():
         takers = walk_class.rung_takers(object.__new__(walk_class))
         assert tuple(takers) == rungs[:-1], walk_class
         assert all(callable(taker) for taker in takers.values())
+
+
+# Check mode fails where the real run fails: the plan's outcome is the real run's (issue 26, rule 5).
+@pytest.mark.parametrize("max_rung", ["kill", "reset", "reload"])
+def test_check_mode_ends_as_the_real_run_when_every_rung_would_fail(max_rung):
+    """A holder no signal ends (a refusal inside each rung): the real run fails after every allowed rung, with its message;
+    the plan fails the same way, with the same message and rungs, and changes nothing."""
+    def ends(check_mode):
+        node = Node([{"ghost": 0}], holders=[ORPHAN], survivors={ORPHAN["pid"]}, reset_fails=True, reload_fails=True)
+        return walk(node, check_mode=check_mode, max_rung=max_rung).start(node.snapshot())["outcome"], node
+    planned, plan_node = ends(True)
+    done, dummy = ends(False)
+    assert done["status"] == "failed" and planned["status"] == "failed", (planned["msg"], done["msg"])
+    assert planned["msg"] == done["msg"]
+    assert [step["rung"] for step in planned["rungs_tried"]] == [step["rung"] for step in done["rungs_tried"]]
+    assert [step["msg"] for step in planned["rungs_tried"]] == [step["msg"] for step in done["rungs_tried"]]
+    assert plan_node.holders == [ORPHAN]
+
+
+def test_check_mode_plans_the_rung_that_would_work_after_one_that_would_fail():
+    node = Node([{"ghost": 2048}], reset_fails=True)
+    outcome = walk(node, check_mode=True).start(node.snapshot())["outcome"]
+    assert outcome["status"] == "planned"
+    assert outcome["msg"] == "check mode: would take the reset rung, which would fail: gpu_reset failed: GPU 0: Not Supported; then the reload rung"
+    assert [step["rung"] for step in outcome["rungs_tried"]] == ["reset", "reload"]
+
+
+# What the ladder may do, it does; what it may not, it names (issue 26, rule 6).
+def test_reach_helps_the_gpus_an_allowed_rung_helps_and_names_the_others():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import gpu_needs, reach
+    node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)])
+    snapshot = node.snapshot()
+    assert [(need["index"], need["rung"]) for need in gpu_needs(snapshot, options(max_rung="kill"))] == [(0, "kill"), (1, "reset")]
+    floor, refused, beyond = reach(snapshot, 1, options(max_rung="kill", option_names={"max_rung": "gpu_reclaim_max_rung"}))
+    assert (floor, refused) == (0, "")
+    assert [(need["index"], need["rung"], need["allow"]) for need in beyond] == [(1, "reset", "gpu_reclaim_max_rung=reset")]
+    # Nothing an allowed rung helps: refused whole, as before.
+    lone = Node([{"ghost": 2048}]).snapshot()
+    floor, refused, beyond = reach(lone, 1, options(max_rung="kill"))
+    assert refused.startswith("the evidence needs the reset rung") and beyond == []
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_node_where_one_gpu_needs_the_kill_and_another_a_reset_is_partly_fixed_under_max_rung_kill(check_mode):
+    node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)])
+    state = walk(node, check_mode=check_mode, max_rung="kill", option_names={"max_rung": "gpu_reclaim_max_rung"}).start(node.snapshot())
+    outcome = state["outcome"]
+    assert [step["rung"] for step in outcome["rungs_tried"]] == ["kill"]
+    assert modules(node).count("gpu_reset") == 0
+    named = "GPU 1 needs the reset rung (GPU 1 (00000000:19:00.0) has 2048 MiB in use that no live process accounts for " \
+        "(ghost memory)), which gpu_reclaim_max_rung=reset would allow"
+    if check_mode:
+        assert outcome["status"] == "planned" and outcome["msg"] == "check mode: would take the kill rung for GPU 0; " + named
+        assert node.holders and node.holders[0]["pid"] == ORPHAN["pid"]
+    else:
+        assert outcome["status"] == "partly fixed" and outcome["fixed_by"] == "kill"
+        assert outcome["msg"] == "partly fixed: GPU 0 by kill (14336 MiB back); " + named
+        assert node.holders == []
+        assert outcome["summary"][0] == "node07: partly fixed - " + outcome["msg"]
+    assert [(need["index"], need["rung"]) for need in outcome["needs"]] == [(1, "reset")]
+
+
+def test_a_partial_walk_whose_allowed_rung_fails_is_failed_not_partly_fixed():
+    node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)], survivors={ORPHAN["pid"]})
+    outcome = walk(node, max_rung="kill").start(node.snapshot())["outcome"]
+    assert outcome["status"] == "failed"
+
+
+# An empty selection selects nothing (issue 26, rule 4).
+def test_select_gpus_only_the_option_left_out_means_every_gpu():
+    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import select_gpus
+    gpus = [{"index": 0, "uuid": "GPU-a"}, {"index": 1, "uuid": "GPU-b"}]
+    assert select_gpus(gpus, None) == [0, 1]
+    assert select_gpus(gpus, []) == []
+    assert select_gpus(gpus, ["1"]) == [1]
+
+
+def test_a_walk_scoped_to_no_gpu_says_so_and_takes_no_rung():
+    node = Node([{"ghost": 2048}], holders=[ORPHAN])
+    snapshot = dict(node.snapshot(), gpus=[], holders=[])
+    snapshot["scope"] = dict(snapshot["scope"], gpus=[])
+    snapshot["verdict"] = {"rung": "none", "reasons": []}
+    outcome = walk(node, gpus=[]).start(snapshot)["outcome"]
+    assert outcome["status"] == "clean" and outcome["rungs_tried"] == []
+    assert outcome["msg"] == "gpus: [] selects no GPU: nothing is inspected or changed (leave gpus out for every GPU)"
+    assert modules(node) == []

@@ -116,7 +116,8 @@ def test_a_walked_gpu_gets_its_total_from_the_snapshot_and_bars_before_and_after
 def test_the_fleet_counts_gpus_ghost_memory_and_the_longest_host():
     entries = [host_entry("node07", outcome=OUTCOME), host_entry("node01", snapshot=SNAPSHOT), host_entry("node09")]
     fleet = build_report(entries, "r", "reset_gpu", False, "t")["fleet"]
-    assert fleet["count_by_status"] == {"fixed": 1, "clean": 0, "planned": 0, "failed": 0, "refused": 0, "inspected": 1, "not_reached": 1, "undetermined": 0}
+    assert fleet["count_by_status"] == {"fixed": 1, "partly fixed": 0, "clean": 0, "planned": 0, "failed": 0, "refused": 0, "inspected": 1,
+                                        "not_reached": 1, "undetermined": 0}
     assert fleet["gpus"] == 2 and fleet["ghost_mib"] == 6144 and fleet["seconds_longest"] == 3.2
     assert build_report([host_entry("node09")], "r", "gpu_report", False, "t")["fleet"]["seconds_longest"] is None
 

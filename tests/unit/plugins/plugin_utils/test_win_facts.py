@@ -141,10 +141,10 @@ def test_logoff_of_john_never_logs_off_john_smith(tmp_path, constrained):
                                                     "administrators": ["ada"],
                                                     "sessions": [{"user": "john smith"}, {"user": "john"}, {"user": "jos\u00e9"}]}))
     node = SimulatedNode(root, "ada")
-    done = _win_reset.run(node, {"method": "logoff", "user": "john"}, check_mode=False)
+    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": "john"}, check_mode=False)
     assert done["changed"] and [e["user"] for e in done["sessions"]] == ["john"]
     assert [s["user"] for s in _win_sim.snapshot_of_state(root)["sessions"]] == ["john smith", "jos\u00e9"]
-    done = _win_reset.run(node, {"method": "logoff", "user": "WS12\\Jos\u00e9"}, check_mode=False)
+    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": "WS12\\Jos\u00e9"}, check_mode=False)
     assert done["changed"] and [s["user"] for s in _win_sim.snapshot_of_state(root)["sessions"]] == ["john smith"]
     assert _win_snapshot.take(node)["probes"]["sessions"]["source"] == ("quser" if constrained else "wts")
 

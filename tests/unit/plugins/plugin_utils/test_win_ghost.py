@@ -67,3 +67,45 @@ def test_the_snapshot_reads_ghost_memory_from_the_adapter_through_overstating_an
     python = next(h for h in snapshot["holders"] if h["name"] == "python.exe")
     assert python["class"] == "compute" and python["used_mib"] is None  # its -1 sample is no figure, nvidia-smi says N/A
     assert snapshot["probes"]["adapter_memory"]["ok"]
+
+
+# A counter is not memory: a per-process figure larger than what the GPU uses is not taken as residency (issue 26, rule 7).
+def test_a_process_counter_larger_than_the_gpus_use_is_not_memory_held():
+    card = {"index": 0, "memory_used_mib": 2990, "luid": "0x00000000_0x0000fa7a"}
+    dwm = {"used_mib": 8996, "used_mib_by_gpu": {"0": 8996}, "nvidia_smi_used_mib": None}
+    fields = _win_snapshot.counter_residency(dwm, [card], {})
+    assert fields["used_mib"] is None and fields["used_mib_by_gpu"] == {} and fields["used_mib_source"] is None
+    assert fields["counter_dedicated_mib_by_gpu"] == {"0": 8996}
+    assert fields["used_mib_reason"] == ("its Dedicated Usage counter on GPU 0 (8996 MiB) is larger than the memory that GPU "
+                                         "uses (2990 MiB): not memory held")
+
+
+def test_a_counter_within_the_gpus_use_is_memory_held_and_says_so():
+    card = {"index": 0, "memory_used_mib": 2990}
+    fields = _win_snapshot.counter_residency({"used_mib": 2990, "used_mib_by_gpu": {"0": 2990}}, [card], {})
+    assert "used_mib" not in fields and fields["used_mib_by_gpu"] == {"0": 2990} and fields["used_mib_source"] == "counter"
+
+
+def test_without_nvidia_smis_figure_the_adapter_counter_is_the_limit_and_nvidia_smi_figure_stands_in():
+    cards = [{"index": 0, "memory_used_mib": None, "luid": "0x0_0x1"}, {"index": 1, "memory_used_mib": 4000}]
+    holder = {"used_mib": 9000, "used_mib_by_gpu": {"0": 6000, "1": 3000}, "nvidia_smi_used_mib": 512}
+    fields = _win_snapshot.counter_residency(holder, cards, {"0x0_0x1": 1000 * MIB})
+    assert fields["used_mib"] == 3000 and fields["used_mib_by_gpu"] == {"1": 3000} and "GPU 0 (6000 MiB)" in fields["used_mib_reason"]
+    alone = _win_snapshot.counter_residency(dict(holder, used_mib_by_gpu={"0": 6000}), cards, {"0x0_0x1": 1000 * MIB})
+    assert alone["used_mib"] == 512 and alone["used_mib_source"] == "nvidia-smi"
+
+
+def test_the_snapshot_never_reports_dwm_holding_more_than_its_gpu_uses(tmp_path):
+    root = str(tmp_path / "ws")
+    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "gpus": [{"ghost_mib": 0}], "processes": [
+        {"name": "python.exe", "memory_mib": 1024}, {"name": "render.exe", "graphics": True, "memory_mib": 300, "counter_mib": 8996}]}))
+    snapshot = _win_snapshot.take(SimulatedNode(root))
+    [card] = snapshot["gpus"]
+    render = next(h for h in snapshot["holders"] if h["name"] == "render.exe")
+    python = next(h for h in snapshot["holders"] if h["name"] == "python.exe")
+    assert card["memory_used_mib"] < 8996
+    assert render["counter_dedicated_mib_by_gpu"] == {"0": 8996} and render["used_mib"] != 8996
+    assert "(8996 MiB) is larger than the memory that GPU uses (%d MiB)" % card["memory_used_mib"] in render["used_mib_reason"]
+    assert python["used_mib"] == 1024 and python["used_mib_source"] == "counter"
+    for holder in snapshot["holders"]:
+        assert (holder["used_mib"] or 0) <= card["memory_used_mib"]

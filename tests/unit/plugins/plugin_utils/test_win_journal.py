@@ -65,7 +65,7 @@ def test_wsl_shutdown_and_a_terminate_are_journaled(tmp_path):
 def test_an_adapter_restart_and_a_logoff_are_journaled(tmp_path):
     node = build(tmp_path, processes=[], distributions=[], gpus=[{"ghost_mib": 2048}])
     _win_reset.run(node, {"method": "restart_adapter"}, check_mode=False)
-    _win_reset.run(node, {"method": "logoff", "user": "ada"}, check_mode=False)
+    _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False)
     restart, restarted, logoff, logged_off = lines(node)
     assert restart["action"] == "restart_adapter" and restart["argv"][:2] == ["pnputil", "/restart-device"]
     assert restart["gpu"] == 0 and restarted["ok"] is True and restarted["outcome"] == "restarted"

@@ -122,12 +122,43 @@ def test_the_shell_holding_the_gpu_is_restarted_never_killed_with_its_tree(tmp_p
     node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
     before = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "explorer.exe"]
     assert before and before[0]["class"] == "compute"
-    ladder, calls = walk(node)
+    ladder, calls = walk(node, allow_display=True)
     state = ladder.start()
     assert calls[:2] == ["win_gpu_holders_info", "win_gpu_reset"]
     assert state["outcome"]["rungs_tried"][0]["rung"] == "kill"
     assert state["outcome"]["status"] == "fixed", state["outcome"]["summary"]
     assert state["outcome"]["rungs_tried"][0]["plan"][0].startswith("restarted explorer.exe of session 1 (ada)")
+
+
+# A desktop is a destructive step: the restart of the shell and the logoff end it only with allow_display (issue 26, rule 3).
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_restart_of_the_shell_refuses_without_allow_display(tmp_path, check_mode):
+    node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
+    before = _win_sim.snapshot_of_state(node.root)
+    ladder, dummy = walk(node, check_mode=check_mode, max_rung="kill")
+    outcome = ladder.start()["outcome"]
+    failed = [step for step in outcome["rungs_tried"] if step["failed"]]
+    assert outcome["status"] == "failed", outcome["summary"]
+    assert failed and "would end the desktop of session 1 (display server pid" in failed[-1]["msg"], outcome["rungs_tried"]
+    assert "dwm.exe" in failed[-1]["msg"] and "allow_dwm=true (gpu_reclaim_allow_display through the roles)" in failed[-1]["msg"]
+    after = _win_sim.snapshot_of_state(node.root)
+    assert after["processes"] == before["processes"] and after["sessions"] == before["sessions"]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+@pytest.mark.parametrize("method", ["logoff", "restart_explorer"])
+def test_win_gpu_reset_ends_no_desktop_without_allow_dwm(tmp_path, check_mode, method):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset
+    node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
+    before = _win_sim.snapshot_of_state(node.root)
+    [dwm] = [p["pid"] for p in before["processes"] if p["name"] == "dwm.exe"]
+    done = _win_reset.run(node, {"method": method, "user": "ada"}, check_mode=check_mode)
+    assert done["failed"] and not done["changed"]
+    assert "would end the desktop of session 1 (display server pid %s (dwm.exe)); allow_dwm=true" % dwm in done["msg"]
+    after = _win_sim.snapshot_of_state(node.root)
+    assert after["processes"] == before["processes"] and after["sessions"] == before["sessions"]
+    allowed = _win_reset.run(node, {"method": method, "user": "ada", "allow_dwm": True}, check_mode=True)
+    assert not allowed["failed"] and allowed["changed"], allowed
 
 
 def test_protected_processes_are_left_alone_and_no_heavier_rung_takes_the_gpu_from_them(tmp_path):
@@ -187,3 +218,15 @@ def test_an_idle_distribution_is_never_stopped_for_a_protected_holder(tmp_path, 
         assert [step["rung"] for step in tried] == ["kill", "wsl", "restart_adapter"]
         assert not tried[1]["changed"] and not [line for line in tried[1]["plan"] if "WSL" in line or "wsl" in line]
         assert tried[2]["failed"] and "render.exe" in tried[2]["msg"]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_empty_gpu_list_restarts_no_adapter(tmp_path, check_mode):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset
+    node = build(tmp_path, gpus=[{"ghost_mib": 2048}])
+    before = _win_sim.snapshot_of_state(node.root)
+    done = _win_reset.run(node, {"method": "restart_adapter", "gpu": []}, check_mode=check_mode)
+    assert not done["failed"] and not done["changed"], done
+    after = _win_sim.snapshot_of_state(node.root)
+    assert [e["argv"] for e in after["command_log"] if "/restart-device" in e["argv"]] == []
+    assert after["gpus"] == before["gpus"]

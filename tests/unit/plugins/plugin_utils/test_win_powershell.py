@@ -231,8 +231,8 @@ def recorded(tmp_path):
     assert sorted(h["name"] for h in holders) == sorted([HOSTILE_PROCESS, HOSTILE_CHILD])
     # check mode asks what the journal would refuse (journal_check) before it predicts an action
     assert _win_reset.run(node, dict({"method": "kill", "holders": holders}, nvidia_smi=HOSTILE_SMI, **journal), check_mode=True)["changed"]
-    for args in ({"method": "kill", "holders": holders}, {"method": "restart_adapter"}, {"method": "restart_explorer", "user": HOSTILE_USER},
-                 {"method": "logoff", "user": HOSTILE_USER}):
+    for args in ({"method": "kill", "holders": holders}, {"method": "restart_adapter"}, {"method": "restart_explorer", "user": HOSTILE_USER, "allow_dwm": True},
+                 {"method": "logoff", "user": HOSTILE_USER, "allow_dwm": True}):
         assert not _win_reset.run(node, dict(args, nvidia_smi=HOSTILE_SMI, **journal), check_mode=False)["failed"]
     assert _wsl_shutdown.stop(node, "Debian", False, **journal)["stopped"] == ["Debian"]
     assert _wsl_shutdown.stop(node, None, False, **journal)["stopped"] == ["Ubuntu-22.04"]

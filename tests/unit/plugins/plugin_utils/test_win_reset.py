@@ -288,7 +288,7 @@ def test_an_adapter_restart_that_drops_the_connection_is_judged_by_the_node_afte
 def test_a_logoff_that_drops_the_connection_is_judged_by_quser_afterwards(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada"}, {"user": "bob", "session_name": "rdp-tcp#0"}])
     node = DroppingNode(root, ["logoff"])
-    done = _win_reset.run(node, {"method": "logoff", "user": "ada"}, check_mode=False, sleep=lambda seconds: None)
+    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False, sleep=lambda seconds: None)
     assert done["connection_dropped"] and done["changed"] and not done["failed"]
     assert [s["user"] for s in done["snapshot_after"]["sessions"]] == ["bob"]
 
@@ -325,21 +325,21 @@ def test_the_real_path_turns_a_broken_connection_into_connection_dropped():
 def test_logoff_finds_the_session_by_user_case_and_domain_ignored(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada"}, {"user": "bob", "session_name": "rdp-tcp#0"}],
                  processes=[{"name": "python.exe", "memory_mib": 2048}])
-    predicted = _win_reset.run(SimulatedNode(root), {"method": "logoff", "user": "WS12\\ADA"}, check_mode=True)
+    predicted = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "WS12\\ADA"}, check_mode=True)
     assert predicted["changed"] and len(_win_sim.snapshot_of_state(root)["sessions"]) == 2
     assert predicted["plan"] == ["would log off session 1 of ada (console) with logoff 1"]
-    done = _win_reset.run(SimulatedNode(root), {"method": "logoff", "user": "WS12\\ADA"}, check_mode=False)
+    done = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "WS12\\ADA"}, check_mode=False)
     assert done["changed"] and not done["failed"]
     assert done["plan"] == ["logged off session 1 of ada (console) with logoff 1"]
     assert [s["user"] for s in done["snapshot_after"]["sessions"]] == ["bob"]
     assert not [h for h in done["snapshot_after"]["holders"] if h.get("session_id") == 1]
-    again = _win_reset.run(SimulatedNode(root), {"method": "logoff", "user": "ada"}, check_mode=False)
+    again = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert not again["changed"] and not again["failed"] and again["plan"] == ["no session of ada: nothing to log off"]
 
 
 def test_session_0_is_never_logged_off(tmp_path):
     root = build(tmp_path, sessions=[{"user": "svc", "id": 0, "session_name": "services"}])
-    done = _win_reset.run(SimulatedNode(root), {"method": "logoff", "user": "svc"}, check_mode=False)
+    done = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "svc"}, check_mode=False)
     assert not done["changed"] and done["sessions"][0]["outcome"] == "refused"
     assert "services' session" in done["plan"][0]
     assert not [argv for argv in command_log(root) if argv[0] == "logoff"]
@@ -347,7 +347,7 @@ def test_session_0_is_never_logged_off(tmp_path):
 
 def test_a_logoff_windows_refuses_is_a_failure(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada"}, {"user": "bob"}], administrators=["root"])
-    done = _win_reset.run(SimulatedNode(root, user="bob"), {"method": "logoff", "user": "ada"}, check_mode=False)
+    done = _win_reset.run(SimulatedNode(root, user="bob"), {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert done["failed"] and not done["changed"] and "Access is denied" in done["msg"]
 
 
@@ -356,9 +356,9 @@ def test_a_logoff_windows_refuses_is_a_failure(tmp_path):
 def test_the_shell_that_holds_gpu_memory_is_ended_alone_and_comes_back(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 300}], processes=[{"name": "python.exe"}])
     old = holders(root, "explorer.exe")[0]
-    predicted = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "user": "ada"}, check_mode=True)
+    predicted = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=True)
     assert predicted["changed"] and alive(root, old)
-    done = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "user": "ada"}, check_mode=False)
+    done = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert done["changed"] and not done["failed"]
     entry = done["sessions"][0]
     assert entry["outcome"] == "restarted" and entry["gpu_memory_mib"] == 300
@@ -366,13 +366,13 @@ def test_the_shell_that_holds_gpu_memory_is_ended_alone_and_comes_back(tmp_path)
     assert entry["explorer_after"] and entry["explorer_after"][0]["pid"] != old["pid"]
     assert [old["pid"]] in terminated(root)  # alone: no tree
     assert holders(root, "python.exe")
-    again = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "user": "ada"}, check_mode=False)
+    again = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert not again["changed"] and again["sessions"][0]["outcome"] == "not_needed"
 
 
 def test_a_shell_windows_does_not_start_again_is_a_failure_that_says_what_to_do(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 300}], auto_restart_shell=False)
-    done = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "user": "ada", "shell_timeout": 0}, check_mode=False,
+    done = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada", "shell_timeout": 0}, check_mode=False,
                           sleep=pytest.fail)
     assert done["failed"] and done["changed"]
     assert "AutoRestartShell" in done["msg"] and "Task Manager" in done["msg"]

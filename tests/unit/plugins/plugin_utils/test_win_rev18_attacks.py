@@ -177,7 +177,7 @@ def test_the_walk_with_a_group_in_protect_users_changes_nothing_and_says_why(tmp
     before = _win_sim.snapshot_of_state(node.root)
     ladder, dummy = walk(node, check_mode=check_mode, protect_users=["@render"])
     state = ladder.start()
-    assert state["outcome"]["status"] == ("planned" if check_mode else "failed")
+    assert state["outcome"]["status"] == "failed"  # check mode fails where the real run fails
     assert [rung["msg"] for rung in state["outcome"]["rungs_tried"] if rung["failed"]][0].startswith(
         "win_gpu_reset: protect_users[0]: '@render' is a group")
     after = _win_sim.snapshot_of_state(node.root)
@@ -305,7 +305,7 @@ def session_ids(node):
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_logoff_of_a_long_name_under_quser_logs_off_that_users_session_only(tmp_path, check_mode):
     node = quser_node(tmp_path, [{"user": LONG_1, "id": 1}, {"user": LONG_2, "id": 2, "session_name": "rdp-tcp#0"}])
-    done = _win_reset.run(node, {"method": "logoff", "user": LONG_2}, check_mode=check_mode)
+    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": LONG_2}, check_mode=check_mode)
     # was: both sessions (quser shows svc-gpu-render-node for each) logged off
     assert [(s["id"], s["outcome"]) for s in done["sessions"]] == [(1, "refused"), (2, "logoff" if check_mode else "logged_off")]
     assert "cut at 20 characters" in done["sessions"][0]["message"]
@@ -317,12 +317,12 @@ def test_logoff_of_a_long_name_under_quser_logs_off_that_users_session_only(tmp_
 def test_a_domain_prefix_quser_cannot_show_is_proven_by_the_sessions_processes(tmp_path, method, check_mode):
     node = quser_node(tmp_path, [{"user": "bob", "id": 2, "explorer_memory_mib": 300}])
     before = _win_sim.snapshot_of_state(node.root)
-    done = _win_reset.run(node, {"method": method, "user": "CORP\\bob", "force": True}, check_mode=check_mode)
+    done = _win_reset.run(node, {"method": method, "allow_dwm": True, "user": "CORP\\bob", "force": True}, check_mode=check_mode)
     # was: WS12\bob's session logged off (or his shell ended) for CORP\bob
     assert [s["outcome"] for s in done["sessions"]] == ["refused"] and not done["changed"]
     after = _win_sim.snapshot_of_state(node.root)
     assert after["sessions"] == before["sessions"] and after["processes"] == before["processes"]
-    ok = _win_reset.run(node, {"method": method, "user": "WS12\\bob", "force": True}, check_mode=True)
+    ok = _win_reset.run(node, {"method": method, "allow_dwm": True, "user": "WS12\\bob", "force": True}, check_mode=True)
     assert [s["outcome"] for s in ok["sessions"]] == ["logoff" if method == "logoff" else "restart"]
 
 
@@ -350,3 +350,17 @@ def test_a_gpu_naming_no_gpu_writes_nothing_on_the_host(tmp_path, gpu):
     closed = [r for r in journal_lines(node) if r.get("interrupted")]
     assert len(closed) == 1 and closed[0]["of_run"] == "an-earlier-run"
     assert _win_reset.run(node, {"method": "restart_adapter", "gpu": 0}, check_mode=False)["interrupted_actions"] == []
+
+
+def test_the_plan_of_a_walk_whose_rungs_refuse_is_the_real_runs_failure(tmp_path):
+    """Check mode ends as the real run does, with the same message and rungs, where a protect entry names nobody."""
+    from .test_win_review18 import walk
+    outcomes = []
+    for check_mode in (True, False):
+        node = sim(tmp_path / str(check_mode), gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+        ladder, dummy = walk(node, check_mode=check_mode, protect_users=["@render"])
+        outcomes.append(ladder.start()["outcome"])
+    planned, done = outcomes
+    assert planned["status"] == done["status"] == "failed"
+    assert planned["msg"] == done["msg"]
+    assert [(step["rung"], step["msg"]) for step in planned["rungs_tried"]] == [(step["rung"], step["msg"]) for step in done["rungs_tried"]]

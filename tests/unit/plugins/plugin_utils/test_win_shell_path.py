@@ -140,7 +140,7 @@ def test_restart_explorer_never_ends_a_program_named_explorer(tmp_path, real_hos
     root, host = node(tmp_path, real_host, sessions=[{"user": "ada", "explorer_memory_mib": 300}])
     before = explorers(root)
     [shell] = [pid for pid, path in before if path != FAKE]
-    args = {"method": "restart_explorer", "user": "ada"}
+    args = {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}
     predicted = _win_reset.run(host, args, check_mode=True)
     done = _win_reset.run(host, args, check_mode=False)
     for result in (predicted, done):
