@@ -145,7 +145,10 @@ class Remediation:
 
     def _start_left_stopped(self):
         """Under the lock no other run acts: an intent without its outcome is a run that died mid-action."""
-        records, dummy = recent_records(self.journal.path)
+        records, error = recent_records(self.journal.path)
+        if error:
+            # What an interrupted run left stopped is known only from the journal: one that cannot be believed is refused.
+            self.module.fail_json(msg=error, changed=False)
         dead = [record for record in unfinished(records) if record.get("run_id") != self.journal.run_id]
         units = left_stopped(records, run_id=self.journal.run_id)
         target = left_isolated(records, run_id=self.journal.run_id)

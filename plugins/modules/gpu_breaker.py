@@ -66,10 +66,17 @@ options:
   state_dir:
     description:
       - The directory of the breaker records on the controller; every run that shares the breaker must use the same.
-      - Its user's own (made with mode 0700 when missing); another user's, or one anyone may write into without the sticky
-        bit, is refused. The default is in the home directory of the user the controller runs as.
+      - Its user's own (made with mode 0700 when missing); another user's, one others may write into (sticky or not),
+        or one reached through a symbolic link is refused, and so is a record that is not this user's (docs/safety.md).
+        The default is in the home directory of the user the controller runs as.
     type: path
     default: ~/.gpuops/breaker
+  lock_timeout:
+    description:
+      - Seconds to wait for the lock (C(.lock) in O(state_dir)) that makes one decision at a time; past it the task
+        fails naming the process that holds it.
+    type: float
+    default: 60.0
   run_id:
     description: The run, written into the record.
     type: str

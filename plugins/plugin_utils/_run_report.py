@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 
 STATUSES = ("fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
@@ -207,17 +207,19 @@ def report_name(run_id, hosts, job_id=None, process_id=None):
     return "-".join(part.replace(os.sep, "_") for part in parts)
 
 
+REPORT_DIR_OPTION = "dest (gpu_remediate_report_dir)"
+
+
 def write_report(directory, report, markdown, page, name=None, latest="latest"):
     """<name>.json, .md and .html (`page`), and the same as <latest>.*; each replaced whole (a reader never sees half).
     name: report_name(), by default the run id; latest: latest_name()."""
-    os.makedirs(directory, mode=0o750, exist_ok=True)
     text = json.dumps(report, indent=4, sort_keys=True) + "\n"
     paths = []
     files = ((".json", text), (".md", markdown), (".html", page))
     stem = name or report["run_id"]
     for name, content in [(stem + ext, content) for ext, content in files] + [(latest + ext, content) for ext, content in files]:
         path = os.path.join(directory, name)
-        write_atomic(path, content, 0o640)
+        write_atomic(path, content, 0o640, option=REPORT_DIR_OPTION, dir_mode=0o750)
         paths.append(path)
     return paths
 

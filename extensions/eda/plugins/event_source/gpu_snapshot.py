@@ -176,9 +176,13 @@ async def _local_snapshot(node, options):
 def _state_view(node):
     """(the watch state, or [] when it is older than the last remediation (answered); why it cannot be read, or None).
     A missing state is empty (the watch has not run yet); one that cannot be read or is corrupt is empty and said."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath
     from ansible_collections.gpuops.remediation.plugins.module_utils._watch import load_state, read_last_remediation
 
-    state, problem = load_state(node["state_path"])
+    try:
+        state, problem = load_state(node["state_path"])
+    except UnsafePath as exc:  # replaced since state_file_problem looked: still not believed
+        return [], str(exc)
     if problem:
         return [], "option state_path: %s" % problem.replace(": replaced by a new one", "")
     last, _error = read_last_remediation(node["journal_path"])
@@ -230,7 +234,7 @@ async def main(queue, args):
                     node["retry"].succeeded()
             else:
                 # Anyone else could write it (nothing it says is a condition), or it cannot be read: said, once.
-                problem = eda.state_file_problem(node["state_path"], os.geteuid())
+                problem = eda.state_file_problem(node["state_path"])
                 state, problem = (None, problem) if problem else _state_view(node)
                 if problem:
                     report, _delay = node["retry"].failed(problem)
