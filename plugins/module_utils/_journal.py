@@ -144,7 +144,8 @@ def _utc_now():
 
 def _open_parent(path, option=OPTION):
     """The journal's directory (made as needed), reached without a link and writable by root and the run alone."""
-    return _safe_files.open_dir(os.path.dirname(os.path.abspath(path)), option, create=True, mode=DIR_MODE, holds_trusted=True)
+    return _safe_files.open_dir(os.path.dirname(os.path.abspath(path)), option, create=True, mode=DIR_MODE, holds_trusted=True,
+                                shown=path)
 
 
 def lock_path(path):

@@ -131,7 +131,7 @@ def open_lock(path, option, create=True):
     file of the run's (or root's) own with one link (_safe_files.open_in). create=False: FileNotFoundError when it or
     its directory is missing."""
     directory, name = os.path.split(os.path.abspath(path))
-    dir_fd = open_dir(directory, option, create=create, mode=0o750, holds_trusted=True)
+    dir_fd = open_dir(directory, option, create=create, mode=0o750, holds_trusted=True, shown=path)
     try:
         fd = open_in(dir_fd, name, os.O_RDWR | (os.O_CREAT if create else 0), option, path, 0o600)
     finally:

@@ -61,8 +61,14 @@ def directory_problem(info, holds_trusted=False):
         return None  # /tmp-like: others may add names, never replace or remove the run's own
     if not trusted_uid(info.st_uid):
         return "it belongs to %s" % owner_name(info.st_uid)
-    if writable_by_others(info):
-        return "others can write it (mode %04o, group %d)" % (stat.S_IMODE(info.st_mode), info.st_gid)
+    return _others_write(info)
+
+
+def _others_write(info):
+    if info.st_mode & stat.S_IWOTH:
+        return "others can write it (mode %04o)" % stat.S_IMODE(info.st_mode)
+    if info.st_mode & stat.S_IWGRP and info.st_gid != 0:
+        return "group %d can write it (mode %04o)" % (info.st_gid, stat.S_IMODE(info.st_mode))
     return None
 
 
@@ -73,7 +79,7 @@ def file_problem(info):
     if not trusted_uid(info.st_uid):
         return "it belongs to %s" % owner_name(info.st_uid)
     if writable_by_others(info):
-        return "others can write it (mode %04o)" % stat.S_IMODE(info.st_mode)
+        return _others_write(info)
     if info.st_nlink > 1:
         return "it has %d hard links (another name could make the run write or believe another file)" % info.st_nlink
     return None
@@ -85,12 +91,14 @@ def _refuse(option, path, where, problem):
                       % (option, path, where_text, problem))
 
 
-def open_dir(path, option, create=False, mode=0o750, holds_trusted=False):
+def open_dir(path, option, create=False, mode=0o750, holds_trusted=False, shown=None):
     """A descriptor of the directory path, opened one component at a time from `/` without following a link; missing
     directories made with `mode` when create is set (else FileNotFoundError). Raises UnsafePath naming option and path
-    for a link, a non-directory, or a directory others can write (directory_problem; the last one with holds_trusted)."""
+    for a link, a non-directory, or a directory others can write (directory_problem; the last one with holds_trusted).
+    shown: the path the option gave, when path is a directory on the way to it (messages name it)."""
     if not isinstance(path, str) or not os.path.isabs(path):
         raise UnsafePath("%s: %r is not an absolute path" % (option, path))
+    shown = shown or path
     parts = [part for part in os.path.normpath(path).split("/") if part]
     fd = os.open("/", _DIR_FLAGS)
     where = "/"
@@ -98,12 +106,12 @@ def open_dir(path, option, create=False, mode=0o750, holds_trusted=False):
         for index, part in enumerate(parts + [None]):
             problem = directory_problem(os.fstat(fd), holds_trusted and index == len(parts))
             if problem:
-                raise _refuse(option, path, where, problem)
+                raise _refuse(option, shown, where, problem)
             if part is None:
                 return fd
             where = os.path.join(where, part)
             parent, fd = fd, None
-            fd = _open_child_dir(parent, part, where, option, path, create, mode)  # closes parent
+            fd = _open_child_dir(parent, part, where, option, shown, create, mode)  # closes parent
     except BaseException:
         if fd is not None:
             os.close(fd)
@@ -190,7 +198,7 @@ def write_atomic(path, content, mode=0o644, option="path", dir_mode=0o750, holds
     (read_trusted), so its directory must be writable by root and the run alone, not merely sticky."""
     directory, name = _split(path, option)
     data = content.encode("utf-8") if isinstance(content, str) else content
-    dir_fd = open_dir(directory, option, create=True, mode=dir_mode, holds_trusted=holds_trusted)
+    dir_fd = open_dir(directory, option, create=True, mode=dir_mode, holds_trusted=holds_trusted, shown=path)
     temporary = None
     try:
         for dummy in range(100):
@@ -230,7 +238,7 @@ def append(path, data, option="path", mode=0o640, dir_mode=0o750, dir_fd=None):
     directory, name = _split(path, option)
     own = dir_fd is None
     if own:
-        dir_fd = open_dir(directory, option, create=True, mode=dir_mode)
+        dir_fd = open_dir(directory, option, create=True, mode=dir_mode, shown=path)
     try:
         fd = open_in(dir_fd, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, option, path, mode)
         try:
@@ -250,7 +258,7 @@ def read_trusted(path, option, limit=None):
     (open_in); anything else raises UnsafePath naming option, path and owner."""
     directory, name = _split(path, option)
     try:
-        dir_fd = open_dir(directory, option, holds_trusted=True)
+        dir_fd = open_dir(directory, option, holds_trusted=True, shown=path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
@@ -284,7 +292,7 @@ def remove_stale_temporaries(path, option="path"):
     directory, dummy = _split(path, option)
     pattern = temporary_name_pattern(path)
     try:
-        dir_fd = open_dir(directory, option)
+        dir_fd = open_dir(directory, option, shown=path)
     except (FileNotFoundError, NotADirectoryError):
         return []
     removed = []
@@ -314,7 +322,7 @@ def path_problem(path, option, holds_trusted=False):
     existing = directory
     while True:
         try:
-            dir_fd = open_dir(existing, option, holds_trusted=holds_trusted and existing == directory)
+            dir_fd = open_dir(existing, option, holds_trusted=holds_trusted and existing == directory, shown=path)
             break
         except UnsafePath as exc:
             return str(exc)
