@@ -148,7 +148,7 @@ def open_in(dir_fd, name, flags, option, path, mode=0o600):
     """A descriptor of the file `name` in the directory dir_fd, never through a link (O_NOFOLLOW; a FIFO never blocks
     the open), refused (UnsafePath) unless file_problem finds nothing."""
     try:
-        fd = os.open(name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, mode, dir_fd=dir_fd)
+        fd = _open_or_create(dir_fd, name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _refuse(option, path, path, "it is a symbolic link") from None
@@ -164,6 +164,22 @@ def open_in(dir_fd, name, flags, option, path, mode=0o600):
         os.close(fd)
         raise
     return fd
+
+
+def _open_or_create(dir_fd, name, flags, mode):
+    """Open name as it is (never O_CREAT on what is there: the kernel's protected_regular and protected_fifos would
+    answer EACCES for another user's file in a sticky directory, before the run could say why), else create it with
+    O_EXCL: a file made here is the run's own, and one made by someone else in between is opened as found."""
+    while True:
+        try:
+            return os.open(name, flags & ~os.O_CREAT, mode, dir_fd=dir_fd)
+        except FileNotFoundError:
+            if not flags & os.O_CREAT:
+                raise
+        try:
+            return os.open(name, flags | os.O_EXCL, mode, dir_fd=dir_fd)
+        except FileExistsError:
+            continue
 
 
 def _split(path, option):
@@ -197,8 +213,16 @@ def write_atomic(path, content, mode=0o644, option="path", dir_mode=0o750, holds
     name starts with a dot (node_exporter reads only *.prom). holds_trusted: a later run believes the file
     (read_trusted), so its directory must be writable by root and the run alone, not merely sticky."""
     directory, name = _split(path, option)
-    data = content.encode("utf-8") if isinstance(content, str) else content
     dir_fd = open_dir(directory, option, create=True, mode=dir_mode, holds_trusted=holds_trusted, shown=path)
+    try:
+        write_atomic_in(dir_fd, name, content, mode)
+    finally:
+        os.close(dir_fd)
+
+
+def write_atomic_in(dir_fd, name, content, mode=0o644):
+    """write_atomic of the file `name` in the directory open as dir_fd (open_dir)."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
     temporary = None
     try:
         for dummy in range(100):
@@ -209,7 +233,7 @@ def write_atomic(path, content, mode=0o644, option="path", dir_mode=0o750, holds
             except FileExistsError:
                 temporary = None
         else:
-            raise FileExistsError(errno.EEXIST, "no free temporary name beside %s" % path)
+            raise FileExistsError(errno.EEXIST, "no free temporary name beside %s" % name)
         try:
             _write_all(fd, data)
             os.fchmod(fd, mode)
@@ -222,7 +246,6 @@ def write_atomic(path, content, mode=0o644, option="path", dir_mode=0o750, holds
     finally:
         if temporary is not None:
             _unlink_quietly(temporary, dir_fd)
-        os.close(dir_fd)
 
 
 def _unlink_quietly(name, dir_fd):

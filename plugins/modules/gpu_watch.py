@@ -337,8 +337,9 @@ def thresholds_of(params):
 def check_paths(module, paths):
     """Check mode refuses what the run would: a state path (and its lock) or metrics path through a link or in a
     directory another user can write (_safe_files.path_problem); it makes nothing."""
-    problems = [path_problem(paths["state"], "state_path", holds_trusted=True),
-                path_problem(paths["state"] + ".lock", "state_path", holds_trusted=True)]
+    # In the order the run meets them: the lock, the state, the metrics.
+    problems = [path_problem(paths["state"] + ".lock", "state_path", holds_trusted=True),
+                path_problem(paths["state"], "state_path", holds_trusted=True)]
     if module.params["write_metrics"]:
         problems.append(path_problem(paths["metrics"], "metrics_path"))
     problem = next((problem for problem in problems if problem), None)

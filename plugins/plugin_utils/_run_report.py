@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, write_atomic_in
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 
 STATUSES = ("fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
@@ -217,10 +217,14 @@ def write_report(directory, report, markdown, page, name=None, latest="latest"):
     paths = []
     files = ((".json", text), (".md", markdown), (".html", page))
     stem = name or report["run_id"]
-    for name, content in [(stem + ext, content) for ext, content in files] + [(latest + ext, content) for ext, content in files]:
-        path = os.path.join(directory, name)
-        write_atomic(path, content, 0o640, option=REPORT_DIR_OPTION, dir_mode=0o750)
-        paths.append(path)
+    # One directory, reached once without a link and refused when another user can write it (_safe_files.open_dir).
+    dir_fd = open_dir(directory, REPORT_DIR_OPTION, create=True, mode=0o750)
+    try:
+        for name, content in [(stem + ext, content) for ext, content in files] + [(latest + ext, content) for ext, content in files]:
+            write_atomic_in(dir_fd, name, content, 0o640)
+            paths.append(os.path.join(directory, name))
+    finally:
+        os.close(dir_fd)
     return paths
 
 
