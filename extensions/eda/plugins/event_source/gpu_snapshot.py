@@ -33,8 +33,8 @@ options:
   state_path:
     description:
       - The watch's state file (O(mode=state_file)).
-      - It must be root's or the user's the source runs as, and neither it nor its directory writable by anyone (a
-        sticky directory excepted); else it is not read - whoever can write it could make up ghost memory and start a GPU
+      - It must be root's or the user's the source runs as, reached without a link, and neither it nor any directory
+        above it writable by anyone else (sticky or not; docs/safety.md); else it is not read - whoever can write it could make up ghost memory and start a GPU
         reset - and a C(source_problem) event names the option and the file, once. So is a state file that cannot be
         read or is corrupt (a missing one is not, the watch has not run yet).
     type: str
