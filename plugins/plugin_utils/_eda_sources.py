@@ -14,7 +14,6 @@ import math
 import os
 import re
 import socket
-import stat
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
