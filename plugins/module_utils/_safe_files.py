@@ -206,7 +206,7 @@ def temporary_name_pattern(path):
     return re.compile(r"^\.%s\.[A-Za-z0-9_]{8}$" % re.escape(os.path.basename(path)))
 
 
-def write_atomic(path, content, mode=0o644, option="path", dir_mode=0o750, holds_trusted=False):
+def write_atomic(path, content, mode=0o644, option="path", dir_mode=0o755, holds_trusted=False):
     """Write content (str or bytes) to a new temporary file (O_EXCL, O_NOFOLLOW) in path's directory (made as needed,
     open_dir), set its mode on the descriptor, fsync it and rename it over path relative to the directory: readers
     see the old file or the new one, never half of one, and a link at path is replaced, never followed. The temporary
