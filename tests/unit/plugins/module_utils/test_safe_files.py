@@ -24,6 +24,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files imp
     UnsafePath, append, open_dir, path_problem, read_trusted, remove_stale_temporaries, write_atomic,
 )
 
+from .. import bounded
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"),
                                 reason="needs root, useradd and runuser to attack as a real second account")
 
@@ -34,11 +36,11 @@ VICTIM_TEXT = "root's own file\n"
 def mallory():
     """A real unprivileged account, removed at the end."""
     name = "gpuopsm%s" % uuid.uuid4().hex[:8]
-    subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True)
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, timeout=60)
     try:
         yield pwd.getpwnam(name)
     finally:
-        subprocess.run(["userdel", "-r", name], check=False, capture_output=True)
+        subprocess.run(["userdel", "-r", name], check=False, capture_output=True, timeout=60)
 
 
 @pytest.fixture
@@ -167,7 +169,7 @@ def test_root_writing_while_a_user_swaps_the_name_for_a_link_never_writes_throug
               "    for make in (lambda p: os.symlink(t, p), lambda p: open(p, 'w').close()):\n"
               "        try:\n            os.unlink(os.path.join(d, 'report.md'))\n        except OSError:\n            pass\n"
               "        try:\n            make(os.path.join(d, 'report.md'))\n        except OSError:\n            pass\n")
-    racer = subprocess.Popen(["runuser", "-u", mallory.pw_name, "--", USER_PYTHON, "-c", script, shared, target])
+    racer = bounded.start(["runuser", "-u", mallory.pw_name, "--", USER_PYTHON, "-c", script, shared, target])
     try:
         deadline = time.monotonic() + 30
         while not os.path.lexists(path):
@@ -177,7 +179,7 @@ def test_root_writing_while_a_user_swaps_the_name_for_a_link_never_writes_throug
             write_atomic(path, "report %d\n" % number, 0o640, option="dest")
     finally:
         open(os.path.join(shared, "stop"), "w").close()
-        racer.wait(timeout=90)
+        bounded.wait(racer, "the racing child", timeout=90)
     assert intact(target)
     info = os.lstat(path)
     assert not stat.S_ISLNK(info.st_mode) or info.st_uid == mallory.pw_uid  # the child's link after root's last write
@@ -226,9 +228,9 @@ HOLDER = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\nfcntl.fl
 def test_a_timeout_names_the_lock_and_the_process_holding_it_and_a_dead_holder_never_blocks(stage):
     path = os.path.join(stage, "node.lock")
     os.close(open_lock(path, "lock"))
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = bounded.start([sys.executable, "-c", HOLDER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline() == "held\n"
+        assert bounded.line(holder, "the lock holder") == "held"
         fd = open_lock(path, "lock")
         try:
             assert lock_holders(fd) == [holder.pid]  # /proc/locks, by device and inode
@@ -241,7 +243,7 @@ def test_a_timeout_names_the_lock_and_the_process_holding_it_and_a_dead_holder_n
             os.close(fd)
     finally:
         holder.kill()
-        holder.wait(timeout=30)
+        bounded.wait_quietly(holder)
     # The holder died: the kernel dropped its flock, the file it left blocks nobody.
     started = time.monotonic()
     with NodeLock(path, 0.0, option="lock"):
