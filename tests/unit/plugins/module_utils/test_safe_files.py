@@ -204,11 +204,13 @@ def test_a_lock_through_a_link_or_in_a_users_directory_is_refused_and_truncates_
     os.mkdir(mine, 0o755)
     os.symlink(target, os.path.join(mine, "watch_state.json.lock"))
     with pytest.raises(UnsafePath, match="state_path: .* is refused: it is a symbolic link"):
-        NodeLock(os.path.join(mine, "watch_state.json.lock"), 1, option="state_path").acquire()
+        with NodeLock(os.path.join(mine, "watch_state.json.lock"), 1, option="state_path"):
+            pass
     theirs = theirs_dir(stage, mallory)
     as_user(mallory, "touch", os.path.join(theirs, ".lock"))
     with pytest.raises(UnsafePath, match="it belongs to uid %d" % mallory.pw_uid):
-        NodeLock(os.path.join(theirs, ".lock"), 1, option="state_dir").acquire()
+        with NodeLock(os.path.join(theirs, ".lock"), 1, option="state_dir"):
+            pass
     assert intact(target)
 
 
