@@ -99,6 +99,7 @@ def open_dir(path, option, create=False, mode=0o750, holds_trusted=False, shown=
     if not isinstance(path, str) or not os.path.isabs(path):
         raise UnsafePath("%s: %r is not an absolute path" % (option, path))
     shown = shown or path
+    _no_parent_step(path, option)
     parts = [part for part in os.path.normpath(path).split("/") if part]
     fd = os.open("/", _DIR_FLAGS)
     where = "/"
@@ -182,9 +183,16 @@ def _open_or_create(dir_fd, name, flags, mode):
             continue
 
 
+def _no_parent_step(path, option):
+    """A ".." would be resolved here by name, past a directory never checked (the kernel would follow a link there)."""
+    if ".." in path.split("/"):
+        raise UnsafePath("%s: %r is refused: it has a '..' component; give the path without it" % (option, path))
+
+
 def _split(path, option):
     if not isinstance(path, str) or not os.path.isabs(path):
         raise UnsafePath("%s: %r is not an absolute path" % (option, path))
+    _no_parent_step(path, option)
     directory, name = os.path.split(os.path.normpath(path))
     if not name:
         raise UnsafePath("%s: %r names no file" % (option, path))

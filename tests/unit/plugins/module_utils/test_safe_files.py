@@ -258,6 +258,19 @@ def test_a_path_that_is_not_absolute_is_refused():
         open_dir("~/.gpuops/reports", "dest (gpu_remediate_report_dir)", create=True)
 
 
+def test_a_parent_step_is_refused_never_resolved_by_name(stage, mallory):
+    """shared/.. where shared is the second account's link: the kernel would go where the link points."""
+    target = victim(stage)
+    theirs = theirs_dir(stage, mallory)
+    as_user(mallory, "ln", "-s", "/etc", os.path.join(theirs, "up"))
+    for path in (os.path.join(theirs, "up", "..", "victim"), os.path.join(stage, "..", os.path.basename(stage), "victim")):
+        with pytest.raises(UnsafePath, match="it has a '..' component"):
+            read_trusted(path, "journal_path")
+        with pytest.raises(UnsafePath, match="it has a '..' component"):
+            append(path, b"x\n", "journal_path")
+    assert intact(target)
+
+
 def test_directories_made_have_the_mode_asked_whatever_the_umask(stage):
     old = os.umask(0o077)
     try:
