@@ -4,18 +4,18 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import time
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     DEFAULT_DRAIN_REASON, breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, journal_out, journal_reads, kubernetes_out,
-    prepare_state_dir, read_records, record_name, recorded_node_names, recorded_out, remove_record, slurm_out, unread_note,
+    STATE_DIR_OPTION, prepare_state_dir, read_records, record_name, recorded_node_names, recorded_out, remove_record, slurm_out, unread_note,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
@@ -32,6 +32,7 @@ ARGUMENT_SPEC = {
     "max_count": {"type": "int", "default": 0},
     "window_minutes": {"type": "int", "default": 60},
     "state_dir": {"type": "path", "default": "~/.gpuops/breaker"},
+    "lock_timeout": {"type": "float", "default": 60.0},
     "run_id": {"type": "str", "default": ""},
     "snapshot": {"type": "dict", "required": True},
     "platform": {"type": "str", "default": "linux", "choices": ["linux", "windows"]},
@@ -75,6 +76,8 @@ class ActionModule(ControllerAction):
     _requires_connection = False
     ARGUMENT_SPEC = ARGUMENT_SPEC
     REQUIRED_IF = (("state", "decided", ("fleet_size",)),)
+    # Another user's record or lock, and a lock held past lock_timeout: the message names the path and its owner or holder.
+    FAILURES = (UnsafePath, LockTimeout)
 
     def act(self, args, task_vars):
         if args["state"] == "released":
@@ -85,6 +88,8 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("max_count (gpu_remediate_breaker_max_count) must be 0 or more, got %r" % args["max_count"])
         if args["window_minutes"] < 1:
             raise AnsibleActionFail("window_minutes (gpu_remediate_breaker_window_minutes) must be 1 or more, got %r" % args["window_minutes"])
+        if args["lock_timeout"] < 0:
+            raise AnsibleActionFail("lock_timeout must be 0 or more seconds, got %r" % args["lock_timeout"])
         if args["fleet_size"] < 1:
             raise AnsibleActionFail("fleet_size must be 1 or more, got %r (does the group gpu_remediate_breaker_group name the fleet?)"
                                     % args["fleet_size"])
@@ -108,8 +113,7 @@ class ActionModule(ControllerAction):
             # Check mode decides from the same state and creates nothing: no directory, no lock, no record.
             return self._decide(args, rung, limit, directory, reasons, record=False)
         # One decision at a time across the controller's runs: two events at once must not both pass the last place.
-        with open(os.path.join(directory, ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with NodeLock(os.path.join(directory, ".lock"), args["lock_timeout"], option=STATE_DIR_OPTION):
             return self._decide(args, rung, limit, directory, reasons, record=True)
 
     def _release(self, args):
@@ -126,8 +130,7 @@ class ActionModule(ControllerAction):
         if self._task.check_mode:
             there = os.path.exists(os.path.join(directory, record_name(args["host"])))
             return dict(changed=there, released=there)
-        with open(os.path.join(directory, ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with NodeLock(os.path.join(directory, ".lock"), args["lock_timeout"], option=STATE_DIR_OPTION):
             removed = remove_record(directory, args["host"])
         return dict(changed=removed, released=removed)
 
@@ -152,7 +155,8 @@ class ActionModule(ControllerAction):
         recorded = False
         if not refusal and record:
             entry = {"host": args["host"], "node": node, "epoch": now, "run": args["run_id"], "rung": rung}
-            write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(entry) + "\n")
+            write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(entry) + "\n", 0o600, STATE_DIR_OPTION,
+                         dir_mode=0o700, holds_trusted=True)
             recorded = True
         result = dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung, unread=unread)
         if unread and not refusal:

@@ -9,6 +9,7 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
@@ -31,6 +32,8 @@ class ActionModule(ControllerAction):
     _requires_connection = False
     ARGUMENT_SPEC = ARGUMENT_SPEC
     REQUIRED_IF = (("write", True, ("dest",)),)
+    # A dest through a link, in a directory another user can write, or not absolute: refused naming the option.
+    FAILURES = (UnsafePath,)
 
     def act(self, args, task_vars):
         hostvars = task_vars["hostvars"]

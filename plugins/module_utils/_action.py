@@ -119,6 +119,8 @@ class Remediation:
         what it stopped; then the module fails, saying so.
         """
         if self.module.check_mode:
+            # Reads nothing it would act on, but refuses a journal the real run would refuse (_journal_or_fail).
+            self._journal_or_fail()
             yield
             return
         with self.locked(), _signals_raise():
@@ -143,9 +145,17 @@ class Remediation:
             if self.restored["errors"]:
                 result.setdefault("service_errors", []).extend(self.restored["errors"])
 
+    def _journal_or_fail(self):
+        """The journal's recent records; what an interrupted run left stopped is known only from them, so a journal
+        that cannot be read or believed (_safe_files.read_trusted: another user's file, a link) fails the module."""
+        records, error = recent_records(self.journal.path)
+        if error:
+            self.module.fail_json(msg=error, changed=False)
+        return records
+
     def _start_left_stopped(self):
         """Under the lock no other run acts: an intent without its outcome is a run that died mid-action."""
-        records, dummy = recent_records(self.journal.path)
+        records = self._journal_or_fail()
         dead = [record for record in unfinished(records) if record.get("run_id") != self.journal.run_id]
         units = left_stopped(records, run_id=self.journal.run_id)
         target = left_isolated(records, run_id=self.journal.run_id)

@@ -20,7 +20,9 @@ import socket
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
+from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_SERVICE_UNITS, holder_command
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import flock_within, open_lock
+from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
 
 DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
 # What the acting modules read of the journal (across its rotated files): its last 4 MiB, far more than a node writes
@@ -38,6 +40,9 @@ MAX_LINE_BYTES = 256 * 1024
 CLOCK_SLACK_SECONDS = 300
 DIR_MODE = 0o750
 FILE_MODE = 0o640
+# A rotation takes milliseconds; a lock held longer is a stuck process of root's, named in the error.
+ROTATION_LOCK_TIMEOUT = 30.0
+OPTION = "journal_path"
 
 
 # Enough of a command line to tell one job from another, not a whole argv of a launcher.
@@ -122,12 +127,14 @@ def path_problem(path):
 
 
 def path_failure(path, given):
-    """The message a module fails with when the journal at path cannot be written, or None. given: whether the
-    journal_path option named it (else it is the node's default)."""
+    """The message a module fails with when the journal at path cannot be written, or cannot be believed (a link on
+    its path, a directory or file another user could write: _safe_files), or None. given: whether the journal_path
+    option named it (else it is the node's default)."""
+    option = OPTION if given else OPTION + " (default)"
     problem = path_problem(path)
-    if problem is None:
-        return None
-    return "%s: %r cannot be written: %s" % ("journal_path" if given else "journal_path (default)", path, problem)
+    if problem is not None:
+        return "%s: %r cannot be written: %s" % (option, path, problem)
+    return _safe_files.path_problem(os.path.abspath(path), option, holds_trusted=True)
 
 
 def _utc_now():
@@ -135,11 +142,16 @@ def _utc_now():
     return stamp.replace("+00:00", "Z")
 
 
-def _ensure_parent(path):
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        os.makedirs(parent, DIR_MODE, exist_ok=True)
-        os.chmod(parent, DIR_MODE)  # makedirs' mode is filtered by the umask
+def _open_parent(path, option=OPTION):
+    """The journal's directory (made as needed), reached without a link and writable by root and the run alone."""
+    return _safe_files.open_dir(os.path.dirname(os.path.abspath(path)), option, create=True, mode=DIR_MODE, holds_trusted=True,
+                                shown=path)
+
+
+def lock_path(path):
+    """The lock file of the journal at path: writers rotate under it, readers read the rotated files under it."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, ".%s.lock" % name)
 
 
 def rotated_paths(path, keep=None):
@@ -154,54 +166,62 @@ def rotate_if_full(path, incoming=0, limit=None, keep=None):
     journal's directory, so that two writers never rotate twice; a writer that still holds the old file open finishes
     its line there (path.1), which readers read too. Returns whether it rotated."""
     limit = ROTATE_BYTES if limit is None else limit
-    with _rotation_lock(path, fcntl.LOCK_EX):
+    dir_fd = _open_parent(path)
+    try:
+        with _rotation_lock(path, fcntl.LOCK_EX):
+            return _rotate_in(dir_fd, path, incoming, limit, keep)
+    finally:
+        os.close(dir_fd)
+
+
+def _rotate_in(dir_fd, path, incoming, limit, keep):
+    """rotate_if_full on the journal's directory open as dir_fd: every rename relative to it, never through a link."""
+    name = os.path.basename(path)
+    try:
+        size = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_size
+    except FileNotFoundError:
+        return False
+    if size == 0 or size + incoming <= limit:
+        return False
+    names = [os.path.basename(each) for each in rotated_paths(path, keep)]
+    for older, newer in reversed(list(zip(names[:-1], names[1:]))):
         try:
-            size = os.stat(path).st_size
+            os.replace(older, newer, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except FileNotFoundError:
-            return False
-        if size == 0 or size + incoming <= limit:
-            return False
-        paths = rotated_paths(path, keep)
-        for older, newer in reversed(list(zip(paths[:-1], paths[1:]))):
-            try:
-                os.replace(older, newer)
-            except FileNotFoundError:
-                continue
-        return True
+            continue
+    return True
 
 
 @contextlib.contextmanager
 def _rotation_lock(path, operation):
-    """A flock on the journal's directory: exclusive while a writer rotates, shared while a reader reads the files one
-    after the other (a rotation between two of those reads would give a reader the same lines twice, or none). A
-    directory that does not exist has nothing to lock, nor to read."""
+    """The journal's lock file (lock_path, the product's own: _lock.open_lock): exclusive while a writer rotates,
+    shared while a reader reads the files one after the other (a rotation between two of those reads would give a
+    reader the same lines twice, or none); waited for ROTATION_LOCK_TIMEOUT at most. A reader never makes it: where
+    it is missing, no writer of this version has written there, and the reader reads without it."""
     try:
-        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = open_lock(lock_path(path), OPTION, create=operation == fcntl.LOCK_EX)
     except (FileNotFoundError, NotADirectoryError):
         yield
         return
     try:
-        fcntl.flock(fd, operation)
+        flock_within(fd, operation, ROTATION_LOCK_TIMEOUT, lock_path(path))
         yield
     finally:
         os.close(fd)  # drops the flock
 
 
 def append_line(path, record):
-    """Append one record as one line: one write, fsync, close; the journal rotated first when the line would take it
-    past ROTATE_BYTES."""
+    """Append one record as one line: one write, fsync, close (_safe_files.append: never through a link, nor into a
+    file or directory another user could write); the journal rotated first when the line would take it past
+    ROTATE_BYTES."""
     data = (json.dumps(record, sort_keys=False, default=str) + "\n").encode("utf-8")
-    _ensure_parent(path)
-    rotate_if_full(path, len(data))
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    dir_fd = _open_parent(path)
     try:
-        written = os.write(fd, data)
-        # A short write on a regular file means the disk is full; finish the line rather than leave it torn.
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
+        with _rotation_lock(path, fcntl.LOCK_EX):
+            _rotate_in(dir_fd, path, len(data), ROTATE_BYTES, None)
+        _safe_files.append(path, data, OPTION, FILE_MODE, dir_fd=dir_fd)
     finally:
-        os.close(fd)
+        os.close(dir_fd)
 
 
 class JournalUnwritable(OSError):
@@ -303,9 +323,7 @@ def send_remediation_line(message, syslog_file=None):
 
 
 def append_line_text(path, line):
-    _ensure_parent(path)
-    with open(path, "a") as handle:
-        handle.write(line + "\n")
+    _safe_files.append(path, (line + "\n").encode("utf-8"), "syslog_file", 0o640)
 
 
 def recent_records(path):
@@ -315,16 +333,8 @@ def recent_records(path):
 
 def _read_tail(path, tail_bytes):
     """(bytes of the file's last tail_bytes, or all of it with None; whether it was cut); (b"", False) when missing."""
-    try:
-        with open(path, "rb") as handle:
-            cut = tail_bytes is not None and os.fstat(handle.fileno()).st_size > tail_bytes
-            if cut:
-                handle.seek(-tail_bytes, os.SEEK_END)
-            return handle.read(), cut
-    except FileNotFoundError:
-        return b"", False
-    except NotADirectoryError:
-        return b"", False
+    read = _safe_files.read_trusted(path, OPTION, tail_bytes)
+    return read if read is not None else (b"", False)
 
 
 def read_journal(path, tail_bytes=None):
@@ -432,10 +442,12 @@ def _well_formed(record):
 
 def left_stopped(records, run_id=None):
     """Units that a run stopped (systemctl_stop ok) and never started again afterwards, in stop order, skipping the
-    run run_id (the caller's own). Read under the node lock: the run that stopped them is no longer acting."""
+    run run_id (the caller's own). Read under the node lock: the run that stopped them is no longer acting. Only the
+    GPU units a run of the collection stops (GPU_SERVICE_UNITS) are ever named: a line naming any other unit is not
+    one this collection wrote, and starting it is not ours to do."""
     stopped = {}
     for record in records:
-        if record.get("phase") != "outcome" or record.get("ok") is not True or not isinstance(record.get("unit"), str) \
+        if record.get("phase") != "outcome" or record.get("ok") is not True or record.get("unit") not in GPU_SERVICE_UNITS \
                 or record.get("run_id") == run_id:
             continue
         if record.get("action") == "systemctl_stop":

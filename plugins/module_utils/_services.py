@@ -53,7 +53,9 @@ class GpuServices:
         """Start, in reverse stop order, the units an interrupted run left stopped (those not running now).
         Returns (started, errors); never raises."""
         started, errors = [], []
-        still_down = [unit for unit in units if unit not in self.active(units)]
+        # The unit that is there now: one no longer installed (or masked since) is not started.
+        states = unit_states(self.module, self.systemctl, units)
+        still_down = [unit for unit in units if unit not in self.active(units) and states.get(unit, {}).get("loaded", True)]
         for unit in reversed(still_down):
             try:
                 self._systemctl("start", unit, reason="left stopped by an interrupted run")

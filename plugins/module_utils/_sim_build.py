@@ -55,7 +55,7 @@ DEFAULT_GPU_RESERVED_MIB = 552
 DEFAULT_BUS_NUMBERS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 # What the node's lib/ holds: everything its tools, its NVML and its processes import, and nothing else.
 LIB_FILES = ("_sim_state.py", "_sim_rules.py", "_sim_processes.py", "_sim_programs.py", "_sim_tools.py",
-             "_sim_dcgmi.py", "_sim_nvml.py", "_procscan.py", "_pci.py", "_freezer.py")
+             "_sim_dcgmi.py", "_sim_nvml.py", "_procscan.py", "_pci.py", "_freezer.py", "_safe_files.py")
 DIAG_RESULTS = ("pass", "warn", "fail")
 # DCGM's command line, installed only on a node built with dcgm (a node without DCGM has no gate to pass).
 DCGM_COMMANDS = ("dcgmi",)

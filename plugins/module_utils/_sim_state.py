@@ -18,8 +18,10 @@ import os
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import same_process
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic
 except ImportError:  # running from <root>/lib as a plain module
     from _procscan import same_process  # type: ignore[no-redef] # pylint: disable=import-error
+    from _safe_files import write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
 
 DEVICE_SIZE = 4096  # bytes of each regular file standing in for a device node
 
@@ -50,12 +52,8 @@ def load_state(root):
 
 
 def write_json_atomic(path, data):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump(data, handle, indent=1, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.rename(tmp, path)
+    """data as JSON, replaced whole (_safe_files.write_atomic, the collection's one writer of such files)."""
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True), 0o644, option="simulated node file", dir_mode=0o755)
 
 
 @contextlib.contextmanager

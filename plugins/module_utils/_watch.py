@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The watch: samples of a node judged against its state file, so that a condition can last longer than one run.
 
-Pure functions, no I/O but the state file's own (load_state; written by _atomic.write_atomic) and the node lock's probe
+Pure functions, no I/O but the state file's own (load_state; written by _safe_files.write_atomic) and the node lock's probe
 (probe_node_lock): a run takes its samples (snapshots, taken by gpu_watch), reduces each to what the watch judges
 (sample_of, with the holder of the node lock if the ladder held it), and judge() walks them in order over the state
 the previous run left, returning the new state, the findings and those that cleared (resolved). The snapshot and
@@ -22,7 +22,8 @@ import os
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import journal_epoch, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import device_key
-from ansible_collections.gpuops.remediation.plugins.module_utils._lock import describe_holder, read_holder
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import describe_holder, holder_of
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, read_trusted
 
 STATE_VERSION = 1
 # Finding kinds, each judged for one GPU (or for the node: the probe that names no GPU).
@@ -90,7 +91,7 @@ def probe_node_lock(path):
     it, else None. Never waits and never keeps it: a shared flock tried without blocking fails while the ladder holds
     the exclusive one, and is dropped at once when it is taken (the ladder's NodeLock retries every 0.1 s)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None  # no lock file: no run of the ladder ever took the node
     try:
@@ -98,7 +99,7 @@ def probe_node_lock(path):
     except OSError as error:
         if error.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
             raise
-        holder = read_holder(path) or {}
+        holder = holder_of(fd) or {}
         return dict(holder, description=describe_holder(holder))
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -477,15 +478,21 @@ def _well_formed_state(state):
             and _well_formed_xid(state["xid"]) and _well_formed_active(state.get("active", {})))
 
 
+STATE_PATH_OPTION = "state_path"
+
+
 def load_state(path):
-    """(state, problem): the state at path, or an empty state and why (None for a missing file: the first run)."""
+    """(state, problem): the state at path, or an empty state and why (None for a missing file: the first run). A state
+    file or directory that another user could have written raises _safe_files.UnsafePath."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return empty_state(), None
+        read = read_trusted(path, STATE_PATH_OPTION)
+    except UnsafePath:
+        raise  # another user's state is never believed, nor replaced: the run fails naming it
     except (IOError, OSError) as exc:
         return empty_state(), "cannot read the state file %s: %s" % (path, exc)
+    if read is None:
+        return empty_state(), None
+    data = read[0]
     try:
         state = json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

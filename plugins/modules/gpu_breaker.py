@@ -23,9 +23,9 @@ description:
   - With O(state=released), removes the host's record when its O(snapshot) finds it healthy (no GPU memory held, no
     reboot asked for), so that it no longer counts as out. Only the host's own later run sees that; right after its walk
     it still counts for O(window_minutes), so that a storm of resets, each fixed at once, is still counted as one.
-  - O(state_dir) must be a directory of the controller's user, not writable by others (unless sticky); it is made with
-    mode 0700 when missing. Another user's directory, or one anyone may write into, is refused with a message naming
-    the option, since anyone who can write the records can open or close the breaker.
+  - O(state_dir) must be a directory of the controller's user, not writable by others (sticky or not), reached without
+    a link; it is made with mode 0700 when missing. Anything else is refused with a message naming the option, since
+    anyone who can write the records can open or close the breaker.
   - Role gpuops.remediation.gpu_remediate runs it when C(gpu_remediate_breaker_max_percent) or
     C(gpu_remediate_breaker_max_count) is set. See the collection's docs/eda.md.
 author:
@@ -66,10 +66,17 @@ options:
   state_dir:
     description:
       - The directory of the breaker records on the controller; every run that shares the breaker must use the same.
-      - Its user's own (made with mode 0700 when missing); another user's, or one anyone may write into without the sticky
-        bit, is refused. The default is in the home directory of the user the controller runs as.
+      - Its user's own (made with mode 0700 when missing); another user's, one others may write into (sticky or not),
+        or one reached through a symbolic link is refused, and so is a record that is not this user's (docs/safety.md).
+        The default is in the home directory of the user the controller runs as.
     type: path
     default: ~/.gpuops/breaker
+  lock_timeout:
+    description:
+      - Seconds to wait for the lock (C(.lock) in O(state_dir)) that makes one decision at a time; past it the task
+        fails naming the process that holds it.
+    type: float
+    default: 60.0
   run_id:
     description: The run, written into the record.
     type: str

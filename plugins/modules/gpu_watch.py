@@ -260,7 +260,7 @@ import os
 import platform
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import remove_stale_temporaries, write_atomic
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, path_problem, remove_stale_temporaries, write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
@@ -334,6 +334,19 @@ def thresholds_of(params):
                       state_max_age_minutes=params["state_max_age_minutes"])
 
 
+def check_paths(module, paths):
+    """Check mode refuses what the run would: a state path (and its lock) or metrics path through a link or in a
+    directory another user can write (_safe_files.path_problem); it makes nothing."""
+    # In the order the run meets them: the lock, the state, the metrics.
+    problems = [path_problem(paths["state"] + ".lock", "state_path", holds_trusted=True),
+                path_problem(paths["state"], "state_path", holds_trusted=True)]
+    if module.params["write_metrics"]:
+        problems.append(path_problem(paths["metrics"], "metrics_path"))
+    problem = next((problem for problem in problems if problem), None)
+    if problem:
+        raise UnsafePath(problem)
+
+
 def judge_and_record(module, paths, samples, snapshot):
     """Judge the samples over the state file and, unless in check mode, write the new state and the metrics."""
     params = module.params
@@ -349,12 +362,12 @@ def judge_and_record(module, paths, samples, snapshot):
     if not module.check_mode:
         # Under the state file's lock, which every writer of these files holds: a temporary file left there is a
         # killed run's, never a live one's.
-        removed = remove_stale_temporaries(paths["state"])
+        removed = remove_stale_temporaries(paths["state"], "state_path")
         if params["write_metrics"]:
-            removed += remove_stale_temporaries(paths["metrics"])
-        write_atomic(paths["state"], dump_state(judged.state), mode=0o640)
+            removed += remove_stale_temporaries(paths["metrics"], "metrics_path")
+        write_atomic(paths["state"], dump_state(judged.state), mode=0o640, option="state_path", holds_trusted=True)
         if params["write_metrics"]:
-            write_atomic(paths["metrics"], metrics, mode=0o644)
+            write_atomic(paths["metrics"], metrics, mode=0o644, option="metrics_path", dir_mode=0o755)
             written = paths["metrics"]
     return dict(findings=judged.findings, resolved=judged.resolved, held=judged.held, crossed=bool(judged.findings),
                 alert=alert_of(judged.findings, judged.held, judged.resolved),
@@ -386,10 +399,13 @@ def main():
     samples, snapshot = take_samples(module, layout, options)
     try:
         if module.check_mode:
+            check_paths(module, paths)
             result = judge_and_record(module, paths, samples, snapshot)
         else:
-            with NodeLock(paths["state"] + ".lock", module.params["lock_timeout"]):
+            with NodeLock(paths["state"] + ".lock", module.params["lock_timeout"], option="state_path"):
                 result = judge_and_record(module, paths, samples, snapshot)
+    except UnsafePath as exc:
+        module.fail_json(msg=str(exc), samples=samples)
     except LockTimeout as exc:
         module.fail_json(msg="another run of the watch holds the state file: %s" % exc, samples=samples)
     except (IOError, OSError) as exc:

@@ -17,6 +17,7 @@ import json
 import os
 import stat
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, open_dir, read_trusted, writable_by_others
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import CLOCK_SLACK_SECONDS, DESTRUCTIVE_ACTIONS, journal_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import drained_with_marker, parse_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, memory_held, rung_index
@@ -206,15 +207,17 @@ def recorded_node_names(records):
 
 
 def read_records(directory):
-    """The breaker records of the state directory (unreadable ones are skipped: a record being written is atomic)."""
+    """The breaker records of the state directory. Each is believed only as the run's (or root's) own regular file in a
+    directory nobody else can write (_safe_files.read_trusted): any other raises UnsafePath naming it and its owner,
+    never skipped. A record that is not JSON is skipped (each is written whole: _safe_files.write_atomic)."""
     records = []
     for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
         if not name.endswith(RECORD_SUFFIX):
             continue
+        read = read_trusted(os.path.join(directory, name), STATE_DIR_OPTION)
         try:
-            with open(os.path.join(directory, name)) as handle:
-                record = json.load(handle)
-        except (IOError, OSError, ValueError):
+            record = json.loads(read[0].decode("utf-8")) if read else None
+        except (UnicodeDecodeError, ValueError):
             continue
         if isinstance(record, dict):
             records.append(record)
@@ -243,8 +246,9 @@ STATE_DIR_OPTION = "state_dir (gpu_remediate_breaker_dir)"
 
 def state_dir_problem(path, uid):
     """Why the breaker's records cannot be kept in `path` (an existing directory) by the user `uid`, or None: another
-    user's directory, or one anyone may write into without the sticky bit, lets someone else forge records (refusing
-    every host) or remove them (opening the breaker); one this user cannot write is no place for them either."""
+    user's directory, one anyone else may write into (sticky or not: others could add records there, closing the
+    breaker), or one reached through a link lets someone else forge records (refusing every host) or remove them
+    (opening the breaker); one this user cannot write is no place for them either."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -254,11 +258,15 @@ def state_dir_problem(path, uid):
     if info.st_uid != uid:
         return ("%s %r belongs to uid %d, not to this user (uid %d): another user could forge or remove the breaker's "
                 "records; give a directory of this user's own (mode 0700)" % (STATE_DIR_OPTION, path, info.st_uid, uid))
-    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
-        return ("%s %r is writable by anyone (mode %04o, no sticky bit): anyone could forge or remove the breaker's "
-                "records; chmod 0700 it, or give another" % (STATE_DIR_OPTION, path, stat.S_IMODE(info.st_mode)))
+    if writable_by_others(info):
+        return ("%s %r is writable by others (mode %04o): they could forge or remove the breaker's records; chmod 0700 "
+                "it, or give another" % (STATE_DIR_OPTION, path, stat.S_IMODE(info.st_mode)))
     if not os.access(path, os.W_OK | os.X_OK):
         return "%s %r is not writable by this user" % (STATE_DIR_OPTION, path)
+    try:
+        os.close(open_dir(path, STATE_DIR_OPTION, holds_trusted=True))
+    except UnsafePath as exc:
+        return str(exc)
     return None
 
 
@@ -271,7 +279,9 @@ def prepare_state_dir(path, uid, create):
         if not create:
             return None  # check mode: nothing there yet, nothing made
         try:
-            os.makedirs(path, 0o700)
+            os.close(open_dir(path, STATE_DIR_OPTION, create=True, mode=0o700, holds_trusted=True))
+        except UnsafePath as exc:
+            return str(exc)
         except OSError as exc:
             return "%s %r cannot be made: %s" % (STATE_DIR_OPTION, path, exc.strerror or exc)
     return state_dir_problem(path, uid)

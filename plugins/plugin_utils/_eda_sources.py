@@ -14,9 +14,9 @@ import math
 import os
 import re
 import socket
-import stat
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import (
@@ -526,25 +526,12 @@ def state_conditions(state, ghost_threshold_mib):
     return found
 
 
-def state_file_problem(path, uid):
-    """Why the watch's state file at `path` is not to be believed by a source running as `uid`, or None (a missing one
-    is None: nothing known). Whoever can write it - or replace it in its directory - can make up ghost memory, and with
-    it a GPU reset (the jobs on the GPU killed): it must be root's or this user's, and neither it nor its directory
-    writable by anyone (a directory with the sticky bit excepted)."""
-    try:
-        info = os.stat(path)
-        where = os.stat(os.path.dirname(os.path.abspath(path)))
-    except OSError:
-        return None  # missing or unreadable: load_state makes it an empty state
-    if info.st_uid not in (0, uid):
-        return ("option state_path: %r belongs to uid %d, neither root nor this user (uid %d): that user could make up "
-                "the conditions it holds; it is not read" % (path, info.st_uid, uid))
-    if info.st_mode & stat.S_IWOTH:
-        return "option state_path: %r is writable by anyone (mode %04o); it is not read" % (path, stat.S_IMODE(info.st_mode))
-    if where.st_mode & stat.S_IWOTH and not where.st_mode & stat.S_ISVTX:
-        return ("option state_path: the directory of %r is writable by anyone (mode %04o, no sticky bit): anyone could "
-                "replace the file; it is not read" % (path, stat.S_IMODE(where.st_mode)))
-    return None
+def state_file_problem(path):
+    """Why the watch's state file at `path` is not to be believed by a source, or None (a missing one is None: nothing
+    known). Whoever can write it - or replace it in its directory - can make up ghost memory, and with it a GPU reset
+    (the jobs on the GPU killed): it must be reached without a link, root's or this user's, and neither it nor any
+    directory above it writable by anyone else (_safe_files.path_problem)."""
+    return _safe_files.path_problem(path, "option state_path", holds_trusted=True)
 
 
 class Lasting:

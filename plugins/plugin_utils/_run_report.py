@@ -14,8 +14,8 @@ import hashlib
 import json
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import markdown, markdown_code, printable
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, write_atomic_in
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 
 STATUSES = ("fixed", "partly fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
@@ -205,18 +205,24 @@ def report_name(run_id, hosts, job_id=None, process_id=None):
     return "-".join(part.replace(os.sep, "_") for part in parts)
 
 
+REPORT_DIR_OPTION = "dest (gpu_remediate_report_dir)"
+
+
 def write_report(directory, report, markdown, page, name=None, latest="latest"):
     """<name>.json, .md and .html (`page`), and the same as <latest>.*; each replaced whole (a reader never sees half).
     name: report_name(), by default the run id; latest: latest_name()."""
-    os.makedirs(directory, mode=0o750, exist_ok=True)
     text = json.dumps(report, indent=4, sort_keys=True) + "\n"
     paths = []
     files = ((".json", text), (".md", markdown), (".html", page))
     stem = name or report["run_id"]
-    for name, content in [(stem + ext, content) for ext, content in files] + [(latest + ext, content) for ext, content in files]:
-        path = os.path.join(directory, name)
-        write_atomic(path, content, 0o640)
-        paths.append(path)
+    # One directory, reached once without a link and refused when another user can write it (_safe_files.open_dir).
+    dir_fd = open_dir(directory, REPORT_DIR_OPTION, create=True, mode=0o750)
+    try:
+        for name, content in [(stem + ext, content) for ext, content in files] + [(latest + ext, content) for ext, content in files]:
+            write_atomic_in(dir_fd, name, content, 0o640)
+            paths.append(os.path.join(directory, name))
+    finally:
+        os.close(dir_fd)
     return paths
 
 

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import json
 import os
 import time
 import uuid
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_decode, _win_processes, _win_wsl
 
 
 STATE_KIND = "gpuops-windows-sim"
+ROOT_OPTION = "gpuops_windows_sim_root"
+# One step of the simulated node holds its lock for milliseconds: a longer wait is a stuck process, named.
+LOCK_TIMEOUT = 60.0
 
 
 MIB = 1024 * 1024
@@ -94,8 +98,7 @@ def locked_state(root, write=False):
     path = state_path(root)
     if not os.path.exists(path):
         raise WinSimError("no simulated Windows node at %s (gpuops_windows_sim_root): %s is missing" % (root, path))
-    with open(os.path.join(root, ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with NodeLock(os.path.join(root, ".lock"), LOCK_TIMEOUT, option=ROOT_OPTION):
         with open(path) as handle:
             state = json.load(handle)
         yield state
@@ -104,12 +107,7 @@ def locked_state(root, write=False):
 
 
 def _write_atomic(path, state):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump(state, handle, indent=1, sort_keys=True)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.rename(tmp, path)
+    write_atomic(path, json.dumps(state, indent=1, sort_keys=True), 0o644, option=ROOT_OPTION)
 
 
 def build_state(scenario, now_ms=None):

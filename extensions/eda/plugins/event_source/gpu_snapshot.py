@@ -33,8 +33,8 @@ options:
   state_path:
     description:
       - The watch's state file (O(mode=state_file)).
-      - It must be root's or the user's the source runs as, and neither it nor its directory writable by anyone (a
-        sticky directory excepted); else it is not read - whoever can write it could make up ghost memory and start a GPU
+      - It must be root's or the user's the source runs as, reached without a link, and neither it nor any directory
+        above it writable by anyone else (sticky or not; docs/safety.md); else it is not read - whoever can write it could make up ghost memory and start a GPU
         reset - and a C(source_problem) event names the option and the file, once. So is a state file that cannot be
         read or is corrupt (a missing one is not, the watch has not run yet).
     type: str
@@ -176,9 +176,13 @@ async def _local_snapshot(node, options):
 def _state_view(node):
     """(the watch state, or [] when it is older than the last remediation (answered); why it cannot be read, or None).
     A missing state is empty (the watch has not run yet); one that cannot be read or is corrupt is empty and said."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath
     from ansible_collections.gpuops.remediation.plugins.module_utils._watch import load_state, read_last_remediation
 
-    state, problem = load_state(node["state_path"])
+    try:
+        state, problem = load_state(node["state_path"])
+    except UnsafePath as exc:  # replaced since state_file_problem looked: still not believed
+        return [], str(exc)
     if problem:
         return [], "option state_path: %s" % problem.replace(": replaced by a new one", "")
     last, _error = read_last_remediation(node["journal_path"])
@@ -230,7 +234,7 @@ async def main(queue, args):
                     node["retry"].succeeded()
             else:
                 # Anyone else could write it (nothing it says is a condition), or it cannot be read: said, once.
-                problem = eda.state_file_problem(node["state_path"], os.geteuid())
+                problem = eda.state_file_problem(node["state_path"])
                 state, problem = (None, problem) if problem else _state_view(node)
                 if problem:
                     report, _delay = node["retry"].failed(problem)

@@ -233,14 +233,18 @@ def test_malformed_lines_are_skipped_not_fatal(tmp_path):
 def test_units_a_dead_run_stopped_and_never_started_again(tmp_path):
     path = str(tmp_path / "journal.jsonl")
     dead, done, mine = Journal(path, run_id="dead"), Journal(path, run_id="done"), Journal(path, run_id="mine")
-    for journal, units, start in ((done, ["a.service"], True), (dead, ["b.service", "c.service"], False), (mine, ["d.service"], False)):
+    a, b, c, d, e = ("display-manager.service", "nvidia-dcgm.service", "nvidia-persistenced.service", "dcgm-exporter.service",
+                     "nvidia-fabricmanager.service")
+    for journal, units, start in ((done, [a], True), (dead, [b, c], False), (mine, [d], False)):
         for unit in units:
             journal.outcome(journal.intent("systemctl_stop", unit=unit), True, unit=unit)
         for unit in units if start else []:
             journal.outcome(journal.intent("systemctl_start", unit=unit), True, unit=unit)
-    failed_stop = dead.intent("systemctl_stop", unit="e.service")
-    dead.outcome(failed_stop, False, unit="e.service")
-    assert left_stopped(read_journal(path), run_id="mine") == ["b.service", "c.service"]
+    failed_stop = dead.intent("systemctl_stop", unit=e)
+    dead.outcome(failed_stop, False, unit=e)
+    # A line naming a unit no run of the collection stops (a forged line, whoever wrote it) names nothing to start.
+    dead.outcome(dead.intent("systemctl_stop", unit="ssh.service"), True, unit="ssh.service")
+    assert left_stopped(read_journal(path), run_id="mine") == [b, c]
 
 
 # --- where a journal cannot be written (journal_path) -----------------------------------------------------
@@ -305,7 +309,8 @@ def test_the_journal_rotates_before_it_passes_its_size_and_keeps_its_last_files(
     journal = Journal(path, run_id="rot")
     _signal_lines(journal, 400)
     files = sorted(os.listdir(str(tmp_path)))
-    assert files == ["journal.jsonl"] + ["journal.jsonl.%d" % number for number in range(1, _journal.ROTATE_KEEP + 1)]
+    assert files == [".journal.jsonl.lock", "journal.jsonl"] + ["journal.jsonl.%d" % number for number in range(1, _journal.ROTATE_KEEP + 1)]
+    files.remove(".journal.jsonl.lock")
     sizes = [os.path.getsize(os.path.join(str(tmp_path), name)) for name in files]
     assert max(sizes) <= 4096 and all(size > 0 for size in sizes)
     # Every file holds whole lines, newest in journal.jsonl, oldest in the last one kept; nothing in between is lost.
@@ -378,16 +383,26 @@ def test_an_unrotated_journal_is_read_whole_past_the_old_four_mib_tail(tmp_path)
     assert len(records) == 16000 and coverage["complete"] and coverage["from"] == "2026-11-20T00:00:00.000000Z"
 
 
-def _blocked_on_flock(pid):
-    """Whether the kernel lists pid as waiting for a flock (/proc/locks marks a blocked waiter with '->')."""
-    with open("/proc/locks") as handle:
-        return any("->" in line and "FLOCK" in line and line.split()[-4] == str(pid) for line in handle)
+def _has_open(pid, path):
+    """Whether process pid has path open (its /proc/<pid>/fd): the rotating child then polls for its flock, which
+    the reader holds (_lock.flock_within never blocks in the kernel, so /proc/locks lists no waiter)."""
+    try:
+        names = os.listdir("/proc/%d/fd" % pid)
+    except FileNotFoundError:
+        return False
+    for name in names:
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, name)) == path:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 @pytest.mark.parametrize("reader", ["read_journal", "read_window"])
 def test_a_rotation_by_another_process_between_two_file_reads_waits_for_the_reader(tmp_path, monkeypatch, child_env, reader):
     """The reader has read journal.jsonl and not yet journal.jsonl.1 when a writer in another process rotates: the
-    rotation waits on the directory's flock until the reader is done, so the reader gets each line once and none lost."""
+    rotation waits on the journal's lock file until the reader is done, so the reader gets each line once and none lost."""
     from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
     path = str(tmp_path / "journal.jsonl")
     _journal.append_line(path, {"ts": _journal._stamp(time.time()), "id": "old", "phase": "intent", "action": "signal"})
@@ -404,7 +419,7 @@ def test_a_rotation_by_another_process_between_two_file_reads_waits_for_the_read
                  "sys.exit(0 if _journal.rotate_if_full(sys.argv[1], 1, limit=1) else 3)", path], env=child_env))
             # Until the rotation is either done or waiting on the lock: the kernel says which.
             deadline = time.monotonic() + 60
-            while rotator[0].poll() is None and not _blocked_on_flock(rotator[0].pid):
+            while rotator[0].poll() is None and not _has_open(rotator[0].pid, _journal.lock_path(path)):
                 assert time.monotonic() < deadline, "the rotating child neither finished nor waited on the lock"
                 time.sleep(0.01)
         return data

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,9 +15,9 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._atomic import write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
 from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
     Thresholds, dump_state, empty_state, fingerprint, judge, last_remediation, load_state, new_xid_events, probe_node_lock,
     sample_of,
@@ -226,11 +227,11 @@ def test_the_state_file_round_trips_and_a_corrupt_one_is_reported_and_replaced(t
     assert "not one this version writes" in load_state(path)[1]
 
 
-def test_an_unreadable_state_file_is_a_problem_not_a_crash(tmp_path):
+def test_a_state_path_that_is_no_regular_file_is_refused_naming_it(tmp_path):
     directory = tmp_path / "state.json"
-    directory.mkdir()  # reading a directory fails with an OSError, whoever runs the test
-    state, problem = load_state(str(directory))
-    assert state == empty_state() and problem.startswith("cannot read the state file")
+    directory.mkdir()  # not a file the watch wrote: never believed, nor replaced
+    with pytest.raises(UnsafePath, match=r"state_path: '%s' is refused: it is not a regular file" % re.escape(str(directory))):
+        load_state(str(directory))
 
 
 def journal_line(run, entry, phase, action, ts, ok=None, **details):

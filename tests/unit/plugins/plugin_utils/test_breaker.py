@@ -189,9 +189,14 @@ def test_state_dir_made_0700_and_refused_when_others_can_write_it_or_it_is_not_o
     os.mkdir(open_dir)
     os.chmod(open_dir, 0o777)
     said = prepare_state_dir(open_dir, uid, create=True)
-    assert said.startswith("state_dir (gpu_remediate_breaker_dir) %r is writable by anyone (mode 0777, no sticky bit)" % open_dir)
-    os.chmod(open_dir, 0o1777)  # /tmp's mode: others cannot remove or replace our records
-    assert prepare_state_dir(open_dir, uid, create=True) is None
+    assert said.startswith("state_dir (gpu_remediate_breaker_dir) %r is writable by others (mode 0777)" % open_dir)
+    os.chmod(open_dir, 0o1777)  # /tmp's mode: others cannot remove our records, but can add theirs (closing the breaker)
+    assert prepare_state_dir(open_dir, uid, create=True).startswith(
+        "state_dir (gpu_remediate_breaker_dir) %r is writable by others (mode 1777)" % open_dir)
+    os.chmod(open_dir, 0o700)
+    linked = str(tmp_path / "linked")
+    os.symlink(open_dir, linked)  # a link to a good directory: whoever can change the link can move the records
+    assert "is refused: it is a symbolic link or not a directory" in prepare_state_dir(linked, uid, create=True)
     theirs = prepare_state_dir(made, uid + 1, create=True)  # as another user sees a directory that is not theirs
     assert "belongs to uid %d, not to this user (uid %d)" % (uid, uid + 1) in theirs
     a_file = str(tmp_path / "file")
