@@ -37,7 +37,7 @@ SMALL = 4096
 # {file: {the pattern's source (whitespace collapsed): [(prefix, unit), ...]}}: each (prefix, unit) is fed as
 # prefix + unit * k and as (prefix + unit) * k, with a character no pattern expects at the end.
 SITES = {
-    'plugins/module_utils/_atomic.py': {
+    'plugins/module_utils/_safe_files.py': {
         'r"^\\.%s\\.[A-Za-z0-9_]{8}$" % re.escape(os.path.basename(path))': [],
     },
     'plugins/module_utils/_container_runtime.py': {
@@ -188,7 +188,7 @@ SITES = {
 
 # Names a pattern's source uses that are a function's own (a parameter): what they hold when it runs.
 LOCALS = {
-    ("plugins/module_utils/_atomic.py", "path"): "/var/lib/gpuops/watch-state.json",
+    ("plugins/module_utils/_safe_files.py", "path"): "/var/lib/gpuops/watch-state.json",
     ("plugins/module_utils/_slurm.py", "marker"): "gpuops: reclaiming stuck GPU memory",
 }
 # The operator's own pattern (gpu_kill name_pattern, cmdline_pattern): not ours to make linear; what it reads is bounded
