@@ -218,7 +218,8 @@ def _holder_specs(state, root, holders):
                       "type": htype, "user": holder.get("user"), "run_as": _resolve_user(holder.get("user"), where),
                       "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher",
                       "parent_devices": parent_devices,
-                      "cgroup": _holder_cgroup(root, number, kind, holder, where), "freeze": holder.get("freeze") or "never"})
+                      "cgroup": _holder_cgroup(root, number, kind, holder, where), "freeze": holder.get("freeze") or "never",
+                      "running": bool(holder.get("running"))})
     return specs
 
 

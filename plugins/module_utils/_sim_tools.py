@@ -637,6 +637,9 @@ def _parse_systemctl(argv):
             opts["props"] += arg.split("=", 1)[1].split(",")
         elif arg == "--value":
             opts["value"] = True
+        elif arg == "--":
+            opts["words"] += args
+            break
         elif arg in ("-q", "--quiet"):
             opts["quiet"] = True
         elif arg.startswith(("--type=", "--state=")) or arg in SYSTEMCTL_IGNORED:

@@ -192,6 +192,15 @@ options:
         type: list
         elements: int
         default: []
+      running:
+        description:
+          - V(false) (the default) starts what a crash leaves behind, as a killed training script leaves its workers: the
+            process that started the holder, the leader of its process group and session, exits at once, and the holder
+            lives on, re-parented to the node's supervisor. The remediation modules end it by default.
+          - V(true) starts a working program instead, a server that leads its own session and process group, started by
+            the node's supervisor, which runs on. It is busy, and is ended only when selected or with C(end_running_jobs).
+        type: bool
+        default: false
   services:
     description: GPU services to start as real background processes named like the real daemons.
     type: list
@@ -331,6 +340,9 @@ holders:
     kind:
       description: How it holds the devices.
       type: str
+    running:
+      description: Whether it is a working program (O(holders[].running=true)), not a crash's leftover.
+      type: bool
     name:
       description: Its name.
       type: str
@@ -416,6 +428,7 @@ HOLDER_SPEC = dict(
     freezer=dict(type="str", choices=["v1", "v2"]),
     freeze=dict(type="str", choices=list(sim.FREEZE_WHEN), default="never"),
     parent_gpus=dict(type="list", elements="int", default=[]),
+    running=dict(type="bool", default=False),
 )
 XID_SPEC = dict(
     xid=dict(type="int", required=True),
@@ -480,7 +493,7 @@ def holders_result(state):
                        "memory_mib": max(list(holder["gpus"].values()) or [0]), "type": holder["type"],
                        "user": holder.get("user"), "parent_pid": holder.get("parent_pid"),
                        "parent_start_time": holder.get("parent_start_time"), "checkpoint": holder.get("checkpoint"),
-                       "cgroup": (holder.get("cgroup") or {}).get("dir")})
+                       "cgroup": (holder.get("cgroup") or {}).get("dir"), "running": bool(holder.get("running"))})
     return result
 
 
