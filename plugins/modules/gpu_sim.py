@@ -194,7 +194,7 @@ options:
         default: []
       running:
         description:
-          - V(false) (the default) starts what a crash leaves behind, as a killed training script leaves its workers: the
+          - V(false) (the default) starts what a crash leaves behind, as a killed training script leaves its workers. The
             process that started the holder, the leader of its process group and session, exits at once, and the holder
             lives on, re-parented to the node's supervisor. The remediation modules end it by default.
           - V(true) starts a working program instead, a server that leads its own session and process group, started by
