@@ -56,8 +56,9 @@ def _names(info):
     return process_names(info.get("name"), info.get("cmdline"))
 
 
-def _protection(pid, info, policy):
-    """Why the policy protects this process, or None. Units, daemons and display servers as the init system says."""
+def _protection(pid, info, policy, ending=True):
+    """Why the policy protects this process, or None. Units, daemons and display servers as the init system says.
+    ending False: only a signal that ends nothing is to be sent (SIGCHLD to a zombie's parent): a busy process may get it."""
     name = first_name_match(_names(info), policy.protect_names)
     if name:
         return "protected name: %s" % name
@@ -75,7 +76,7 @@ def _protection(pid, info, policy):
     role = policy.members.role(pid) if policy.members is not None else None
     if role and role["role"] == DISPLAY and (pid, info.get("start_time")) in policy.compute_contexts:
         role = None  # a compute context: a graphical session it runs in makes it no display server
-    busy = _busy(pid, policy, role)
+    busy = _busy(pid, policy, role) if ending else None
     if busy:
         return "busy: %s (end_running_jobs to end it, or select it by pid)" % busy
     if role and role["role"] == DISPLAY and not policy.allow_display:
@@ -104,8 +105,9 @@ def _own_lineage(self_pid):
     return set(_procscan.ancestors(self_pid) or ()) | {self_pid}
 
 
-def refusal(target, policy, self_pid=None):
-    """None when target may be signalled, else why not. The checks run in the documented order."""
+def refusal(target, policy, self_pid=None, ending=True):
+    """None when target may be signalled, else why not. The checks run in the documented order. ending False: the
+    signal ends nothing (SIGCHLD), and a busy process is not refused it."""
     self_pid = os.getpid() if self_pid is None else self_pid
     pid = target.pid
     if pid == 1:
@@ -124,7 +126,7 @@ def refusal(target, policy, self_pid=None):
     permission = _permission(pid)
     if permission:
         return permission
-    return _protection(pid, info, policy)
+    return _protection(pid, info, policy, ending)
 
 
 def _permission(pid):

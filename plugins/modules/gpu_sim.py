@@ -260,6 +260,24 @@ options:
       - Without it the node has no DCGM, as most nodes.
     type: bool
     default: false
+  logind_sessions:
+    description:
+      - Install C(loginctl) on the node, answering as logind would for these login sessions (C(loginctl list-sessions),
+        C(loginctl show-session --property=State --value ID)); a session not listed is gone. A process is in session
+        C(ID) when its cgroup is C(session-ID.scope) (put it there through the cgroup file system).
+      - Left out, the node has no logind, as a machine without systemd.
+    type: list
+    elements: dict
+    suboptions:
+      id:
+        description: The session id, as in C(session-<id>.scope).
+        type: str
+        required: true
+      state:
+        description: What logind says of it.
+        type: str
+        choices: [online, active, closing]
+        default: active
   dcgm_hang:
     description: C(dcgmi diag) never finishes (it ends once its caller is gone), for a caller's timeout.
     type: bool
@@ -451,6 +469,8 @@ ARGUMENT_SPEC = dict(
     nvml_hang=dict(type="bool", default=False),
     dcgm=dict(type="bool", default=False),
     dcgm_hang=dict(type="bool", default=False),
+    logind_sessions=dict(type="list", elements="dict", options=dict(
+        id=dict(type="str", required=True), state=dict(type="str", choices=["online", "active", "closing"], default="active"))),
     reset_requires_nvlink_peers=dict(type="bool", default=False),
     driver_version=dict(type="str", default="590.48.01"),
     cuda_version=dict(type="str", default="13.1"),
