@@ -128,8 +128,8 @@ gpus:
     state:
       description:
         - V(ok), V(busy), V(in_use), V(stuck), V(lost), V(unresponsive) or V(unknown).
-        - V(busy) - processes the kill rung ends hold it; V(in_use) - only working programs do (class V(busy): live
-          scheduler jobs' processes, and processes no fact shows left behind), which the ladder leaves alone unless told
+        - V(busy) - processes the kill rung ends hold it; V(in_use) - only working programs do (class V(busy), live
+          scheduler jobs' processes and processes no fact shows left behind), which the ladder leaves alone unless told
           to end running jobs.
       type: str
       returned: always
