@@ -112,16 +112,63 @@ def why_not_here(name, engines):
     return None
 
 
-def run_target(name, env, log_dir=None):
-    """(name, rc, seconds): the target through ansible-playbook; its output to the console, or to a file in log_dir."""
+# How long one target may run: the longest (the Slurm ladder) takes about 5 minutes; GPUOPS_TARGET_DEADLINE overrides.
+TARGET_DEADLINE = int(os.environ.get("GPUOPS_TARGET_DEADLINE", "1800"))
+
+
+def _descendants(root_pid):
+    """Every live process under root_pid, read from /proc (ansible-playbook's workers run in sessions of their own, so
+    its process group is not enough)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _call_with_deadline(argv, deadline, **kwargs):
+    """subprocess.call that ends the whole tree and returns 124 once deadline seconds have passed."""
+    proc = subprocess.Popen(argv, **kwargs)
+    try:
+        return proc.wait(timeout=deadline)
+    except subprocess.TimeoutExpired:
+        for pid in [proc.pid] + _descendants(proc.pid):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        proc.wait(timeout=60)
+        return 124
+
+
+def run_target(name, env, log_dir=None, deadline=None):
+    """(name, rc, seconds): the target through ansible-playbook; its output to the console, or to a file in log_dir.
+    A target still running at its deadline is ended with everything it started, and fails with rc 124."""
+    deadline = deadline or TARGET_DEADLINE
     started = time.monotonic()
     playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "run_target.yml")]
     argv = playbook + ["-e", "target=%s" % name]
     if log_dir is None:
-        rc = subprocess.call(argv, cwd=ROOT, env=env)
+        rc = _call_with_deadline(argv, deadline, cwd=ROOT, env=env)
     else:
         with open(os.path.join(log_dir, name + ".log"), "w") as log:
-            rc = subprocess.call(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            rc = _call_with_deadline(argv, deadline, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            if rc == 124:
+                log.write("\nintegration target %s: ran past its %d s deadline (GPUOPS_TARGET_DEADLINE)\n" % (name, deadline))
+    if rc == 124 and log_dir is None:
+        print("integration target %s: ran past its %d s deadline (GPUOPS_TARGET_DEADLINE)" % (name, deadline))
     return name, rc, time.monotonic() - started
 
 

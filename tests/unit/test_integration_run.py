@@ -133,3 +133,28 @@ def test_an_engine_already_running_is_used_and_left_running(tmp_path, targets):
     assert targets.why_not_here("needs_docker", engines) is None
     engines.stop()
     assert calls.read_text().split() == ["start"]
+
+
+def test_a_target_past_its_deadline_is_ended_with_what_it_started_and_fails(tmp_path, monkeypatch, targets):
+    # A stand-in for ansible-playbook that starts a child in a session of its own (as ansible's workers do) and
+    # never ends; the child writes its pid so the test can see it gone afterwards.
+    pid_file = tmp_path / "worker.pid"
+    fake_bin = tmp_path / "fakebin"
+    fake_bin.mkdir()
+    executable(str(fake_bin / "ansible-playbook"),
+               "#!/bin/bash\nsetsid bash -c 'echo $$ > %s; exec sleep 600' &\n"
+               "until [[ -s %s ]]; do sleep 0.01; done\nexec sleep 600\n" % (pid_file, pid_file))
+    monkeypatch.setattr(targets.sys, "executable", str(fake_bin / "python"))
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    name, rc, _seconds = targets.run_target("needs_docker", dict(os.environ), str(log_dir), deadline=5)
+    assert (name, rc) == ("needs_docker", 124)
+    assert "ran past its 5 s deadline (GPUOPS_TARGET_DEADLINE)" in (log_dir / "needs_docker.log").read_text()
+    worker = int(pid_file.read_text())
+    state = None
+    try:
+        with open("/proc/%d/stat" % worker) as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        pass
+    assert state in (None, "Z"), "the target's worker %d still runs (state %s)" % (worker, state)

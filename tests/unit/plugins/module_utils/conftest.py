@@ -17,6 +17,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _procsca
 from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
 
+from .. import bounded
+
 # The parent forks the group and never reaps; in the child the main thread (the leader) exits while a second
 # thread lives on, so /proc/<child>/stat says Z. argv[1] "ignores_term": the group ignores SIGTERM.
 LEADER_EXITED_PARENT = """
@@ -44,7 +46,7 @@ def spawn(child_env):
     started = []
 
     def _spawn(argv, **kwargs):
-        proc = subprocess.Popen(argv, env=child_env, **kwargs)
+        proc = bounded.start(argv, env=child_env, **kwargs)
         started.append(proc)
         return proc
 
@@ -52,7 +54,7 @@ def spawn(child_env):
     for proc in started:
         if proc.poll() is None:
             proc.kill()
-        proc.wait()
+        bounded.wait(proc, "proc")
 
 
 class Processes:
@@ -100,14 +102,14 @@ class Processes:
         """A Python child that prints one line when it is ready; returns (proc, that line)."""
         argv = [argv0 or sys.executable, "-c", textwrap.dedent(code)]
         proc = self.spawn(argv, executable=sys.executable, stdout=subprocess.PIPE, text=True)
-        line = proc.stdout.readline().strip()
+        line = bounded.line(proc, "proc")
         return proc, line
 
     def leader_exited_group(self, mode="plain"):
         """(the never-reaping parent's Popen, the pid of its leader-exited child)."""
         parent = self.spawn([sys.executable, "-c", textwrap.dedent(LEADER_EXITED_PARENT), mode], stdout=subprocess.PIPE,
                             text=True)
-        child = int(parent.stdout.readline())
+        child = int(bounded.line(parent, "parent"))
         assert self.state_of(child) == "Z"  # the leader's stat
         return parent, child
 

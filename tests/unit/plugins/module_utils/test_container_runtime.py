@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -25,6 +24,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._container_runt
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import parse_cgroup
 
 from .docker_captures import CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture
+
+from .. import bounded
 
 
 def v2(path):
@@ -193,7 +194,7 @@ sys.stdout.write(open({answer!r}).read())
 def test_witness_confirms_nothing_for_a_plain_process_that_names_a_running_container(tmp_path, monkeypatch, module):
     """A real process of ours, a real docker-shaped CLI answering with the captured inspect of a running container
     whose main process is this test's own child: our child is in our cgroup, and that is not /docker/<id>."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    child = bounded.start([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         answer = tmp_path / "answer.json"
         data = json.loads(fixture("inspect-running.json"))
@@ -212,7 +213,7 @@ def test_witness_confirms_nothing_for_a_plain_process_that_names_a_running_conta
         assert result["same_pid_namespace"] is True
     finally:
         child.kill()
-        child.wait()
+        bounded.wait(child, "child")
 
 
 def test_witness_without_a_cli_confirms_nothing(tmp_path, monkeypatch, module):
@@ -232,7 +233,8 @@ def _children(pid):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a new PID namespace (unshare --pid) needs root")
 def test_the_init_of_a_pid_namespace_takes_its_members_along():
-    unshare = subprocess.Popen(["unshare", "--pid", "--fork", "sh", "-c", "sleep 60 & exec sleep 61"])
+    bounded.require_unshare("pid")
+    unshare = bounded.start(["unshare", "--pid", "--fork", "sh", "-c", "sleep 60 & exec sleep 61"])
     init = None
     try:
         deadline = time.monotonic() + 10
@@ -250,7 +252,7 @@ def test_the_init_of_a_pid_namespace_takes_its_members_along():
     finally:
         if init is not None:
             os.kill(init, signal.SIGKILL)  # the kernel ends the namespace's other process with it
-        unshare.wait()
+        bounded.wait(unshare, "unshare")
 
 
 def test_the_snapshot_keeps_a_container_only_when_the_runtime_confirms_it(tmp_path, monkeypatch, module):

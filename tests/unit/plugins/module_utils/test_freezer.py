@@ -13,6 +13,8 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import describe, frozen_cgroup, parse_mountinfo, thaw
 
+from .. import bounded
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "cgroup")
 
 
@@ -73,8 +75,8 @@ def _real(kind):
     base = {"v1": "/sys/fs/cgroup/freezer", "v2": "/sys/fs/cgroup/unified"}[kind]
     mounts = parse_mountinfo(open("/proc/self/mountinfo").read())
     mounted = mounts["v1"].get("freezer") if kind == "v1" else mounts["v2"]
-    if not mounted or not os.access(mounted[0], os.W_OK):
-        pytest.skip("this host has no writable %s freezer (needs root and the mount)" % kind)
+    if not mounted:
+        pytest.skip("this host has no %s freezer mounted" % kind)
     return mounted[0] or base
 
 
@@ -83,7 +85,7 @@ def test_real_frozen_cgroup_found_and_thawed(kind, spawn, procs):
     mount = _real(kind)
     outer = os.path.join(mount, "gpuops-test-%d-%s" % (os.getpid(), kind))
     inner = os.path.join(outer, "job")
-    os.makedirs(inner)
+    bounded.make_cgroup(inner)
     proc = spawn(["sleep", "60"])
     try:
         with open(os.path.join(inner, "cgroup.procs"), "w") as handle:
@@ -102,7 +104,7 @@ def test_real_frozen_cgroup_found_and_thawed(kind, spawn, procs):
         assert frozen_cgroup(proc.pid) is None
     finally:
         proc.kill()
-        proc.wait()
+        bounded.wait(proc, "proc")
         for path in (inner, outer):
             for dummy in range(50):
                 try:

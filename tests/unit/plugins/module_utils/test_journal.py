@@ -20,12 +20,14 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
     Journal, completed_resets, left_stopped, load_journal, read_journal, unfinished,
 )
 
+from .. import bounded
+
 
 @pytest.fixture
 def run_child(child_env):
     def _run_child(code, *args, **kwargs):
-        return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)] + [str(arg) for arg in args],
-                                env=child_env, **kwargs)
+        return bounded.start([sys.executable, "-c", textwrap.dedent(code)] + [str(arg) for arg in args],
+                             env=child_env, **kwargs)
     return _run_child
 
 
@@ -73,9 +75,9 @@ def test_sigkill_between_intent_and_outcome_leaves_the_intent(tmp_path, run_chil
         time.sleep(60)
         journal.outcome("never", True)
     """, path, stdout=subprocess.PIPE, text=True)
-    assert child.stdout.readline().strip() == "intent written"
+    assert bounded.line(child, "child") == "intent written"
     os.kill(child.pid, signal.SIGKILL)
-    assert child.wait() == -signal.SIGKILL
+    assert bounded.wait(child, "child") == -signal.SIGKILL
     records = read_journal(path)
     assert [(r["run_id"], r["phase"], r["pid"]) for r in records] == [("killed", "intent", 1234)]
     assert unfinished(records) == records
@@ -115,7 +117,7 @@ def test_concurrent_writers_produce_whole_lines(tmp_path, run_child):
             journal.intent("signal", number=number, padding=writer * 3000)
     """, path, go, writer, lines_each) for writer in range(writers)]
     open(go, "w").close()
-    assert [child.wait() for child in children] == [0] * writers
+    assert [bounded.wait(child, "child") for child in children] == [0] * writers
 
     with open(path, "rb") as handle:
         raw_lines = handle.read().split(b"\n")
@@ -397,7 +399,7 @@ def test_a_rotation_by_another_process_between_two_file_reads_waits_for_the_read
     def read_then_let_a_writer_rotate(each, budget):
         data = read_tail(each, budget)
         if each == path and not rotator:
-            rotator.append(subprocess.Popen(
+            rotator.append(bounded.start(
                 [sys.executable, "-c", "import sys; from ansible_collections.gpuops.remediation.plugins.module_utils import _journal;"
                  "sys.exit(0 if _journal.rotate_if_full(sys.argv[1], 1, limit=1) else 3)", path], env=child_env))
             # Until the rotation is either done or waiting on the lock: the kernel says which.

@@ -17,6 +17,8 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock, read_holder
 
+from .. import bounded
+
 HOLDER = """
     import sys, time
     from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
@@ -29,13 +31,13 @@ HOLDER = """
 @pytest.fixture
 def holder(tmp_path, child_env):
     path = str(tmp_path / "run" / "node.lock")
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLDER), path], env=child_env,
-                            stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "locked"
+    proc = bounded.start([sys.executable, "-c", textwrap.dedent(HOLDER), path], env=child_env,
+                         stdout=subprocess.PIPE, text=True)
+    assert bounded.line(proc, "proc") == "locked"
     yield proc, path
     if proc.poll() is None:
         proc.kill()
-    proc.wait()
+    bounded.wait(proc, "proc")
 
 
 def test_second_process_waits_then_times_out_naming_the_holder(holder):
@@ -55,7 +57,7 @@ def test_second_process_waits_then_times_out_naming_the_holder(holder):
 def test_sigkilled_holder_releases_the_lock(holder):
     proc, path = holder
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    bounded.wait(proc, "proc")
     began = time.monotonic()
     with NodeLock(path, timeout=2.0) as lock:
         assert lock.held

@@ -21,6 +21,8 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
 
+from .. import bounded
+
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 DEVICE_FILES = ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "dri/card1"]
@@ -45,10 +47,10 @@ class Children:
 
     def start(self, code, *args):
         """(Popen, first line the child printed) once the child has set itself up."""
-        proc = subprocess.Popen([sys.executable, "-c", code] + list(args),  # pylint: disable=consider-using-with
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = bounded.start([sys.executable, "-c", code] + list(args),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.procs.append(proc)
-        return proc, proc.stdout.readline().strip()
+        return proc, bounded.line(proc, "the child's first line")
 
     def adopt(self, pid):
         self.strays.append((pid, procscan.start_time(pid)))
@@ -61,7 +63,7 @@ class Children:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait()
+                bounded.wait(proc, "proc")
             proc.stdout.close()
         deadline = time.monotonic() + 10
         for pid, started in self.strays:
@@ -284,12 +286,12 @@ def test_name_and_arguments_with_shell_metacharacters_are_kept_exactly(children,
 
 def test_start_time_is_when_the_process_started():
     before = time.time()
-    proc = subprocess.Popen([sys.executable, "-c", "import os; os.read(0, 1)"], stdin=subprocess.PIPE)  # pylint: disable=consider-using-with
+    proc = bounded.start([sys.executable, "-c", "import os; os.read(0, 1)"], stdin=subprocess.PIPE)
     after = time.time()
     try:
         started = procscan.start_time_epoch(procscan.start_time(proc.pid))
     finally:
-        proc.communicate(b"x")
+        bounded.communicate(proc, "the child reading stdin", b"x")
     tick = 1.0 / os.sysconf("SC_CLK_TCK")
     # btime is whole seconds: the start time in seconds since the epoch is exact to one second and one tick.
     assert before - 1 - tick <= started <= after + 1 + tick
@@ -387,6 +389,14 @@ def test_a_node_of_regular_files_never_takes_the_drivers_majors(dev_dir, tmp_pat
     assert _device(table, "/dev/null") is None
 
 
+def _char_device(path, mode, device):
+    """mknod, or the test not run where the kernel refuses it (a container without CAP_MKNOD)."""
+    try:
+        os.mknod(path, mode, device)
+    except PermissionError as exc:
+        bounded.not_run("mknod", exc.errno)
+
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device and mount namespaces need root")
 
 
@@ -396,12 +406,12 @@ def test_another_node_with_the_same_major_minor_is_the_same_device(children, tmp
     # path) holds "nvidia0"; one that opened /dev/zero does not; a node deleted after it was opened still counts.
     dev_dir = tmp_path / "dev"
     dev_dir.mkdir()
-    os.mknod(str(dev_dir / "nvidia0"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    _char_device(str(dev_dir / "nvidia0"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
     # An alias of the same device, sorted before it: the device keeps the driver's name.
-    os.mknod(str(dev_dir / "nvidia-0-alias"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
-    os.mknod(str(dev_dir / "nvidia1"), 0o600 | stat.S_IFCHR, os.makedev(1, 7))  # /dev/full
+    _char_device(str(dev_dir / "nvidia-0-alias"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    _char_device(str(dev_dir / "nvidia1"), 0o600 | stat.S_IFCHR, os.makedev(1, 7))  # /dev/full
     other = tmp_path / "other-node"
-    os.mknod(str(other), 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+    _char_device(str(other), 0o600 | stat.S_IFCHR, os.makedev(1, 7))
     _proc, line = children.start(HOLD_OPEN, "/dev/null")
     through_null = int(line)
     _proc, line = children.start(HOLD_OPEN, "/dev/zero")
@@ -424,7 +434,7 @@ def test_a_node_of_the_drivers_major_is_named_by_its_number(tmp_path):
     # device number gives, whatever the node is called.
     dev_dir = tmp_path / "dev"
     dev_dir.mkdir()
-    os.mknod(str(dev_dir / "nvidia0"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    _char_device(str(dev_dir / "nvidia0"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
     table = _table(str(dev_dir), tmp_path, devices_text="Character devices:\n  1 nvidia-frontend\n")
     assert _device(table, str(dev_dir / "nvidia0")) == str(dev_dir / "nvidia3")
     assert _device(table, "/dev/null") == str(dev_dir / "nvidia3")
@@ -432,16 +442,17 @@ def test_a_node_of_the_drivers_major_is_named_by_its_number(tmp_path):
 
 @needs_root
 def test_a_bind_mount_in_another_mount_namespace_is_the_same_device(children, dev_dir, tmp_path):
-    if shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"], check=False).returncode != 0:
-        pytest.fail("unshare -m does not work here, though this runs as root")
+    if shutil.which("unshare") is None:
+        pytest.fail("unshare(1) is missing, though this runs as root")
+    bounded.require_unshare("mount")
     mount_point = tmp_path / "elsewhere"
     mount_point.mkdir()
-    proc = subprocess.Popen(  # pylint: disable=consider-using-with
+    proc = bounded.start(
         ["unshare", "-m", "--propagation", "private", "sh", "-c",
          'mount --bind "$1" "$2" && exec "$3" -c "$4" "$2/nvidia0"', "sh", dev_dir, str(mount_point), sys.executable,
          HOLD_OPEN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     children.procs.append(proc)
-    pid = int(proc.stdout.readline())
+    pid = int(bounded.line(proc, "the holder in its own mount namespace"))
     assert os.listdir(str(mount_point)) == []  # the bind mount is in the holder's namespace only
     assert os.readlink("/proc/%d/fd/3" % pid) == str(mount_point / "nvidia0")
 
@@ -496,7 +507,7 @@ def test_a_scan_as_another_user_reports_what_it_cannot_read(children, world_read
     nobody = pwd.getpwnam("nobody")
     completed = subprocess.run([python, "-S", "-c", code, world_readable_dir, dev_dir],
                                stdout=subprocess.PIPE, check=True, user=nobody.pw_uid, group=nobody.pw_gid,
-                               extra_groups=[], cwd="/")
+                               extra_groups=[], cwd="/", timeout=bounded.DEADLINE)
     seen = json.loads(completed.stdout)
     assert root_holder in procscan.scan_holders(dev_dir)  # root sees it
     assert root_holder not in seen["holders"]
@@ -504,8 +515,8 @@ def test_a_scan_as_another_user_reports_what_it_cannot_read(children, world_read
 
 
 def test_processes_that_are_gone():
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])  # pylint: disable=consider-using-with
-    proc.wait()
+    proc = bounded.start([sys.executable, "-c", "pass"])
+    bounded.wait(proc, "proc")
     assert procscan.read_process(proc.pid) is None
     assert procscan.start_time(proc.pid) is None
     assert not procscan.same_process(proc.pid, 12345)
@@ -768,23 +779,28 @@ def test_bench_reads_what_fuser_prints_on_stdout(children, dev_dir, holder_scan_
     device = os.path.join(dev_dir, "nvidia0")
     pid = int(children.start(HOLD_OPEN, device)[1])
     completed = subprocess.run(["fuser", "-v", device], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, check=False)
+                               text=True, check=False, timeout=bounded.DEADLINE)
     assert holder_scan_bench.parse_fuser_pids(completed.stdout) == {pid}
 
 
 # A thread unshares its file table (CLONE_FILES) and opens the device there; the leader, alive, never has it.
+# Where the kernel refuses the unshare, the thread says so (bounded.line skips the test as not run) and ends the
+# helper; the leader waits for the thread with a bound.
 OWN_FD_TABLE = """
-import ctypes, os, sys, threading
+import ctypes, errno, os, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
 opened = threading.Event()
 def hold():
-    assert libc.unshare(0x400) == 0, ctypes.get_errno()
+    if libc.unshare(0x400) != 0:
+        print("REFUSED unshare", errno.errorcode.get(ctypes.get_errno(), "?"), flush=True)
+        os._exit(0)
     fd = os.open(sys.argv[1], os.O_RDWR)
     print(os.getpid(), threading.get_native_id(), fd, flush=True)
     opened.set()
     os.read(0, 1)
 threading.Thread(target=hold).start()
-opened.wait()
+if not opened.wait(30):
+    sys.exit("the thread did not open the device within 30s")
 os.read(0, 1)
 """
 

@@ -22,6 +22,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._protect import
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
 from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import UnitMembers
 
+from .. import bounded
+
 
 def test_pid_1_refused(procs):
     assert refusal(procs.target_for(1), Policy()) == "pid 1"
@@ -53,7 +55,7 @@ def test_exited_process_refused(spawn, procs):
     proc = spawn(["sleep", "60"])
     target = procs.target_for(proc.pid)
     proc.kill()
-    proc.wait()
+    bounded.wait(proc, "proc")
     assert refusal(target, Policy()) == "exited"
 
 
@@ -67,7 +69,7 @@ def test_uninterruptible_sleep_is_no_refusal_a_killable_one_ends(spawn, tmp_path
     source.write_text("#include <unistd.h>\n#include <sys/prctl.h>\n#include <signal.h>\n"
                       "int main(void) { if (vfork() == 0) { prctl(PR_SET_PDEATHSIG, SIGKILL); sleep(30); _exit(0); } return 0; }\n")
     binary = str(tmp_path / "vfork_parent")
-    subprocess.run([compiler, "-o", binary, str(source)], check=True)
+    subprocess.run([compiler, "-o", binary, str(source)], check=True, timeout=120)
     proc = spawn([binary])
     procs.wait_until(lambda: procs.state_of(proc.pid) == "D")
     target = procs.target_for(proc.pid)
@@ -79,7 +81,7 @@ def test_uninterruptible_sleep_is_no_refusal_a_killable_one_ends(spawn, tmp_path
     assert entry["state"] == "D" and entry["expected"] == "term" and "uninterruptible sleep (D)" in entry["why"]
     assert entry["signals"] == ["TERM"] and entry["exited"] is True
     assert [(e["signals"], e["expected"]) for e in predicted["signalled"]] == [(["TERM"], "term")]
-    assert proc.wait() == -signal.SIGTERM
+    assert bounded.wait(proc, "proc") == -signal.SIGTERM
 
 
 def _named(procs, name):
@@ -183,7 +185,7 @@ def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_fo
         """)
         sleeper = spawn(["sleep", "30"])
         out = subprocess.run([sys.executable, "-c", code, str(sleeper.pid), collections_root], env=child_env,
-                             capture_output=True, text=True, check=True).stdout.strip()
+                             capture_output=True, text=True, check=True, timeout=bounded.DEADLINE).stdout.strip()
         assert out == "not permitted: this run (uid 65534) may not signal it"
     else:
         init_like = [p for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == 0 and p != "1"]

@@ -12,6 +12,8 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._signal_state import effect, parse_status, plan, read_facts
 
+from .. import bounded
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "proc-status")
 TERM_KILL = [signal.SIGTERM, signal.SIGKILL]
 
@@ -98,7 +100,7 @@ def test_read_facts_of_live_processes(procs):
     live = read_facts(proc.pid)
     assert live["blocked"] & (1 << (signal.SIGTERM - 1)) and live["nspid"] == [proc.pid]
     proc.kill()
-    proc.wait()
+    bounded.wait(proc, "proc")
     assert read_facts(proc.pid) is None
 
 
@@ -114,4 +116,4 @@ def test_a_thread_that_does_not_block_term_takes_it(procs):
     assert line == "ready"
     assert not read_facts(proc.pid)["blocked"] & (1 << (signal.SIGTERM - 1))
     proc.kill()
-    proc.wait()
+    bounded.wait(proc, "proc")

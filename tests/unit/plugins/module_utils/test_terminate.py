@@ -18,6 +18,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _termina
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, send_checked
 
+from .. import bounded
+
 
 def test_sleeper_killed_by_term(spawn, tmp_path, procs):
     proc = spawn(["sleep", "60"])
@@ -30,7 +32,7 @@ def test_sleeper_killed_by_term(spawn, tmp_path, procs):
     assert entry["signals"] == ["TERM"] and entry["exited"] is True and entry["seconds"] < 2.0
     # We never reaped it, so it is our zombie, and it is reported with us as its parent.
     assert [(z["pid"], z["parent"]["pid"]) for z in result["zombies"]] == [(proc.pid, os.getpid())]
-    assert proc.wait() == -signal.SIGTERM
+    assert bounded.wait(proc, "proc") == -signal.SIGTERM
     records = read_journal(journal.path)
     assert [(r["phase"], r["action"], r.get("signal")) for r in records] == [
         ("intent", "signal", "TERM"), ("outcome", "signal", "TERM")]
@@ -109,7 +111,7 @@ def test_shell_metacharacters_in_the_name_reach_no_shell(tmp_path, procs):
     journal = Journal(str(tmp_path / "journal.jsonl"))
     result = terminate_permitted([procs.target_for(proc.pid, evil)], Policy(), grace=5.0, journal=journal)
     assert result["signalled"][0]["exited"] is True
-    assert proc.wait() == -signal.SIGTERM
+    assert bounded.wait(proc, "proc") == -signal.SIGTERM
     assert read_journal(journal.path)[0]["reason"] == evil
     assert not os.path.exists(marker)
 
@@ -129,7 +131,7 @@ def spawn_with_pid(spawn, pid, argv, attempts=50):
         if proc.pid == pid:
             return proc
         proc.kill()
-        proc.wait()
+        bounded.wait(proc, "proc")
         if os.path.exists("/proc/%d" % pid):
             return None  # someone else holds the pid now: it cannot be reused
     return None
@@ -139,7 +141,7 @@ def test_pid_reused_before_the_kill_is_never_signalled(spawn, procs):
     first = spawn(["sleep", "60"])
     target = procs.target_for(first.pid)
     first.kill()
-    first.wait()
+    bounded.wait(first, "first")
     time.sleep(0.05)  # start times count clock ticks (10 ms): a reuse within one tick is indistinguishable
     second = spawn_with_pid(spawn, target.pid, ["sleep", "60"])
     if second is None:
@@ -159,9 +161,10 @@ def test_pid_reused_during_the_grace_is_not_sent_the_next_signal(spawn, procs):
     worker.start()
     procs.wait_until(lambda: _term_pending(stubborn.pid))  # TERM has been sent and is blocked; the grace is running
     stubborn.kill()
-    stubborn.wait()
+    bounded.wait(stubborn, "stubborn")
     second = spawn_with_pid(spawn, target.pid, ["sleep", "60"])
-    worker.join()
+    worker.join(bounded.DEADLINE)
+    assert not worker.is_alive(), "terminate_permitted did not return within %ss" % bounded.DEADLINE
     if second is None:
         pytest.skip("cannot steer pid allocation here (needs root and ns_last_pid)")
     [entry] = outcome["signalled"]
@@ -181,7 +184,7 @@ def test_os_kill_path_when_pidfd_is_unavailable(spawn, monkeypatch, procs):
     proc = spawn(["sleep", "60"])
     result = terminate_permitted([procs.target_for(proc.pid)], Policy(), grace=5.0)
     assert result["signalled"][0]["signals"] == ["TERM"]
-    assert proc.wait() == -signal.SIGTERM
+    assert bounded.wait(proc, "proc") == -signal.SIGTERM
 
 
 def test_leader_exited_group_is_ended_by_term_and_its_parent_is_left_alone(procs):

@@ -17,6 +17,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, reset_evidence, verdict
 
+from .. import bounded
+
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 OK_PROBE = {"backend": "nvidia_smi", "ok": True, "timed_out": False, "error": None}
@@ -204,7 +206,7 @@ def test_the_snapshot_classes_unkillable_from_the_journal_a_live_d_process(tmp_p
     source.write_text("#include <unistd.h>\n#include <sys/prctl.h>\n#include <signal.h>\n"
                       "int main(void) { if (vfork() == 0) { prctl(PR_SET_PDEATHSIG, SIGKILL); sleep(60); _exit(0); } return 0; }\n")
     binary = str(tmp_path / "vfork_parent")
-    subprocess.run([compiler, "-o", binary, str(source)], check=True)
+    subprocess.run([compiler, "-o", binary, str(source)], check=True, timeout=120)
     named, other = spawn([binary]), spawn([binary])
     procs.wait_until(lambda: procs.state_of(named.pid) == "D" and procs.state_of(other.pid) == "D")
     journal = Journal(str(tmp_path / "journal.jsonl"))
@@ -216,4 +218,4 @@ def test_the_snapshot_classes_unkillable_from_the_journal_a_live_d_process(tmp_p
     assert holders[0]["outlived_kill"] == journal.entries()[1]["ts"] and holders[0]["frozen_cgroup"] is None
     for proc in (named, other):
         proc.kill()
-        proc.wait()
+        bounded.wait(proc, "proc")

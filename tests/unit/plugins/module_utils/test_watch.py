@@ -22,6 +22,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
     sample_of,
 )
 
+from .. import bounded
+
 MIB = 1024
 HOST = "node07"
 T0 = 1800000000.0
@@ -401,9 +403,9 @@ LOCK_HOLDER = """
 @pytest.fixture
 def ladder_holding_the_lock(tmp_path, child_env):
     path = str(tmp_path / "run" / "gpuops.lock")
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(LOCK_HOLDER), path], env=child_env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "locked"
+    proc = bounded.start([sys.executable, "-c", textwrap.dedent(LOCK_HOLDER), path], env=child_env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert bounded.line(proc, "proc") == "locked"
     yield proc, path
     proc.stdin.close()
     proc.wait(timeout=10)

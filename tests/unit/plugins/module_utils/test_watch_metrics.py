@@ -18,8 +18,8 @@ ODD_NAME = 'NVIDIA "H100" \\ 80GB\nHBM3'
 
 def promtool_check(text):
     """(rc, output) of promtool check metrics on text; the tool is installed first or the test fails."""
-    subprocess.run([os.path.join(ROOT, "tools", "debian_tools.sh"), "ensure", "promtool:prometheus"], check=True)
-    done = subprocess.run(["promtool", "check", "metrics"], input=text.encode("utf-8"), capture_output=True, check=False)
+    subprocess.run([os.path.join(ROOT, "tools", "debian_tools.sh"), "ensure", "promtool:prometheus"], check=True, timeout=600)
+    done = subprocess.run(["promtool", "check", "metrics"], input=text.encode("utf-8"), capture_output=True, check=False, timeout=60)
     return done.returncode, (done.stdout + done.stderr).decode("utf-8", "replace")
 
 

@@ -15,6 +15,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._journal import
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy
 from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
 
+from .. import bounded
+
 
 ZOMBIE_PARENT = """
     import os, signal, sys, time
@@ -37,7 +39,7 @@ ZOMBIE_PARENT = """
 
 def zombie_with_parent(procs, mode):
     proc = procs.spawn([sys.executable, "-c", textwrap.dedent(ZOMBIE_PARENT), mode], stdout=subprocess.PIPE, text=True)
-    zombie = int(proc.stdout.readline())
+    zombie = int(bounded.line(proc, "proc"))
     assert procs.state_of(zombie) == "Z"
     return proc, zombie
 
@@ -71,7 +73,7 @@ def test_zombie_of_a_parent_that_never_reaps(procs):
     assert done["reaped_by"] == "parent_terminated" and done["gone"] is True
     assert done["parent_result"]["signalled"][0]["pid"] == parent.pid
     assert done["parent_result"]["signalled"][0]["signals"] == ["TERM"]
-    assert parent.wait() == -signal.SIGTERM
+    assert bounded.wait(parent, "parent") == -signal.SIGTERM
     assert procs.state_of(zombie) is None
 
 
@@ -112,7 +114,7 @@ def _parent_of_a_zombie(spawn, name, live_child):
         print(child, worker.pid if worker else 0, flush=True)
         time.sleep(60)
     """ % (name, live_child))], stdout=subprocess.PIPE, text=True)
-    zombie, worker = (int(field) for field in parent.stdout.readline().split())
+    zombie, worker = (int(field) for field in bounded.line(parent, "parent").split())
     return parent, zombie, worker
 
 

@@ -25,7 +25,7 @@ class BrowserMissing(RuntimeError):
 
 
 def ensure_chromium():
-    done = subprocess.run(["bash", DEBIAN_TOOLS, "ensure", "chromium:chromium"], capture_output=True, text=True, check=False)
+    done = subprocess.run(["bash", DEBIAN_TOOLS, "ensure", "chromium:chromium"], capture_output=True, text=True, check=False, timeout=600)
     if done.returncode != 0:
         raise BrowserMissing("chromium is needed and could not be installed: %s" % (done.stderr.strip() or done.stdout.strip()))
 

@@ -21,6 +21,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources im
 )
 from .eda_webhook import until_listening
 
+from .. import bounded
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
 SECRET = "s3cret"
@@ -283,23 +285,23 @@ def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collec
     snapshot = {"gpus": [{"index": 0, "state": "stuck"}], "verdict": {"rung": "reset", "reasons": []}}
     runs = []
     with open(str(state / ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh file of this test: nobody else holds it
         for host in ("nodeA", "nodeB", "nodeC", "nodeD"):
             args = {"host": host, "fleet_size": 10, "max_count": 1, "state_dir": str(state), "snapshot": snapshot,
                     "max_rung": "reset", "run_id": "race-" + host}
             argv = ansible + ["localhost", "-c", "local", "-m", "gpuops.remediation.gpu_breaker", "-a", json.dumps(args)]
-            runs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         universal_newlines=True, cwd=str(tmp_path)))
+            runs.append(bounded.start(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      universal_newlines=True, cwd=str(tmp_path)))
         # Until the kernel lists all four runs waiting on the lock: none decided, none recorded.
         deadline = time.monotonic() + 120
         while _flock_waiters(str(state / ".lock")) < 4:
             assert time.monotonic() < deadline and all(run.poll() is None for run in runs), \
-                [run.communicate()[0] for run in runs if run.poll() is not None]
+                [bounded.communicate(run, "an ad-hoc breaker run")[0] for run in runs if run.poll() is not None]
             time.sleep(0.05)
         assert [run.poll() for run in runs] == [None] * 4
         assert [name for name in os.listdir(str(state)) if name.endswith(".breaker.json")] == []
         fcntl.flock(lock, fcntl.LOCK_UN)
-    outputs = [run.communicate(timeout=120)[0] for run in runs]
+    outputs = [bounded.communicate(run, "an ad-hoc breaker run", timeout=120)[0] for run in runs]
     results = []
     for output in outputs:
         assert "localhost | SUCCESS => " in output, output  # ad-hoc's own output: the task's result as JSON

@@ -1,0 +1,143 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one way the unit tests wait on a helper process: every read of its output, every wait for its end and
+every run has a deadline, and hitting it kills the helper and fails naming what was waited for, with the
+helper's stderr. tests/unit/test_bounded_waits.py scans the tests so that none waits any other way.
+
+A helper whose case needs a call the kernel or a seccomp profile may refuse (unshare, kcmp, ptrace, mknod)
+prints ``REFUSED <call> <errno name>`` as its line and exits: line() then skips the test as
+``not run: <call> refused (<errno>)``, which pytest's -r summary (make units, ansible-test units) lists."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+
+import pytest
+
+DEADLINE = 30.0
+REFUSED = "REFUSED "
+
+
+def start(argv, **kwargs):
+    """Popen(argv); its stderr goes to a file that a failed wait shows, unless the caller routes it."""
+    if "stderr" not in kwargs:
+        kwargs["stderr"] = tempfile.TemporaryFile()  # pylint: disable=consider-using-with
+    proc = subprocess.Popen(argv, **kwargs)  # pylint: disable=consider-using-with
+    proc.bounded_stderr = kwargs["stderr"] if hasattr(kwargs["stderr"], "seek") else None
+    return proc
+
+
+def stderr_of(proc):
+    """What the helper wrote on stderr so far, when start() kept it ('' otherwise)."""
+    kept = getattr(proc, "bounded_stderr", None)
+    if kept is None:
+        return ""
+    kept.seek(0)
+    return kept.read().decode("utf-8", "replace")[-4000:]
+
+
+def _fail(proc, message):
+    if proc.poll() is None:
+        proc.kill()
+        try:
+            proc.wait(timeout=DEADLINE)
+        except subprocess.TimeoutExpired:
+            message += " (and it did not die of SIGKILL)"
+    pytest.fail("%s; argv %r, exit %r, its stderr: %r" % (message, proc.args, proc.returncode, stderr_of(proc)), pytrace=False)
+
+
+def not_run(call, code):
+    """Skip the test: the kernel refused a call (errno code) its case needs; the -r summary lists it."""
+    pytest.skip("not run: %s refused (%s)" % (call, errno.errorcode.get(code, code) if isinstance(code, int) else code))
+
+
+def make_cgroup(path):
+    """mkdir of a cgroup, or the test not run where the kernel refuses it (a read-only cgroup mount, no root)."""
+    try:
+        os.makedirs(path)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EACCES, errno.EROFS):
+            raise
+        not_run("cgroup mkdir", exc.errno)
+
+
+# unshare(2) flags of the namespaces and tables the tests make their cases in.
+UNSHARE_FLAGS = {"files": 0x400, "mount": 0x20000, "pid": 0x20000000}
+UNSHARE_PROBE = """
+import ctypes, errno, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(int(sys.argv[1])) != 0:
+    print("REFUSED unshare " + errno.errorcode.get(ctypes.get_errno(), "?"), flush=True)
+else:
+    print("allowed", flush=True)
+"""
+
+
+def require_unshare(what):
+    """Skip the test as not run where the kernel refuses unshare() of what (a key of UNSHARE_FLAGS)."""
+    probe = start([sys.executable, "-c", UNSHARE_PROBE, str(UNSHARE_FLAGS[what])], stdout=subprocess.PIPE, text=True)
+    line(probe, "the unshare(%s) probe" % what)
+    wait(probe, "the unshare(%s) probe" % what)
+
+
+def line(proc, what, timeout=DEADLINE):
+    """The next line of the helper's stdout, stripped; a REFUSED line skips the test as not run."""
+    got = []
+    reader = threading.Thread(target=lambda: got.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        _fail(proc, "no line from %s within %ss" % (what, timeout))
+    text = got[0].decode("utf-8", "replace") if isinstance(got[0], bytes) else got[0]
+    if not text:
+        wait_quietly(proc)
+        _fail(proc, "%s ended its output without the line awaited" % what)
+    text = text.strip()
+    if text.startswith(REFUSED):
+        wait_quietly(proc)
+        call, name = (text[len(REFUSED):].split() + ["?"])[:2]
+        not_run(call, name)
+    return text
+
+
+def wait(proc, what, timeout=DEADLINE):
+    """The helper's exit status once it ended; it must end within timeout."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _fail(proc, "%s did not end within %ss" % (what, timeout))
+    return None  # not reached: _fail raises
+
+
+def wait_quietly(proc, timeout=DEADLINE):
+    """Reap a helper at teardown: killed when it has not ended within timeout."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(timeout=timeout)
+
+
+def communicate(proc, what, data=None, timeout=DEADLINE):
+    """(stdout, stderr) of the helper, data written to its stdin; it must end within timeout."""
+    try:
+        return proc.communicate(data, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _fail(proc, "%s did not end within %ss" % (what, timeout))
+    return None  # not reached: _fail raises
+
+
+def run(argv, what, timeout=DEADLINE, **kwargs):
+    """subprocess.run with a deadline; hitting it fails naming what ran, with what it wrote."""
+    kwargs.setdefault("check", False)
+    try:
+        return subprocess.run(argv, timeout=timeout, **kwargs)  # pylint: disable=subprocess-run-check
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail("%s did not end within %ss; argv %r, its output: %r, its stderr: %r"
+                    % (what, timeout, argv, exc.output, exc.stderr), pytrace=False)
+    return None  # not reached: pytest.fail raises
