@@ -78,7 +78,7 @@ def _protection(pid, info, policy, ending=True):
         role = None  # a compute context: a graphical session it runs in makes it no display server
     busy = _busy(pid, policy, role) if ending else None
     if busy:
-        return "busy: %s (end_running_jobs to end it, or select it by pid)" % busy
+        return "busy: %s (end_running_jobs to end it)" % busy
     if role and role["role"] == DISPLAY and not policy.allow_display:
         return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))
     if role and role["role"] == DAEMON and not policy.allow_daemons:

@@ -153,7 +153,7 @@ def test_a_compute_context_in_a_graphical_login_is_no_display_server(procs):
     compute = Policy(members=members, standing=standing)
     compute.compute_contexts = {(target.pid, target.start_time)}
     assert refusal(target, compute).startswith("busy: its process group leader ")
-    assert refusal(target, compute).endswith("(end_running_jobs to end it, or select it by pid)")
+    assert refusal(target, compute).endswith("(end_running_jobs to end it)")
     selected = Policy(members=members, standing=standing, explicit=True)
     selected.compute_contexts = {(target.pid, target.start_time)}
     assert refusal(target, selected) is None
