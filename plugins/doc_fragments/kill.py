@@ -94,10 +94,14 @@ options:
         hint, and one that Slurm does not list is a leftover, ended as before, as is a holder of a container that has
         stopped or whose main process is gone. When Slurm cannot answer, a process whose cgroup names a job is treated
         as running; a container runtime that cannot be asked confirms no container, and its holder is a plain process.
-      - By default such a process is left alone with the reason (C(busy - ...)), and is never ended, even when
-        selected by pid. A running container's holder is not stopped either (with O(containers=stop)), and the
-        container is left running. A node without C(scontrol)/C(squeue), C(crictl) or a container runtime has no
-        scheduler, and nothing changes.
+      - The same option ends working programs, on every node, with or without a scheduler - a process that no kernel
+        or runtime fact shows left behind (its process group or session leader runs, it leads its own session, its
+        unit or login session is active), class V(busy) in
+        RV(gpuops.remediation.gpu_holders_info#module:holders[].standing).
+      - By default such a process is left alone with the reason (C(busy - ...)), unless the operator selects it
+        (M(gpuops.remediation.gpu_kill) given its pid in O(gpuops.remediation.gpu_kill#module:holders), or names or
+        users that match it). A running container's holder is not stopped either (with O(containers=stop)), and the
+        container is left running.
     type: bool
     default: false
   allow_display:

@@ -24,6 +24,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._containers imp
 from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import describe, frozen_cgroup, thaw
 from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe
 from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
+from ansible_collections.gpuops.remediation.plugins.module_utils._left_behind import probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process, same_process, scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
@@ -105,10 +106,17 @@ def kill_policy(module):
                       protect_units=units, allow_display=params["allow_display"],
                       allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
                       members=probe_unit_members(module, layout), unit_states=states,
-                      jobs=JobProbe(module), end_running_jobs=params["end_running_jobs"])
+                      jobs=JobProbe(module), end_running_jobs=params["end_running_jobs"],
+                      standing=probe_standing(module, layout), explicit=explicit_selection(params))
     except ProtectEntryError as exc:
         module.fail_json(changed=False, msg=str(exc))
     return None
+
+
+def explicit_selection(params):
+    """Whether the operator named what to end (holders by pid, a name or command line pattern, users): a busy process
+    so named is ended, as with end_running_jobs."""
+    return bool(params.get("holders") is not None or params.get("name_pattern") or params.get("cmdline_pattern") or params.get("users"))
 
 
 def _whole_number(value):
@@ -305,6 +313,7 @@ class HolderKiller:
         """Split holders into plain targets, zombies and containers to stop; the others are left alone."""
         targets, zombies, containers = [], [], {}
         left_alone = result["left_alone"]
+        self._know_compute_contexts(holders)
         blocked = self._blocked_containers(holders)
         for holder in holders:
             kind, confirmation = self._kind(holder)
@@ -331,6 +340,11 @@ class HolderKiller:
                 targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"],
                                       source=holder_source(holder)))
         return targets, zombies, containers
+
+    def _know_compute_contexts(self, holders):
+        """Tell the policy which holders are compute contexts: a display manager's session they run in makes them no
+        display server."""
+        self.policy.compute_contexts = set((h["pid"], h.get("start_time")) for h in holders if h["class"] in ("compute", BUSY_CLASS))
 
     def _blocked_containers(self, holders):
         """{(runtime, id): (pid, why)} of the confirmed containers to stop that hold a process of `holders` the rules
@@ -399,6 +413,7 @@ class HolderKiller:
         """
         by_pid = dict((h["pid"], h) for h in snapshot["holders"])
         ended = {}
+        self._know_compute_contexts(holders)
         blocked = self._blocked_containers(holders)
 
         def add(pid, start_time, name, why):

@@ -758,7 +758,7 @@ def _read_bytes(path):
 
 
 def _parse_stat(data):
-    """{"pid", "name", "state", "ppid", "flags", "start_time"} from the bytes of /proc/<pid>/stat.
+    """{"pid", "name", "state", "ppid", "pgid", "sid", "flags", "start_time"} from the bytes of /proc/<pid>/stat.
 
     The comm field may hold spaces, parentheses and newlines: it ends at the LAST ')'.
     """
@@ -770,9 +770,16 @@ def _parse_stat(data):
         "name": data[open_paren + 1:close_paren].decode("utf-8", "replace"),
         "state": fields[0].decode("ascii", "replace"),
         "ppid": int(fields[1]),
+        "pgid": int(fields[2]),
+        "sid": int(fields[3]),
         "flags": int(fields[6]),
         "start_time": int(fields[19]),
     }
+
+
+def process_stat(pid, proc_root="/proc"):
+    """_parse_stat of /proc/<pid>/stat (pid, name, state, ppid, pgid, sid, flags, start_time), or None when it is gone."""
+    return _read_stat(pid, proc_root)
 
 
 def _read_stat(pid, proc_root="/proc"):

@@ -12,6 +12,7 @@ import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import first_name_match, process_names
+from ansible_collections.gpuops.remediation.plugins.module_utils._left_behind import BUSY
 from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import ProtectedUsers, primary_gid, process_gids
 from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import (
     DAEMON, DISPLAY, read_text, by_text, member_of, systemd_cgroup)
@@ -24,12 +25,16 @@ class Policy:
     members: UnitMembers of the GPU units (who is a GPU daemon or a display server, as the init system says; None:
     nobody is). unit_states: protect_units as `systemctl show` gave them (_services.unit_states). protect_users is
     resolved here through the node's user and group database: ProtectEntryError for an entry that names nobody.
-    jobs: a _jobs.JobProbe (None: no scheduler is asked); a live job's process is refused unless end_running_jobs.
+    jobs: a _jobs.JobProbe (None: no scheduler is asked); standing: a _left_behind.StandingProbe (None: no process is
+    told busy but a live job's). A busy process (a live job's, or a working program: _left_behind.holder_standing) is
+    refused unless end_running_jobs, or the operator selected it (explicit: by pid, name, command line or user).
+    compute_contexts: the (pid, start time) of the holders the snapshot classed as compute contexts (class compute or
+    busy): what they run under, a graphical session included, does not make them a display server.
     """
 
     def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
                  allow_daemons=False, allow_parents=False, members=None, unit_states=None, jobs=None,
-                 end_running_jobs=False):
+                 end_running_jobs=False, standing=None, explicit=False):
         self.protect_names = tuple(protect_names or ())
         self.protect_users = ProtectedUsers(protect_users or ())
         self.protect_units = tuple(protect_units or ())
@@ -40,6 +45,9 @@ class Policy:
         self.unit_states = unit_states or {}
         self.jobs = jobs
         self.end_running_jobs = end_running_jobs
+        self.standing = standing
+        self.explicit = explicit
+        self.compute_contexts = set()
 
 
 # --- who is this process --------------------------------------------------------------------------------
@@ -48,8 +56,9 @@ def _names(info):
     return process_names(info.get("name"), info.get("cmdline"))
 
 
-def _protection(pid, info, policy):
-    """Why the policy protects this process, or None. Units, daemons and display servers as the init system says."""
+def _protection(pid, info, policy, ending=True):
+    """Why the policy protects this process, or None. Units, daemons and display servers as the init system says.
+    ending False: only a signal that ends nothing is to be sent (SIGCHLD to a zombie's parent): a busy process may get it."""
     name = first_name_match(_names(info), policy.protect_names)
     if name:
         return "protected name: %s" % name
@@ -64,10 +73,12 @@ def _protection(pid, info, policy):
             by = member_of(pid, state, cgroup)
             if by:
                 return "protected unit: %s (%s)" % (state.get("id") or wanted, by.replace("_", " "))
-    job = policy.jobs.job_of(pid, _procscan.attribution(pid)) if policy.jobs is not None and not policy.end_running_jobs else None
-    if job and job["running"]:
-        return "busy: %s (end_running_jobs to end it)" % job["why"]
     role = policy.members.role(pid) if policy.members is not None else None
+    if role and role["role"] == DISPLAY and (pid, info.get("start_time")) in policy.compute_contexts:
+        role = None  # a compute context: a graphical session it runs in makes it no display server
+    busy = _busy(pid, policy, role) if ending else None
+    if busy:
+        return "busy: %s (end_running_jobs to end it)" % busy
     if role and role["role"] == DISPLAY and not policy.allow_display:
         return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))
     if role and role["role"] == DAEMON and not policy.allow_daemons:
@@ -75,12 +86,28 @@ def _protection(pid, info, policy):
     return None
 
 
+def _busy(pid, policy, role):
+    """Why pid is busy (a live job's process, or a working program), or None: also None when the operator said to end
+    it (end_running_jobs, or an explicit selection). A GPU daemon or a display server has refusals of its own."""
+    if policy.end_running_jobs or policy.explicit:
+        return None
+    attribution = _procscan.attribution(pid)
+    job = policy.jobs.job_of(pid, attribution) if policy.jobs is not None else None
+    if job and job["running"]:
+        return job["why"]
+    if role is not None or policy.standing is None:
+        return None
+    standing = policy.standing.standing(pid, job=job, unit=attribution.get("systemd_unit"))
+    return standing["why"] if standing and standing["standing"] == BUSY else None
+
+
 def _own_lineage(self_pid):
     return set(_procscan.ancestors(self_pid) or ()) | {self_pid}
 
 
-def refusal(target, policy, self_pid=None):
-    """None when target may be signalled, else why not. The checks run in the documented order."""
+def refusal(target, policy, self_pid=None, ending=True):
+    """None when target may be signalled, else why not. The checks run in the documented order. ending False: the
+    signal ends nothing (SIGCHLD), and a busy process is not refused it."""
     self_pid = os.getpid() if self_pid is None else self_pid
     pid = target.pid
     if pid == 1:
@@ -99,7 +126,7 @@ def refusal(target, policy, self_pid=None):
     permission = _permission(pid)
     if permission:
         return permission
-    return _protection(pid, info, policy)
+    return _protection(pid, info, policy, ending)
 
 
 def _permission(pid):

@@ -59,6 +59,7 @@ LIB_FILES = ("_sim_state.py", "_sim_rules.py", "_sim_processes.py", "_sim_progra
 DIAG_RESULTS = ("pass", "warn", "fail")
 # DCGM's command line, installed only on a node built with dcgm (a node without DCGM has no gate to pass).
 DCGM_COMMANDS = ("dcgmi",)
+LOGIND_COMMANDS = ("loginctl",)
 TOOL_SCRIPT = """import os
 import sys
 
@@ -218,7 +219,8 @@ def _holder_specs(state, root, holders):
                       "type": htype, "user": holder.get("user"), "run_as": _resolve_user(holder.get("user"), where),
                       "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher",
                       "parent_devices": parent_devices,
-                      "cgroup": _holder_cgroup(root, number, kind, holder, where), "freeze": holder.get("freeze") or "never"})
+                      "cgroup": _holder_cgroup(root, number, kind, holder, where), "freeze": holder.get("freeze") or "never",
+                      "running": bool(holder.get("running"))})
     return specs
 
 
@@ -288,6 +290,9 @@ def _initial_state(root, spec):
         "nvml_hang": bool(spec.get("nvml_hang", False)),
         "dcgm": bool(spec.get("dcgm", False)),
         "dcgm_hang": bool(spec.get("dcgm_hang", False)),
+        # logind's sessions {id: state}; None: the node has no logind (no loginctl).
+        "logind": None if spec.get("logind_sessions") is None else dict(
+            (str(session["id"]), session.get("state") or "active") for session in spec["logind_sessions"]),
         "reset_requires_nvlink_peers": bool(spec.get("reset_requires_nvlink_peers", False)),
         "default_target": "graphical.target",
         "active_target": "graphical.target",
@@ -366,7 +371,7 @@ def _make_tree(root, state):
     write_module_views(root, state)
     _write_drm_vendors(root)
     open(os.path.join(root, "kernel.log"), "a").close()
-    _install_code(root, GPU_COMMANDS + (DCGM_COMMANDS if state["dcgm"] else ()))
+    _install_code(root, GPU_COMMANDS + (DCGM_COMMANDS if state["dcgm"] else ()) + (LOGIND_COMMANDS if state["logind"] is not None else ()))
 
 
 def _write_drm_vendors(root):

@@ -92,11 +92,21 @@ def _wait_until_leader_exits(pid):
         time.sleep(0.01)
 
 
+def _crash_leaves_behind():
+    """Become what a crash leaves: the process that started us (the leader of our process group and session, as a
+    training script is of its DataLoader workers) exits, and we live on, re-parented to the node's init (the
+    supervisor, a subreaper that did not start us). Only the child returns."""
+    if os.fork() != 0:
+        os._exit(0)
+
+
 def run_holder(spec_path):
     """The holder/service program: hold the devices the way spec['kind'] says, report, then wait."""
     with open(spec_path) as handle:
         spec = json.load(handle)
     _set_process_name(spec["name"])
+    if spec.get("role") == "holder" and not spec.get("running"):
+        _crash_leaves_behind()
     if spec.get("run_as"):
         uid, gid = spec["run_as"]
         os.setgroups([])

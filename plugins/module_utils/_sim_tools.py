@@ -81,7 +81,8 @@ def main(tool, argv, root, stdout=None, stderr=None):
     log_command(tool, argv, root)
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    handlers = {"nvidia-smi": nvidia_smi, "modprobe": modprobe, "lsmod": lsmod, "systemctl": systemctl, "dcgmi": dcgmi}
+    handlers = {"nvidia-smi": nvidia_smi, "modprobe": modprobe, "lsmod": lsmod, "systemctl": systemctl, "dcgmi": dcgmi,
+                "loginctl": loginctl}
     if tool not in handlers:
         stderr.write("%s: not a simulated tool\n" % tool)
         return 127
@@ -637,6 +638,9 @@ def _parse_systemctl(argv):
             opts["props"] += arg.split("=", 1)[1].split(",")
         elif arg == "--value":
             opts["value"] = True
+        elif arg == "--":
+            opts["words"] += args
+            break
         elif arg in ("-q", "--quiet"):
             opts["quiet"] = True
         elif arg.startswith(("--type=", "--state=")) or arg in SYSTEMCTL_IGNORED:
@@ -797,3 +801,23 @@ def _list_units(root, out, legend=False):
     if legend:
         out.say("\n%d loaded units listed.\n" % len(rows))
     return 0
+
+
+# ---------------------------------------------------------------- loginctl
+
+def loginctl(argv, root, out):
+    """logind's answer for the node's sessions (state["logind"]): list-sessions, show-session --property=State --value."""
+    sessions = node.load_state(root).get("logind") or {}
+    words = [arg for arg in argv if not arg.startswith("-")]
+    if words[:1] == ["list-sessions"]:
+        for session in sorted(sessions):
+            out.say("%7s 0 root\n" % session)
+        return 0
+    if words[:1] == ["show-session"] and len(words) == 2 and "--value" in argv and "--property=State" in argv:
+        if words[1] not in sessions:
+            out.warn("Failed to get session path: No session '%s' known\n" % words[1])
+            return 1
+        out.say("%s\n" % sessions[words[1]])
+        return 0
+    out.warn("loginctl: the simulated node answers list-sessions and show-session --property=State --value only\n")
+    return 1

@@ -14,6 +14,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
+from ansible_collections.gpuops.remediation.plugins.module_utils._left_behind import BUSY, probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (
     attribution, boot_time, read_process, scan_processes, start_time_epoch,
@@ -166,10 +167,11 @@ def _parent(ppid, proc_root):
     return {"ppid": ppid, "parent_name": parent["name"] if parent else None}
 
 
-def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None):
+def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None, standing=None):
     """Join the /proc scan with the processes the driver lists, one record per pid; `members` (UnitMembers) says
     which of them the init system runs as a GPU daemon or a display server, `jobs` (_jobs.JobProbe) which belong to a
-    live scheduler job (class busy)."""
+    live scheduler job, `standing` (_left_behind.StandingProbe) which compute contexts a crash left behind: the others
+    are working programs (class busy, with the fact that says so in "standing")."""
     members = members or UnitMembers({}, proc_root)
     by_pid = {}
     for gpu in gpus:
@@ -207,7 +209,10 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None):
         holder.update(_parent(record["ppid"], proc_root))
         holder.update(attribution(pid, proc_root))
         holder["job"] = jobs.job_of(pid, holder) if jobs is not None and holder["class"] in JOB_CLASSES else None
-        if holder["job"] and holder["job"]["running"]:
+        holder["standing"] = None
+        if holder["class"] == "compute" and standing is not None:
+            holder["standing"] = standing.standing(pid, job=holder["job"], unit=holder.get("systemd_unit"), proc_root=proc_root)
+        if (holder["job"] and holder["job"]["running"]) or (holder["standing"] or {}).get("standing") == BUSY:
             holder["class"] = BUSY_CLASS
         holders.append(holder)
     return holders
@@ -380,12 +385,13 @@ def take_snapshot(module, layout, options):
     scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed)
     scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     members = probe_unit_members(module, layout) if scan or listed else UnitMembers({})
-    jobs = None
+    jobs = standing = None
     if scan or listed:
         # Imported only with a process to classify, as _journal and _freezer: zipimport compiles each file twice.
         from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe  # pylint: disable=import-outside-toplevel
         jobs = JobProbe(module)
-    holders = build_holders(scan, gpus, members=members, jobs=jobs)
+        standing = probe_standing(module, layout)
+    holders = build_holders(scan, gpus, members=members, jobs=jobs, standing=standing)
     holders = [h for h in holders if (not h["gpus"] and options.gpus != []) or set(h["gpus"]) & set(selected)]
     mark_unkillable(holders, options.journal_path or layout.journal_file)
     if holders:

@@ -30,8 +30,9 @@ ANSWER_TEXT = {"gpu_reset": "a later GPU reset", "nvidia_driver_reload": "a late
 # Slack for kernel log times printed to the second (dmesg -T, syslog) against process start times.
 _CLOCK_SLACK_S = 1.0
 STUCK_CLASSES = ("zombie", "unkillable")
-# A live scheduler job's process (its Slurm job runs on this node, its pod runs): reported, never ended unless the
-# kill option end_running_jobs says so. A GPU held only by such processes is in_use, not a held state.
+# A working program (a live scheduler job's process, or one that kernel and runtime facts do not show left behind:
+# _left_behind.holder_standing): reported, never ended unless the kill option end_running_jobs says so or the operator
+# selects it. A GPU held only by such processes is in_use, not a held state.
 BUSY_CLASS = "busy"
 IN_USE = "in_use"
 # Present on a healthy node: they hold the GPU by design, and the rungs that need them gone stop them.
@@ -249,13 +250,20 @@ def _holder_findings(finding, gpu, holders):
             finding.need("reboot", "%s holds GPU %s%s and outlived SIGKILL (journal, %s): no signal ends it"
                          % (what, gpu["index"], memory, holder.get("outlived_kill")))
         elif holder["class"] == BUSY_CLASS:
-            finding.reasons.append({"rung": NO_RUNG, "reason": "%s holds GPU %s%s in a running job (%s): busy, not stuck; "
-                                    "ended only with end_running_jobs" % (what, gpu["index"], memory, (holder.get("job") or {}).get("why"))})
+            finding.reasons.append({"rung": NO_RUNG, "reason": "%s holds GPU %s%s and runs (%s): busy, not stuck; "
+                                    "ended only with end_running_jobs" % (what, gpu["index"], memory, busy_why(holder))})
         elif holder["class"] == "zombie":
             finding.need("kill", "%s holds GPU %s%s as a zombie: its parent pid %s (%s) must reap it"
                          % (what, gpu["index"], memory, holder.get("ppid"), holder.get("parent_name")))
         else:
-            finding.need("kill", "%s holds GPU %s%s (%s)%s" % (what, gpu["index"], memory, holder["class"], _held_by(holder)))
+            left = (holder.get("standing") or {}).get("why")
+            finding.need("kill", "%s holds GPU %s%s (%s%s)%s" % (what, gpu["index"], memory, holder["class"],
+                                                                 ", left behind: " + left if left else "", _held_by(holder)))
+
+
+def busy_why(holder):
+    """The fact that makes a busy holder busy: its live job's, or what _left_behind.holder_standing found."""
+    return (holder.get("standing") or {}).get("why") or (holder.get("job") or {}).get("why")
 
 
 def _held_by(holder):

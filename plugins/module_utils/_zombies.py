@@ -19,7 +19,9 @@ def _predict_reap(parent, policy):
     # A stopped parent (T, or t under a tracer) runs no handler, and SIGCHLD gets no SIGCONT: it reaps nothing.
     if catches(parent["pid"], signal.SIGCHLD) and (_procscan.read_process(parent["pid"]) or {}).get("state") not in ("T", "t"):
         return "sigchld"
-    return "parent_terminated" if policy.allow_parents and not supervisor(parent) else None
+    if not policy.allow_parents or supervisor(parent):
+        return None
+    return "parent_terminated" if refusal(Target(parent["pid"], parent["start_time"]), policy) is None else None
 
 
 def _send_sigchld(parent, journal):
@@ -62,7 +64,8 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     # The parent is the source to record: it let its child's GPU memory sit in a zombie.
     source = dict(holder_source(_procscan.read_process(parent["pid"]) or parent), zombie_child=info.get("name"))
     parent_target = Target(parent["pid"], parent["start_time"], "parent of zombie %d" % zombie_pid, source=source)
-    why_not = refusal(parent_target, policy, self_pid)
+    # SIGCHLD ends nothing: a busy parent (a working program) may get it; ending it is asked again below.
+    why_not = refusal(parent_target, policy, self_pid, ending=False)
     if why_not:
         result["reason"] = "parent refused: %s" % why_not
         return result
@@ -85,6 +88,10 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
         result["reason"] = "SIGCHLD did not reap it: %s" % (why_not or "the parent did not wait for it")
         if supervises:
             result["reason"] += "; its parent %s supervises others (%s) and is never ended for a zombie" % (parent["name"], supervises)
+        return result
+    busy = refusal(parent_target, policy, self_pid)
+    if busy:
+        result["reason"] = "SIGCHLD did not reap it, and its parent is not ended: %s" % busy
         return result
     result["parent_result"] = terminate_permitted([parent_target], policy, signals, grace, journal, False, self_pid)
     result["parent_signalled"] = result["parent_signalled"] or bool(result["parent_result"]["signalled"])

@@ -128,8 +128,9 @@ gpus:
     state:
       description:
         - V(ok), V(busy), V(in_use), V(stuck), V(lost), V(unresponsive) or V(unknown).
-        - V(busy) - processes the kill rung ends hold it; V(in_use) - only processes of live scheduler jobs do (class
-          V(busy)), which the ladder leaves alone unless told to end running jobs.
+        - V(busy) - processes the kill rung ends hold it; V(in_use) - only working programs do (class V(busy), live
+          scheduler jobs' processes and processes no fact shows left behind), which the ladder leaves alone unless told
+          to end running jobs.
       type: str
       returned: always
 holders:
@@ -178,14 +179,26 @@ holders:
           driver, the init system and the scheduler say, never from the process name.
         - V(unkillable) is a process in uninterruptible sleep (D), outside a frozen cgroup, that the journal says outlived
           SIGKILL (RV(holders[].outlived_kill)); D alone is not, since SIGKILL ends most of it.
-        - V(busy) is a process of a live scheduler job (see RV(holders[].job)), reported and never ended unless
-          O(gpuops.remediation.gpu_kill#module:end_running_jobs) says so.
+        - V(busy) is a working program, a process of a live scheduler job (see RV(holders[].job)) or a compute process
+          that no kernel or runtime fact shows left behind (see RV(holders[].standing)); reported, and never ended unless
+          selected or O(gpuops.remediation.gpu_kill#module:end_running_jobs) says so.
         - V(gpu_daemon) is a process the init system runs in a GPU unit (see RV(holders[].unit_role)); a process with a compute
           context (type C) is V(compute) otherwise, and its memory counts toward its GPU's state.
         - V(graphics_session) is a display server (the display manager's, see RV(holders[].unit_role)) or a process with only
           graphics contexts (type G).
       type: str
       returned: always
+    standing:
+      description:
+        - For a compute process, whether a crash or an ended job left it behind, and the fact that says so; null for the
+          other classes. C(standing) is V(left_behind) or V(busy), C(why) the fact.
+        - Left behind - its thread group leader, process group leader or session leader exited while it lives on; its
+          parent exited and it was re-parented to a process of another session (init, a subreaper that did not start it);
+          its job, pod or container no longer runs; its systemd unit is inactive or failed; its login session is closing
+          or gone (logind). Busy - any other live process, with the fact, for example C(its process group leader 4412
+          (python) runs) or C(it leads its own session).
+      type: dict
+      returned: when visible
     unit_role:
       description:
         - What the init system says the process is; null for none. C(role) is V(gpu_daemon) or V(display_server),

@@ -71,8 +71,9 @@ options:
   classes:
     description:
       - Only holders of these classes (RV(gpuops.remediation.gpu_holders_info#module:holders[].class)).
-      - Holders of class V(unkillable) and V(busy) (a live scheduler job's) are selected whatever this says, and left
-        alone with the reason (V(busy) ones unless O(end_running_jobs)).
+      - Holders of class V(unkillable) and V(busy) (a working program) are selected whatever this says, and left
+        alone with the reason (V(busy) ones unless O(end_running_jobs), or named by O(holders), O(name_pattern),
+        O(cmdline_pattern) or O(users)).
     type: list
     elements: str
     choices: [compute, graphics_session, gpu_daemon, zombie]

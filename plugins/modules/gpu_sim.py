@@ -192,6 +192,15 @@ options:
         type: list
         elements: int
         default: []
+      running:
+        description:
+          - V(false) (the default) starts what a crash leaves behind, as a killed training script leaves its workers. The
+            process that started the holder, the leader of its process group and session, exits at once, and the holder
+            lives on, re-parented to the node's supervisor. The remediation modules end it by default.
+          - V(true) starts a working program instead, a server that leads its own session and process group, started by
+            the node's supervisor, which runs on. It is busy, and is ended only when selected or with C(end_running_jobs).
+        type: bool
+        default: false
   services:
     description: GPU services to start as real background processes named like the real daemons.
     type: list
@@ -251,6 +260,24 @@ options:
       - Without it the node has no DCGM, as most nodes.
     type: bool
     default: false
+  logind_sessions:
+    description:
+      - Install C(loginctl) on the node, answering as logind would for these login sessions (C(loginctl list-sessions),
+        C(loginctl show-session --property=State --value ID)); a session not listed is gone. A process is in session
+        C(ID) when its cgroup is C(session-ID.scope) (put it there through the cgroup file system).
+      - Left out, the node has no logind, as a machine without systemd.
+    type: list
+    elements: dict
+    suboptions:
+      id:
+        description: The session id, as in C(session-<id>.scope).
+        type: str
+        required: true
+      state:
+        description: What logind says of it.
+        type: str
+        choices: [online, active, closing]
+        default: active
   dcgm_hang:
     description: C(dcgmi diag) never finishes (it ends once its caller is gone), for a caller's timeout.
     type: bool
@@ -331,6 +358,9 @@ holders:
     kind:
       description: How it holds the devices.
       type: str
+    running:
+      description: Whether it is a working program (O(holders[].running=true)), not a crash's leftover.
+      type: bool
     name:
       description: Its name.
       type: str
@@ -416,6 +446,7 @@ HOLDER_SPEC = dict(
     freezer=dict(type="str", choices=["v1", "v2"]),
     freeze=dict(type="str", choices=list(sim.FREEZE_WHEN), default="never"),
     parent_gpus=dict(type="list", elements="int", default=[]),
+    running=dict(type="bool", default=False),
 )
 XID_SPEC = dict(
     xid=dict(type="int", required=True),
@@ -438,6 +469,8 @@ ARGUMENT_SPEC = dict(
     nvml_hang=dict(type="bool", default=False),
     dcgm=dict(type="bool", default=False),
     dcgm_hang=dict(type="bool", default=False),
+    logind_sessions=dict(type="list", elements="dict", options=dict(
+        id=dict(type="str", required=True), state=dict(type="str", choices=["online", "active", "closing"], default="active"))),
     reset_requires_nvlink_peers=dict(type="bool", default=False),
     driver_version=dict(type="str", default="590.48.01"),
     cuda_version=dict(type="str", default="13.1"),
@@ -480,7 +513,7 @@ def holders_result(state):
                        "memory_mib": max(list(holder["gpus"].values()) or [0]), "type": holder["type"],
                        "user": holder.get("user"), "parent_pid": holder.get("parent_pid"),
                        "parent_start_time": holder.get("parent_start_time"), "checkpoint": holder.get("checkpoint"),
-                       "cgroup": (holder.get("cgroup") or {}).get("dir")})
+                       "cgroup": (holder.get("cgroup") or {}).get("dir"), "running": bool(holder.get("running"))})
     return result
 
 

@@ -4,7 +4,8 @@
 
     family.py PARENT_DEVICE CHILD_DEVICE REPORT
 
-The parent holds PARENT_DEVICE open, its child CHILD_DEVICE; both wait until killed. REPORT gets
+The parent holds PARENT_DEVICE open, its child CHILD_DEVICE; both wait until killed. The process that started them,
+the leader of their process group and session, has exited: they are what a crash leaves, ended by default. REPORT gets
 {"parent": pid, "child": pid, "started": ["pid:start time", ...]} once both hold their device; the command returns then.
 """
 import json
@@ -19,6 +20,8 @@ if os.fork():
     os.read(read_end, 1)  # the tree holds its devices: the task may go on
     sys.exit(0)
 os.setsid()
+if os.fork():
+    os._exit(0)  # the process that started the tree exits: the tree is what a crash leaves (its group leader is gone)
 os.close(read_end)
 held = os.open(parent_device, os.O_RDWR)
 ready_read, ready_write = os.pipe()

@@ -5,7 +5,8 @@
     hold.py REPORT DEVICE [DEVICE...]
 
 The command returns once the holder has every device open; REPORT then holds {"pid", "start_time"
-(clock ticks), "started": "pid:start time"}, what end_if_same.py takes. It waits until killed.
+(clock ticks), "started": "pid:start time"}, what end_if_same.py takes. It waits until killed. The process that
+started it, the leader of its process group and session, has exited: it is what a crash leaves, ended by default.
 """
 import json
 import os
@@ -18,6 +19,8 @@ if os.fork():
     os.close(write_end)
     sys.exit(0 if os.read(read_end, 1) == b"x" else 1)
 os.setsid()
+if os.fork():
+    os._exit(0)  # the process that started it exits: the holder is what a crash leaves (its group leader is gone)
 os.close(read_end)
 held = [os.open(path, os.O_RDWR) for path in devices]
 with open("/proc/self/stat") as stat:

@@ -1,0 +1,162 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_left_behind (left behind or busy, and why) against real process trees and the real /proc; the leader's identity
+against /proc files written as the kernel writes them; and the kill path's refusals that ask it (_protect)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._left_behind import (
+    BUSY, LEFT_BEHIND, StandingProbe, holder_standing, parse_unit_state, session_of)
+from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal
+from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import UnitMembers
+
+CRASH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "integration", "targets", "gpu_left_behind", "files", "crash.py")
+
+
+@pytest.fixture
+def crash(tmp_path, child_env):
+    """crash.py's process trees (real leftovers and working programs holding a device file); all ended after."""
+    device = tmp_path / "nvidia0"
+    device.write_bytes(b"")
+    report = tmp_path / "crash.json"
+    subprocess.run([sys.executable, CRASH, str(device), str(report)], env=child_env, check=True, timeout=60)
+    found = json.loads(report.read_text())
+    yield found
+    for pair in found["all"]:
+        pid, started = (int(part) for part in pair.split(":"))
+        if _start_time(pid) == started:
+            os.kill(pid, signal.SIGKILL)
+
+
+def _start_time(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[19])
+    except OSError:
+        return None
+
+
+def _standing(found, role):
+    return [holder_standing(entry["pid"]) for entry in found[role]]
+
+
+def test_leftovers_of_crashes_are_left_behind_with_the_kernels_fact(crash):
+    for role in ("dataloader", "server_workers"):
+        for answer in _standing(crash, role):
+            assert answer["standing"] == LEFT_BEHIND
+            assert answer["why"].startswith("its process group leader ") and answer["why"].endswith(" has exited while it lives on")
+    [answer] = _standing(crash, "reparented")
+    assert answer["standing"] == LEFT_BEHIND
+    assert answer["why"].startswith("its parent exited: it was re-parented to %d (" % crash["reaper"])
+
+
+def test_working_programs_are_busy_with_the_fact(crash):
+    server = crash["llm_serve"][0]["pid"]
+    [answer] = _standing(crash, "llm_serve")
+    assert answer["standing"] == BUSY and answer["why"].startswith("it leads its own process group, started by ")
+    for answer in _standing(crash, "llm_serve_worker"):
+        assert answer == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (server, _comm(server))}
+    [answer] = _standing(crash, "reaper_child")
+    assert answer["standing"] == BUSY and answer["why"].startswith("it leads its own process group, started by %d (" % crash["reaper"])
+    [answer] = _standing(crash, "daemon")
+    assert answer["standing"] == BUSY and answer["why"].startswith("it leads its own session")
+
+
+def test_the_servers_workers_are_left_behind_once_it_dies(crash, procs):
+    server = crash["llm_serve"][0]["pid"]
+    os.kill(server, signal.SIGKILL)
+    procs.wait_until(lambda: _start_time(server) is None)  # its parent, a shell that reaps, takes it
+    for answer in _standing(crash, "llm_serve_worker"):
+        assert answer == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % server}
+
+
+def _comm(pid):
+    with open("/proc/%d/comm" % pid) as handle:
+        return handle.read().strip()
+
+
+def _stat_line(pid, state, ppid, pgid, sid, start_time, name="python3"):
+    fields = [state, ppid, pgid, sid] + [0] * 15 + [start_time] + [0] * 10
+    return "%d (%s) %s\n" % (pid, name, " ".join(str(field) for field in fields))
+
+
+def _fake_proc(tmp_path, *stats):
+    root = tmp_path / "proc"
+    for line in stats:
+        pid = int(line.split()[0])
+        (root / str(pid)).mkdir(parents=True)
+        (root / str(pid) / "stat").write_text(line)
+    return str(root)
+
+
+def test_a_reused_pid_is_not_the_leader(tmp_path):
+    """The pid of the group is there, leads a group of that id, but started after the holder: another process."""
+    root = _fake_proc(tmp_path, _stat_line(600, "S", 1, 600, 600, 1000), _stat_line(500, "S", 1, 500, 500, 5000),
+                      _stat_line(700, "S", 1, 500, 1, 2000))
+    answer = holder_standing(700, root)
+    assert answer == {"standing": LEFT_BEHIND, "why": "its process group leader 500 has exited while it lives on"}
+
+
+def test_a_zombie_leader_or_one_that_left_its_group_is_not_the_leader(tmp_path):
+    zombie = _fake_proc(tmp_path / "z", _stat_line(1, "S", 0, 1, 1, 1), _stat_line(500, "Z", 1, 500, 1, 100),
+                        _stat_line(700, "S", 500, 500, 1, 200))
+    assert holder_standing(700, zombie)["standing"] == LEFT_BEHIND
+    moved = _fake_proc(tmp_path / "m", _stat_line(1, "S", 0, 1, 1, 1), _stat_line(500, "S", 1, 900, 1, 100),
+                       _stat_line(700, "S", 500, 500, 1, 200))
+    assert holder_standing(700, moved)["standing"] == LEFT_BEHIND
+
+
+def test_the_scheduler_and_the_init_system_come_first(tmp_path):
+    root = _fake_proc(tmp_path, _stat_line(1, "S", 0, 1, 1, 1), _stat_line(700, "S", 1, 700, 700, 200))
+    ended_job = {"running": False, "why": "its cgroup names Slurm job 7, but slurmd lists no such process of it on this node: a leftover"}
+    assert holder_standing(700, root, job=ended_job) == {"standing": LEFT_BEHIND, "why": ended_job["why"]}
+    failed = {"active": "failed", "main_pid": 0}
+    assert holder_standing(700, root, unit="train.service", unit_state=lambda unit: failed) == {
+        "standing": LEFT_BEHIND, "why": "its systemd unit train.service is failed (systemctl show): a leftover of it"}
+    assert holder_standing(700, root, unit="session-7.scope", unit_state=lambda unit: None, session="7",
+                           session_state=lambda session: "closing")["why"] == (
+        "its login session 7 is closing (logind): it outlived the login")
+    assert holder_standing(700, root, session="7", session_state=lambda session: "gone")["standing"] == LEFT_BEHIND
+    # A forking service's daemon: re-parented to init, not a session leader, but the active unit's main process.
+    daemon = _fake_proc(tmp_path / "d", _stat_line(1, "S", 0, 1, 1, 1), _stat_line(800, "S", 1, 790, 790, 300))
+    assert holder_standing(800, daemon)["standing"] == LEFT_BEHIND
+    assert holder_standing(800, daemon, unit="food.service", unit_state=lambda unit: {"active": "active", "main_pid": 800}) == {
+        "standing": BUSY, "why": "it is the main process of systemd unit food.service, which is active"}
+
+
+def test_unit_and_session_answers_are_parsed_as_systemd_prints_them():
+    assert parse_unit_state("LoadState=loaded\nActiveState=failed\nMainPID=0\n") == {"active": "failed", "main_pid": 0}
+    assert parse_unit_state("LoadState=not-found\nActiveState=inactive\nMainPID=0\n") is None
+    assert session_of("session-c2.scope") == "c2" and session_of("user@1000.service") is None
+
+
+def test_a_compute_context_in_a_graphical_login_is_no_display_server(procs):
+    """Started below the display manager's main process (here: this test process), as a terminal of a lightdm or sddm
+    session starts it: a compute context is refused as what it is (busy, its group leader runs), never as a display
+    server; selected, it is ended."""
+    proc, _line = procs.python_child("""
+        print("ready", flush=True)
+        import time
+        time.sleep(60)
+    """)
+    target = procs.target_for(proc.pid)
+    members = UnitMembers({"display-manager.service": {"id": "lightdm.service", "active": True, "main_pid": os.getpid(), "control_group": None}})
+    standing = StandingProbe(None)
+    compute = Policy(members=members, standing=standing)
+    compute.compute_contexts = {(target.pid, target.start_time)}
+    assert refusal(target, compute).startswith("busy: its process group leader ")
+    assert refusal(target, compute).endswith("(end_running_jobs to end it)")
+    selected = Policy(members=members, standing=standing, explicit=True)
+    selected.compute_contexts = {(target.pid, target.start_time)}
+    assert refusal(target, selected) is None
+    # Not a compute context (Xorg draws, type G): the display manager's, refused as a display server.
+    assert refusal(target, Policy(members=members, standing=standing, explicit=True)) == (
+        "display server: lightdm.service (started by its main process; allow_display to end it)")
