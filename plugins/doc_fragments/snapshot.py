@@ -95,7 +95,7 @@ options:
     description:
       - The journal on the node, one JSON line per action, written and fsync'd before the action and again with its
         outcome, so that a run killed at any point leaves a record of what it attempted.
-      - Defaults to C(/var/log/gpuops/journal.jsonl) (under the simulated root on a simulated node).
+      - Defaults to C(/var/lib/gpuops/journal.jsonl) (under the simulated root on a simulated node).
     type: path
   lock_timeout:
     description:

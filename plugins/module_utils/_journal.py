@@ -24,7 +24,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import flock_within, open_lock
 from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
 
-DEFAULT_JOURNAL_PATH = "/var/log/gpuops/journal.jsonl"
+DEFAULT_JOURNAL_PATH = "/var/lib/gpuops/journal.jsonl"
 # What the acting modules read of the journal (across its rotated files): its last 4 MiB, far more than a node writes
 # between two boots or during one run.
 RECENT_BYTES = 4 * 1024 * 1024

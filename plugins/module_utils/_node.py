@@ -31,7 +31,7 @@ class NodeLayout:
         # A real node has no single kernel log file: the journal or dmesg is read instead.
         self.kernel_log_file = os.path.join(sim_root, "kernel.log") if sim_root else None
         # Where the remediation modules journal their actions and take the node's lock.
-        self.journal_file = os.path.join(root, "var", "log", "gpuops", "journal.jsonl")
+        self.journal_file = os.path.join(root, "var", "lib", "gpuops", "journal.jsonl")
         # Where a simulated node's syslog lines go (a real node's go to syslog itself): the remediations' closed-loop line.
         self.syslog_file = os.path.join(sim_root, "var", "log", "syslog") if sim_root else None
         self.lock_file = os.path.join(root, "run", "gpuops.lock")

@@ -45,7 +45,7 @@ options:
     description:
       - The journal the remediation modules write on the node (their O(gpuops.remediation.gpu_reset#module:journal_path)),
         read back for the resets and reloads that already answered the kernel log's evidence.
-      - Defaults to C(/var/log/gpuops/journal.jsonl) (under the simulated root on a simulated node).
+      - Defaults to C(/var/lib/gpuops/journal.jsonl) (under the simulated root on a simulated node).
       - A missing, empty, torn or unreadable journal answers nothing; C(probes.journal) says why.
     type: path
 notes:

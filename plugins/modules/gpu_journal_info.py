@@ -28,7 +28,7 @@ extends_documentation_fragment:
   - gpuops.remediation.attributes.LINUX_GPU
 options:
   journal_path:
-    description: The journal to read; by default the one the acting modules write (C(/var/log/gpuops/journal.jsonl)).
+    description: The journal to read; by default the one the acting modules write (C(/var/lib/gpuops/journal.jsonl)).
     type: path
   since:
     description:

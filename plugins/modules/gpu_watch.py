@@ -95,7 +95,7 @@ options:
   journal_path:
     description:
       - The journal the remediation modules write on the node, read for the last rung the ladder took and for the
-        resets and reloads that answered earlier kernel log evidence. Defaults to C(/var/log/gpuops/journal.jsonl).
+        resets and reloads that answered earlier kernel log evidence. Defaults to C(/var/lib/gpuops/journal.jsonl).
     type: path
   host:
     description:

@@ -42,7 +42,7 @@ options:
   journal_path:
     description: The node's journal (O(mode=state_file)), read for the last remediation.
     type: str
-    default: /var/log/gpuops/journal.jsonl
+    default: /var/lib/gpuops/journal.jsonl
   environment:
     description: The environment of gpu_holders_info (O(mode=local)), for example C(GPUOPS_SIM_ROOT) of a simulated node.
     type: dict
@@ -113,7 +113,7 @@ SPEC = {
     "mode": {"type": "str", "default": "state_file", "choices": ["local", "state_file"]},
     "host": {"type": "str"},
     "state_path": {"type": "str", "default": "/var/lib/gpuops/watch_state.json"},
-    "journal_path": {"type": "str", "default": "/var/log/gpuops/journal.jsonl"},
+    "journal_path": {"type": "str", "default": "/var/lib/gpuops/journal.jsonl"},
     "environment": {"type": "dict"},
     "nodes": {"type": "list"},
     "ghost_threshold_mib": {"type": "int", "default": 256, "min": 0},

@@ -96,7 +96,7 @@ def test_reads_unreachable_failed_and_unreadable_hosts_are_unread_not_healthy(tm
         {"item": "n2", "changed": False, "records": [], "error": None},
         {"item": "n3", "unreachable": True, "msg": "Failed to connect to the host via ssh: Connection refused"},
         {"item": "n4", "failed": True, "msg": "python3: not found"},
-        {"item": "n5", "records": [], "error": "cannot read the journal /var/log/gpuops/journal.jsonl: Permission denied"},
+        {"item": "n5", "records": [], "error": "cannot read the journal /var/lib/gpuops/journal.jsonl: Permission denied"},
         {"item": "n7", "skipped": True, "skip_reason": "Conditional result was False"},
         {"item": {"host": "n8"}, "records": []},  # not a loop over hosts: nothing to name
         "not a result",
@@ -105,7 +105,7 @@ def test_reads_unreachable_failed_and_unreadable_hosts_are_unread_not_healthy(tm
     assert sorted(journals) == ["n1", "n2"]
     assert unread == {"n3": "unreachable: Failed to connect to the host via ssh: Connection refused",
                       "n4": "the read failed: python3: not found",
-                      "n5": "cannot read the journal /var/log/gpuops/journal.jsonl: Permission denied",
+                      "n5": "cannot read the journal /var/lib/gpuops/journal.jsonl: Permission denied",
                       "n7": "not read (skipped)"}
     out = journal_out(journals, time.time(), 60)
     refusal = breaker_refusal("n6", out, 5, 20, 0, 60, unread=unread)
