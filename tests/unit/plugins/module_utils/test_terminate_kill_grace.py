@@ -47,7 +47,7 @@ def frozen_sleep(spawn, procs):
     finally:
         _write(os.path.join(cgroup, "freezer.state"), "THAWED")
         proc.kill()
-        proc.wait()
+        proc.wait(timeout=30)
         for dummy in range(100):
             try:
                 os.rmdir(cgroup)
