@@ -23,7 +23,7 @@ OPTIONS = load("roles", "gpu_watch", "meta", "argument_specs.yml")["argument_spe
 
 
 def test_the_defaults_are_the_argument_specs():
-    assert load("roles", "gpu_watch", "defaults", "main.yml") == dict((name, spec["default"]) for name, spec in OPTIONS.items())
+    assert load("roles", "gpu_watch", "defaults", "main.yml") == dict((name, spec.get("default")) for name, spec in OPTIONS.items())
 
 
 def test_the_role_passes_the_module_its_options_with_the_modules_defaults():
