@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build, _sim_state  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build, _sim_state  # noqa: E402
 
 BIN = os.path.join(ROOT, ".venv", "bin")
 FLEET_DIR = os.path.join(ROOT, "bench", "fleet")

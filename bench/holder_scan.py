@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout  # noqa: E402
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import (  # noqa: E402
     _worker_count, scan_holders, scan_processes)
 
 DEVICE_NAMES = ["nvidia%d" % i for i in range(8)] + ["nvidiactl", "nvidia-uvm"]

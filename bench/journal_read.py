@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _journal  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal  # noqa: E402
 
 DAY = 86400.0
 

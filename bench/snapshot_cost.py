@@ -46,10 +46,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fleet import BIN, HEALTHY_SCENARIO, SCENARIO, Fleet, Interrupted, _raise_interrupted  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import run_with_deadline  # noqa: E402
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import nvml_snapshot  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import run_with_deadline  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import nvml_snapshot  # noqa: E402
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout  # noqa: E402
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_holders_report  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report  # noqa: E402
 
 # --idle: GPUs that nothing holds: no process to classify, no ghost memory.
 IDLE_SCENARIO = {"gpus": [{}, {}], "holders": []}
@@ -162,8 +162,8 @@ def run_payloads(payloads, node_root, runs):
 
 def _imported_sources():
     """The module_utils files gpu_holders_info's payload carries (what AnsiballZ found it imports)."""
-    names = ("_deadline", "_gpu_names", "_gpu_probe", "_kernel_log", "_kmod", "_node", "_pci", "_procscan", "_services",
-             "_snapshot", "_verdict")
+    names = ("probes/_deadline", "_gpu_names", "probes/_gpu_probe", "probes/_kernel_log", "probes/_kmod", "_node", "probes/_pci", "probes/_procscan",
+             "_services", "_snapshot", "_verdict")
     sources = []
     for name in names:
         with open(os.path.join(MODULE_UTILS, name + ".py")) as handle:

@@ -18,7 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import
     STATE_DIR_OPTION, prepare_state_dir, read_records, record_name, recorded_node_names, recorded_out, remove_record, slurm_out, unread_note,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
 
 # gpu_reclaim's defaults (roles/gpu_reclaim/defaults/main.yml), for a play that does not set them.
 WALK_DEFAULT_MAX_RUNG = {"linux": "reload", "windows": "restart_adapter"}

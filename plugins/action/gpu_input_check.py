@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import event_target_error
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import event_target_error
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options
 
 ROLES = ("gpu_inspect", "gpu_node_prep", "gpu_reclaim", "gpu_remediate", "gpu_watch")

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpu_ladder: the walk up the ladder on the controller (plugin_utils/_ladder.py), running the modules on the node."""
+"""gpu_ladder: the walk up the ladder on the controller (plugin_utils/ladder/_ladder.py), running the modules on the node."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ import datetime
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import SLURM_STATES, hold_reason, slurm_drain_state
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder import LadderWalk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import SLURM_STATES, hold_reason, slurm_drain_state
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     WalkError, WalkOptions, check_options, platform_args, walk_argument_spec,
 )
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import windows_node
 
 REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
 
@@ -71,6 +69,13 @@ class ActionModule(ControllerAction):
         """The walk and how it runs a module: on Linux the collection's modules on the node; on Windows the Windows
         modules' work, from the controller, on the node the Windows switch gives (a real host or a simulated one)."""
         if args["platform"] == "windows":
+            # only a Windows host walks the Windows ladder
+            from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import (  # pylint: disable=import-outside-toplevel
+                WindowsWalk, windows_executor,
+            )
+            from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import (  # pylint: disable=import-outside-toplevel
+                windows_node,
+            )
             node = windows_node(self, task_vars)
             return WindowsWalk, windows_executor(node, self._task.check_mode, args["ghost_threshold_mib"])
 

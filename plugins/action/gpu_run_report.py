@@ -12,8 +12,8 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._report_html import render_html
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import (
     build_report, host_entry, latest_name, render_markdown, report_lines, report_name, write_report)
 
 # What a host of the play leaves for the report.

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""win_gpu_holders_info: one snapshot of a Windows GPU node, taken from the controller (plugin_utils/_win_snapshot.py)."""
+"""win_gpu_holders_info: one snapshot of a Windows GPU node, taken from the controller (plugin_utils/windows/_node_snapshot.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_nvsmi, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError, windows_node
 
 ARGUMENT_SPEC = {
     "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
@@ -20,15 +18,27 @@ ARGUMENT_SPEC = {
 
 class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
-    FAILURES = (WindowsNodeError, ValueError)
+
+    def failures(self):
+        # the strategy imports this plugin for a Linux host's skipped task too
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import (  # pylint: disable=import-outside-toplevel
+            WindowsNodeError,
+        )
+        return (WindowsNodeError, ValueError)
 
     def act(self, args, task_vars):
+        # the strategy imports this plugin for a Linux host's skipped task too
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _nvidia_smi_output  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import (  # pylint: disable=import-outside-toplevel
+            windows_node,
+        )
         if args["ghost_threshold_mib"] < 0:
             raise AnsibleActionFail("ghost_threshold_mib: %r is below 0" % (args["ghost_threshold_mib"],))
         try:
-            _win_nvsmi.checked_nvidia_smi(args["nvidia_smi"])
+            _nvidia_smi_output.checked_nvidia_smi(args["nvidia_smi"])
         except ValueError as exc:
             raise AnsibleActionFail(str(exc)) from None
         node = windows_node(self, task_vars)
-        snapshot = _win_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
+        snapshot = _node_snapshot.take(node, args["nvidia_smi"], args["ghost_threshold_mib"], args["journal_path"])
         return dict(snapshot, changed=False, simulated=node.simulated)

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""win_gpu_sim: create or remove a simulated Windows GPU node on the controller (plugin_utils/_win_sim.py)."""
+"""win_gpu_sim: create or remove a simulated Windows GPU node on the controller (plugin_utils/windows/simulation/_simulated_node.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import shutil
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SIM_ROOT_VAR
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SIM_ROOT_VAR
 
 _GPU = {"name": {"type": "str"}, "memory_mib": {"type": "int"}, "reserved_mib": {"type": "int"},
         "driver_model": {"type": "str", "choices": ["WDDM", "TCC", "MCDM"]}, "ghost_mib": {"type": "int"},
@@ -76,18 +76,18 @@ class ActionModule(ControllerAction):
         args = _given(args)
         root = args.pop("root")
         if args.pop("state") == "absent":
-            exists = os.path.exists(_win_sim.state_path(root))
+            exists = os.path.exists(_simulated_node.state_path(root))
             if exists and not self._task.check_mode:
                 shutil.rmtree(root)
             return dict(changed=exists, root=root)
-        if os.path.isdir(root) and os.listdir(root) and not os.path.exists(_win_sim.state_path(root)):
+        if os.path.isdir(root) and os.listdir(root) and not os.path.exists(_simulated_node.state_path(root)):
             raise AnsibleActionFail("root: %r is a directory that holds something other than a simulated Windows node" % root)
-        state = _win_sim.build_state(args)
-        changed = not _win_sim.same_scenario(root, args)
+        state = _simulated_node.build_state(args)
+        changed = not _simulated_node.same_scenario(root, args)
         if changed and not self._task.check_mode:
             state["scenario"] = args
-            _win_sim.write_node(root, state)
+            _simulated_node.write_node(root, state)
         elif not changed:
-            state = _win_sim.snapshot_of_state(root)
+            state = _simulated_node.snapshot_of_state(root)
         return dict(changed=changed, root=root, host_vars={SIM_ROOT_VAR: root},
                     processes=[dict((k, p[k]) for k in ("pid", "name", "creation_time_ms", "session_id")) for p in state["processes"]])

@@ -6,8 +6,8 @@ holds the GPU (gpu_holders)."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _wsl_shutdown
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import WindowsNodeError, windows_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _wsl_shutdown
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import WindowsNodeError, windows_node
 
 
 class ActionModule(ControllerAction):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 class ModuleDocFragment:
 
-    # The journal options of the Windows modules that act (plugin_utils._win_journal).
+    # The journal options of the Windows modules that act (plugin_utils.windows.node._node_journal).
     DOCUMENTATION = r"""
 options:
   journal_path:

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that let playbooks ask the ladder's questions of plugins/plugin_utils/_ladder.py instead of answering them.
+"""Filters that let playbooks ask the ladder's questions of plugins/plugin_utils/ladder/_ladder.py instead of answering them.
 
 Each filter imports what it asks in its own body: Ansible finds a collection's filter by importing the files of
 plugins/filter/ one after the other until one has it, in every forked worker of every task that names one, so a
@@ -23,7 +23,7 @@ def _snapshot(value, filter_name):
 
 
 def _platform(platform, filter_name):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import LADDERS
 
     if platform not in LADDERS:
         raise AnsibleFilterError("%s: platform must be one of %s, got %r" % (filter_name, ", ".join(LADDERS), platform))
@@ -39,7 +39,7 @@ def _end_running_jobs(value, filter_name):
 
 def ladder_entry_rung(snapshot, platform="linux", end_running_jobs=False):
     from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import LADDERS
 
     return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")],
                       _end_running_jobs(end_running_jobs, "ladder_entry_rung"))
@@ -49,8 +49,8 @@ def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", w
                            end_running_jobs=False):
     """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string); a Windows host
     reads windows_destructive_rungs, as the walk does. end_running_jobs: gpu_reclaim_end_running_jobs."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import destructive_entry
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import destructive_entry
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
 
     platform = _platform(platform, "needs_destructive_rung")
     if platform == "windows":
@@ -73,7 +73,7 @@ def _rungs_variable(platform):
 
 
 def host_platform(given, connection="", shell_type="", os_family=""):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._host_platform import host_platform as _host_platform
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._host_platform import host_platform as _host_platform
 
     try:
         return _host_platform(given or "", connection or "", shell_type or "", os_family or "")
@@ -82,7 +82,7 @@ def host_platform(given, connection="", shell_type="", os_family=""):
 
 
 def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import fleet_guard
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import fleet_guard
 
     try:
         count, percent = int(host_count), int(max_percent)
@@ -95,7 +95,7 @@ def fleet_guard_refusal(destructive_hosts, host_count, max_percent):
 
 
 def snapshot_summary(snapshot):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import snapshot_lines
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._summary import snapshot_lines
 
     return snapshot_lines(_snapshot(snapshot, "snapshot_summary"))
 
@@ -117,7 +117,7 @@ def flagged_hosts(hosts, hostvars, flag):
 
 
 def kubernetes_cordon_is_ours(node_info, annotation, reason):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import cordon_is_ours
 
     resources = node_info.get("resources") if isinstance(node_info, Mapping) else None
     if not isinstance(resources, list):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 import signal
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
     Journal, JournalUnwritable, left_isolated, left_stopped, path_failure, recent_records, unfinished,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock

@@ -9,7 +9,7 @@ run in a child under the probe deadline (_deadline.py), like every other NVML ca
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import COMPUTE_MODES
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import COMPUTE_MODES
 
 # What an operator writes (any case) -> the spelling of the snapshot and NVML's nvmlComputeMode_t names.
 COMPUTE_MODE_CHOICES = {"DEFAULT": "Default", "EXCLUSIVE_PROCESS": "Exclusive_Process", "PROHIBITED": "Prohibited"}

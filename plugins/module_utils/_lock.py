@@ -17,7 +17,7 @@ import os
 import stat
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, open_in
 
 DEFAULT_LOCK_PATH = "/run/gpuops.lock"

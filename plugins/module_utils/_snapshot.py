@@ -11,16 +11,16 @@ import time
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, probe_kernel_log
-from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import probe_driver
-from ansible_collections.gpuops.remediation.plugins.module_utils._left_behind import BUSY, probe_standing
-from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY, probe_standing
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import (
     attribution, boot_time, read_process, scan_processes, start_time_epoch,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
-from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, NO_GPU_SELECTED, NO_RUNG, answer_events, gpu_state, verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 
@@ -328,14 +328,18 @@ def mark_unkillable(holders, journal_path):
     is read only when a holder is in D, as a process that outlives SIGKILL is."""
     if not holders:
         return
-    from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import cgroup_mounts, frozen_cgroup  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import (  # pylint: disable=import-outside-toplevel
+        cgroup_mounts, frozen_cgroup,
+    )
     mounts = cgroup_mounts()
     for holder in holders:
         holder["frozen_cgroup"] = frozen_cgroup(holder["pid"], mounts=mounts) if holder.get("visible", True) else None
     if not any(h.get("state") == PROCESS_STATES["D"] for h in holders):
         return
     # Imported here, as in probe_journal: a healthy node never reads its journal (zipimport compiles a file twice).
-    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill, recent_records  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (  # pylint: disable=import-outside-toplevel
+        outlived_kill, recent_records,
+    )
     survivors = outlived_kill(recent_records(journal_path)[0])
     for holder in holders:
         when = survivors.get((holder["pid"], holder.get("start_time")))
@@ -351,7 +355,9 @@ def probe_journal(layout, options, events):
     if not events:
         return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
     # Imported only when read: _journal is the largest file a healthy node's payload would otherwise compile, twice.
-    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import completed_resets, recent_records  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (  # pylint: disable=import-outside-toplevel
+        completed_resets, recent_records,
+    )
     records, error = recent_records(path)
     report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
     return completed_resets(records), report
@@ -388,7 +394,7 @@ def take_snapshot(module, layout, options):
     jobs = standing = None
     if scan or listed:
         # Imported only with a process to classify, as _journal and _freezer: zipimport compiles each file twice.
-        from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import JobProbe  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import JobProbe  # pylint: disable=import-outside-toplevel
         jobs = JobProbe(module)
         standing = probe_standing(module, layout)
     holders = build_holders(scan, gpus, members=members, jobs=jobs, standing=standing)
@@ -396,7 +402,9 @@ def take_snapshot(module, layout, options):
     mark_unkillable(holders, options.journal_path or layout.journal_file)
     if holders:
         # A cgroup name is a container only when its runtime says so (the witness the job probe asked, its answers cached).
-        from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import confirm_holders  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import (  # pylint: disable=import-outside-toplevel
+            confirm_holders,
+        )
         confirm_holders(module, holders, witness=jobs.witness if jobs is not None else None)
 
     # Against every GPU: an event of an unselected GPU must not pass for one that names no GPU.

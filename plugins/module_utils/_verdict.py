@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._pci import normalize_bus_id
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import event_rung
 
 # The ladder, lightest rung first: the only definition of it. Everything else (the walk, the roles' argument specs,
@@ -37,7 +37,7 @@ BUSY_CLASS = "busy"
 IN_USE = "in_use"
 # Present on a healthy node: they hold the GPU by design, and the rungs that need them gone stop them.
 EXPECTED_CLASSES = ("gpu_daemon", "graphics_session")
-# Windows: another virtual machine's memory process (a Hyper-V VM's vmmem, _win_wsl_vm): a running workload, as a live
+# Windows: another virtual machine's memory process (a Hyper-V VM's vmmem, _wsl_vm_identity): a running workload, as a live
 # job's process is - its hold is in use, not stuck, and only end_running_jobs lets a rung take the GPU from it.
 VM_CLASS = "vm"
 # A GPU's state when the evidence cannot say whether it holds memory the ladder should get back (gpu_state): never
@@ -82,7 +82,7 @@ def kill_targets(snapshot, platform="linux", end_running_jobs=False):
     start them), processes that outlived SIGKILL (no signal ends them; the verdict asks for a reboot) and, unless
     end_running_jobs, the processes of live scheduler jobs (busy). On Windows only compute contexts: the WSL VM, dwm,
     applications that only draw and system processes have rungs of their own (wsl, restart_adapter, logoff). Who among
-    them may be ended is the protect rules' (_protect.refusal, plugin_utils/_win_protect.refusal)."""
+    them may be ended is the protect rules' (_protect.refusal, plugin_utils/windows/protect/_who_may_end.refusal)."""
     if platform == "windows":
         return [h for h in snapshot["holders"] if h["gpus"] and h["class"] == "compute"]
     spared = ("gpu_daemon", "unkillable") + (() if end_running_jobs else (BUSY_CLASS,))

@@ -127,16 +127,16 @@ import os
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC, node_locked
-from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_config import (
     apply_changes, busy_message, busy_reason, changes_for, compute_mode_problem, current_settings, failure_hint, unsupported,
     wanted_settings,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, path_failure
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, path_failure
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import read_process
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import read_process
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import UnknownGpu, select_gpus, unknown_gpu_message
 
 ARGUMENT_SPEC = dict(

@@ -164,9 +164,9 @@ journal:
 """
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
-from ansible_collections.gpuops.remediation.plugins.module_utils._display import display_refusal
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._display import display_refusal
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import beyond_selection, refuse_outside
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import beyond_selection, refuse_outside
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import node_reset_evidence
 

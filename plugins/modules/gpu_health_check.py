@@ -119,14 +119,14 @@ health_check:
 
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import (
     TOOL, command_text, diag_argv, health_check, judge, not_installed, timed_out,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import GATE_ACTION
+from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import GATE_ACTION
 
 ARGUMENT_SPEC = dict(
     level=dict(type="int", choices=[1, 2, 3, 4], default=1),

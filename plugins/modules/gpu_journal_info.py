@@ -197,7 +197,7 @@ import os
 import re
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
     DESTRUCTIVE_ACTIONS, journal_epoch, leak_sources, read_window, run_summaries)
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout

@@ -209,7 +209,7 @@ journal:
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
     KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, refuse_beyond_selection,
     validate_kill_params, validate_selection_params,
 )

@@ -168,7 +168,7 @@ attributes:
     platforms: posix
     description: Target OS/families that can be operated against.
 notes:
-  - The walk's decisions live in the collection's C(plugins/module_utils/_verdict.py) and C(plugins/plugin_utils/_ladder_decisions.py)
+  - The walk's decisions live in the collection's C(plugins/module_utils/_verdict.py) and C(plugins/plugin_utils/ladder/_ladder_decisions.py)
     (see docs/internals.md).
 seealso:
   - module: gpuops.remediation.gpu_holders_info

@@ -168,14 +168,14 @@ journal:
 
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
     KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, ended_pids, refuse_beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
-from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._reset_output import parse_gpu_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_processes
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, holds_control_only
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_GPU_SELECTED, beyond_reset, reset_evidence
 

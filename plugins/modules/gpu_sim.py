@@ -406,14 +406,20 @@ import json
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import SIM_ROOT_ENV
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_processes import SERVICES
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_rules import DEFAULT_MODULES, KNOWN_MODULES
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state import SimError, load_state, process_exists, state_path
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_nvml import SimNvmlLibrary as _sim_nvml_library  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_programs import main as _sim_programs_main  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_tools import main as _sim_tools_main  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import SERVICES
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_rules import DEFAULT_MODULES, KNOWN_MODULES
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import SimError, load_state, process_exists, state_path
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_nvml import (  # noqa: F401 pylint: disable=unused-import
+    SimNvmlLibrary as _sim_nvml_library,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_programs import (  # noqa: F401 pylint: disable=unused-import
+    main as _sim_programs_main,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_tools import (  # noqa: F401 pylint: disable=unused-import
+    main as _sim_tools_main,
+)
 
 # _sim_tools, _sim_nvml and _sim_programs are imported so that AnsiballZ ships them: gpu_sim copies their source
 # into <root>/lib (_sim_build.LIB_FILES), where the simulated tools, NodeLayout.load_nvml and the node's processes

@@ -177,12 +177,12 @@ journal:
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
-from ansible_collections.gpuops.remediation.plugins.module_utils._display import display_refusal
-from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
-from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import scan_processes
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._display import display_refusal
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
     KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, acted, refuse_beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule

@@ -178,10 +178,10 @@ import datetime
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, path_failure, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, path_failure, recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import (
     SlurmNodeUnknown, admin_flags, as_drained, as_resumed, control_character, describe_reason, drain_argv, drain_reason,
     drain_run, gate_unfinished, hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id,
     resume_argv, show_node_argv, sinfo_reason_argv, squeue_argv, unknown_node,

@@ -99,7 +99,7 @@ options:
       - With V(restart_adapter), a GPU that a process of these (or of O(protect_users)) holds, in any role, is not
         restarted; with V(logoff), a session of a user in O(protect_users), or in which one of these runs, is not
         logged off.
-      - The same rule as the walk's C(gpu_reclaim_protect_names) (C(plugins/plugin_utils/_win_protect.py)).
+      - The same rule as the walk's C(gpu_reclaim_protect_names) (C(plugins/plugin_utils/windows/protect/_who_may_end.py)).
     type: list
     elements: str
     default: []

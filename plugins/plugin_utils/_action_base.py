@@ -29,9 +29,13 @@ class ControllerAction(ActionBase):
         dummy, args = self.validate_argument_spec(self.argument_spec(), required_if=list(self.REQUIRED_IF))
         try:
             result.update(self.act(plain(args), task_vars or {}))
-        except self.FAILURES as exc:
+        except self.failures() as exc:
             raise AnsibleActionFail(str(exc)) from None
         return result
+
+    def failures(self):
+        """The exceptions whose message is the failure: FAILURES, or those of code the plugin imports only when it runs."""
+        return self.FAILURES
 
     def act(self, args, task_vars):
         """The plugin's work: the result's keys."""

@@ -18,11 +18,11 @@ import os
 import stat
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, open_dir, read_trusted, writable_by_others
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import CLOCK_SLACK_SECONDS, DESTRUCTIVE_ACTIONS, journal_epoch
-from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import drained_with_marker, parse_nodes
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import CLOCK_SLACK_SECONDS, DESTRUCTIVE_ACTIONS, journal_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import drained_with_marker, parse_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, memory_held, rung_index
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import cordon_is_ours
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import LADDERS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import cordon_is_ours
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import LADDERS
 
 RECORD_SUFFIX = ".breaker.json"
 # The start of our drains' reasons and our cordon annotation's value (gpu_reclaim_drain_reason's default).

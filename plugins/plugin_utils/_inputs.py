@@ -15,9 +15,8 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import control_character
-from ansible_collections.gpuops.remediation.plugins.module_utils._watch_ranges import RANGED_OPTIONS, out_of_range
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_journal import checked_path as checked_windows_journal_path
+from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import control_character
+from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_ranges import RANGED_OPTIONS, out_of_range
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 YES_NO = frozenset(["true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"])
@@ -30,7 +29,7 @@ PLAYBOOK_OPTIONS = {
     "gpuops_max_fail_percentage": {"type": "raw"},
     "gpuops_dry_run": {"type": "bool"},
     "gpuops_environment": {"type": "dict"},
-    # The event's one host, passed by the rulebooks (plugin_utils/_event_target.py).
+    # The event's one host, passed by the rulebooks (plugin_utils/eda/_event_target.py).
     "gpuops_event_host": {"type": "str"},
 }
 
@@ -60,6 +59,10 @@ def _serial(value):
 
 
 def _windows_journal_path(value):
+    # only a run that sets a Windows journal path checks it
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._node_journal import (  # pylint: disable=import-outside-toplevel
+        checked_path as checked_windows_journal_path,
+    )
     try:
         checked_windows_journal_path(value)
     except ValueError:

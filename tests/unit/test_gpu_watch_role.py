@@ -9,7 +9,7 @@ import yaml
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RUNGS
 from ansible_collections.gpuops.remediation.plugins.modules.gpu_watch import ARGUMENT_SPEC
-from ansible_collections.gpuops.remediation.plugins.module_utils._watch import FINDING_KINDS
+from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import FINDING_KINDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

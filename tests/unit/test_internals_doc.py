@@ -7,8 +7,8 @@ import os
 import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PRIVATE = sorted(os.path.basename(path) for pattern in ("plugins/module_utils/_*.py", "plugins/plugin_utils/_*.py")
-                 for path in glob.glob(os.path.join(ROOT, pattern)) if not path.endswith("__init__.py"))
+PRIVATE = sorted(os.path.basename(path) for pattern in ("plugins/module_utils/**/_*.py", "plugins/plugin_utils/**/_*.py")
+                 for path in glob.glob(os.path.join(ROOT, pattern), recursive=True) if not path.endswith("__init__.py"))
 
 
 def internals():

@@ -40,16 +40,16 @@ SITES = {
     'plugins/module_utils/_safe_files.py': {
         'r"^\\.%s\\.[A-Za-z0-9_]{8}$" % re.escape(os.path.basename(path))': [],
     },
-    'plugins/module_utils/_container_runtime.py': {
+    'plugins/module_utils/kill/_container_runtime.py': {
         'r"^user@\\d+\\.service$"': [],
     },
-    'plugins/module_utils/_freezer.py': {
+    'plugins/module_utils/kill/_freezer.py': {
         'r"\\\\([0-7]{3})"': [],
     },
-    'plugins/module_utils/_journal.py': {
+    'plugins/module_utils/journal/_journal.py': {
         'r"\\s+"': [],
     },
-    'plugins/module_utils/_kernel_log.py': {
+    'plugins/module_utils/probes/_kernel_log.py': {
         'r"\\bto\\s+0x[0-9A-Fa-f]+\\s*\\(([^()]*)\\)"': [("", "to 0x1 ("), ("to 0x1 (", "a"), ("", "to 0x1 (a)")],
         'r"\\[([A-Z][a-z]{2} [A-Z][a-z]{2} +\\d{1,2} \\d\\d:\\d\\d:\\d\\d \\d{4})\\]"': [],
         'r"(\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:[.,]\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)"': [],
@@ -64,7 +64,7 @@ SITES = {
         'r"(?:PCI:)?((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\\.[0-7])?)"': [],
         'r"^The NVIDIA GPU (?P<bus>\\S+)"': [],
     },
-    'plugins/module_utils/_kmod.py': {
+    'plugins/module_utils/probes/_kmod.py': {
         'r"^Module\\s+Size\\s+Used by"': [],
         'r"Module (?P<module>\\S+) is in use by:?(?P<users>.*)$"': [("Module x is in use by: a", " "), ("", "Module x is in use by: a ")],
         'r"Module (?P<module>\\S+?) is in use\\.?\\s*$"': [],
@@ -79,17 +79,17 @@ SITES = {
         'r"(?:FATAL|ERROR):"': [],
         'r"\'(?P<quoted>[A-Za-z0-9_-]+)\'|\\b(?:for|module) (?P<named>[A-Za-z0-9_-]+)"': [],
     },
-    'plugins/module_utils/_nvsmi.py': {
+    'plugins/module_utils/probes/_nvsmi.py': {
         'r"^(-?\\d+)(?:\\s*(?:[A-Za-z%/]+))?$"': [],
         'r"^(-?\\d+\\.\\d+)\\s*(?:[A-Za-z%/]+)$"': [],
         'r"^(\\d+)\\s*(KiB|MiB|GiB)?$"': [],
         'r"[\\s_]"': [],
         'r"[\\s_-]"': [],
     },
-    'plugins/module_utils/_pci.py': {
+    'plugins/module_utils/probes/_pci.py': {
         'r"^(?:PCI:)?(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<device>[0-9A-Fa-f]{1,2})" r"(?:\\.(?P<function>[0-7]))?$"': [],
     },
-    'plugins/module_utils/_procscan.py': {
+    'plugins/module_utils/probes/_procscan.py': {
         'r"^nvidia(?:\\d+|ctl|-uvm|-uvm-tools|-modeset|-nvswitch\\d+|-nvswitchctl)$"': [],
         'r"^docker-%s\\.scope$" % _HEX_ID': [],
         'r"^cri-containerd-%s\\.scope$" % _HEX_ID': [],
@@ -102,12 +102,12 @@ SITES = {
         'r"^job_(\\d+)$"': [],
         'r"^(?:uid_\\d+|(?:.+_)?slurmstepd\\.scope)$"': [],
     },
-    'plugins/module_utils/_reset_output.py': {
+    'plugins/module_utils/probes/_reset_output.py': {
         'r"\\b((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\\.[0-7])\\b"': [],
         'r"successfully reset"': [],
         'r"^\\d+ devices? (?:is|are) currently being used"': [],
     },
-    'plugins/module_utils/_slurm.py': {
+    'plugins/module_utils/scheduler/_slurm.py': {
         'r" \\[([^\\s\\[\\]@]+)@(\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d|Unknown|None)\\]"': [],
         'r"[\\x00-\\x1f\\x7f]"': [],
         'r"^Node \\S+ not found"': [],
@@ -124,31 +124,31 @@ SITES = {
     'plugins/modules/gpu_journal_info.py': {
         'r"^(\\d+(?:\\.\\d+)?)\\s*([smhdw])$"': [],
     },
-    'plugins/plugin_utils/_eda_sources.py': {
+    'plugins/plugin_utils/eda/_eda_sources.py': {
         'r"\\A[A-Za-z0-9_][A-Za-z0-9._-]*\\Z"': [],
     },
     'plugins/plugin_utils/_inputs.py': {
         'r"-?[0-9]+"': [],
         'r"([0-9]+)(%?)"': [],
     },
-    'plugins/plugin_utils/_ladder_decisions.py': {
+    'plugins/plugin_utils/ladder/_ladder_decisions.py': {
         'r"[\\x00-\\x20\\x7f]+"': [],
     },
-    'plugins/plugin_utils/_win_counters.py': {
+    'plugins/plugin_utils/windows/tools/_gpu_memory_counters.py': {
         'r"^pid_(\\d+)_luid_(0x[0-9a-f]+)_(0x[0-9a-f]+)_phys_(\\d+)$"': [],
         'r"^luid_(0x[0-9a-f]+)_(0x[0-9a-f]+)_phys_(\\d+)$"': [],
         'r"\\\\([^\\\\]*)\\(([^\\\\()]*)\\)\\\\([^\\\\]+)$"': [],
     },
-    'plugins/plugin_utils/_win_journal.py': {
+    'plugins/plugin_utils/windows/node/_node_journal.py': {
         'r"^[A-Za-z]:(\\\\[^\\\\/:*?\\"<>|\\x00-\\x1f]+)+$"': [],
     },
-    'plugins/plugin_utils/_win_json.py': {
+    'plugins/plugin_utils/windows/node/_convertto_json.py': {
         'r"^/Date\\((-?\\d+)(?:[+-]\\d{4})?\\)/$"': [],
         'r"^(\\d{4})-(\\d{2})-(\\d{2})T(\\d{2}):(\\d{2}):(\\d{2})(?:\\.(\\d+))?(Z|[+-]\\d{2}:\\d{2})?$"': [],
         'r"^(\\d{4})(\\d{2})(\\d{2})(\\d{2})(\\d{2})(\\d{2})\\.(\\d{6})([+-]\\d{3})$"': [],
         'r"^\\s*-?\\d+(\\.\\d+)?\\s*$"': [],
     },
-    'plugins/plugin_utils/_win_pnputil.py': {
+    'plugins/plugin_utils/windows/tools/_pnputil_adapters.py': {
         'r"^(?P<label>[^:]+):\\s+(?P<value>.*)$"': [],
         'r"^\\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\\}$"': [],
         'r"^[\\w.-]+\\.inf$"': [],
@@ -156,31 +156,31 @@ SITES = {
         'r"^PCI\\\\VEN_(?P<vendor>[0-9A-F]{4})&DEV_(?P<device>[0-9A-F]{4})"': [],
         'r\'^[A-Za-z0-9_]+(\\\\[^\\\\"\\x00-\\x1f]+)+$\'': [],
     },
-    'plugins/plugin_utils/_win_powershell.py': {
+    'plugins/plugin_utils/windows/node/_powershell_literals.py': {
         '"([%s])" % SINGLE_QUOTES': [],
     },
-    'plugins/plugin_utils/_win_reset.py': {
+    'plugins/plugin_utils/windows/rungs/_reset_dispatch.py': {
         'r"^S-1-\\d+(-\\d+)*$"': [],
     },
-    'plugins/plugin_utils/_win_sessions.py': {
+    'plugins/plugin_utils/windows/tools/_interactive_sessions.py': {
         'r"0x[0-9A-Fa-f]{4,}|\\[\\d+\\]|\\b\\d{3,}\\b"': [],
         'r"(?:^\\s*|\\s{2,})(\\S)"': [],
     },
-    'plugins/plugin_utils/_win_snapshot.py': {
+    'plugins/plugin_utils/windows/_node_snapshot.py': {
         'r"^PCI\\\\VEN_([0-9A-F]{4})&DEV_([0-9A-F]{4})(?:&SUBSYS_([0-9A-F]{8}))?(?:&REV_([0-9A-F]{2}))?\\\\"': [],
     },
-    'plugins/plugin_utils/_win_taskkill.py': {
+    'plugins/plugin_utils/windows/tools/_taskkill_tree.py': {
         'r\'^SUCCESS: The process (?:"[^"]*" )?with PID (?P<pid>\\d+)\' + _CHILD + r" has been terminated\\.$"': [],
         'r\'^ERROR: The process (?:"[^"]*" )?with PID (?P<pid>\\d+)\' + _CHILD + r" could not be terminated\\.$"': [],
         'r\'^ERROR: The process "(?P<what>[^"]*)" not found\\.$\'': [],
         'r"^Reason: (?P<reason>.*)$"': [],
     },
-    'plugins/plugin_utils/_win_wsl.py': {
+    'plugins/plugin_utils/windows/tools/_wsl_cli.py': {
         'r"^/proc/(\\d+)/fd/\\d+$"': [],
         'r"^[A-Za-z0-9._-]+$"': [],
         'r"\\bWsl/(?:[A-Za-z]+/)*%s\\b" % NOT_INSTALLED_ERROR_CODE': [],
     },
-    'plugins/plugin_utils/_win_wsl_vm.py': {
+    'plugins/plugin_utils/windows/protect/_wsl_vm_identity.py': {
         'r"^S-1-5-83-1-(\\d+)-(\\d+)-(\\d+)-(\\d+)$"': [],
         'r"\\{?([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\\}?$"': [],
     },
@@ -189,11 +189,11 @@ SITES = {
 # Names a pattern's source uses that are a function's own (a parameter): what they hold when it runs.
 LOCALS = {
     ("plugins/module_utils/_safe_files.py", "path"): "/var/lib/gpuops/watch-state.json",
-    ("plugins/module_utils/_slurm.py", "marker"): "gpuops: reclaiming stuck GPU memory",
+    ("plugins/module_utils/scheduler/_slurm.py", "marker"): "gpuops: reclaiming stuck GPU memory",
 }
 # The operator's own pattern (gpu_kill name_pattern, cmdline_pattern): not ours to make linear; what it reads is bounded
 # (test_an_operators_pattern_reads_a_bounded_command_line).
-OPERATORS = {("plugins/module_utils/_kill.py", "params[option]")}
+OPERATORS = {("plugins/module_utils/kill/_kill.py", "params[option]")}
 
 
 def _sources():
@@ -358,32 +358,32 @@ XID = "NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=x, "
 
 
 def _kernel_log(text):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import parse_kernel_log
 
     return parse_kernel_log(text, now=1796032800.0)
 
 
 def _kernel_lines(text):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import KernelLines, Throttle
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import KernelLines, Throttle
 
     return KernelLines("node7", {}, Throttle(0)).feed(text.split("\n"), 1796032800.0)
 
 
 def _remediation(text):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import remediation_of
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import remediation_of
 
     return [remediation_of(line, "node7") for line in text.split("\n")]
 
 
 def _journal(text):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._eda_sources import KernelLines, Throttle, journal_lines
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import KernelLines, Throttle, journal_lines
 
     entry = {"_TRANSPORT": "kernel", "MESSAGE": text, "__REALTIME_TIMESTAMP": "1796032800000000", "_HOSTNAME": "node7"}
     return KernelLines("node7", {}, Throttle(0)).feed(journal_lines(entry), 1796032800.0)
 
 
 def _query_csv(text):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import parse_query_csv
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._nvsmi import parse_query_csv
 
     try:
         return parse_query_csv(text)
@@ -392,19 +392,19 @@ def _query_csv(text):
 
 
 def _modprobe(text):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_modprobe_errors
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import parse_modprobe_errors
 
     return parse_modprobe_errors(text)
 
 
 def _lsmod(text):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._kmod import parse_lsmod
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import parse_lsmod
 
     return parse_lsmod(text)
 
 
 def _scontrol(text):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import parse_nodes
+    from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import parse_nodes
 
     return parse_nodes(text)
 
@@ -451,7 +451,7 @@ def test_every_parser_of_node_text_is_linear_up_to_a_mebibyte(parser, units):
 
 
 def _selection_growth(pattern):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._kill import HolderSelection
+    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import HolderSelection
 
     params = {"gpus": None, "classes": ["compute"], "users": None, "min_memory_mib": None, "orphans_only": False}
     selection = HolderSelection(params, {"cmdline_pattern": re.compile(pattern), "name_pattern": re.compile(pattern)})

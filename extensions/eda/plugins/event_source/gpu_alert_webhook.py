@@ -83,11 +83,11 @@ import time
 def _import_collection():
     """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
     try:
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
     except ImportError:
         # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
         sys.path.insert(0, os.path.abspath(os.path.join(os.path.abspath(__file__), *[os.pardir] * 8)))
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
     return _eda_sources
 
 

@@ -12,7 +12,7 @@ description:
     that appears or is replaced later is read from its start, and its lines dated before the source started are no
     events), and
     puts one event per NVRM Xid line and "fallen off the bus" line on the queue, parsed by the collection's own
-    parser (plugins/module_utils/_kernel_log.py) and ranked by the site's Xid policy over NVIDIA's catalog.
+    parser (plugins/module_utils/probes/_kernel_log.py) and ranked by the site's Xid policy over NVIDIA's catalog.
   - "Each event: C(event.gpuops) with C(type) (xid or fallen_off_bus), C(host), C(pci_bus_id) (also C(gpu)), C(xid),
     C(name), C(action) (NVIDIA's catalog action, or the policy's), C(catalog_action), C(policy) (catalog or site),
     C(rung) (none, kill, reset, reboot), C(pid), C(process_name), C(message), C(time), C(line); and C(meta.hosts),
@@ -115,11 +115,11 @@ JOURNAL_LINE_LIMIT = 1 << 20
 def _import_collection():
     """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
     try:
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
     except ImportError:
         # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
         sys.path.insert(0, os.path.abspath(os.path.join(os.path.abspath(__file__), *[os.pardir] * 8)))
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
     return _eda_sources
 
 

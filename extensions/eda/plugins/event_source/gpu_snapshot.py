@@ -129,11 +129,11 @@ NODE_KEYS = ("host", "state_path", "journal_path", "environment")
 def _import_collection():
     """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
     try:
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
     except ImportError:
         # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
         sys.path.insert(0, os.path.abspath(os.path.join(os.path.abspath(__file__), *[os.pardir] * 8)))
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
     return _eda_sources
 
 
@@ -177,7 +177,7 @@ def _state_view(node):
     """(the watch state, or [] when it is older than the last remediation (answered); why it cannot be read, or None).
     A missing state is empty (the watch has not run yet); one that cannot be read or is corrupt is empty and said."""
     from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath
-    from ansible_collections.gpuops.remediation.plugins.module_utils._watch import load_state, read_last_remediation
+    from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import load_state, read_last_remediation
 
     try:
         state, problem = load_state(node["state_path"])

@@ -15,7 +15,7 @@ from ansible_collections.gpuops.remediation.plugins.action.gpu_ladder import wal
 from ansible_collections.gpuops.remediation.plugins.filter.ladder import taken_snapshot
 from ansible_collections.gpuops.remediation.plugins.filter.node_prep import nvml_pip_argv
 from ansible_collections.gpuops.remediation.plugins.filter.watch import watch_webhook
-from ansible_collections.gpuops.remediation.plugins.module_utils._watch import NOTHING_CROSSED, alert_of
+from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import NOTHING_CROSSED, alert_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SNAPSHOT = {"gpus": [], "holders": [], "verdict": {"rung": None}}

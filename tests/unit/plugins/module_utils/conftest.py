@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
 
 from .. import bounded
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import parse_inspect
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import parse_inspect
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "docker")
 CONTAINER_ID = "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"

@@ -12,12 +12,12 @@ import pwd
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import (
     parse_job_states, parse_listpids, pod_live, slurm_job, slurm_pids)
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect_entries import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import (
     ProtectEntryError, ProtectedUsers, check_entries, check_units, process_gids)
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import _holder_class
-from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import (
     DAEMON, DISPLAY, UnitMembers, in_control_group, member_of, systemd_cgroup)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "slurm")
@@ -179,7 +179,7 @@ def test_pod_live():
 
 
 def test_selection_busy_is_selected_and_orphans_only_takes_the_schedulers_word():
-    from ansible_collections.gpuops.remediation.plugins.module_utils._kill import HolderSelection
+    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import HolderSelection
     params = {"gpus": None, "classes": ["compute"], "users": None, "min_memory_mib": None, "orphans_only": False, "holders": None}
     busy = {"pid": 1, "class": "busy", "gpus": [0], "slurm_job": "4271", "job": {"running": True}}
     leftover = {"pid": 2, "class": "compute", "gpus": [0], "slurm_job": "4271", "job": {"running": False}}

@@ -9,8 +9,8 @@ is what ContainerWitness.confirm builds from judge() over them."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._container_runtime import judge, parse_inspect
-from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import container_job
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import judge, parse_inspect
+from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import container_job
 
 from .docker_captures import CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture, inspected
 

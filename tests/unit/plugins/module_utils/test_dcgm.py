@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import (
     diag_argv, find_document, judge, not_installed, parse_diag, status_word, timed_out,
 )
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import describe, frozen_cgroup, parse_mountinfo, thaw
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import describe, frozen_cgroup, parse_mountinfo, thaw
 
 from .. import bounded
 

@@ -11,13 +11,13 @@ import tempfile
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as sim_state
-from ansible_collections.gpuops.remediation.plugins.module_utils._deadline import ProbeFailed, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_config import (
     apply_changes, busy_message, busy_reason, changes_for, compute_mode_problem, unsupported, wanted_settings,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_probe import nvml_snapshot
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import nvml_snapshot
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
     Journal, completed_resets, left_stopped, load_journal, read_journal, unfinished,
 )
 
@@ -68,7 +68,7 @@ def test_sigkill_between_intent_and_outcome_leaves_the_intent(tmp_path, run_chil
     path = str(tmp_path / "journal.jsonl")
     child = run_child("""
         import sys, time
-        from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+        from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
         journal = Journal(sys.argv[1], run_id="killed")
         journal.intent("signal", pid=1234, signal="KILL")
         print("intent written", flush=True)
@@ -108,7 +108,7 @@ def test_concurrent_writers_produce_whole_lines(tmp_path, run_child):
     writers, lines_each = 6, 150
     children = [run_child("""
         import os, sys, time
-        from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal
+        from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
         path, go, writer, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
         journal = Journal(path, run_id="writer-" + writer)
         while not os.path.exists(go):
@@ -250,7 +250,9 @@ def test_units_a_dead_run_stopped_and_never_started_again(tmp_path):
 # --- where a journal cannot be written (journal_path) -----------------------------------------------------
 
 def test_path_problem_names_why_a_journal_cannot_be_made(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import path_failure, path_problem  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (  # pylint: disable=import-outside-toplevel
+        path_failure, path_problem,
+    )
     fifo = tmp_path / "fifo"
     os.mkfifo(str(fifo))
     regular = tmp_path / "plain"
@@ -270,7 +272,7 @@ def test_path_problem_names_why_a_journal_cannot_be_made(tmp_path):
 
 
 def test_a_line_that_cannot_be_written_raises_naming_journal_path(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import JournalUnwritable  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import JournalUnwritable  # pylint: disable=import-outside-toplevel
     path = tmp_path / "journal.jsonl"
     path.mkdir()
     with pytest.raises(JournalUnwritable, match="journal_path: '%s' cannot be written" % path):
@@ -280,7 +282,7 @@ def test_a_line_that_cannot_be_written_raises_naming_journal_path(tmp_path):
 # --- the evidence that a process is unkillable -------------------------------------------------------------
 
 def test_outlived_kill_reads_only_kill_outcomes_that_say_so(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import outlived_kill  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import outlived_kill  # pylint: disable=import-outside-toplevel
     journal = Journal(str(tmp_path / "journal.jsonl"), run_id="r")
     survived = journal.intent("signal", pid=4242, start_time=777, signal="KILL")
     journal.outcome(survived, True, pid=4242, signal="KILL", exited=False, outlived_kill=True, state="D")
@@ -303,7 +305,7 @@ def _signal_lines(journal, count, **details):
 
 
 def test_the_journal_rotates_before_it_passes_its_size_and_keeps_its_last_files(tmp_path, monkeypatch):
-    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
     monkeypatch.setattr(_journal, "ROTATE_BYTES", 4096)
     path = str(tmp_path / "journal.jsonl")
     journal = Journal(path, run_id="rot")
@@ -325,7 +327,7 @@ def test_the_journal_rotates_before_it_passes_its_size_and_keeps_its_last_files(
 
 def test_the_recent_records_span_the_rotated_files(tmp_path, monkeypatch):
     """An intent written just before a rotation and its run killed: the next run still finds it unfinished."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
     monkeypatch.setattr(_journal, "ROTATE_BYTES", 2048)
     path = str(tmp_path / "journal.jsonl")
     journal = Journal(path, run_id="killed")
@@ -338,7 +340,7 @@ def test_the_recent_records_span_the_rotated_files(tmp_path, monkeypatch):
 
 
 def test_a_window_is_read_back_as_far_as_it_reaches_and_says_when_it_is_partial(tmp_path, monkeypatch):
-    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
     monkeypatch.setattr(_journal, "ROTATE_BYTES", 8192)
     path = str(tmp_path / "journal.jsonl")
     # Dated lines, one a minute, as real runs would have written them.
@@ -371,7 +373,7 @@ def test_a_window_is_read_back_as_far_as_it_reaches_and_says_when_it_is_partial(
 
 def test_an_unrotated_journal_is_read_whole_past_the_old_four_mib_tail(tmp_path):
     """A journal of 6.5 MiB written before rotation existed: the window is answered whole, not from its last 4 MiB."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
     path = str(tmp_path / "journal.jsonl")
     line = {"ts": "2026-11-20T00:00:00.000000Z", "run_id": "old", "id": "x", "phase": "intent", "action": "signal",
             "pad": "p" * 400}
@@ -403,7 +405,7 @@ def _has_open(pid, path):
 def test_a_rotation_by_another_process_between_two_file_reads_waits_for_the_reader(tmp_path, monkeypatch, child_env, reader):
     """The reader has read journal.jsonl and not yet journal.jsonl.1 when a writer in another process rotates: the
     rotation waits on the journal's lock file until the reader is done, so the reader gets each line once and none lost."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
     path = str(tmp_path / "journal.jsonl")
     _journal.append_line(path, {"ts": _journal._stamp(time.time()), "id": "old", "phase": "intent", "action": "signal"})
     assert _journal.rotate_if_full(path, 1, limit=1)
@@ -415,7 +417,7 @@ def test_a_rotation_by_another_process_between_two_file_reads_waits_for_the_read
         data = read_tail(each, budget)
         if each == path and not rotator:
             rotator.append(bounded.start(
-                [sys.executable, "-c", "import sys; from ansible_collections.gpuops.remediation.plugins.module_utils import _journal;"
+                [sys.executable, "-c", "import sys; from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal;"
                  "sys.exit(0 if _journal.rotate_if_full(sys.argv[1], 1, limit=1) else 3)", path], env=child_env))
             # Until the rotation is either done or waiting on the lock: the kernel says which.
             deadline = time.monotonic() + 60

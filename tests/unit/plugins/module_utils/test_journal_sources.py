@@ -8,7 +8,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
     SOURCE_CMDLINE_CHARS, Journal, holder_source, journal_epoch, leak_sources, read_journal, run_summaries,
 )
 from ansible_collections.gpuops.remediation.plugins.modules.gpu_journal_info import since_epoch
@@ -127,7 +127,7 @@ def test_since_refuses_what_is_neither():
 
 
 def test_a_source_names_the_process_as_ps_does_not_by_its_15_byte_comm():
-    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import holder_source
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import holder_source
     holder = {"pid": 1, "name": "<img src=x oner", "user": "eve", "cmdline": ["/opt/<img src=x onerror=alert(1)>", "-v"],
               "exe": "/usr/bin/python3.11"}
     source = holder_source(holder)

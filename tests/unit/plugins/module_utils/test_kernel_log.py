@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _kernel_log
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import parse_kernel_log
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "kernel-xid")
 EVENT_KEYS = {"kind", "xid", "pci_bus_id", "gpu_instance_id", "compute_instance_id", "time", "time_epoch", "pid",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
     beyond_selection, ended_pids, failures, holdings_now, still_holding, whole_driver_client)
 
 CONTAINER_ID = "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import HolderKiller
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import HolderKiller
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
 
 CONTAINER = {"runtime": "docker", "id": "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"}
 

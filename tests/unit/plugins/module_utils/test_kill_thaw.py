@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import frozen_cgroup, parse_mountinfo
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import HolderKiller
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import frozen_cgroup, parse_mountinfo
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import HolderKiller
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
 
 from .. import bounded
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _kmod
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _kmod
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 

@@ -8,7 +8,7 @@ import yaml
 from ansible_collections.gpuops.remediation.plugins.module_utils import _verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import XID_RUNGS
 from ansible_collections.gpuops.remediation.plugins.modules import gpu_holders_info, gpu_ladder
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     ALL_RUNGS, DEFAULT_DESTRUCTIVE, LADDER_ARGUMENT_SPEC, LADDERS, RUNG_MODULES,
 )
 
@@ -67,7 +67,7 @@ def test_the_role_passes_every_option_of_the_walk_it_documents():
 
 
 def gpu_ladder_options():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import walk_argument_spec
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import walk_argument_spec
     return walk_argument_spec()
 
 

@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._left_behind import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import (
     BUSY, LEFT_BEHIND, StandingProbe, holder_standing, parse_unit_state, session_of)
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal
-from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import UnitMembers
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, refusal
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import UnitMembers
 
 CRASH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "integration", "targets", "gpu_left_behind", "files", "crash.py")
 

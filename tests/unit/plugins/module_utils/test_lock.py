@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock, read_holder
 
 from .. import bounded

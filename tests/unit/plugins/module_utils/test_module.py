@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._kill import KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, process_identities
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, process_identities
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import input_errors, wrong_kind
 
 SPEC = dict(SELECTION_ARGUMENT_SPEC, **KILL_ARGUMENT_SPEC)

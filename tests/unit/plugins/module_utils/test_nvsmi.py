@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _nvsmi
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _nvsmi
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 QX = os.path.join(FIXTURES, "nvidia-smi-qx")

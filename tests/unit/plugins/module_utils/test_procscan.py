@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
 
 from .. import bounded
 

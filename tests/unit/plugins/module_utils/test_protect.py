@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils import _terminate
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, refusal, terminate_permitted
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
-from ansible_collections.gpuops.remediation.plugins.module_utils._unit_members import UnitMembers
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill import _terminate
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, refusal, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import UnitMembers
 
 from .. import bounded
 
@@ -176,9 +176,9 @@ def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_fo
         code = textwrap.dedent("""
             import os, sys
             sys.path.insert(0, sys.argv[2])
-            from ansible_collections.gpuops.remediation.plugins.module_utils._protect import refusal, Policy
-            from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target
-            from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
+            from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import refusal, Policy
+            from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
+            from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
             os.setgid(65534); os.setuid(65534)
             pid = int(sys.argv[1])
             print(refusal(Target(pid, _procscan.start_time(pid)), Policy()))

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._reset_output import parse_gpu_reset
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._reset_output import parse_gpu_reset
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "nvidia-smi-gpu-reset")
 

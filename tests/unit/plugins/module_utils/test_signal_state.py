@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._signal_state import effect, parse_status, plan, read_facts
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._signal_state import effect, parse_status, plan, read_facts
 
 from .. import bounded
 

@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_processes as processes
-from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import judge
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as processes
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import judge
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "dcgmi-diag")
 HEALTHY = {"persistence_mode": True}

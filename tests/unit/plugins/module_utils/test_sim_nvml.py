@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_rules as sim_rules
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as sim_state
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as sim_rules
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
 
 MIB = 1024 * 1024

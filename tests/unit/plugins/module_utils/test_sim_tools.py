@@ -14,10 +14,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan as procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_build as sim
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_processes import SERVICES
-from ansible_collections.gpuops.remediation.plugins.module_utils import _sim_state as sim_state
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import SERVICES
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 

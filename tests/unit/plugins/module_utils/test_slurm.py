@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import (
     SlurmNodeUnknown, admin_flags, control_character, drain_reason, drain_run, drained_with_marker, gate_unfinished,
     hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_nodes, parse_squeue, unknown_node,
 )
@@ -217,7 +217,7 @@ def test_our_reason_read_whole_by_sinfo_stays_ours():
 def test_check_mode_predicts_the_state_slurm_shows_after_a_drain_and_a_resume():
     """review19: check mode kept raw_state "IDLE" for a drain (the diff read IDLE -> IDLE) and called a busy node "drained"
     where Slurm says "draining"; a prediction is what scontrol shows after the real command (fixtures)."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import as_drained, as_resumed
+    from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import as_drained, as_resumed
     for before, after in (("idle", "idle-drain-ours"), ("mixed", "mixed-drain-ours")):
         real = node(after)
         predicted = as_drained(node(before), real["reason"])
@@ -233,8 +233,8 @@ def test_every_slurm_read_asks_for_hidden_partitions_too():
     job running on gpunode9: as a user who is not root nor SlurmUser (an operator), `squeue --nodelist gpunode9` listed
     no job (the drain would have gone on under a running job), `scontrol show node gpunode9` said "Node gpunode9 not
     found" and sinfo printed nothing; with --all each showed the node and the job."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils._jobs import job_states_argv
-    from ansible_collections.gpuops.remediation.plugins.module_utils._slurm import (
+    from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import job_states_argv
+    from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import (
         show_node_argv, sinfo_argv, sinfo_reason_argv, squeue_argv)
     for argv in (show_node_argv("scontrol", "n1"), squeue_argv("squeue", "n1"), sinfo_argv("sinfo", "n1"),
                  sinfo_reason_argv("sinfo", "n1"), job_states_argv("squeue", {"7"})):

@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal
-from ansible_collections.gpuops.remediation.plugins.module_utils import _terminate
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, terminate_permitted
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import Target, send_checked
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill import _terminate
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target, send_checked
 
 from .. import bounded
 

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._freezer import frozen_cgroup, parse_mountinfo
-from ansible_collections.gpuops.remediation.plugins.module_utils._terminate import KILL_GRACE, Target, _wait_after, terminate
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import frozen_cgroup, parse_mountinfo
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import KILL_GRACE, Target, _wait_after, terminate
 
 SIGKILL_BIT = 1 << 8
 

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, terminate_permitted
 
 from .. import bounded
 

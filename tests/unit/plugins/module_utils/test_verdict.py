@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, parse_kernel_log
-from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import parse_query_xml
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._nvsmi import parse_query_xml
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SnapshotOptions, _finish_gpu, build_holders
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, gpu_state, kill_targets, memory_held, verdict
 

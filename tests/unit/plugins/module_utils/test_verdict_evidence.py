@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import bus_id_to_index, parse_kernel_log
-from ansible_collections.gpuops.remediation.plugins.module_utils._nvsmi import parse_query_xml
-from ansible_collections.gpuops.remediation.plugins.module_utils._procscan import boot_time, read_process, start_time_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._nvsmi import parse_query_xml
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import boot_time, read_process, start_time_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
     SnapshotOptions, _finish_gpu, _lost_bus_ids, build_holders, reset_blockers,
 )
@@ -196,7 +196,7 @@ def test_the_snapshot_classes_unkillable_from_the_journal_a_live_d_process(tmp_p
     not name: only the first is unkillable."""
     import shutil  # pylint: disable=import-outside-toplevel
     import subprocess  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import mark_unkillable  # pylint: disable=import-outside-toplevel
     compiler = shutil.which("cc") or shutil.which("gcc")
     if not compiler:

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
-from ansible_collections.gpuops.remediation.plugins.module_utils._watch import (
+from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import (
     Thresholds, dump_state, empty_state, fingerprint, judge, last_remediation, load_state, new_xid_events, probe_node_lock,
     sample_of,
 )
@@ -278,7 +278,7 @@ def test_a_gpu_the_driver_no_longer_lists_keeps_no_streak():
 
 
 def test_remediation_is_narrowed_to_the_gpus_whose_findings_ask_for_it():
-    from ansible_collections.gpuops.remediation.plugins.module_utils._watch import remediation_for
+    from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import remediation_for
     findings = [{"kind": "ghost_memory", "gpu_index": 2}, {"kind": "high_memory_usage", "gpu_index": 1},
                 {"kind": "recovery_action", "gpu_index": 10}, {"kind": "ghost_memory", "gpu_index": 2}]
     assert remediation_for(findings, ["ghost_memory", "recovery_action"]) == {"needed": True, "gpus": ["2", "10"]}

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import subprocess
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._watch import Thresholds, empty_state, judge, sample_of
-from ansible_collections.gpuops.remediation.plugins.module_utils._watch_metrics import escape_label_value, metric_series, render
+from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import Thresholds, empty_state, judge, sample_of
+from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_metrics import escape_label_value, metric_series, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 T0 = 1800000000.0

@@ -4,7 +4,7 @@
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._kernel_log import parse_kernel_log
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
     PolicyError, apply_policy, event_rung, parse_policy,

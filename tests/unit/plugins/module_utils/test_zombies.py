@@ -10,10 +10,10 @@ import subprocess
 import sys
 import textwrap
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal
-from ansible_collections.gpuops.remediation.plugins.module_utils._protect import Policy
-from ansible_collections.gpuops.remediation.plugins.module_utils._zombies import reap_zombie
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._zombies import reap_zombie
 
 from .. import bounded
 

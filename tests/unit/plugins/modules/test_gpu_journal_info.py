@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
 
 MODULE = "ansible_collections.gpuops.remediation.plugins.modules.gpu_journal_info"
 

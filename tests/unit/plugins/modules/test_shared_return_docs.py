@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 MODULES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "modules")
-# (modules, the return keys they share): the Linux acting modules (_action.Remediation), the Windows ones (_win_journal).
+# (modules, the return keys they share): the Linux acting modules (_action.Remediation), the Windows ones (_node_journal).
 SHARED = (
     (("gpu_kill", "gpu_reset", "nvidia_driver_reload", "gpu_graphics_restart"),
      ("snapshot_after", "interrupted_actions", "restored_target", "restored_units", "journal")),

@@ -1,7 +1,7 @@
 """A fleet's run report with every kind of host, from outcomes and snapshots of the shapes the roles leave
 (a Linux node fixed by reset, a Windows workstation fixed by wsl whose holder has no figure under WDDM, a failed node
 with a failed health check, a refused node, an unreachable one, a node without GPUs), and hostile names."""
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import build_report, host_entry
 
 HOSTILE = "<script>document.body.dataset.pwned='1'</script>\"'><img src=x onerror=alert(1)>"
 

@@ -5,7 +5,7 @@ file, turned into the nodes out (journal_out) and the hosts not read (journal_re
 
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     breaker_refusal, journal_destructive, journal_out, journal_reads, unread_note,
 )

@@ -1,10 +1,10 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A run started by an event targets exactly the event's one inventory host (plugin_utils/_event_target.py)."""
+"""A run started by an event targets exactly the event's one inventory host (plugin_utils/eda/_event_target.py)."""
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._event_target import event_target_error, inventory_host_problem
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import event_target_error, inventory_host_problem
 
 FLEET = ["f%02d" % index for index in range(1, 11)]
 GROUPS = {"all": FLEET + ["login1", "racks"], "ungrouped": ["login1"], "gpu_nodes": FLEET, "rack1": FLEET[:2],

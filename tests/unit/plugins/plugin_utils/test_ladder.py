@@ -1,4 +1,4 @@
-"""The walk up the ladder (plugin_utils/_ladder.py), without Ansible.
+"""The walk up the ladder (plugin_utils/ladder/_ladder.py), without Ansible.
 
 The node is a small model whose snapshots are judged by the real gpu_state() and verdict(): a module call changes
 the model the way the module changes a node (gpu_kill ends the holders it is given, gpu_reset clears ghost memory,
@@ -10,16 +10,16 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._dcgm import health_check, not_installed
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import health_check, not_installed
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RUNGS, WINDOWS_RUNGS, gpu_state, verdict
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder import LadderWalk
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder import LadderWalk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
     drain_followup, fleet_guard, health_gate, hold_reason, next_rung, slurm_drain_state,
 )
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     INSPECT_MODULE, WalkError, WalkOptions, check_options, walk_argument_spec,
 )
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import kill_plan_lines
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import kill_plan_lines
 
 THRESHOLD = 256
 # The scope of a snapshot taken with the walk's default options.
@@ -708,7 +708,7 @@ def test_the_kill_rung_ends_leftovers_and_never_a_running_job():
 
 
 def test_ending_running_jobs_is_destructive_the_kill_rung_too():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import destructive_entry
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import destructive_entry
     node = Node([{"ghost": 0}], holders=[JOB])
     snap = node.snapshot()
     assert not destructive_entry(snap, ["reset", "reload", "graphics", "reboot"])
@@ -730,7 +730,7 @@ def test_without_a_drain_ending_running_jobs_walks_the_kill_rung_at_once():
 
 
 def test_every_rung_but_the_reboot_has_its_taker_named_in_one_table():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import WindowsWalk
     for walk_class, rungs in ((LadderWalk, RUNGS), (WindowsWalk, WINDOWS_RUNGS)):
         takers = walk_class.rung_takers(object.__new__(walk_class))
         assert tuple(takers) == rungs[:-1], walk_class
@@ -764,7 +764,7 @@ def test_check_mode_plans_the_rung_that_would_work_after_one_that_would_fail():
 
 # What the ladder may do, it does; what it may not, it names (issue 26, rule 6).
 def test_reach_helps_the_gpus_an_allowed_rung_helps_and_names_the_others():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_decisions import gpu_needs, reach
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import gpu_needs, reach
     node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)])
     snapshot = node.snapshot()
     assert [(need["index"], need["rung"]) for need in gpu_needs(snapshot, options(max_rung="kill"))] == [(0, "kill"), (1, "reset")]

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.remediation.plugins.filter.ladder import host_platform, needs_destructive_rung
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import platform_args
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import platform_args
 
 WALK = {"platform": "linux", "max_rung": "reload", "destructive_rungs": ["reset"], "journal_path": None,
         "windows": {"max_rung": "restart_adapter", "destructive_rungs": ["logoff"], "journal_path": "D:\\gpuops\\j.jsonl"},

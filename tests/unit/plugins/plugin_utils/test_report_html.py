@@ -1,10 +1,10 @@
-"""The HTML run report (plugin_utils/_report_html.py): every figure it shows is the JSON report's, every node string
+"""The HTML run report (plugin_utils/report/_report_html.py): every figure it shows is the JSON report's, every node string
 is escaped, and it renders unknown memory, failed hosts, hosts without GPUs, empty and large fleets."""
 import copy
 import re
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import build_report, host_entry
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._report_html import render_html
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import build_report, host_entry
 
 from .report_browser import check, read_figures, render
 from .report_fleet import HOSTILE, fleet_report

@@ -1,10 +1,10 @@
-"""The run report (plugin_utils/_run_report.py): built from the hosts' variables, rendered, written whole."""
+"""The run report (plugin_utils/report/_run_report.py): built from the hosts' variables, rendered, written whole."""
 import json
 import os
 import stat
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._report_html import render_html
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import (
     build_report, host_entry, latest_name, memory_bar, render_markdown, report_lines, write_report,
 )
 
@@ -186,7 +186,7 @@ def test_a_plan_never_replaces_the_last_real_report(tmp_path):
 
 def test_two_slices_or_two_jobs_in_one_second_never_write_the_same_report_file(tmp_path):
     """Slices of one job share the run id and differ in hosts; two jobs in one second differ in job id or process."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._run_report import report_name
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import report_name
     slice1 = report_name("gpu_report-20261201T060000Z", ["node01", "node02"], job_id=41, process_id=23)
     slice2 = report_name("gpu_report-20261201T060000Z", ["node03", "node04"], job_id=41, process_id=23)
     other_job = report_name("gpu_report-20261201T060000Z", ["node01", "node02"], job_id=42, process_id=23)
@@ -209,7 +209,7 @@ def test_two_slices_or_two_jobs_in_one_second_never_write_the_same_report_file(t
 def test_reports_name_a_process_by_its_argv0_and_executable_escaped_and_cut_at_a_character():
     """The kernel's comm is 15 bytes and can end inside a character: '<img src=x oner' and a torn UTF-8 letter. The
     reports name the process as ps -f does (argv[0]), with its executable when that differs, and escape it."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._report_html import render_html
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._report_html import render_html
     hostile = "<img src=x onerror=alert(1)>"
     holders = [
         {"pid": 5000, "name": hostile[:15], "cmdline": [hostile, "--x"], "exe": "/usr/bin/python3.11", "user": "eve",

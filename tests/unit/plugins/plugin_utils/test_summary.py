@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.remediation.plugins.filter.ladder import snapshot_summary
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._summary import holder_line, snapshot_lines
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._summary import holder_line, snapshot_lines
 
 TRAINER = {"pid": 4242, "name": "trainer", "user": "alice", "class": "compute", "state": "sleeping", "gpus": [0], "used_mib": 4096,
            "ppid": 1, "parent_name": "systemd"}

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_decode: the encoding of a Windows tool's output chosen by evidence (captures in fixtures/windows/wsl)."""
+"""_output_encoding: the encoding of a Windows tool's output chosen by evidence (captures in fixtures/windows/wsl)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_decode import decode_output
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._output_encoding import decode_output
 
 VERBOSE = ("windows", "wsl", "list-verbose-mixed-v1-v2.txt")
 JAPANESE = "実行中のディストリビューションはありません。"

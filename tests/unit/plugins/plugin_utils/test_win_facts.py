@@ -17,12 +17,14 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_adapter, _win_decode, _win_ladder, _win_node, _win_pnputil, _win_protect, _win_reset, _win_scripts, _win_sessions,
-    _win_sim, _win_snapshot, _win_terminate,
-)
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode, WindowsNodeError
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_sim_state import _spawn, locked_state
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _adapter_restart, _reset_dispatch, _end_by_handle
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding, _remote_node, _powershell_scripts
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _windows_walk, _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _pnputil_adapters, _interactive_sessions
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _who_may_end
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode, WindowsNodeError
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation._simulated_state import _spawn, locked_state
 
 from .powershell_grammar import Script
 
@@ -49,11 +51,11 @@ class HostAction:
 
     def _execute_module(self, module_name, module_args, task_vars):
         del task_vars
-        if module_name == _win_node.WIN_COMMAND:
+        if module_name == _remote_node.WIN_COMMAND:
             self.calls.append(("command", module_args["argv"][0]))
             rc, out, err = self.commands[module_args["argv"][0]]
-            return {"rc": rc, "stdout": _win_sim.transported(out), "stderr": _win_sim.transported(err)}
-        name = next(name for name, text in _win_scripts.SCRIPTS.items() if text == module_args["script"])
+            return {"rc": rc, "stdout": _simulated_node.transported(out), "stderr": _simulated_node.transported(err)}
+        name = next(name for name, text in _powershell_scripts.SCRIPTS.items() if text == module_args["script"])
         self.calls.append(("script", name))
         answer = self.scripts[name]
         if isinstance(answer, Exception):
@@ -64,7 +66,7 @@ class HostAction:
 def renamed(text, name):
     """A quser capture whose first row's user is `name`, in the user column as quser pads it (the header's positions)."""
     lines = text.splitlines()
-    start = _win_sessions._columns(lines[0])[1]
+    start = _interactive_sessions._columns(lines[0])[1]
     row = lines[1]
     lines[1] = row[0] + name.ljust(start - 1) + row[start:]
     return "\r\n".join(lines) + "\r\n"
@@ -78,26 +80,26 @@ def test_quser_in_the_hosts_oem_code_page_read_by_its_columns_where_the_session_
     text = renamed(captures.text(*(QUSER + (capture,))), name)
     action = HostAction({"quser": (0, text.encode("cp%d" % code_page), b"")},
                         {"sessions": {"unavailable": NOT_ELEVATED, "sessions": "[]"}, "code_page": {"oem": str(code_page), "ansi": "1252"}})
-    node = _win_node.TargetNode(action, {})
-    found = _win_sessions.read(node)
-    again = _win_sessions.read(node)
+    node = _remote_node.TargetNode(action, {})
+    found = _interactive_sessions.read(node)
+    again = _interactive_sessions.read(node)
     assert found.status == "ok" and found.source == "quser" and "could not be compiled" in found.message
     assert [s["user"] for s in found.sessions] == [name] == [s["user"] for s in again.sessions]
-    assert _win_sessions.sessions_of(found.sessions, "WS12\\" + name.upper())
-    assert not _win_sessions.sessions_of(found.sessions, name.split(" ")[0]) or " " not in name  # never the first word alone
+    assert _interactive_sessions.sessions_of(found.sessions, "WS12\\" + name.upper())
+    assert not _interactive_sessions.sessions_of(found.sessions, name.split(" ")[0]) or " " not in name  # never the first word alone
     # read once per node, and only when a tool wrote something beyond ASCII
     assert action.calls.count(("script", "code_page")) == (0 if name.isascii() else 1)
 
 
 def test_the_session_id_of_a_disconnected_session_with_a_spaced_name_is_its_own(captures):
     text = renamed(captures.text(*(QUSER + ("header-disc-blank-sessionname-dotted-date-test-data.txt",))), "john smith")
-    [session] = _win_sessions.parse_quser(text, 0).sessions
+    [session] = _interactive_sessions.parse_quser(text, 0).sessions
     assert (session["user"], session["session_name"], session["id"], session["state"]) == ("john smith", None, 4, "Disc")
 
 
 @pytest.mark.parametrize("capture", ["rdp-sessions-ws2008r2-no-header.txt", "rdp-sessions-ws2019-no-header.txt"])
 def test_rows_without_a_header_are_still_read_by_their_shape(captures, capture):
-    found = _win_sessions.parse_quser(captures.text(*(QUSER + (capture,))), 0)
+    found = _interactive_sessions.parse_quser(captures.text(*(QUSER + (capture,))), 0)
     assert found.status == "ok" and [(s["user"], s["id"]) for s in found.sessions] == [("user1", 30), ("user2", 42), ("user3", 55)]
 
 
@@ -114,51 +116,51 @@ def test_the_session_api_gives_whole_names_in_any_language_and_quser_is_never_re
     long_name = "Administrateur-du-domaine-principal"  # quser cuts it at 20 characters, the API does not
     action = HostAction({}, {"sessions": wts_answer((1, 0, "Console", "jos\u00e9 mar\u00eda"), (2, 4, "", "john smith"),
                                                     (3, 0, "RDP-Tcp#0", long_name))})
-    found = _win_sessions.read(_win_node.TargetNode(action, {}))
+    found = _interactive_sessions.read(_remote_node.TargetNode(action, {}))
     assert found.source == "wts" and [(s["id"], s["user"], s["state"], s["session_name"]) for s in found.sessions] == [
         (1, "jos\u00e9 mar\u00eda", "Active", "Console"), (2, "john smith", "Disc", None), (3, long_name, "Active", "RDP-Tcp#0")]
-    assert [s["id"] for s in _win_sessions.sessions_of(found.sessions, "john")] == []
+    assert [s["id"] for s in _interactive_sessions.sessions_of(found.sessions, "john")] == []
     assert not [call for call in action.calls if call[0] == "command"]
 
 
 def test_a_domain_prefix_names_the_sessions_domain_where_the_api_gave_one():
     action = HostAction({}, {"sessions": wts_answer((1, 0, "Console", "ada"), (2, 0, "RDP-Tcp#0", "bob"))})
-    sessions = _win_sessions.read(_win_node.TargetNode(action, {})).sessions
+    sessions = _interactive_sessions.read(_remote_node.TargetNode(action, {})).sessions
     sessions[1]["domain"] = "CORP"
-    assert [s["id"] for s in _win_sessions.sessions_of(sessions, "WS12\\ADA")] == [1]
-    assert _win_sessions.sessions_of(sessions, "ws12\\bob") == []  # CORP\bob is not the local bob
-    assert [s["id"] for s in _win_sessions.sessions_of(sessions, "corp\\bob")] == [2]
-    assert [s["id"] for s in _win_sessions.sessions_of(sessions, "bob")] == [2]
-    assert [s["id"] for s in _win_sessions.sessions_of(sessions, ".\\ada")] == [1]
+    assert [s["id"] for s in _interactive_sessions.sessions_of(sessions, "WS12\\ADA")] == [1]
+    assert _interactive_sessions.sessions_of(sessions, "ws12\\bob") == []  # CORP\bob is not the local bob
+    assert [s["id"] for s in _interactive_sessions.sessions_of(sessions, "corp\\bob")] == [2]
+    assert [s["id"] for s in _interactive_sessions.sessions_of(sessions, "bob")] == [2]
+    assert [s["id"] for s in _interactive_sessions.sessions_of(sessions, ".\\ada")] == [1]
     quser = [dict(session, domain=None) for session in sessions]  # quser names no domain: the prefix is not known
-    assert [s["id"] for s in _win_sessions.sessions_of(quser, "ws12\\bob")] == [2]
+    assert [s["id"] for s in _interactive_sessions.sessions_of(quser, "ws12\\bob")] == [2]
 
 
 @pytest.mark.parametrize("constrained", [False, True])
 def test_logoff_of_john_never_logs_off_john_smith(tmp_path, constrained):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "constrained_language": constrained, "oem_code_page": 850,
-                                                    "administrators": ["ada"],
-                                                    "sessions": [{"user": "john smith"}, {"user": "john"}, {"user": "jos\u00e9"}]}))
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "constrained_language": constrained, "oem_code_page": 850,
+                                                                  "administrators": ["ada"],
+                                                                  "sessions": [{"user": "john smith"}, {"user": "john"}, {"user": "jos\u00e9"}]}))
     node = SimulatedNode(root, "ada")
-    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": "john"}, check_mode=False)
+    done = _reset_dispatch.run(node, {"method": "logoff", "allow_dwm": True, "user": "john"}, check_mode=False)
     assert done["changed"] and [e["user"] for e in done["sessions"]] == ["john"]
-    assert [s["user"] for s in _win_sim.snapshot_of_state(root)["sessions"]] == ["john smith", "jos\u00e9"]
-    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": "WS12\\Jos\u00e9"}, check_mode=False)
-    assert done["changed"] and [s["user"] for s in _win_sim.snapshot_of_state(root)["sessions"]] == ["john smith"]
-    assert _win_snapshot.take(node)["probes"]["sessions"]["source"] == ("quser" if constrained else "wts")
+    assert [s["user"] for s in _simulated_node.snapshot_of_state(root)["sessions"]] == ["john smith", "jos\u00e9"]
+    done = _reset_dispatch.run(node, {"method": "logoff", "allow_dwm": True, "user": "WS12\\Jos\u00e9"}, check_mode=False)
+    assert done["changed"] and [s["user"] for s in _simulated_node.snapshot_of_state(root)["sessions"]] == ["john smith"]
+    assert _node_snapshot.take(node)["probes"]["sessions"]["source"] == ("quser" if constrained else "wts")
 
 
 def test_code_page_bytes_that_happen_to_be_utf8_are_read_in_the_hosts_code_page():
     raw = "\u0442\u0438\u0431".encode("cp866")
     raw.decode("utf-8")  # E2 A8 A1: valid UTF-8 (another character)
-    assert _win_decode.decode_transported(raw.decode("latin-1"), 866) == ("\u0442\u0438\u0431", "cp866 (OEM code page)", False)
+    assert _output_encoding.decode_transported(raw.decode("latin-1"), 866) == ("\u0442\u0438\u0431", "cp866 (OEM code page)", False)
 
 
 def test_where_the_code_page_cannot_be_read_437_is_used_and_said():
     listing = b" USERNAME  SESSIONNAME  ID  STATE  IDLE TIME  LOGON TIME\r\n>jos\x82  console  1  Active  none  1/1/2026 1:00\r\n"
     action = HostAction({"quser": (0, listing, b"")}, {"code_page": WindowsNodeError("access denied")})
-    answer = _win_node.TargetNode(action, {}).command(["quser"], read_only=True)
+    answer = _remote_node.TargetNode(action, {}).command(["quser"], read_only=True)
     assert "jos\u00e9" in answer.stdout and answer.encoding.startswith("cp437 (the host's OEM code page not known")
 
 
@@ -166,7 +168,7 @@ def test_where_the_code_page_cannot_be_read_437_is_used_and_said():
 def test_wsl_exe_utf16_with_or_without_bom_never_asks_for_the_code_page(bom):
     text = "Es werden keine Distributionen ausgef\u00fchrt.\r\n"
     action = HostAction({"wsl.exe": (-1, bom + text.encode("utf-16-le"), b"")}, {})
-    answer = _win_node.TargetNode(action, {}).command(["wsl.exe", "--list", "--running"], read_only=True)
+    answer = _remote_node.TargetNode(action, {}).command(["wsl.exe", "--list", "--running"], read_only=True)
     assert answer.stdout == text.replace("\r\n", "\n") and action.calls == [("command", "wsl.exe")]
 
 
@@ -176,47 +178,47 @@ def hidden_owner_node(tmp_path, **scenario):
     root = str(tmp_path / "ws12")
     spec = dict({"hostname": "WS12", "gpus": [{"ghost_mib": 2048}],
                  "processes": [{"name": "render.exe", "memory_mib": 1024, "owner_known": False}]}, **scenario)
-    _win_sim.write_node(root, _win_sim.build_state(spec))
+    _simulated_node.write_node(root, _simulated_node.build_state(spec))
     return SimulatedNode(root, "ada")
 
 
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_kill_called_on_its_own_never_ends_a_holder_whose_owner_is_not_known_while_protect_users_is_set(tmp_path, check_mode):
     node = hidden_owner_node(tmp_path)
-    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe")
+    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
     assert holder["user"] is None
-    done = _win_reset.run(node, {"method": "kill", "holders": [holder], "protect_users": ["bob"]}, check_mode=check_mode)
+    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder], "protect_users": ["bob"]}, check_mode=check_mode)
     assert not done["changed"] and done["processes"][0]["outcome"] == "refused"
     reason = done["processes"][0]["reason"]
     assert ("pid %s" % holder["pid"]) in reason and "owner is not known" in reason and "run elevated" in reason
-    assert holder["pid"] in [p["pid"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]
+    assert holder["pid"] in [p["pid"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]
 
 
 def test_without_protect_users_the_same_holder_is_ended(tmp_path):
     node = hidden_owner_node(tmp_path)
-    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "render.exe")
-    done = _win_reset.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
+    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
+    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
     assert done["changed"] and done["ended_pids"] == [holder["pid"]]
 
 
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_restart_adapter_is_refused_when_a_holder_of_the_gpu_has_no_known_owner_and_protect_users_is_set(tmp_path, check_mode):
     node = hidden_owner_node(tmp_path)
-    done = _win_reset.run(node, {"method": "restart_adapter", "protect_users": ["bob"]}, check_mode=check_mode)
+    done = _reset_dispatch.run(node, {"method": "restart_adapter", "protect_users": ["bob"]}, check_mode=check_mode)
     assert done["failed"] and not done["changed"] and "owner is not known" in done["msg"]
-    assert _win_sim.snapshot_of_state(node.root)["gpus"][0]["restarts"] == 0
+    assert _simulated_node.snapshot_of_state(node.root)["gpus"][0]["restarts"] == 0
 
 
 def test_the_walk_leaves_a_holder_without_a_known_owner_when_protect_users_is_set():
     holders = [{"pid": 10, "name": "python.exe", "user": None, "class": "compute"}, {"pid": 11, "name": "job.exe", "user": "WS12\\ada", "class": "compute"}]
-    may, left = _win_ladder.protected_split(holders, {"protect_users": ["bob"], "protect_names": []})
+    may, left = _windows_walk.protected_split(holders, {"protect_users": ["bob"], "protect_names": []})
     assert [h["pid"] for h in may] == [11] and [h["pid"] for h, dummy in left] == [10]
 
 
 def test_a_tree_member_without_a_known_owner_refuses_the_tree():
     processes = {100: {"pid": 100, "ppid": 1, "name": "python.exe", "user": "WS12\\ada", "creation_time_ms": 5000},
                  101: {"pid": 101, "ppid": 100, "name": "helper.exe", "user": None, "creation_time_ms": 6000}}
-    why = _win_protect.tree_refusal(processes, processes[100], _win_protect.Policy(protect_users=["bob"]))
+    why = _who_may_end.tree_refusal(processes, processes[100], _who_may_end.Policy(protect_users=["bob"]))
     assert "pid 101 (helper.exe)" in why and "owner is not known" in why
 
 
@@ -238,15 +240,15 @@ class ChildBornLater(SimulatedNode):
 @pytest.mark.parametrize("constrained", [True, False])
 def test_a_child_born_after_the_tree_was_read_is_never_taken(tmp_path, constrained):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "constrained_language": constrained, "processes": [
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "constrained_language": constrained, "processes": [
         {"name": "python.exe", "memory_mib": 2048, "children": [{"name": "worker.exe", "memory_mib": 512}]}]}))
     node = ChildBornLater(root, "ada")
     node.parent = "python.exe"
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     selected = [h for h in snapshot["holders"] if h["name"] == "python.exe"]
     worker = next(h for h in snapshot["holders"] if h["name"] == "worker.exe")
-    done = _win_reset.run(node, {"method": "kill", "holders": selected}, check_mode=False)
-    alive = [p["pid"] for p in _win_sim.snapshot_of_state(root)["processes"]]
+    done = _reset_dispatch.run(node, {"method": "kill", "holders": selected}, check_mode=False)
+    alive = [p["pid"] for p in _simulated_node.snapshot_of_state(root)["processes"]]
     assert node.born in alive and selected[0]["pid"] not in alive and worker["pid"] not in alive
     assert done["ended_pids"] == sorted([selected[0]["pid"], worker["pid"]]) and not done["failed"]
     assert done["processes"][0]["taskkill"]["method"] == ("taskkill" if constrained else "terminate")
@@ -254,10 +256,10 @@ def test_a_child_born_after_the_tree_was_read_is_never_taken(tmp_path, constrain
 
 def test_the_held_fallback_leaves_a_reused_pid_and_says_so(tmp_path):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "constrained_language": True,
-                                                    "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "constrained_language": True,
+                                                                  "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
     node = SimulatedNode(root, "ada")
-    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "python.exe")
+    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "python.exe")
     answer = {}
 
     class Journal:
@@ -266,16 +268,16 @@ def test_the_held_fallback_leaves_a_reused_pid_and_says_so(tmp_path):
             answer["action"], answer["details"] = action, details
             answer["ok"], answer["judged"] = judge(act())
 
-    _win_sim.reuse_pid(root, holder["pid"], "other.exe")
-    by_pid = _win_terminate.held_end(node, Journal(), holder, [{"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"]}])
+    _simulated_node.reuse_pid(root, holder["pid"], "other.exe")
+    by_pid = _end_by_handle.held_end(node, Journal(), holder, [{"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"]}])
     assert by_pid[holder["pid"]]["outcome"] == "pid_reused" and not answer["ok"] and answer["action"] == "taskkill"
-    assert "pid reused" in _win_terminate.reason(by_pid[holder["pid"]])
-    assert "other.exe" in [p["name"] for p in _win_sim.snapshot_of_state(root)["processes"] if p["pid"] == holder["pid"]]
+    assert "pid reused" in _end_by_handle.reason(by_pid[holder["pid"]])
+    assert "other.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(root)["processes"] if p["pid"] == holder["pid"]]
 
 
 def test_the_held_script_reads_each_handle_before_the_creation_time_and_never_kills_a_tree():
-    script = Script(_win_scripts.SCRIPTS["terminate_held"])
-    text = _win_scripts.SCRIPTS["terminate_held"]
+    script = Script(_powershell_scripts.SCRIPTS["terminate_held"])
+    text = _powershell_scripts.SCRIPTS["terminate_held"]
     assert script.errors() == [] and "Add-Type" not in text and "/T" not in text.split("taskkill.exe", 1)[1].split("\n", 1)[0]
     assert text.index("$process.Handle") < text.index("$process.StartTime") < text.index("taskkill.exe /F /PID $processId")
     assert "$LASTEXITCODE" in text  # the exit code decides
@@ -286,10 +288,10 @@ def test_the_held_script_reads_each_handle_before_the_creation_time_and_never_ki
 
 def test_taskkill_exit_code_decides_and_its_words_only_name_the_reason():
     said = "ERROR: The process with PID 7280 could not be terminated.\r\nReason: Access is denied."
-    assert _win_terminate.reason({"outcome": "not_terminated", "code": 1, "tool": "taskkill", "message": said, "pid": 7280}) == \
+    assert _end_by_handle.reason({"outcome": "not_terminated", "code": 1, "tool": "taskkill", "message": said, "pid": 7280}) == \
         "taskkill exited 1 (access_denied)"
     zh = "\u9519\u8bef: \u65e0\u6cd5\u7ec8\u6b62 PID 7280 \u7684\u8fdb\u7a0b\u3002"
-    assert _win_terminate.reason({"outcome": "not_terminated", "code": 1, "tool": "taskkill", "message": zh, "pid": 7280}) == "taskkill exited 1"
+    assert _end_by_handle.reason({"outcome": "not_terminated", "code": 1, "tool": "taskkill", "message": zh, "pid": 7280}) == "taskkill exited 1"
 
 
 # ---- 5: the adapter's state from numbers ---------------------------------------------------------------------------
@@ -297,27 +299,27 @@ def test_taskkill_exit_code_decides_and_its_words_only_name_the_reason():
 @pytest.mark.parametrize("check_mode", [False])
 def test_an_adapter_pnputil_calls_started_but_cim_gives_problem_43_is_a_failed_restart(tmp_path, check_mode):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "gpus": [{"ghost_mib": 2048, "problem_after_restart": 43}]}))
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "gpus": [{"ghost_mib": 2048, "problem_after_restart": 43}]}))
     node = SimulatedNode(root, "ada")
-    done = _win_reset.run(node, {"method": "restart_adapter"}, check_mode=check_mode)
+    done = _reset_dispatch.run(node, {"method": "restart_adapter"}, check_mode=check_mode)
     assert done["failed"] and done["adapters"][0]["outcome"] == "failed" and "problem code 43" in done["msg"]
     listing = node.command(["pnputil", "/enum-devices", "/class", "Display"], read_only=True).stdout
     assert "Status:                     Started" in listing  # the word says started: it decides nothing
-    adapter = _win_snapshot.take(node)["adapters"][0]
+    adapter = _node_snapshot.take(node)["adapters"][0]
     assert (adapter["state_source"], adapter["problem_code"], adapter["started"]) == ("cim", 43, False)
 
 
 def test_without_get_pnpdevice_a_status_word_decides_nothing_and_the_state_is_said_unknown(captures):
     text = captures.text("windows", "pnputil", "enum-devices-display-intel-nvidia-desktop.txt").replace("Started", "Problem")
-    devices, dummy = _win_pnputil.parse_enum_devices(text)
-    assert [_win_adapter.adapter_problem(d) for d in devices] == [None, None] and not any(d["state_known"] for d in devices)
-    assert _win_adapter.adapter_problem(dict(devices[1], problem_code=43)).startswith("stopped with problem code 43")
-    assert _win_adapter.adapter_problem(dict(devices[1], present=False)) == "not present"
-    assert _win_adapter.adapter_problem(None).startswith("gone")
+    devices, dummy = _pnputil_adapters.parse_enum_devices(text)
+    assert [_adapter_restart.adapter_problem(d) for d in devices] == [None, None] and not any(d["state_known"] for d in devices)
+    assert _adapter_restart.adapter_problem(dict(devices[1], problem_code=43)).startswith("stopped with problem code 43")
+    assert _adapter_restart.adapter_problem(dict(devices[1], present=False)) == "not present"
+    assert _adapter_restart.adapter_problem(None).startswith("gone")
 
 
 def test_the_snapshot_script_gives_the_problem_code_as_a_number_or_null():
-    text = _win_scripts.SCRIPTS["snapshot"]
+    text = _powershell_scripts.SCRIPTS["snapshot"]
     assert "$problem = [int]$device.ConfigManagerErrorCode" in text and "ConfigManagerErrorCode = $problem" in text
     assert text.index("if ($null -ne $device.ConfigManagerErrorCode)") < text.index("$problem = [int]")  # never [int]$null: 0
 
@@ -326,7 +328,7 @@ def test_get_pnpdevice_objects_give_the_state_as_numbers(captures):
     items = json.loads(captures.text("windows", "pnp-device-property", "display-two-rtx4090-intel-idd-ps51.json"))
     items[0].update(FriendlyName="NVIDIA GeForce RTX 4090", Status="Error", ConfigManagerErrorCode=43)
     items[1].update(Status="OK", ConfigManagerErrorCode=0)
-    devices = _win_pnputil.devices_from_cim(_win_pnputil.parse_pnp_locations(json.dumps(items)))
+    devices = _pnputil_adapters.devices_from_cim(_pnputil_adapters.parse_pnp_locations(json.dumps(items)))
     assert [(d["is_nvidia"], d["problem_code"], d["state_known"]) for d in devices[:2]] == [(True, 43, True), (True, None, True)]
     assert devices[0]["description"] == "NVIDIA GeForce RTX 4090" and devices[2]["state_known"] is False
 
@@ -334,7 +336,7 @@ def test_get_pnpdevice_objects_give_the_state_as_numbers(captures):
 # ---- 6: the journal ------------------------------------------------------------------------------------------------
 
 def test_the_journal_script_refuses_links_in_every_component_and_a_second_hard_link_and_sets_no_acl_afterwards():
-    text = _win_scripts.SCRIPTS["journal_append"]
+    text = _powershell_scripts.SCRIPTS["journal_append"]
     script = Script(text)
     assert script.errors() == []
     calls = [line.strip() for line in text.splitlines() if line.strip().startswith("Assert-NoReparsePoint")]
@@ -347,10 +349,10 @@ def test_the_journal_script_refuses_links_in_every_component_and_a_second_hard_l
 
 def kill_with_journal(tmp_path, journal_path, check_mode=False):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
     node = SimulatedNode(root, "ada")
-    holder = next(h for h in _win_snapshot.take(node)["holders"] if h["name"] == "python.exe")
-    done = _win_reset.run(node, {"method": "kill", "holders": [holder], "journal_path": journal_path}, check_mode=check_mode)
+    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "python.exe")
+    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder], "journal_path": journal_path}, check_mode=check_mode)
     return root, holder, done
 
 
@@ -363,20 +365,20 @@ def test_a_link_planted_in_the_journal_path_refuses_the_action(tmp_path):
     with pytest.raises(WindowsNodeError, match="reparse point"):
         kill_with_journal(tmp_path, "C:\\ProgramData\\gpuops\\journal.jsonl")
     assert list(elsewhere.iterdir()) == []
-    assert "python.exe" in [p["name"] for p in _win_sim.snapshot_of_state(root)["processes"]]  # no intent written: nothing ended
+    assert "python.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(root)["processes"]]  # no intent written: nothing ended
 
 
 def test_a_journal_with_a_second_hard_link_refuses_the_action(tmp_path):
     root = str(tmp_path / "ws12")
     folder = os.path.join(root, "fs", "C", "ProgramData", "gpuops")
     # the journal's folder and file as the journal script made them (its own DACL), then a second name for the file
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12"}))
-    _win_sim.run_script(root, "journal_append", {"Path": "C:\\ProgramData\\gpuops\\journal.jsonl", "Line": '{"action": "earlier"}'})
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12"}))
+    _simulated_node.run_script(root, "journal_append", {"Path": "C:\\ProgramData\\gpuops\\journal.jsonl", "Line": '{"action": "earlier"}'})
     size = os.path.getsize(os.path.join(folder, "journal.jsonl"))
     os.link(os.path.join(folder, "journal.jsonl"), str(tmp_path / "another-name"))
     with pytest.raises(WindowsNodeError, match="more than one hard link"):
         kill_with_journal(tmp_path, "C:\\ProgramData\\gpuops\\journal.jsonl")
-    assert "python.exe" in [p["name"] for p in _win_sim.snapshot_of_state(root)["processes"]]
+    assert "python.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(root)["processes"]]
     assert os.path.getsize(os.path.join(folder, "journal.jsonl")) == size
 
 
@@ -391,35 +393,35 @@ def test_a_pnp_bus_number_carries_the_segment_and_the_domain_is_compared_where_b
     def numbers(bus):
         return [{"KeyName": "DEVPKEY_Device_BusNumber", "Type": 7, "Data": bus}, {"KeyName": "DEVPKEY_Device_Address", "Type": 7, "Data": 0}]
     ids = ["PCI\\VEN_10DE&DEV_2684&SUBSYS_889111D4&REV_A1\\4&1&0&0008", "PCI\\VEN_10DE&DEV_2684&SUBSYS_889111D4&REV_A1\\4&2&0&0008"]
-    locations = _win_pnputil.parse_pnp_locations(json.dumps([{"InstanceId": ids[0], "Present": True, "Properties": numbers(0x101)},
-                                                             {"InstanceId": ids[1], "Present": True, "Properties": numbers(0x001)}]))
+    locations = _pnputil_adapters.parse_pnp_locations(json.dumps([{"InstanceId": ids[0], "Present": True, "Properties": numbers(0x101)},
+                                                                  {"InstanceId": ids[1], "Present": True, "Properties": numbers(0x001)}]))
     assert [(v["pci_domain"], v["pci_location"]) for v in locations.values()] == [(1, [1, 0, 0]), (0, [1, 0, 0])]
     gpus = [{"index": 0, "name": "RTX 4090", "pci_bus_id": "00000000:01:00.0"}, {"index": 1, "name": "RTX 4090", "pci_bus_id": "00000001:01:00.0"}]
-    candidates = _win_pnputil.devices_from_cim(locations)
+    candidates = _pnputil_adapters.devices_from_cim(locations)
     for device in candidates:
         device.update(pci_location=locations[device["instance_id"].lower()]["pci_location"],
                       pci_domain=locations[device["instance_id"].lower()]["pci_domain"])
-    joined, method, problems = _win_snapshot._join_to_gpus(gpus, candidates, (), "adapters")
+    joined, method, problems = _node_snapshot._join_to_gpus(gpus, candidates, (), "adapters")
     assert method == "pci_location" and not problems
     assert (joined[0]["instance_id"], joined[1]["instance_id"]) == (ids[1], ids[0])
     # the graphics kernel's address has no domain: compared by bus, device and function alone
-    assert _win_snapshot.same_place(gpus[1], {"pci_location": [1, 0, 0], "pci_domain": None})
-    assert not _win_snapshot.same_place(gpus[1], {"pci_location": [1, 0, 0], "pci_domain": 0})
+    assert _node_snapshot.same_place(gpus[1], {"pci_location": [1, 0, 0], "pci_domain": None})
+    assert not _node_snapshot.same_place(gpus[1], {"pci_location": [1, 0, 0], "pci_domain": 0})
 
 
 def test_restart_adapter_restarts_the_adapter_on_the_gpus_own_segment(tmp_path):
     # TCC: the ghost memory is the driver's own figure (no LUID needed; the graphics kernel's adapter address has no
     # domain, so two GPUs at one bus/device/function on two segments leave their LUIDs unjoined - docs/windows.md)
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "gpus": [
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "gpus": [
         {"ghost_mib": 0, "pci_bus_id": "00000000:41:00.0", "driver_model": "TCC"},
         {"ghost_mib": 2048, "pci_bus_id": "00000001:41:00.0", "driver_model": "TCC"}]}))
     node = SimulatedNode(root, "ada")
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     assert sorted((a["gpu"], a["pci_domain"]) for a in snapshot["adapters"]) == [(0, 0), (1, 1)]
-    done = _win_reset.run(node, {"method": "restart_adapter"}, check_mode=False)
+    done = _reset_dispatch.run(node, {"method": "restart_adapter"}, check_mode=False)
     assert [(a["gpu"], a["outcome"]) for a in done["adapters"]] == [(0, "not_needed"), (1, "restarted")]
-    assert [g["restarts"] for g in _win_sim.snapshot_of_state(root)["gpus"]] == [0, 1]
+    assert [g["restarts"] for g in _simulated_node.snapshot_of_state(root)["gpus"]] == [0, 1]
 
 
 # ---- the simulation's options: documented as the action checks them ----------------------------------------------
@@ -449,7 +451,7 @@ def test_win_gpu_sim_documents_every_option_its_action_checks():
 def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
     text = captures.text(*(QUSER + ("header-rdp-current-marker-dot-idle.txt",)))
     action = HostAction({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
-    found = _win_sessions.read(_win_node.TargetNode(action, {}))
+    found = _interactive_sessions.read(_remote_node.TargetNode(action, {}))
     assert found.status == "ok" and found.source == "quser" and "Access is denied" in found.message
     assert [s["user"] for s in found.sessions] == ["administrator"]
 
@@ -457,15 +459,15 @@ def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
 def test_the_walk_logs_off_the_session_that_holds_the_gpu_by_its_domain_too():
     snapshot = {"sessions": [{"id": 1, "user": "ada", "domain": "CORP"}, {"id": 2, "user": "ada", "domain": "WS12"}, {"id": 3, "user": "bob"}],
                 "holders": [{"pid": 700, "class": "system", "session_id": 2, "gpus": [0]}, {"pid": 701, "class": "system", "session_id": 3, "gpus": [0]}]}
-    users = _win_ladder.logoff_users(snapshot)
+    users = _windows_walk.logoff_users(snapshot)
     assert users == ["WS12\\ada", "bob"]
     sessions = snapshot["sessions"]
-    assert [s["id"] for s in _win_sessions.sessions_of(sessions, users[0])] == [2]  # never CORP\ada's session 1
+    assert [s["id"] for s in _interactive_sessions.sessions_of(sessions, users[0])] == [2]  # never CORP\ada's session 1
 
 
 @pytest.mark.parametrize("name", ["snapshot", "processes"])
 def test_where_get_process_cannot_name_owners_each_is_asked_of_cim_and_one_not_given_stays_unknown(name):
-    text = _win_scripts.SCRIPTS[name]
+    text = _powershell_scripts.SCRIPTS[name]
     assert Script(text).errors() == []
     asked = text.index("Invoke-CimMethod -InputObject $_ -MethodName 'GetOwner'")
     assert text.index("$ownersRead = $false") < asked  # only where -IncludeUserName failed (not elevated)

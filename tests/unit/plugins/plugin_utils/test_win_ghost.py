@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ghost memory on Windows (_win_snapshot.ghost_memory): from the adapter-level figure or the driver's per-process
+"""Ghost memory on Windows (_node_snapshot.ghost_memory): from the adapter-level figure or the driver's per-process
 view, never from the sum of the per-process counters, which are not additive; unknown (None), never 0, where WDDM
 gives N/A and no adapter figure exists; a counter sample of -1 is no sample."""
 
@@ -10,8 +10,10 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _gpu_memory_counters
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 
 MIB = 1024 * 1024
 
@@ -22,34 +24,34 @@ def gpu(used, processes, luid="0x00000000_0x0000fa7a"):
 
 def test_under_wddm_the_adapter_figure_decides_and_a_huge_process_counter_hides_nothing():
     # the es-ES capture's shape: dwm's counter at 9.4 GB on an adapter using 0.99 GB; nvidia-smi says 1500 MiB in use
-    ghost = _win_snapshot.ghost_memory(gpu(1500, [{"pid": 2056, "used_mib": None}]), 1014 * MIB)
+    ghost = _node_snapshot.ghost_memory(gpu(1500, [{"pid": 2056, "used_mib": None}]), 1014 * MIB)
     assert ghost == {"ghost_mib": 486, "attributed_mib": 1014, "source": "adapter_counter", "reason": None}
 
 
 def test_under_wddm_without_an_adapter_figure_ghost_memory_is_unknown_not_0():
-    ghost = _win_snapshot.ghost_memory(gpu(1500, [{"pid": 2056, "used_mib": None}]), None)
+    ghost = _node_snapshot.ghost_memory(gpu(1500, [{"pid": 2056, "used_mib": None}]), None)
     assert ghost["ghost_mib"] is None and ghost["attributed_mib"] is None and "N/A" in ghost["reason"]
-    unjoined = _win_snapshot.ghost_memory(gpu(1500, [{"pid": 2056, "used_mib": None}], luid=None), None)
+    unjoined = _node_snapshot.ghost_memory(gpu(1500, [{"pid": 2056, "used_mib": None}], luid=None), None)
     assert unjoined["ghost_mib"] is None and "LUID" in unjoined["reason"]
 
 
 def test_under_tcc_the_driver_per_process_view_decides():
-    ghost = _win_snapshot.ghost_memory(gpu(6000, [{"pid": 1, "used_mib": 4096}, {"pid": 2, "used_mib": 400}]), None)
+    ghost = _node_snapshot.ghost_memory(gpu(6000, [{"pid": 1, "used_mib": 4096}, {"pid": 2, "used_mib": 400}]), None)
     assert ghost == {"ghost_mib": 1504, "attributed_mib": 4496, "source": "nvidia_smi_processes", "reason": None}
 
 
 def test_no_memory_figure_is_no_ghost_figure():
-    assert _win_snapshot.ghost_memory(gpu(None, []), 10 * MIB)["ghost_mib"] is None
+    assert _node_snapshot.ghost_memory(gpu(None, []), 10 * MIB)["ghost_mib"] is None
 
 
 @pytest.mark.parametrize("row", [{"Name": "luid_0x00000000_0x0000fa7a_phys_0", "DedicatedUsage": -1},
                                  {"InstanceName": "luid_0x00000000_0x0000fa7a_phys_0", "CookedValue": -1}])
 def test_an_adapter_sample_of_minus_1_is_no_sample(row):
-    assert _win_counters.parse_adapter_memory(json.dumps([row])) == {}
+    assert _gpu_memory_counters.parse_adapter_memory(json.dumps([row])) == {}
 
 
 def test_a_process_sample_of_minus_1_is_no_sample_never_minus_1_bytes():
-    reading = _win_counters.parse_cim_process_memory(json.dumps([
+    reading = _gpu_memory_counters.parse_cim_process_memory(json.dumps([
         {"Name": "pid_7_luid_0x00000000_0x0000fa7a_phys_0", "DedicatedUsage": -1, "SharedUsage": -1},
         {"Name": "pid_8_luid_0x00000000_0x0000fa7a_phys_0", "DedicatedUsage": 5 * MIB, "SharedUsage": 0}]))
     assert "dedicated_bytes" not in reading.by_pid[7] and reading.by_pid[8]["dedicated_bytes"] == 5 * MIB
@@ -57,10 +59,10 @@ def test_a_process_sample_of_minus_1_is_no_sample_never_minus_1_bytes():
 
 def test_the_snapshot_reads_ghost_memory_from_the_adapter_through_overstating_and_exited_counters(tmp_path):
     root = str(tmp_path / "ws")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "gpus": [{"ghost_mib": 900}], "processes": [
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "gpus": [{"ghost_mib": 900}], "processes": [
         {"name": "browser.exe", "graphics": True, "memory_mib": 300, "counter_mib": 9400},
         {"name": "python.exe", "memory_mib": 2048, "counter_mib": -1}]}))
-    snapshot = _win_snapshot.take(SimulatedNode(root))
+    snapshot = _node_snapshot.take(SimulatedNode(root))
     [card] = snapshot["gpus"]
     assert card["unattributed_mib"] == 900 and card["ghost_source"] == "adapter_counter" and card["state"] == "stuck"
     assert snapshot["verdict"]["rung"] == "restart_adapter"
@@ -73,7 +75,7 @@ def test_the_snapshot_reads_ghost_memory_from_the_adapter_through_overstating_an
 def test_a_process_counter_larger_than_the_gpus_use_is_not_memory_held():
     card = {"index": 0, "memory_used_mib": 2990, "luid": "0x00000000_0x0000fa7a"}
     dwm = {"used_mib": 8996, "used_mib_by_gpu": {"0": 8996}, "nvidia_smi_used_mib": None}
-    fields = _win_snapshot.counter_residency(dwm, [card], {})
+    fields = _node_snapshot.counter_residency(dwm, [card], {})
     assert fields["used_mib"] is None and fields["used_mib_by_gpu"] == {} and fields["used_mib_source"] is None
     assert fields["counter_dedicated_mib_by_gpu"] == {"0": 8996}
     assert fields["used_mib_reason"] == ("its Dedicated Usage counter on GPU 0 (8996 MiB) is larger than the memory that GPU "
@@ -82,24 +84,24 @@ def test_a_process_counter_larger_than_the_gpus_use_is_not_memory_held():
 
 def test_a_counter_within_the_gpus_use_is_memory_held_and_says_so():
     card = {"index": 0, "memory_used_mib": 2990}
-    fields = _win_snapshot.counter_residency({"used_mib": 2990, "used_mib_by_gpu": {"0": 2990}}, [card], {})
+    fields = _node_snapshot.counter_residency({"used_mib": 2990, "used_mib_by_gpu": {"0": 2990}}, [card], {})
     assert "used_mib" not in fields and fields["used_mib_by_gpu"] == {"0": 2990} and fields["used_mib_source"] == "counter"
 
 
 def test_without_nvidia_smis_figure_the_adapter_counter_is_the_limit_and_nvidia_smi_figure_stands_in():
     cards = [{"index": 0, "memory_used_mib": None, "luid": "0x0_0x1"}, {"index": 1, "memory_used_mib": 4000}]
     holder = {"used_mib": 9000, "used_mib_by_gpu": {"0": 6000, "1": 3000}, "nvidia_smi_used_mib": 512}
-    fields = _win_snapshot.counter_residency(holder, cards, {"0x0_0x1": 1000 * MIB})
+    fields = _node_snapshot.counter_residency(holder, cards, {"0x0_0x1": 1000 * MIB})
     assert fields["used_mib"] == 3000 and fields["used_mib_by_gpu"] == {"1": 3000} and "GPU 0 (6000 MiB)" in fields["used_mib_reason"]
-    alone = _win_snapshot.counter_residency(dict(holder, used_mib_by_gpu={"0": 6000}), cards, {"0x0_0x1": 1000 * MIB})
+    alone = _node_snapshot.counter_residency(dict(holder, used_mib_by_gpu={"0": 6000}), cards, {"0x0_0x1": 1000 * MIB})
     assert alone["used_mib"] == 512 and alone["used_mib_source"] == "nvidia-smi"
 
 
 def test_the_snapshot_never_reports_dwm_holding_more_than_its_gpu_uses(tmp_path):
     root = str(tmp_path / "ws")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "gpus": [{"ghost_mib": 0}], "processes": [
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "gpus": [{"ghost_mib": 0}], "processes": [
         {"name": "python.exe", "memory_mib": 1024}, {"name": "render.exe", "graphics": True, "memory_mib": 300, "counter_mib": 8996}]}))
-    snapshot = _win_snapshot.take(SimulatedNode(root))
+    snapshot = _node_snapshot.take(SimulatedNode(root))
     [card] = snapshot["gpus"]
     render = next(h for h in snapshot["holders"] if h["name"] == "render.exe")
     python = next(h for h in snapshot["holders"] if h["name"] == "python.exe")

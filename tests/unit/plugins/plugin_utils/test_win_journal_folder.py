@@ -15,12 +15,15 @@ import re
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_node, _win_reset, _win_scripts, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode, WindowsNodeError
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _remote_node, _powershell_scripts
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode, WindowsNodeError
 
 from .powershell_grammar import Script
 
-SCRIPT = Script(_win_scripts.SCRIPTS["journal_append"])
+SCRIPT = Script(_powershell_scripts.SCRIPTS["journal_append"])
 
 
 def function(name):
@@ -39,7 +42,7 @@ def inside(node, kind):
 
 
 def test_every_script_still_parses_clean():
-    assert [(name, Script(text).errors()) for name, text in _win_scripts.SCRIPTS.items() if Script(text).errors()] == []
+    assert [(name, Script(text).errors()) for name, text in _powershell_scripts.SCRIPTS.items() if Script(text).errors()] == []
 
 
 def test_each_components_own_attributes_are_read_never_test_path():
@@ -67,7 +70,7 @@ READ_RIGHTS = {"ReadData": 0x1, "ReadExtendedAttributes": 0x8, "ExecuteFile": 0x
 
 
 def write_mask():
-    [value] = re.findall(r"^\$writeRights = (0x[0-9A-Fa-f]+)$", _win_scripts.SCRIPTS["journal_append"], re.M)
+    [value] = re.findall(r"^\$writeRights = (0x[0-9A-Fa-f]+)$", _powershell_scripts.SCRIPTS["journal_append"], re.M)
     return int(value, 16)
 
 
@@ -82,7 +85,7 @@ def test_the_dacl_of_the_folder_and_the_file_is_read_and_refused_for_anyone_but_
     assert "$acl.GetAccessRules($true, $true, [System.Security.Principal.SecurityIdentifier])" in body  # explicit and inherited
     assert "$trusted -contains $sid" in body and "-band $writeRights" in body and "throw" in body
     assert "'S-1-3-0'" in body and "InheritOnly" in body  # CREATOR OWNER only on an entry for what is created later
-    calls = [line.strip() for line in _win_scripts.SCRIPTS["journal_append"].splitlines() if line.strip().startswith("Test-Trusted")]
+    calls = [line.strip() for line in _powershell_scripts.SCRIPTS["journal_append"].splitlines() if line.strip().startswith("Test-Trusted")]
     assert calls == ["Test-Trusted $folder", "Test-Trusted $fullPath"]
 
 
@@ -114,17 +117,17 @@ def test_programdatas_default_dacl_as_a_folder_made_under_it_inherits_it_is_refu
 
 def node(tmp_path):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
     return root, SimulatedNode(root, "ada")
 
 
 def kill(host, journal_path, check_mode=False):
-    holder = next(h for h in _win_snapshot.take(host)["holders"] if h["name"] == "python.exe")
-    return _win_reset.run(host, {"method": "kill", "holders": [holder], "journal_path": journal_path}, check_mode=check_mode)
+    holder = next(h for h in _node_snapshot.take(host)["holders"] if h["name"] == "python.exe")
+    return _reset_dispatch.run(host, {"method": "kill", "holders": [holder], "journal_path": journal_path}, check_mode=check_mode)
 
 
 def python_runs(root):
-    return "python.exe" in [p["name"] for p in _win_sim.snapshot_of_state(root)["processes"]]
+    return "python.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(root)["processes"]]
 
 
 def test_a_dangling_junction_in_the_path_is_refused_and_nothing_is_ended(tmp_path):
@@ -154,7 +157,7 @@ def test_the_folder_the_journal_made_is_used_again(tmp_path):
     assert done["changed"] and not python_runs(root)
     assert [e["action"] for e in done["journal"]] == ["terminate", "terminate"]
     # the same host later, another holder: the folder it made (its own DACL) takes the next lines
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "processes": [{"name": "python.exe", "memory_mib": 2048}]}))
     again = kill(host, "C:\\ProgramData\\gpuops\\journal.jsonl")
     assert again["changed"] and not python_runs(root)
     with open(os.path.join(root, "fs", "C", "ProgramData", "gpuops", "journal.jsonl")) as journal:
@@ -181,9 +184,9 @@ def real_host_target(root):
         def _execute_module(self, module_name, module_args, task_vars):
             try:
                 return HostAction._execute_module(self, module_name, module_args, task_vars)
-            except _win_sim.WinSimError as exc:
+            except _simulated_node.WinSimError as exc:
                 return {"failed": True, "error": [{"message": str(exc)}]}
-    return _win_node.TargetNode(Failing(root), {}, "ada")
+    return _remote_node.TargetNode(Failing(root), {}, "ada")
 
 
 @pytest.mark.parametrize("real_host", [False, True])
@@ -204,27 +207,27 @@ def test_a_check_mode_run_that_plans_nothing_does_not_ask(tmp_path):
     root, host = node(tmp_path)
     plant(root, tmp_path, "administrators_mkdir")
     args = {"method": "restart_explorer", "user": "ada", "journal_path": "C:\\ProgramData\\gpuops\\journal.jsonl"}
-    predicted = _win_reset.run(host, args, check_mode=True)
-    done = _win_reset.run(host, args, check_mode=False)
+    predicted = _reset_dispatch.run(host, args, check_mode=True)
+    done = _reset_dispatch.run(host, args, check_mode=False)
     assert not predicted["changed"] and not done["changed"] and not done["failed"]  # nothing to journal: nothing refused
 
 
 def test_wsl_shutdown_check_mode_fails_as_its_real_run_does(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _wsl_shutdown
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _wsl_shutdown
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state({"hostname": "WS12", "distributions": [{"name": "Ubuntu-22.04", "memory_mib": 1024}]}))
+    _simulated_node.write_node(root, _simulated_node.build_state({"hostname": "WS12", "distributions": [{"name": "Ubuntu-22.04", "memory_mib": 1024}]}))
     plant(root, tmp_path, "administrators_mkdir")
     host = SimulatedNode(root, "ada")
     for check_mode in (True, False):
         with pytest.raises(WindowsNodeError, match="S-1-5-32-545"):
             _wsl_shutdown.stop(host, "Ubuntu-22.04", check_mode, journal_path="C:\\ProgramData\\gpuops\\journal.jsonl")
-    assert [d["name"] for d in _win_sim.snapshot_of_state(root)["distributions"] if d["running"]] == ["Ubuntu-22.04"]
+    assert [d["name"] for d in _simulated_node.snapshot_of_state(root)["distributions"] if d["running"]] == ["Ubuntu-22.04"]
 
 
 def test_the_check_script_writes_nothing_and_shares_the_appends_guards():
-    check = Script(_win_scripts.SCRIPTS["journal_check"])
+    check = Script(_powershell_scripts.SCRIPTS["journal_check"])
     assert check.errors() == [] and check.parameters() == ["path"]
-    text = _win_scripts.SCRIPTS["journal_check"]
-    assert _win_scripts._JOURNAL_GUARDS in text and _win_scripts._JOURNAL_GUARDS in _win_scripts.SCRIPTS["journal_append"]
+    text = _powershell_scripts.SCRIPTS["journal_check"]
+    assert _powershell_scripts._JOURNAL_GUARDS in text and _powershell_scripts._JOURNAL_GUARDS in _powershell_scripts.SCRIPTS["journal_append"]
     assert not {"createdirectory", "write", "filestream"} & set(call.rsplit("::", 1)[-1] for call in check.static_calls())
     assert "FileStream" not in text and "CreateDirectory" not in text and "$Ansible.Changed = $true" not in text

@@ -1,13 +1,14 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Windows ladder: the same walk (_ladder.LadderWalk) on the Windows rungs, run against the simulated Windows
-node itself (_win_sim through _win_node.SimulatedNode, the node the action plugins get), not a stand-in for it."""
+node itself (_simulated_node through _remote_node.SimulatedNode, the node the action plugins get), not a stand-in for it."""
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import walk_argument_spec
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import (
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import (
     WindowsWalk, logoff_users, windows_executor,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
@@ -37,7 +38,7 @@ def test_a_wsl_vm_that_holds_the_gpu_is_stopped_by_the_wsl_rung(tmp_path):
     assert outcome["status"] == "fixed" and outcome["fixed_by"] == "wsl"
     assert outcome["rungs_tried"][0]["plan"][0] == "stopped WSL distribution Ubuntu-22.04"
     assert outcome["memory_freed_mib"] >= 3072
-    after = _win_snapshot.take(node)
+    after = _node_snapshot.take(node)
     assert after["wsl"]["running"] == [] and not [h for h in after["holders"] if h["class"] == "wsl_vm"]
 
 
@@ -47,7 +48,7 @@ def test_check_mode_plans_the_wsl_rung_and_stops_nothing(tmp_path):
     state = ladder.start()
     assert state["outcome"]["status"] == "planned"
     assert state["outcome"]["rungs_tried"][0]["plan"][0] == "would stop WSL distribution Ubuntu-22.04"
-    assert _win_snapshot.take(node)["wsl"]["running"] == ["Ubuntu-22.04"]
+    assert _node_snapshot.take(node)["wsl"]["running"] == ["Ubuntu-22.04"]
     assert calls == ["win_gpu_holders_info", "wsl_shutdown"]
 
 
@@ -70,7 +71,7 @@ def test_the_windows_ceiling_refuses_before_any_action_naming_the_windows_variab
 def test_a_given_snapshot_without_a_scope_is_taken_again_on_the_node(tmp_path):
     node = build(tmp_path, distributions=[{"name": "Ubuntu-22.04", "memory_mib": 3072}])
     ladder, calls = walk(node)
-    stale = _win_snapshot.take(node)
+    stale = _node_snapshot.take(node)
     stale["verdict"] = {"rung": "logoff", "reasons": [{"rung": "logoff", "reason": "what another host said"}]}
     state = ladder.start(stale)
     assert calls[0] == "win_gpu_holders_info"  # the walk read the node itself, not the snapshot it was handed
@@ -99,7 +100,7 @@ def test_logoff_is_of_the_users_whose_session_system_processes_hold_a_gpu():
     ({"destructive_rungs": ["reset"]}, "destructive_rungs: 'reset' not a rung of the windows ladder"),
 ])
 def test_rungs_of_the_other_ladder_are_refused(overrides, message):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkError, check_options
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import WalkError, check_options
     args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
     args.update(platform="windows", max_rung="wsl")
     args.update(overrides)
@@ -115,12 +116,12 @@ def test_a_job_that_holds_the_gpu_is_ended_by_the_kill_rung_by_pid_and_creation_
     assert outcome["status"] == "fixed" and outcome["fixed_by"] == "kill", outcome["summary"]
     assert calls == ["win_gpu_holders_info", "win_gpu_reset"]  # the module's snapshot_after: no inspection after
     assert any("python.exe" in line for line in outcome["rungs_tried"][0]["plan"])
-    assert not [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "python.exe"]
+    assert not [h for h in _node_snapshot.take(node)["holders"] if h["name"] == "python.exe"]
 
 
 def test_the_shell_holding_the_gpu_is_restarted_never_killed_with_its_tree(tmp_path):
     node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
-    before = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "explorer.exe"]
+    before = [h for h in _node_snapshot.take(node)["holders"] if h["name"] == "explorer.exe"]
     assert before and before[0]["class"] == "compute"
     ladder, calls = walk(node, allow_display=True)
     state = ladder.start()
@@ -134,30 +135,30 @@ def test_the_shell_holding_the_gpu_is_restarted_never_killed_with_its_tree(tmp_p
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_a_restart_of_the_shell_refuses_without_allow_display(tmp_path, check_mode):
     node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
-    before = _win_sim.snapshot_of_state(node.root)
+    before = _simulated_node.snapshot_of_state(node.root)
     ladder, dummy = walk(node, check_mode=check_mode, max_rung="kill")
     outcome = ladder.start()["outcome"]
     failed = [step for step in outcome["rungs_tried"] if step["failed"]]
     assert outcome["status"] == "failed", outcome["summary"]
     assert failed and "would end the desktop of session 1 (display server pid" in failed[-1]["msg"], outcome["rungs_tried"]
     assert "dwm.exe" in failed[-1]["msg"] and "allow_dwm=true (gpu_reclaim_allow_display through the roles)" in failed[-1]["msg"]
-    after = _win_sim.snapshot_of_state(node.root)
+    after = _simulated_node.snapshot_of_state(node.root)
     assert after["processes"] == before["processes"] and after["sessions"] == before["sessions"]
 
 
 @pytest.mark.parametrize("check_mode", [True, False])
 @pytest.mark.parametrize("method", ["logoff", "restart_explorer"])
 def test_win_gpu_reset_ends_no_desktop_without_allow_dwm(tmp_path, check_mode, method):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch
     node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
-    before = _win_sim.snapshot_of_state(node.root)
+    before = _simulated_node.snapshot_of_state(node.root)
     [dwm] = [p["pid"] for p in before["processes"] if p["name"] == "dwm.exe"]
-    done = _win_reset.run(node, {"method": method, "user": "ada"}, check_mode=check_mode)
+    done = _reset_dispatch.run(node, {"method": method, "user": "ada"}, check_mode=check_mode)
     assert done["failed"] and not done["changed"]
     assert "would end the desktop of session 1 (display server pid %s (dwm.exe)); allow_dwm=true" % dwm in done["msg"]
-    after = _win_sim.snapshot_of_state(node.root)
+    after = _simulated_node.snapshot_of_state(node.root)
     assert after["processes"] == before["processes"] and after["sessions"] == before["sessions"]
-    allowed = _win_reset.run(node, {"method": method, "user": "ada", "allow_dwm": True}, check_mode=True)
+    allowed = _reset_dispatch.run(node, {"method": method, "user": "ada", "allow_dwm": True}, check_mode=True)
     assert not allowed["failed"] and allowed["changed"], allowed
 
 
@@ -171,7 +172,7 @@ def test_protected_processes_are_left_alone_and_no_heavier_rung_takes_the_gpu_fr
     assert not tried[1]["changed"]
     assert tried[2]["failed"] and "protected processes too" in tried[2]["msg"] and "render.exe" in tried[2]["msg"]
     assert calls.count("win_gpu_reset") == 1  # the kill of python.exe; the adapter restart was never sent
-    holders = [h["name"] for h in _win_snapshot.take(node)["holders"]]
+    holders = [h["name"] for h in _node_snapshot.take(node)["holders"]]
     assert "render.exe" in holders and "python.exe" not in holders
     assert state["outcome"]["status"] == "failed"
 
@@ -197,7 +198,7 @@ def test_a_rung_includes_the_lighter_ones_a_wsl_entry_ends_the_job_too(tmp_path)
     assert calls == ["win_gpu_holders_info", "win_gpu_reset", "wsl_shutdown", "win_gpu_holders_info"]
     assert [step["plan"] for step in outcome["rungs_tried"]] == [[line.replace("would ", "").replace("end ", "ended ", 1).replace(
         "stop ", "stopped ", 1).replace("run:", "ran:") for line in planned["rungs_tried"][0]["plan"]]]
-    after = _win_snapshot.take(node)
+    after = _node_snapshot.take(node)
     assert after["verdict"]["rung"] == "none" and [h["class"] for h in after["holders"]] == ["graphics_session"]
 
 
@@ -210,8 +211,8 @@ def test_an_idle_distribution_is_never_stopped_for_a_protected_holder(tmp_path, 
     ladder, calls = walk(node, check_mode=check_mode, protect_names=["render"], max_rung="restart_adapter")
     state = ladder.start()
     assert "wsl_shutdown" not in calls
-    assert _win_snapshot.take(node)["wsl"]["running"] == ["Ubuntu-22.04"]
-    log = [entry["argv"] for entry in _win_sim.snapshot_of_state(node.root)["command_log"]]
+    assert _node_snapshot.take(node)["wsl"]["running"] == ["Ubuntu-22.04"]
+    log = [entry["argv"] for entry in _simulated_node.snapshot_of_state(node.root)["command_log"]]
     assert not [argv for argv in log if argv[0].lower().endswith("wsl.exe") and "--list" not in argv]
     tried = state["outcome"]["rungs_tried"]
     if not check_mode:
@@ -222,11 +223,11 @@ def test_an_idle_distribution_is_never_stopped_for_a_protected_holder(tmp_path, 
 
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_an_empty_gpu_list_restarts_no_adapter(tmp_path, check_mode):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_reset
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch
     node = build(tmp_path, gpus=[{"ghost_mib": 2048}])
-    before = _win_sim.snapshot_of_state(node.root)
-    done = _win_reset.run(node, {"method": "restart_adapter", "gpu": []}, check_mode=check_mode)
+    before = _simulated_node.snapshot_of_state(node.root)
+    done = _reset_dispatch.run(node, {"method": "restart_adapter", "gpu": []}, check_mode=check_mode)
     assert not done["failed"] and not done["changed"], done
-    after = _win_sim.snapshot_of_state(node.root)
+    after = _simulated_node.snapshot_of_state(node.root)
     assert [e["argv"] for e in after["command_log"] if "/restart-device" in e["argv"]] == []
     assert after["gpus"] == before["gpus"]

@@ -9,8 +9,10 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_counters, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _gpu_memory_counters
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 
 A4000 = "NVIDIA RTX A4000"
 # Two identical GPUs (one name: the name says nothing) whose LUIDs run the other way round from nvidia-smi's index order.
@@ -20,7 +22,7 @@ TWO_GPUS = [{"name": A4000, "pci_bus_id": "00000000:0C:00.0", "luid": 0x2E40A},
 
 def build(tmp_path, **scenario):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12", "gpus": TWO_GPUS}, **scenario)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12", "gpus": TWO_GPUS}, **scenario)))
     return SimulatedNode(root, "ada")
 
 
@@ -31,8 +33,8 @@ def by_name(snapshot):
 def test_each_luid_joins_the_gpu_at_its_pci_location_whatever_the_luid_order(tmp_path):
     node = build(tmp_path, processes=[{"name": "train.exe", "gpus": [1], "memory_mib": 4096},
                                       {"name": "render.exe", "gpus": [0], "memory_mib": 1024}])
-    snapshot = _win_snapshot.take(node)
-    registry = json.loads(_win_sim.run_script(node.root, "snapshot", {"WslPath": "x"})["adapters"])
+    snapshot = _node_snapshot.take(node)
+    registry = json.loads(_simulated_node.run_script(node.root, "snapshot", {"WslPath": "x"})["adapters"])
     assert [int(a["AdapterLuid"]) for a in registry] == [0x1D3F7, 0x2E40A]  # the registry's order: GPU 1 first
     assert [(g["index"], g["luid"], g["luid_join"]) for g in snapshot["gpus"]] == [
         (0, "0x00000000_0x0002e40a", "pci_location"), (1, "0x00000000_0x0001d3f7", "pci_location")]
@@ -49,8 +51,8 @@ def test_an_integrated_gpus_luid_is_never_an_nvidia_gpus(tmp_path):
     node = build(tmp_path, integrated_gpu=True, processes=[
         {"name": "chrome.exe", "gpus": [], "igpu_memory_mib": 512},
         {"name": "train.exe", "gpus": [0], "memory_mib": 2048, "igpu_memory_mib": 256}])
-    snapshot = _win_snapshot.take(node)
-    registry = json.loads(_win_sim.run_script(node.root, "snapshot", {"WslPath": "x"})["adapters"])
+    snapshot = _node_snapshot.take(node)
+    registry = json.loads(_simulated_node.run_script(node.root, "snapshot", {"WslPath": "x"})["adapters"])
     assert [a["VendorId"] for a in registry].count(0x8086) == 1
     holders = by_name(snapshot)
     assert "chrome.exe" not in holders  # its memory is on the Intel adapter only
@@ -74,7 +76,7 @@ def registry_json(*adapters):
 def join(adapters_json, gpus=None, counters=None):
     gpus = [dict(gpu) for gpu in (gpus or SMI_GPUS)]
     probes = {}
-    joined = _win_snapshot._join_luids(gpus, _win_snapshot._adapters(adapters_json), counters or _win_counters.CounterReading({}, []), probes)
+    joined = _node_snapshot._join_luids(gpus, _node_snapshot._adapters(adapters_json), counters or _gpu_memory_counters.CounterReading({}, []), probes)
     return joined, gpus, probes["luid_join"]
 
 
@@ -95,7 +97,7 @@ def test_without_locations_the_join_falls_back_to_the_name_and_says_so():
 
 
 def test_without_locations_identical_gpus_are_never_joined_by_name_even_when_the_counters_show_one_adapter():
-    seen = _win_counters.CounterReading({4242: {"by_luid": {"0x00000000_0x0002e40a": {"dedicated_bytes": 1}}}}, [])
+    seen = _gpu_memory_counters.CounterReading({4242: {"by_luid": {"0x00000000_0x0002e40a": {"dedicated_bytes": 1}}}}, [])
     dummy, gpus, report = join(registry_json(("{a}", A4000, str(0x2E40A), 4318, 9649, None, None, None),
                                              ("{b}", A4000, str(0x1D3F7), 4318, 9649, None, None, None)), counters=seen)
     assert [g["luid"] for g in gpus] == [None, None]
@@ -112,7 +114,7 @@ def test_an_intel_adapter_at_the_gpus_location_is_not_joined_and_an_unmatched_lo
 
 @pytest.mark.parametrize("bus_id, location", [("00000000:0C:00.0", [12, 0, 0]), ("0000:3b:1f.7", [0x3B, 0x1F, 7]), ("N/A", None), (None, None)])
 def test_pci_location_of_an_nvidia_smi_bus_id(bus_id, location):
-    assert _win_snapshot.pci_location(bus_id) == location
+    assert _node_snapshot.pci_location(bus_id) == location
 
 
 # ---- Add-Type refused (Constrained Language Mode, AppLocker): no location from the graphics kernel ---------------------
@@ -120,7 +122,7 @@ def test_pci_location_of_an_nvidia_smi_bus_id(bus_id, location):
 def test_without_add_type_two_different_gpus_join_by_their_pnp_devices_location(tmp_path):
     gpus = [dict(TWO_GPUS[0], device_id="24B0"), dict(TWO_GPUS[1], name="NVIDIA RTX A5000", device_id="2231")]
     node = build(tmp_path, gpus=gpus, constrained_language=True, processes=[{"name": "train.exe", "gpus": [1], "memory_mib": 4096}])
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     assert [(g["index"], g["luid"], g["luid_join"]) for g in snapshot["gpus"]] == [
         (0, "0x00000000_0x0002e40a", "pnp_location"), (1, "0x00000000_0x0001d3f7", "pnp_location")]
     join = snapshot["probes"]["luid_join"]
@@ -130,7 +132,7 @@ def test_without_add_type_two_different_gpus_join_by_their_pnp_devices_location(
 
 def test_without_add_type_two_identical_gpus_are_never_guessed(tmp_path):
     node = build(tmp_path, constrained_language=True, processes=[{"name": "train.exe", "gpus": [1], "memory_mib": 4096}])
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     join = snapshot["probes"]["luid_join"]
     assert not join["ok"] and join["method"] == "name" and join["d3dkmt_error"]
     assert [g["luid"] for g in snapshot["gpus"]] == [None, None]
@@ -139,7 +141,7 @@ def test_without_add_type_two_identical_gpus_are_never_guessed(tmp_path):
 
 def test_without_add_type_a_single_gpu_still_joins(tmp_path):
     node = build(tmp_path, gpus=[TWO_GPUS[0]], constrained_language=True)
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     assert snapshot["gpus"][0]["luid"] == "0x00000000_0x0002e40a" and snapshot["gpus"][0]["luid_join"] == "pnp_location"
 
 
@@ -151,7 +153,7 @@ def test_the_pnp_fallback_needs_exactly_one_present_device_with_the_adapters_ids
     one = "pci\\ven_10de&dev_2204&subsys_40051458&rev_a1\\4&1&0&0008"
     two = "pci\\ven_10de&dev_2204&subsys_40051458&rev_a1\\4&1&0&0018"
     other = "pci\\ven_10de&dev_2231&subsys_40051458&rev_a1\\4&1&0&0018"
-    assert _win_snapshot.locate_by_pnp(adapter, {one: here, other: twin}) == [12, 0, 0]
-    assert _win_snapshot.locate_by_pnp(adapter, {one: here, two: twin}) is None
-    assert _win_snapshot.locate_by_pnp(adapter, {one: here, two: gone}) == [12, 0, 0]
-    assert _win_snapshot.locate_by_pnp(dict(adapter, device_id=None), {one: here}) is None
+    assert _node_snapshot.locate_by_pnp(adapter, {one: here, other: twin}) == [12, 0, 0]
+    assert _node_snapshot.locate_by_pnp(adapter, {one: here, two: twin}) is None
+    assert _node_snapshot.locate_by_pnp(adapter, {one: here, two: gone}) == [12, 0, 0]
+    assert _node_snapshot.locate_by_pnp(dict(adapter, device_id=None), {one: here}) is None

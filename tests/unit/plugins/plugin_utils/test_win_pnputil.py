@@ -1,12 +1,12 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_pnputil: display adapters from the captures in fixtures/windows/pnputil, and restarting one."""
+"""_pnputil_adapters: display adapters from the captures in fixtures/windows/pnputil, and restarting one."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_pnputil
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _pnputil_adapters
 
 RTX_2080S = "PCI\\VEN_10DE&DEV_1E93&SUBSYS_12BC1462&REV_A1\\4&443bd0d&0&0008"
 # The Intel + NVIDIA capture with German labels (built: no non-English capture exists; the values are the capture's).
@@ -16,7 +16,7 @@ GERMAN_LABELS = {"Instance ID:": "Instanz-ID:", "Device Description:": "Geräteb
 
 
 def devices(captures, name):
-    found, unrecognised = _win_pnputil.parse_enum_devices(captures.text("windows", "pnputil", name))
+    found, unrecognised = _pnputil_adapters.parse_enum_devices(captures.text("windows", "pnputil", name))
     assert unrecognised == []
     return found
 
@@ -49,7 +49,7 @@ def test_localized_labels_read_by_position(captures):
     for english, german in GERMAN_LABELS.items():
         text = text.replace(english, german)
     text = text.replace("Status:                     Started", "Status:                     Gestartet")
-    found, unrecognised = _win_pnputil.parse_enum_devices(text)
+    found, unrecognised = _pnputil_adapters.parse_enum_devices(text)
     assert unrecognised == [] and [d["instance_id"] for d in found][1] == RTX_2080S
     assert found[0]["extension_drivers"] == ["oem4.inf", "oem3.inf"]
     assert found[1]["status"] == "Gestartet" and found[1]["problem_code"] is None  # kept for the report, deciding nothing
@@ -61,36 +61,36 @@ def test_a_problem_code_is_read_by_its_shape():
             "Class GUID:                 {4d36e968-e325-11ce-bfc1-08002be10318}\nManufacturer Name:          NVIDIA\n"
             "Status:                     Problem\nProblem Code:               43 (0x2B) [CM_PROB_FAILED_POST_START]\n"
             "Driver Name:                oem7.inf\n")
-    [device] = _win_pnputil.parse_enum_devices(text)[0]
+    [device] = _pnputil_adapters.parse_enum_devices(text)[0]
     assert device["problem_code"] == 43 and device["driver_name"] == "oem7.inf"
 
 
 def test_blocks_that_are_no_device_are_reported(captures):
-    found, unrecognised = _win_pnputil.parse_enum_devices(captures.text("windows", "pnputil", "enable-device-failed-not-connected.txt"))
+    found, unrecognised = _pnputil_adapters.parse_enum_devices(captures.text("windows", "pnputil", "enable-device-failed-not-connected.txt"))
     assert found == [] and unrecognised == ["Failed to enable device:  ROOT\\DISPLAY\\0000\nThe device is not connected."]
-    assert _win_pnputil.parse_enum_devices(captures.text("windows", "pnputil", "enable-device-deviceid-unsupported-prints-usage.txt")) == ([], [])
+    assert _pnputil_adapters.parse_enum_devices(captures.text("windows", "pnputil", "enable-device-deviceid-unsupported-prints-usage.txt")) == ([], [])
 
 
 def test_restart_argv_names_the_one_device():
-    assert _win_pnputil.restart_device_argv(RTX_2080S) == ["pnputil", "/restart-device", RTX_2080S]
+    assert _pnputil_adapters.restart_device_argv(RTX_2080S) == ["pnputil", "/restart-device", RTX_2080S]
 
 
 @pytest.mark.parametrize("instance_id", ["/class", "/class Display", "", "PCI", "PCI\\VEN_10DE\" /class Display \"",
                                          "PCI\\VEN_10DE\n", "PCI\\VEN\x00", None, "\\VEN_10DE"])
 def test_restart_argv_refuses_what_is_no_instance_id(instance_id):
     with pytest.raises(ValueError, match="not a device instance id"):
-        _win_pnputil.restart_device_argv(instance_id)
+        _pnputil_adapters.restart_device_argv(instance_id)
 
 
 def test_restart_outcomes_by_exit_status(captures):
-    assert _win_pnputil.restart_outcome(0, "Microsoft PnP Utility\n\nRestarting device: ...\n")["outcome"] == "restarted"
-    reboot = _win_pnputil.restart_outcome(3010, "")
+    assert _pnputil_adapters.restart_outcome(0, "Microsoft PnP Utility\n\nRestarting device: ...\n")["outcome"] == "restarted"
+    reboot = _pnputil_adapters.restart_outcome(3010, "")
     assert reboot["restarted"] and reboot["reboot_required"] and reboot["outcome"] == "reboot_required"
-    failed = _win_pnputil.restart_outcome(1, captures.text("windows", "pnputil", "enable-device-failed-not-connected.txt"))
+    failed = _pnputil_adapters.restart_outcome(1, captures.text("windows", "pnputil", "enable-device-failed-not-connected.txt"))
     assert failed["outcome"] == "failed" and "not connected" in failed["message"]
 
 
 def test_an_old_pnputil_printing_its_usage_did_nothing_whatever_its_exit_status(captures):
     usage = captures.text("windows", "pnputil", "enable-device-deviceid-unsupported-prints-usage.txt")
     for rc in (0, 1):
-        assert _win_pnputil.restart_outcome(rc, usage)["outcome"] == "unsupported"
+        assert _pnputil_adapters.restart_outcome(rc, usage)["outcome"] == "unsupported"

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_powershell: every value stays one literal; the plugins' own work sends only constant scripts and argv lists.
+"""_powershell_literals: every value stays one literal; the plugins' own work sends only constant scripts and argv lists.
 
 literal() is checked by a model of PowerShell's quote rule (a single-quoted string ends at any of ' U+2018 U+2019
 U+201A U+201B, two of them in a row are one literal quote, nothing inside is expanded): tree-sitter-powershell, which
@@ -14,10 +14,12 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_journal, _win_node, _win_pnputil, _win_reset, _win_scripts, _win_sim, _win_snapshot, _win_taskkill, _win_wsl, _wsl_shutdown,
-)
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_powershell import literal
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _node_journal, _remote_node, _powershell_scripts
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _pnputil_adapters, _taskkill_tree, _wsl_cli
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch, _wsl_shutdown
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._powershell_literals import literal
 
 from .powershell_grammar import Script
 
@@ -81,9 +83,9 @@ def test_a_hostile_name_is_one_literal(name):
 
 
 def test_every_command_builder_gives_an_argv_a_program_reads_back_whole():
-    argvs = [_win_taskkill.taskkill_argv(4242), _win_wsl.terminate_argv("Ubuntu-18.04"),
-             _win_wsl.shutdown_argv(_win_wsl.STORE_WSL_PATH), _win_wsl.list_argv(running=True),
-             _win_pnputil.restart_device_argv("PCI\\VEN_10DE&DEV_1E93&SUBSYS_12BC1462&REV_A1\\4&443bd0d&0&0008")]
+    argvs = [_taskkill_tree.taskkill_argv(4242), _wsl_cli.terminate_argv("Ubuntu-18.04"),
+             _wsl_cli.shutdown_argv(_wsl_cli.STORE_WSL_PATH), _wsl_cli.list_argv(running=True),
+             _pnputil_adapters.restart_device_argv("PCI\\VEN_10DE&DEV_1E93&SUBSYS_12BC1462&REV_A1\\4&443bd0d&0&0008")]
     for argv in argvs:
         assert command_line_to_argv(quote_argv(argv)) == argv
 
@@ -91,9 +93,9 @@ def test_every_command_builder_gives_an_argv_a_program_reads_back_whole():
 @pytest.mark.parametrize("name", HOSTILE)
 def test_builders_refuse_hostile_names_before_any_quoting(name):
     with pytest.raises(ValueError):
-        _win_wsl.terminate_argv(name)
+        _wsl_cli.terminate_argv(name)
     with pytest.raises(ValueError):
-        _win_pnputil.restart_device_argv(name)
+        _pnputil_adapters.restart_device_argv(name)
 
 
 def test_the_quote_characters_are_doubled_and_integers_quoted():
@@ -111,7 +113,7 @@ def test_nul_and_other_types_are_refused(value):
 # ---- every script and command the Windows plugins send, for hostile names ----------------------------------------
 #
 # Not a hand list: the plugins' own code (snapshot, every win_gpu_reset method, wsl_shutdown, the journal) runs against
-# the real path (_win_node.TargetNode), whose module calls are recorded and answered by the simulated node. Each
+# the real path (_remote_node.TargetNode), whose module calls are recorded and answered by the simulated node. Each
 # recorded call is then read as PowerShell and as a Windows command line would read it.
 
 HOSTILE_PROCESS = "'; Remove-Item -Recurse C:\\ #"
@@ -198,12 +200,12 @@ class RecordingAction:
     def _execute_module(self, module_name, module_args, task_vars):
         del task_vars
         self.calls.append((module_name, module_args))
-        if module_name == _win_node.WIN_COMMAND:
-            answer = _win_sim.run_command(self.root, module_args["argv"], self.user)
-            return {"rc": answer.rc, "stdout": _win_sim.transported(answer.stdout), "stderr": _win_sim.transported(answer.stderr)}
-        names = [name for name, text in _win_scripts.SCRIPTS.items() if text == module_args["script"]]
-        assert len(names) == 1, "a script that is none of _win_scripts.SCRIPTS was sent"
-        return {"result": _win_sim.run_script(self.root, names[0], module_args["parameters"], self.user), "changed": False}
+        if module_name == _remote_node.WIN_COMMAND:
+            answer = _simulated_node.run_command(self.root, module_args["argv"], self.user)
+            return {"rc": answer.rc, "stdout": _simulated_node.transported(answer.stdout), "stderr": _simulated_node.transported(answer.stderr)}
+        names = [name for name, text in _powershell_scripts.SCRIPTS.items() if text == module_args["script"]]
+        assert len(names) == 1, "a script that is none of _powershell_scripts.SCRIPTS was sent"
+        return {"result": _simulated_node.run_script(self.root, names[0], module_args["parameters"], self.user), "changed": False}
 
 
 class Task:
@@ -222,18 +224,18 @@ def recorded(tmp_path):
                 "sessions": [{"user": HOSTILE_USER, "explorer_memory_mib": 300}],
                 "processes": [{"name": HOSTILE_PROCESS, "memory_mib": 2048, "children": [{"name": HOSTILE_CHILD, "memory_mib": 512}]}],
                 "distributions": [{"name": "Ubuntu-22.04", "owner": HOSTILE_USER, "memory_mib": 1024}, {"name": "Debian", "owner": HOSTILE_USER}]}
-    _win_sim.write_node(root, _win_sim.build_state(scenario))
+    _simulated_node.write_node(root, _simulated_node.build_state(scenario))
     action = RecordingAction(root, HOSTILE_USER)
-    node = _win_node.TargetNode(action, {})
+    node = _remote_node.TargetNode(action, {})
     journal = {"journal_path": HOSTILE_JOURNAL, "run_id": HOSTILE_RUN}
-    snapshot = _win_snapshot.take(node, HOSTILE_SMI, journal_path=HOSTILE_JOURNAL)
+    snapshot = _node_snapshot.take(node, HOSTILE_SMI, journal_path=HOSTILE_JOURNAL)
     holders = [h for h in snapshot["holders"] if h["class"] == "compute" and h["name"] != "explorer.exe"]
     assert sorted(h["name"] for h in holders) == sorted([HOSTILE_PROCESS, HOSTILE_CHILD])
     # check mode asks what the journal would refuse (journal_check) before it predicts an action
-    assert _win_reset.run(node, dict({"method": "kill", "holders": holders}, nvidia_smi=HOSTILE_SMI, **journal), check_mode=True)["changed"]
+    assert _reset_dispatch.run(node, dict({"method": "kill", "holders": holders}, nvidia_smi=HOSTILE_SMI, **journal), check_mode=True)["changed"]
     for args in ({"method": "kill", "holders": holders}, {"method": "restart_adapter"}, {"method": "restart_explorer", "user": HOSTILE_USER, "allow_dwm": True},
                  {"method": "logoff", "user": HOSTILE_USER, "allow_dwm": True}):
-        assert not _win_reset.run(node, dict(args, nvidia_smi=HOSTILE_SMI, **journal), check_mode=False)["failed"]
+        assert not _reset_dispatch.run(node, dict(args, nvidia_smi=HOSTILE_SMI, **journal), check_mode=False)["failed"]
     assert _wsl_shutdown.stop(node, "Debian", False, **journal)["stopped"] == ["Debian"]
     assert _wsl_shutdown.stop(node, None, False, **journal)["stopped"] == ["Ubuntu-22.04"]
     before = len(action.calls)
@@ -241,7 +243,7 @@ def recorded(tmp_path):
         with pytest.raises(ValueError, match="distribution: "):
             _wsl_shutdown.stop(node, name, False, **journal)
     assert len(action.calls) == before  # refused before anything was sent
-    lines = _win_journal.read_records(node, HOSTILE_JOURNAL)[0]
+    lines = _node_journal.read_records(node, HOSTILE_JOURNAL)[0]
     assert [r["run_id"] for r in lines] == [HOSTILE_RUN] * len(lines) and len(lines) >= 10
     assert set(r.get("name") for r in lines if r["action"] == "taskkill") >= {HOSTILE_PROCESS}
     assert [a["instance_id"] for a in snapshot["adapters"] if a["gpu_join"] == "pci_location"] == [HOSTILE_INSTANCE_ID]
@@ -251,19 +253,19 @@ def recorded(tmp_path):
 
 def test_every_script_and_every_tool_was_sent(recorded):
     calls, dummy = recorded
-    scripts = set(name for module, args in calls if module == _win_node.WIN_POWERSHELL
-                  for name, text in _win_scripts.SCRIPTS.items() if text == args["script"])
-    tools = set(_win_sim._win_processes.base_name(args["argv"][0].rsplit("\\", 1)[-1]) for module, args in calls
-                if module == _win_node.WIN_COMMAND)
-    assert scripts == set(_win_scripts.SCRIPTS)  # a new script must be driven here too
+    scripts = set(name for module, args in calls if module == _remote_node.WIN_POWERSHELL
+                  for name, text in _powershell_scripts.SCRIPTS.items() if text == args["script"])
+    tools = set(_simulated_node._cim_processes.base_name(args["argv"][0].rsplit("\\", 1)[-1]) for module, args in calls
+                if module == _remote_node.WIN_COMMAND)
+    assert scripts == set(_powershell_scripts.SCRIPTS)  # a new script must be driven here too
     # and so must a new tool; taskkill runs only inside the terminate_held script, never through win_command
-    assert tools == set(_win_sim._TOOLS) - {"taskkill"}
-    assert set(module for module, dummy in calls) == {_win_node.WIN_COMMAND, _win_node.WIN_POWERSHELL}
+    assert tools == set(_simulated_node._TOOLS) - {"taskkill"}
+    assert set(module for module, dummy in calls) == {_remote_node.WIN_COMMAND, _remote_node.WIN_POWERSHELL}
 
 
 def test_every_command_is_an_argv_list_each_value_one_element_of_the_command_line(recorded):
     calls, hostile = recorded
-    commands = [args for module, args in calls if module == _win_node.WIN_COMMAND]
+    commands = [args for module, args in calls if module == _remote_node.WIN_COMMAND]
     for args in commands:
         assert set(args) == {"argv", "output_encoding_override"}  # never cmd / _raw_params: no string to split
         argv = args["argv"]
@@ -277,7 +279,7 @@ def test_every_command_is_an_argv_list_each_value_one_element_of_the_command_lin
 
 def test_every_script_is_constant_text_and_every_value_is_a_declared_parameter(recorded):
     calls, hostile = recorded
-    for module, args in [call for call in calls if call[0] == _win_node.WIN_POWERSHELL]:
+    for module, args in [call for call in calls if call[0] == _remote_node.WIN_POWERSHELL]:
         script = args["script"]
         assert set(name.lower() for name in args["parameters"]) <= set(param_names(script))
         for value in [item for value in args["parameters"].values() for item in (value if isinstance(value, list) else [value])] + hostile:
@@ -286,7 +288,7 @@ def test_every_script_is_constant_text_and_every_value_is_a_declared_parameter(r
         for value in args["parameters"].values():
             assert "\x00" not in str(value)
     appended = [args["parameters"]["Line"] for module, args in calls
-                if module == _win_node.WIN_POWERSHELL and args["script"] == _win_scripts.JOURNAL_APPEND]
+                if module == _remote_node.WIN_POWERSHELL and args["script"] == _powershell_scripts.JOURNAL_APPEND]
     assert appended and all("\n" not in line and "\r" not in line for line in appended)
     assert any(HOSTILE_PROCESS in json.loads(line).get("name", "") for line in appended)
 

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_processes and _win_json: processes, their identity and their role, on fixtures/windows captures."""
+"""_cim_processes and _convertto_json: processes, their identity and their role, on fixtures/windows captures."""
 
 from __future__ import annotations
 
@@ -8,33 +8,34 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_json, _win_processes
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _convertto_json
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _cim_processes
 
 START = ("windows", "process-start-time")
 NOTEPAD_MS = 1790077571033
 
 
 def test_win32_process_json_gives_the_identity(captures):
-    [process] = _win_processes.parse_cim_processes(captures.text(*START, "win32-process-creationdate-convertto-json-ps51.json"))
+    [process] = _cim_processes.parse_cim_processes(captures.text(*START, "win32-process-creationdate-convertto-json-ps51.json"))
     assert process["pid"] == 16828 and process["ppid"] == 20256 and process["name"] == "Notepad.exe"
     assert process["image_path"].endswith("\\Notepad\\Notepad.exe") and process["role"] is None
     assert process["creation_time_ms"] == NOTEPAD_MS
 
 
 def test_get_process_json_names_the_same_process_the_same_way(captures):
-    [process] = _win_processes.parse_cim_processes(captures.text(*START, "get-process-starttime-convertto-json-ps51.json"))
+    [process] = _cim_processes.parse_cim_processes(captures.text(*START, "get-process-starttime-convertto-json-ps51.json"))
     assert (process["pid"], process["name"], process["creation_time_ms"]) == (16828, "Notepad", NOTEPAD_MS)
 
 
 def test_the_three_clocks_agree_to_the_millisecond(captures):
     raw = json.loads(captures.text(*START, "getprocesstimes-creation-filetime-same-pid.json"))
-    assert _win_json.filetime_to_epoch_ms(raw["creation_time"]) == NOTEPAD_MS
+    assert _convertto_json.filetime_to_epoch_ms(raw["creation_time"]) == NOTEPAD_MS
 
 
 def test_format_list_output_is_refused_its_dates_are_localized(captures):
     with pytest.raises(ValueError, match="ConvertTo-Json"):
-        _win_processes.parse_cim_processes(captures.text(*START, "win32-process-format-list-creationdate-zh-cn-locale.txt"))
-    assert _win_json.epoch_ms("2026/10/2 9:44:28") is None
+        _cim_processes.parse_cim_processes(captures.text(*START, "win32-process-format-list-creationdate-zh-cn-locale.txt"))
+    assert _convertto_json.epoch_ms("2026/10/2 9:44:28") is None
 
 
 @pytest.mark.parametrize("text, ms", [
@@ -47,7 +48,7 @@ def test_format_list_output_is_refused_its_dates_are_localized(captures):
     ("yesterday", None), (None, None), (1790077571033, None),
 ])
 def test_every_date_form_becomes_milliseconds_since_1970(text, ms):
-    assert _win_json.epoch_ms(text) == ms
+    assert _convertto_json.epoch_ms(text) == ms
 
 
 @pytest.mark.parametrize("name, pid, role", [
@@ -59,7 +60,7 @@ def test_every_date_form_becomes_milliseconds_since_1970(text, ms):
     ("dwm.exe", 2056, "dwm"), ("python.exe", 3124, None), ("csrss-helper.exe", 3125, None),
 ])
 def test_roles(name, pid, role):
-    assert _win_processes.role(name, pid) == role
+    assert _cim_processes.role(name, pid) == role
 
 
 def test_cim_rows_with_the_user_and_session_the_script_adds():
@@ -68,7 +69,7 @@ def test_cim_rows_with_the_user_and_session_the_script_adds():
                        {"ProcessId": 3124, "Name": "python.exe", "SessionId": 1, "User": "WS12\\alice",
                         "CreationDate": "/Date(1790077571033)/"},
                        {"Name": "no pid"}])
-    processes = _win_processes.parse_cim_processes(text)
+    processes = _cim_processes.parse_cim_processes(text)
     assert [(p["pid"], p["role"], p["session_id"], p["user"]) for p in processes] == [
         (9120, "vm", 0, None), (3124, None, 1, "WS12\\alice")]
 
@@ -76,4 +77,4 @@ def test_cim_rows_with_the_user_and_session_the_script_adds():
 @pytest.mark.parametrize("text", ["", "null", "[null]", "[\r\n    null\r\n]"])
 def test_an_empty_pipeline_in_every_form_powershell_writes_it_is_no_process(text):
     # Windows PowerShell 5.1: ConvertTo-Json -InputObject @($nothing) is [null]
-    assert _win_processes.parse_cim_processes(text) == []
+    assert _cim_processes.parse_cim_processes(text) == []

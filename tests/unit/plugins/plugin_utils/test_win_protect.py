@@ -1,13 +1,16 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_protect: the one answer to who may be ended on Windows, and every path that asks it (the walk, win_gpu_reset
+"""_who_may_end: the one answer to who may be ended on Windows, and every path that asks it (the walk, win_gpu_reset
 method=kill called on its own, restart_explorer, the tree a tree kill would take)."""
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_protect, _win_reset, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal, tree_refusal
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _who_may_end
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal, tree_refusal
 
 
 def test_refusals_name_the_process_and_what_would_allow_it():
@@ -72,7 +75,7 @@ def test_a_child_older_than_its_parent_id_is_no_child():
         # pid 100 once named another process: this one's parent exited, and the pid was handed out again
         200: {"pid": 200, "ppid": 100, "name": "lsass.exe", "creation_time_ms": 10},
     }
-    assert _win_protect.descendants(processes, processes[100]) == []
+    assert _who_may_end.descendants(processes, processes[100]) == []
     assert tree_refusal(processes, processes[100], Policy()) is None
 
 
@@ -80,32 +83,32 @@ def test_a_child_older_than_its_parent_id_is_no_child():
 
 def build(tmp_path, **scenario):
     root = str(tmp_path / "ws")
-    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12"}, **scenario)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12"}, **scenario)))
     return root
 
 
 def live(root):
-    return dict((p["pid"], p) for p in _win_sim.snapshot_of_state(root)["processes"])
+    return dict((p["pid"], p) for p in _simulated_node.snapshot_of_state(root)["processes"])
 
 
 @pytest.mark.parametrize("protect", [{"protect_names": ["RENDER"]}, {"protect_users": ["ws12\\ADA"]}])
 def test_win_gpu_reset_kill_called_on_its_own_leaves_protected_processes(tmp_path, protect):
     root = build(tmp_path, processes=[{"name": "render.exe", "memory_mib": 1024}])
-    holder = next(h for h in _win_snapshot.take(SimulatedNode(root))["holders"] if h["name"] == "render.exe")
+    holder = next(h for h in _node_snapshot.take(SimulatedNode(root))["holders"] if h["name"] == "render.exe")
     args = dict({"method": "kill", "holders": [holder]}, **protect)
-    predicted = _win_reset.run(SimulatedNode(root), args, check_mode=True)
-    done = _win_reset.run(SimulatedNode(root), args, check_mode=False)
+    predicted = _reset_dispatch.run(SimulatedNode(root), args, check_mode=True)
+    done = _reset_dispatch.run(SimulatedNode(root), args, check_mode=False)
     assert predicted["plan"] == done["plan"] and predicted["changed"] is done["changed"] is False
     assert done["processes"][0]["outcome"] == "refused" and done["processes"][0]["reason"].startswith("protected ")
     assert live(root)[holder["pid"]]["creation_time_ms"] == holder["creation_time_ms"]
-    assert not [e for e in _win_sim.snapshot_of_state(root)["command_log"] if e["argv"][0] == "taskkill"]
-    assert not _win_sim.snapshot_of_state(root).get("script_log")
+    assert not [e for e in _simulated_node.snapshot_of_state(root)["command_log"] if e["argv"][0] == "taskkill"]
+    assert not _simulated_node.snapshot_of_state(root).get("script_log")
 
 
 def test_win_gpu_reset_kill_refuses_a_tree_holding_a_protected_child(tmp_path):
     root = build(tmp_path, processes=[{"name": "python.exe", "memory_mib": 2048, "children": [{"name": "keeper.exe"}]}])
-    holder = next(h for h in _win_snapshot.take(SimulatedNode(root))["holders"] if h["name"] == "python.exe")
-    done = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": [holder], "protect_names": ["keeper"]}, check_mode=False)
+    holder = next(h for h in _node_snapshot.take(SimulatedNode(root))["holders"] if h["name"] == "python.exe")
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "kill", "holders": [holder], "protect_names": ["keeper"]}, check_mode=False)
     assert done["processes"][0]["outcome"] == "refused" and "keeper.exe" in done["processes"][0]["reason"]
     assert not done["changed"] and holder["pid"] in live(root)
 
@@ -113,7 +116,7 @@ def test_win_gpu_reset_kill_refuses_a_tree_holding_a_protected_child(tmp_path):
 def test_restart_explorer_leaves_a_protected_shell(tmp_path):
     root = build(tmp_path, processes=[{"name": "python.exe", "memory_mib": 64}])
     args = {"method": "restart_explorer", "user": "ada", "force": True, "protect_names": ["explorer"]}
-    done = _win_reset.run(SimulatedNode(root), args, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(root), args, check_mode=False)
     assert not done["changed"] and [s["outcome"] for s in done["sessions"]] == ["refused"]
 
 
@@ -121,5 +124,5 @@ def test_restart_explorer_leaves_a_protected_shell(tmp_path):
                                            ("protect_users", ["a\nb"])])
 def test_bad_protect_lists_are_refused_naming_the_option(tmp_path, option, value):
     root = build(tmp_path)
-    with pytest.raises(_win_reset.WinResetInputError, match=option):
-        _win_reset.run(SimulatedNode(root), {"method": "kill", option: value}, check_mode=False)
+    with pytest.raises(_reset_dispatch.WinResetInputError, match=option):
+        _reset_dispatch.run(SimulatedNode(root), {"method": "kill", option: value}, check_mode=False)

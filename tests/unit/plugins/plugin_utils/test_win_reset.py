@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_reset against the simulated Windows node: what each method plans, does and leaves, and its refusals.
+"""_reset_dispatch against the simulated Windows node: what each method plans, does and leaves, and its refusals.
 
 The one double here (DroppingNode) is the simulated node itself with a connection that breaks once after a command
 ran, as WinRM does when an adapter restart or a logoff cuts it.
@@ -12,13 +12,16 @@ from ansible.errors import AnsibleConnectionFailure
 
 from ansible_collections.gpuops.remediation.plugins.doc_fragments import win_journal
 from ansible_collections.gpuops.remediation.plugins.modules import win_gpu_reset
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_reset, _win_sim, _win_snapshot, _win_terminate
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import ConnectionDropped, SimulatedNode, WindowsNodeError
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _acting_step, _reset_dispatch, _end_by_handle
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _remote_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import ConnectionDropped, SimulatedNode, WindowsNodeError
 
 
 def build(tmp_path, name="ws", **scenario):
     root = str(tmp_path / name)
-    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12"}, **scenario)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12"}, **scenario)))
     return root
 
 
@@ -30,12 +33,12 @@ def busy(tmp_path):
 
 
 def holders(root, *names):
-    snapshot = _win_snapshot.take(SimulatedNode(root))
+    snapshot = _node_snapshot.take(SimulatedNode(root))
     return [h for h in snapshot["holders"] if not names or h["name"] in names]
 
 
 def live(root):
-    return dict((p["pid"], p) for p in _win_sim.snapshot_of_state(root)["processes"])
+    return dict((p["pid"], p) for p in _simulated_node.snapshot_of_state(root)["processes"])
 
 
 def alive(root, holder):
@@ -51,11 +54,11 @@ def would(lines):
 
 def test_check_mode_predicts_the_kill_plan_and_changes_nothing(busy):
     selected = holders(busy, "python.exe", "worker.exe", "render.exe")
-    before = _win_sim.snapshot_of_state(busy)["processes"]
-    predicted = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=True)
+    before = _simulated_node.snapshot_of_state(busy)["processes"]
+    predicted = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=True)
     assert predicted["changed"] and not predicted["failed"] and "snapshot_after" not in predicted
-    assert _win_sim.snapshot_of_state(busy)["processes"] == before
-    done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    assert _simulated_node.snapshot_of_state(busy)["processes"] == before
+    done = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
     assert done["changed"] and not done["failed"]
     assert would(predicted["plan"]) == done["plan"]
     assert done["plan"][0] == "ended pid %d python.exe (ada, session 1)" % selected[0]["pid"]
@@ -66,8 +69,8 @@ def test_check_mode_predicts_the_kill_plan_and_changes_nothing(busy):
 def test_the_killed_holders_are_gone_by_identity_and_their_memory_freed(busy):
     selected = holders(busy, "python.exe", "render.exe")
     worker = holders(busy, "worker.exe")[0]
-    used = _win_snapshot.take(SimulatedNode(busy))["gpus"][0]["memory_used_mib"]
-    done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    used = _node_snapshot.take(SimulatedNode(busy))["gpus"][0]["memory_used_mib"]
+    done = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
     assert not any(alive(busy, h) for h in selected)
     assert done["snapshot_after"]["gpus"][0]["memory_used_mib"] == used - 2048 - 512 - 1024
     assert [e["outcome"] for e in done["processes"]] == ["ended", "ended"]
@@ -76,18 +79,18 @@ def test_the_killed_holders_are_gone_by_identity_and_their_memory_freed(busy):
 
 def test_a_second_kill_changes_nothing(busy):
     selected = holders(busy, "python.exe")
-    assert _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)["changed"]
-    again = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    assert _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)["changed"]
+    again = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
     assert not again["changed"] and not again["failed"]
     assert again["plan"] == ["left pid %d python.exe: already gone" % selected[0]["pid"]]
 
 
 def test_a_reused_pid_is_left_alone(busy):
     selected = holders(busy, "python.exe")
-    newcomer = _win_sim.reuse_pid(busy, selected[0]["pid"], "notepad.exe")
+    newcomer = _simulated_node.reuse_pid(busy, selected[0]["pid"], "notepad.exe")
     assert newcomer["creation_time_ms"] != selected[0]["creation_time_ms"]
     for check_mode in (True, False):
-        done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=check_mode)
+        done = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=check_mode)
         assert not done["changed"] and not done["failed"]
         assert done["processes"][0]["outcome"] == "pid_reused"
         assert done["plan"][0].startswith("left pid %d python.exe: pid reused: pid %d is now notepad.exe" % (newcomer["pid"], newcomer["pid"]))
@@ -96,21 +99,21 @@ def test_a_reused_pid_is_left_alone(busy):
 
 
 def command_log(root):
-    return [entry["argv"] for entry in _win_sim.snapshot_of_state(root)["command_log"]]
+    return [entry["argv"] for entry in _simulated_node.snapshot_of_state(root)["command_log"]]
 
 
 def terminated(root):
     """The pids each terminate script call was given, in order (taskkill's argv are in command_log)."""
-    return [entry["parameters"]["ProcessIds"] for entry in _win_sim.snapshot_of_state(root).get("script_log", []) if entry["script"] == "terminate"]
+    return [entry["parameters"]["ProcessIds"] for entry in _simulated_node.snapshot_of_state(root).get("script_log", []) if entry["script"] == "terminate"]
 
 
 def test_protected_processes_the_wsl_vm_the_shell_and_dwm_are_never_given_to_taskkill(busy):
-    processes = _win_sim.snapshot_of_state(busy)["processes"]
+    processes = _simulated_node.snapshot_of_state(busy)["processes"]
     names = ("System", "smss.exe", "csrss.exe", "wininit.exe", "services.exe", "lsass.exe", "winlogon.exe", "dwm.exe",
              "explorer.exe", "vmmemWSL")
     selected = [{"pid": p["pid"], "creation_time_ms": p["creation_time_ms"], "name": p["name"]} for p in processes if p["name"] in names]
     assert len(selected) == 11  # csrss twice: session 0's and session 1's
-    done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
     assert not done["changed"] and not done["failed"]
     assert set(e["outcome"] for e in done["processes"]) == {"refused"}
     assert all(alive(busy, h) for h in selected)
@@ -123,13 +126,13 @@ def test_protected_processes_the_wsl_vm_the_shell_and_dwm_are_never_given_to_tas
 
 def test_dwm_only_with_allow_dwm(busy):
     dwm = holders(busy, "dwm.exe")
-    done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": dwm, "allow_dwm": True}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": dwm, "allow_dwm": True}, check_mode=False)
     assert done["changed"] and done["processes"][0]["outcome"] == "ended" and not alive(busy, dwm[0])
 
 
 def test_access_denied_is_a_failure_and_the_process_still_runs(busy):
     selected = holders(busy, "python.exe")
-    done = _win_reset.run(SimulatedNode(busy, user="bob"), {"method": "kill", "holders": selected}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(busy, user="bob"), {"method": "kill", "holders": selected}, check_mode=False)
     assert done["failed"] and not done["changed"]
     # OpenProcess's Win32 error 5, a number in every language
     assert done["processes"][0]["outcome"] == "failed" and done["processes"][0]["reason"] == "access_denied (Win32 error 5)"
@@ -138,12 +141,12 @@ def test_access_denied_is_a_failure_and_the_process_still_runs(busy):
 
 def test_creation_time_is_the_short_name_of_creation_time_ms(busy):
     selected = [{"pid": h["pid"], "creation_time": h["creation_time_ms"]} for h in holders(busy, "render.exe")]
-    done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": selected}, check_mode=False)
     assert done["changed"] and done["processes"][0]["outcome"] == "ended"
 
 
 def test_an_empty_selection_ends_nothing(busy):
-    done = _win_reset.run(SimulatedNode(busy), {"method": "kill", "holders": []}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(busy), {"method": "kill", "holders": []}, check_mode=False)
     assert not done["changed"] and done["plan"] == ["no holder selected: nothing to end"]
 
 
@@ -166,12 +169,12 @@ def test_an_empty_selection_ends_nothing(busy):
     ({"method": "kill", "colour": "red"}, "colour: not an option"),
 ])
 def test_bad_input_is_refused_naming_the_option_and_the_value_and_nothing_acts(busy, args, named):
-    before = _win_sim.snapshot_of_state(busy)["processes"]
-    with pytest.raises(_win_reset.WinResetInputError) as caught:
-        _win_reset.run(SimulatedNode(busy), args, check_mode=False)
+    before = _simulated_node.snapshot_of_state(busy)["processes"]
+    with pytest.raises(_reset_dispatch.WinResetInputError) as caught:
+        _reset_dispatch.run(SimulatedNode(busy), args, check_mode=False)
     assert named in str(caught.value)
     assert isinstance(caught.value, ValueError)
-    assert _win_sim.snapshot_of_state(busy)["processes"] == before
+    assert _simulated_node.snapshot_of_state(busy)["processes"] == before
     assert not [argv for argv in command_log(busy) if argv[0] in ("taskkill", "pnputil", "logoff") and len(argv) == 3 and argv[1] != "/enum-devices"]
     assert terminated(busy) == []
 
@@ -180,42 +183,42 @@ def test_bad_input_is_refused_naming_the_option_and_the_value_and_nothing_acts(b
 
 def test_the_adapter_of_a_stuck_gpu_is_restarted_and_a_second_run_changes_nothing(tmp_path):
     root = build(tmp_path, gpus=[{"ghost_mib": 900}, {"name": "NVIDIA RTX A4000"}])
-    predicted = _win_reset.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=True)
-    assert predicted["changed"] and _win_sim.snapshot_of_state(root)["gpus"][0]["restarts"] == 0
-    done = _win_reset.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=False)
+    predicted = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=True)
+    assert predicted["changed"] and _simulated_node.snapshot_of_state(root)["gpus"][0]["restarts"] == 0
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=False)
     assert done["changed"] and not done["failed"] and not done["reboot_required"]
     assert would(predicted["plan"]) == done["plan"]
     assert [e["outcome"] for e in done["adapters"]] == ["restarted", "not_needed"]
     assert done["adapters"][0]["display"] and "drives the display" in done["plan"][0]
-    state = _win_sim.snapshot_of_state(root)
+    state = _simulated_node.snapshot_of_state(root)
     assert [g["restarts"] for g in state["gpus"]] == [1, 0]
     restarts = [argv for argv in command_log(root) if argv[:2] == ["pnputil", "/restart-device"]]
     assert restarts == [["pnputil", "/restart-device", state["gpus"][0]["instance_id"]]]
     assert done["snapshot_after"]["gpus"][0]["unattributed_mib"] == 0
-    again = _win_reset.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=False)
+    again = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=False)
     assert not again["changed"] and not again["failed"]
 
 
 @pytest.mark.parametrize("key", ["index", "uuid", "pci_bus_id", "short_bus_id"])
 def test_the_gpu_is_chosen_by_index_uuid_or_bus_id(tmp_path, key):
     root = build(tmp_path, gpus=[{"ghost_mib": 900}, {"name": "NVIDIA RTX A4000", "ghost_mib": 700}])
-    gpu = _win_snapshot.take(SimulatedNode(root))["gpus"][1]
+    gpu = _node_snapshot.take(SimulatedNode(root))["gpus"][1]
     wanted = {"index": 1, "uuid": gpu["uuid"].lower(), "pci_bus_id": gpu["pci_bus_id"], "short_bus_id": gpu["pci_bus_id"][9:]}[key]
-    done = _win_reset.run(SimulatedNode(root), {"method": "restart_adapter", "gpu": wanted}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_adapter", "gpu": wanted}, check_mode=False)
     assert [e["gpu"] for e in done["adapters"]] == [1] and done["adapters"][0]["outcome"] == "restarted"
-    assert [g["restarts"] for g in _win_sim.snapshot_of_state(root)["gpus"]] == [0, 1]
+    assert [g["restarts"] for g in _simulated_node.snapshot_of_state(root)["gpus"]] == [0, 1]
 
 
 def test_force_restarts_a_gpu_that_does_not_need_it(tmp_path):
     root = build(tmp_path)
-    assert not _win_reset.run(SimulatedNode(root), {"method": "restart_adapter", "gpu": 0}, check_mode=False)["changed"]
-    forced = _win_reset.run(SimulatedNode(root), {"method": "restart_adapter", "gpu": 0, "force": True}, check_mode=False)
+    assert not _reset_dispatch.run(SimulatedNode(root), {"method": "restart_adapter", "gpu": 0}, check_mode=False)["changed"]
+    forced = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_adapter", "gpu": 0, "force": True}, check_mode=False)
     assert forced["changed"] and "(force=true)" in forced["plan"][0]
 
 
 def test_exit_3010_is_reboot_required_changed_not_failed(tmp_path):
     root = build(tmp_path, gpus=[{"ghost_mib": 900, "restart_needs_reboot": True}])
-    done = _win_reset.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_adapter"}, check_mode=False)
     assert done["changed"] and not done["failed"] and done["reboot_required"]
     assert done["adapters"][0]["rc"] == 3010 and done["adapters"][0]["outcome"] == "reboot_required"
     assert "pending a reboot (exit 3010)" in done["plan"][0]
@@ -249,12 +252,12 @@ class DroppingNode(SimulatedNode):
 def test_tolerating_drop_waits_with_a_backoff_reconnects_and_lets_the_node_decide(tmp_path):
     root = build(tmp_path)
     node, sleeps = DroppingNode(root, ["pnputil", "/restart-device"], down=3), []
-    instance = _win_sim.snapshot_of_state(root)["gpus"][0]["instance_id"]
-    answer, dropped = _win_act.tolerating_drop(node, lambda: node.command(["pnputil", "/restart-device", instance]), "a restart",
-                                               timeout=600, sleep=sleeps.append)
+    instance = _simulated_node.snapshot_of_state(root)["gpus"][0]["instance_id"]
+    answer, dropped = _acting_step.tolerating_drop(node, lambda: node.command(["pnputil", "/restart-device", instance]), "a restart",
+                                                   timeout=600, sleep=sleeps.append)
     assert (answer, dropped) == (None, True)
     assert sleeps == [1, 2, 4, 8] and node.reconnects == 4
-    assert _win_sim.snapshot_of_state(root)["gpus"][0]["restarts"] == 1
+    assert _simulated_node.snapshot_of_state(root)["gpus"][0]["restarts"] == 1
 
 
 def test_tolerating_drop_gives_up_after_the_timeout(tmp_path):
@@ -265,20 +268,20 @@ def test_tolerating_drop_gives_up_after_the_timeout(tmp_path):
         now[0] += seconds
 
     with pytest.raises(WindowsNodeError, match="did not answer again within 30 s"):
-        _win_act.tolerating_drop(node, lambda: node.command(["quser"]), "a logoff", timeout=30, sleep=sleep, clock=lambda: now[0])
+        _acting_step.tolerating_drop(node, lambda: node.command(["quser"]), "a logoff", timeout=30, sleep=sleep, clock=lambda: now[0])
     assert 30 <= now[0] < 31
 
 
 def test_an_answer_without_a_drop_is_returned_as_is(tmp_path):
     root = build(tmp_path)
-    answer, dropped = _win_act.tolerating_drop(SimulatedNode(root), lambda: "answer", "nothing", timeout=1, sleep=pytest.fail)
+    answer, dropped = _acting_step.tolerating_drop(SimulatedNode(root), lambda: "answer", "nothing", timeout=1, sleep=pytest.fail)
     assert (answer, dropped) == ("answer", False)
 
 
 def test_an_adapter_restart_that_drops_the_connection_is_judged_by_the_node_afterwards(tmp_path):
     root = build(tmp_path, gpus=[{"ghost_mib": 900}])
     node, sleeps = DroppingNode(root, ["pnputil", "/restart-device"]), []
-    done = _win_reset.run(node, {"method": "restart_adapter"}, check_mode=False, sleep=sleeps.append)
+    done = _reset_dispatch.run(node, {"method": "restart_adapter"}, check_mode=False, sleep=sleeps.append)
     assert done["connection_dropped"] and done["changed"] and not done["failed"]
     assert done["adapters"][0]["outcome"] == "restarted" and done["adapters"][0]["rc"] is None
     assert done["adapters"][0]["reboot_required"] is None and not done["reboot_required"]
@@ -288,7 +291,7 @@ def test_an_adapter_restart_that_drops_the_connection_is_judged_by_the_node_afte
 def test_a_logoff_that_drops_the_connection_is_judged_by_quser_afterwards(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada"}, {"user": "bob", "session_name": "rdp-tcp#0"}])
     node = DroppingNode(root, ["logoff"])
-    done = _win_reset.run(node, {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False, sleep=lambda seconds: None)
+    done = _reset_dispatch.run(node, {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False, sleep=lambda seconds: None)
     assert done["connection_dropped"] and done["changed"] and not done["failed"]
     assert [s["user"] for s in done["snapshot_after"]["sessions"]] == ["bob"]
 
@@ -313,7 +316,7 @@ def test_the_real_path_turns_a_broken_connection_into_connection_dropped():
             raise AnsibleConnectionFailure("winrm: Connection reset by peer")
 
     action = Action()
-    node = _win_node.TargetNode(action, {})
+    node = _remote_node.TargetNode(action, {})
     with pytest.raises(ConnectionDropped, match="Connection reset by peer"):
         node.command(["pnputil", "/restart-device", "PCI\\VEN_10DE&DEV_1E81\\4&1"])
     node.reconnect()
@@ -325,21 +328,21 @@ def test_the_real_path_turns_a_broken_connection_into_connection_dropped():
 def test_logoff_finds_the_session_by_user_case_and_domain_ignored(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada"}, {"user": "bob", "session_name": "rdp-tcp#0"}],
                  processes=[{"name": "python.exe", "memory_mib": 2048}])
-    predicted = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "WS12\\ADA"}, check_mode=True)
-    assert predicted["changed"] and len(_win_sim.snapshot_of_state(root)["sessions"]) == 2
+    predicted = _reset_dispatch.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "WS12\\ADA"}, check_mode=True)
+    assert predicted["changed"] and len(_simulated_node.snapshot_of_state(root)["sessions"]) == 2
     assert predicted["plan"] == ["would log off session 1 of ada (console) with logoff 1"]
-    done = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "WS12\\ADA"}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "WS12\\ADA"}, check_mode=False)
     assert done["changed"] and not done["failed"]
     assert done["plan"] == ["logged off session 1 of ada (console) with logoff 1"]
     assert [s["user"] for s in done["snapshot_after"]["sessions"]] == ["bob"]
     assert not [h for h in done["snapshot_after"]["holders"] if h.get("session_id") == 1]
-    again = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False)
+    again = _reset_dispatch.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert not again["changed"] and not again["failed"] and again["plan"] == ["no session of ada: nothing to log off"]
 
 
 def test_session_0_is_never_logged_off(tmp_path):
     root = build(tmp_path, sessions=[{"user": "svc", "id": 0, "session_name": "services"}])
-    done = _win_reset.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "svc"}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "logoff", "allow_dwm": True, "user": "svc"}, check_mode=False)
     assert not done["changed"] and done["sessions"][0]["outcome"] == "refused"
     assert "services' session" in done["plan"][0]
     assert not [argv for argv in command_log(root) if argv[0] == "logoff"]
@@ -347,7 +350,7 @@ def test_session_0_is_never_logged_off(tmp_path):
 
 def test_a_logoff_windows_refuses_is_a_failure(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada"}, {"user": "bob"}], administrators=["root"])
-    done = _win_reset.run(SimulatedNode(root, user="bob"), {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(root, user="bob"), {"method": "logoff", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert done["failed"] and not done["changed"] and "Access is denied" in done["msg"]
 
 
@@ -356,9 +359,9 @@ def test_a_logoff_windows_refuses_is_a_failure(tmp_path):
 def test_the_shell_that_holds_gpu_memory_is_ended_alone_and_comes_back(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 300}], processes=[{"name": "python.exe"}])
     old = holders(root, "explorer.exe")[0]
-    predicted = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=True)
+    predicted = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=True)
     assert predicted["changed"] and alive(root, old)
-    done = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=False)
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert done["changed"] and not done["failed"]
     entry = done["sessions"][0]
     assert entry["outcome"] == "restarted" and entry["gpu_memory_mib"] == 300
@@ -366,14 +369,14 @@ def test_the_shell_that_holds_gpu_memory_is_ended_alone_and_comes_back(tmp_path)
     assert entry["explorer_after"] and entry["explorer_after"][0]["pid"] != old["pid"]
     assert [old["pid"]] in terminated(root)  # alone: no tree
     assert holders(root, "python.exe")
-    again = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=False)
+    again = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}, check_mode=False)
     assert not again["changed"] and again["sessions"][0]["outcome"] == "not_needed"
 
 
 def test_a_shell_windows_does_not_start_again_is_a_failure_that_says_what_to_do(tmp_path):
     root = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 300}], auto_restart_shell=False)
-    done = _win_reset.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada", "shell_timeout": 0}, check_mode=False,
-                          sleep=pytest.fail)
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "restart_explorer", "allow_dwm": True, "user": "ada", "shell_timeout": 0}, check_mode=False,
+                               sleep=pytest.fail)
     assert done["failed"] and done["changed"]
     assert "AutoRestartShell" in done["msg"] and "Task Manager" in done["msg"]
 
@@ -383,8 +386,8 @@ def test_a_shell_windows_does_not_start_again_is_a_failure_that_says_what_to_do(
 def test_the_doc_only_module_documents_the_options_the_plugin_checks():
     doc = yaml.safe_load(win_gpu_reset.DOCUMENTATION)["options"]
     doc.update(yaml.safe_load(win_journal.ModuleDocFragment.DOCUMENTATION)["options"])  # its extends_documentation_fragment
-    assert set(doc) == set(_win_reset.WIN_RESET_ARGUMENT_SPEC)
-    for name, spec in _win_reset.WIN_RESET_ARGUMENT_SPEC.items():
+    assert set(doc) == set(_reset_dispatch.WIN_RESET_ARGUMENT_SPEC)
+    for name, spec in _reset_dispatch.WIN_RESET_ARGUMENT_SPEC.items():
         assert doc[name]["type"] == spec["type"], name
         assert doc[name].get("choices") == spec.get("choices"), name
         assert doc[name].get("default") == spec.get("default"), name
@@ -397,13 +400,13 @@ class ReusedBeforeTheEnd(SimulatedNode):
 
     def powershell(self, name, parameters=None, read_only=True):
         if name == "terminate" and (parameters or {}).get("ProcessIds"):
-            _win_sim.reuse_pid(self.root, parameters["ProcessIds"][-1], "notepad.exe")
+            _simulated_node.reuse_pid(self.root, parameters["ProcessIds"][-1], "notepad.exe")
         return super().powershell(name, parameters, read_only)
 
 
 def test_a_pid_reused_between_the_check_and_the_end_is_never_ended(busy):
     selected = holders(busy, "render.exe")
-    done = _win_reset.run(ReusedBeforeTheEnd(busy), {"method": "kill", "holders": selected}, check_mode=False)
+    done = _reset_dispatch.run(ReusedBeforeTheEnd(busy), {"method": "kill", "holders": selected}, check_mode=False)
     newcomer = live(busy)[selected[0]["pid"]]
     assert newcomer["name"] == "notepad.exe" and newcomer["creation_time_ms"] != selected[0]["creation_time_ms"]
     entry = done["processes"][0]
@@ -416,12 +419,12 @@ def test_where_add_type_is_refused_each_member_of_the_tree_is_held_and_ended_alo
                  processes=[{"name": "python.exe", "memory_mib": 2048, "children": [{"name": "worker.exe", "memory_mib": 512}]}])
     selected = holders(root, "python.exe")
     child = holders(root, "worker.exe")[0]
-    predicted = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=True)
-    done = _win_reset.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=False)
+    predicted = _reset_dispatch.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=True)
+    done = _reset_dispatch.run(SimulatedNode(root), {"method": "kill", "holders": selected}, check_mode=False)
     assert would(predicted["plan"]) == done["plan"] and predicted["ended_pids"] == done["ended_pids"] == sorted([selected[0]["pid"], child["pid"]])
-    assert done["plan"][0].endswith(_win_terminate.HELD_WORDS) and "could not be compiled" in done["processes"][0]["taskkill"]["message"]
+    assert done["plan"][0].endswith(_end_by_handle.HELD_WORDS) and "could not be compiled" in done["processes"][0]["taskkill"]["message"]
     # each member by its pid and creation time, deepest first, compared on a held handle; never taskkill /T
-    held = [entry["parameters"] for entry in _win_sim.snapshot_of_state(root)["script_log"] if entry["script"] == "terminate_held"]
+    held = [entry["parameters"] for entry in _simulated_node.snapshot_of_state(root)["script_log"] if entry["script"] == "terminate_held"]
     assert held == [{"ProcessIds": [child["pid"], selected[0]["pid"]],
                      "CreationTimesMs": [child["creation_time_ms"], selected[0]["creation_time_ms"]]}]
     assert [argv for argv in command_log(root) if argv[0] == "taskkill"] == [

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_scripts: every constant PowerShell script read by a real PowerShell grammar (tree-sitter-powershell): it
+"""_powershell_scripts: every constant PowerShell script read by a real PowerShell grammar (tree-sitter-powershell): it
 parses without an ERROR or MISSING node, uses its parameters only as variables (never inside a string that expands,
 never as a command to call), and runs no text as code (no Invoke-Expression, no [scriptblock]::Create, no & or . on
 data, Add-Type only from a literal)."""
@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_scripts
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _powershell_scripts
 
 from .powershell_grammar import DYNAMIC_COMMANDS, Script
 
-NAMES = sorted(_win_scripts.SCRIPTS)
+NAMES = sorted(_powershell_scripts.SCRIPTS)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_script_parses_without_an_error_or_a_missing_node(name):
-    assert Script(_win_scripts.SCRIPTS[name]).errors() == []
+    assert Script(_powershell_scripts.SCRIPTS[name]).errors() == []
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_parameters_are_used_as_variables_only(name):
-    script = Script(_win_scripts.SCRIPTS[name])
+    script = Script(_powershell_scripts.SCRIPTS[name])
     for parameter in script.parameters():
         uses = script.variables(parameter)
         assert uses, "%s declares $%s and never uses it" % (name, parameter)
@@ -36,7 +36,7 @@ def test_parameters_are_used_as_variables_only(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_no_text_runs_as_code(name):
-    script = Script(_win_scripts.SCRIPTS[name])
+    script = Script(_powershell_scripts.SCRIPTS[name])
     assert not DYNAMIC_COMMANDS & set(script.command_names()), name
     assert script.invocation_operators() == [], name
     assert not [call for call in script.static_calls() if call.endswith("::create") and "scriptblock" in call], name

@@ -3,7 +3,7 @@
 """A Windows service's process (Win32_Service.ProcessId, read by the processes script through CIM) is never ended
 unless allow_daemons - as a Linux daemon known from the init system - the refusal naming the service and the option;
 where Win32_Service could not be read, a session-0 process is refused the same way (fails closed). One home:
-_win_protect.refusal (service_refusal), asked by the walk, win_gpu_reset method=kill on its own and the tree check.
+_who_may_end.refusal (service_refusal), asked by the walk, win_gpu_reset method=kill on its own and the tree check.
 
 On the simulated node and through the real-host path (TargetNode whose module calls the simulated node answers), check
 mode first and equal to the run; and on TargetNode answered with the processes script's rows as Windows PowerShell 5.1
@@ -15,9 +15,13 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_processes, _win_reset, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal, tree_refusal
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _acting_step, _reset_dispatch
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _remote_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _cim_processes
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal, tree_refusal
 
 from .test_win_facts import HostAction as ScriptAnswers
 from .test_win_wsl_rung import target, walk
@@ -40,14 +44,14 @@ def row(pid, name, services, session=0, ppid=700, created_ms=5000, user="NT AUTH
     ([], []), (None, None), ("missing", None),
 ])
 def test_the_services_a_process_runs_as_convertto_json_writes_them(services, expected):
-    [process] = _win_processes.parse_cim_processes(json.dumps([row(2480, "NVDisplay.Container.exe", services)]))
+    [process] = _cim_processes.parse_cim_processes(json.dumps([row(2480, "NVDisplay.Container.exe", services)]))
     assert process["services"] == expected
 
 
 def host_list(rows):
     text = json.dumps(rows, indent=4).replace("\\\\/", "\\/")
     answer = {"processes": text, "own_pid": 9999, "winlogon_shell": "explorer.exe", "system_root": "C:\\Windows"}
-    return _win_act.process_list(_win_node.TargetNode(ScriptAnswers({}, {"processes": answer}), {}))
+    return _acting_step.process_list(_remote_node.TargetNode(ScriptAnswers({}, {"processes": answer}), {}))
 
 
 def test_a_services_process_is_refused_naming_the_service_and_the_option():
@@ -92,18 +96,18 @@ SCENARIO = {"hostname": "WS12", "sessions": [{"user": "ada"}], "administrators":
 
 def node(tmp_path, real_host, **scenario):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict(SCENARIO, **scenario)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict(SCENARIO, **scenario)))
     return root, (target(root) if real_host else SimulatedNode(root, "ada"))
 
 
 def container(root):
-    return [p["pid"] for p in _win_sim.snapshot_of_state(root)["processes"] if p["name"] == "NVDisplay.Container.exe"]
+    return [p["pid"] for p in _simulated_node.snapshot_of_state(root)["processes"] if p["name"] == "NVDisplay.Container.exe"]
 
 
 @pytest.mark.parametrize("real_host", [False, True])
 def test_the_kill_rung_leaves_a_services_process_saying_what_would_allow_it(tmp_path, real_host):
     root, host = node(tmp_path, real_host)
-    [holder] = [h for h in _win_snapshot.take(host)["holders"] if h["name"] == "NVDisplay.Container.exe"]
+    [holder] = [h for h in _node_snapshot.take(host)["holders"] if h["name"] == "NVDisplay.Container.exe"]
     assert holder["class"] == "compute" and holder["services"] == [SERVICE]
     planned = walk(host, check_mode=True, max_rung="kill")
     done = walk(host, max_rung="kill")
@@ -118,7 +122,7 @@ def test_the_kill_rung_leaves_a_services_process_saying_what_would_allow_it(tmp_
 @pytest.mark.parametrize("real_host", [False, True])
 def test_with_allow_daemons_the_kill_rung_ends_it(tmp_path, real_host):
     root, host = node(tmp_path, real_host)
-    [holder] = [h for h in _win_snapshot.take(host)["holders"] if h["name"] == "NVDisplay.Container.exe"]
+    [holder] = [h for h in _node_snapshot.take(host)["holders"] if h["name"] == "NVDisplay.Container.exe"]
     planned = walk(host, check_mode=True, max_rung="kill", allow_daemons=True)
     done = walk(host, max_rung="kill", allow_daemons=True)
     assert planned["rungs_tried"][0]["plan"] == ["would end pid %s NVDisplay.Container.exe (SYSTEM, session 0)" % holder["pid"]]
@@ -130,10 +134,10 @@ def test_with_allow_daemons_the_kill_rung_ends_it(tmp_path, real_host):
 @pytest.mark.parametrize("allow", [False, True])
 def test_win_gpu_reset_kill_on_its_own_asks_the_same_rule(tmp_path, allow):
     root, host = node(tmp_path, True)
-    [holder] = [h for h in _win_snapshot.take(host)["holders"] if h["name"] == "NVDisplay.Container.exe"]
+    [holder] = [h for h in _node_snapshot.take(host)["holders"] if h["name"] == "NVDisplay.Container.exe"]
     args = {"method": "kill", "holders": [{"pid": holder["pid"], "creation_time_ms": holder["creation_time_ms"]}], "allow_daemons": allow}
-    predicted = _win_reset.run(host, args, check_mode=True)
-    done = _win_reset.run(host, args, check_mode=False)
+    predicted = _reset_dispatch.run(host, args, check_mode=True)
+    done = _reset_dispatch.run(host, args, check_mode=False)
     assert predicted["changed"] == done["changed"] == allow
     assert [p["outcome"].replace("would_end", "ended") for p in predicted["processes"]] == [p["outcome"] for p in done["processes"]]
     if allow:

@@ -1,16 +1,16 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_sessions: quser on the captures in fixtures/windows/quser, with and without a header."""
+"""_interactive_sessions: quser on the captures in fixtures/windows/quser, with and without a header."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sessions
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _interactive_sessions
 
 
 def sessions(captures, name):
-    result = _win_sessions.parse_quser(captures.text("windows", "quser", name), 0)
+    result = _interactive_sessions.parse_quser(captures.text("windows", "quser", name), 0)
     assert result.status == "ok" and result.message is None
     return result.sessions
 
@@ -38,46 +38,46 @@ def test_rdp_sessions_without_a_header(captures, name, idle):
 
 def test_nobody_logged_on_exits_1_with_a_line_on_stderr(captures):
     line = captures.text("windows", "quser", "no-user-exists-stderr.txt")
-    assert _win_sessions.parse_quser("", 1, line) == ("ok", [], "No User exists for *")
-    assert _win_sessions.parse_quser(line, 1) == ("ok", [], "No User exists for *")  # streams merged
+    assert _interactive_sessions.parse_quser("", 1, line) == ("ok", [], "No User exists for *")
+    assert _interactive_sessions.parse_quser(line, 1) == ("ok", [], "No User exists for *")  # streams merged
 
 
 @pytest.mark.parametrize("line", ["Kein Benutzer für * vorhanden.", "Aucun utilisateur pour *", "没有 * 的用户", ""])
 def test_nobody_is_the_exit_status_whatever_the_language(line):
-    assert _win_sessions.parse_quser("", 1, line + "\n") == ("ok", [], line or None)
+    assert _interactive_sessions.parse_quser("", 1, line + "\n") == ("ok", [], line or None)
 
 
 @pytest.mark.parametrize("line", ["Error 0x000006BA enumerating sessionnames", "Fehler [1722]:Der RPC-Server ist nicht verfügbar."])
 def test_an_error_number_with_exit_1_is_no_answer(line):
-    assert _win_sessions.parse_quser("", 1, line).status == "unrecognised"
+    assert _interactive_sessions.parse_quser("", 1, line).status == "unrecognised"
 
 
 def test_a_localized_header_and_states_still_give_the_rows():
     text = (" BENUTZERNAME          SITZUNGSNAME       ID  STATUS  LEERLAUF   ANMELDEZEIT\n"
             ">alice                 console             1  Aktiv      Kein   14.06.2021 11:35\n"
             " bob                                       3  Getr.         5   14.06.2021 09:02\n")
-    result = _win_sessions.parse_quser(text, 0)
+    result = _interactive_sessions.parse_quser(text, 0)
     assert result.status == "ok"
     assert [(s["user"], s["session_name"], s["id"], s["state"]) for s in result.sessions] == [
         ("alice", "console", 1, "Aktiv"), ("bob", None, 3, "Getr.")]
 
 
 def test_other_text_is_unrecognised():
-    assert _win_sessions.parse_quser("Error 0x000006BA enumerating sessionnames\n", 1).status == "unrecognised"
-    assert _win_sessions.parse_quser("something\nelse\n", 0).status == "unrecognised"
+    assert _interactive_sessions.parse_quser("Error 0x000006BA enumerating sessionnames\n", 1).status == "unrecognised"
+    assert _interactive_sessions.parse_quser("something\nelse\n", 0).status == "unrecognised"
 
 
 def test_sessions_of_a_user_ignore_case_domain_and_the_20_character_cut(captures):
     found = sessions(captures, "rdp-sessions-ws2008r2-no-header.txt")
-    assert [s["id"] for s in _win_sessions.sessions_of(found, "CORP\\User2")] == [42]
+    assert [s["id"] for s in _interactive_sessions.sessions_of(found, "CORP\\User2")] == [42]
     long_name = [{"user": "a-very-long-username", "id": 7}]
-    assert _win_sessions.sessions_of(long_name, "a-very-long-username-2") == long_name
-    assert _win_sessions.sessions_of(found, "user") == []
+    assert _interactive_sessions.sessions_of(long_name, "a-very-long-username-2") == long_name
+    assert _interactive_sessions.sessions_of(found, "user") == []
 
 
 def test_logoff_argv():
-    assert _win_sessions.logoff_argv(42) == ["logoff", "42"]
-    assert _win_sessions.quser_argv() == ["quser"]
+    assert _interactive_sessions.logoff_argv(42) == ["logoff", "42"]
+    assert _interactive_sessions.quser_argv() == ["quser"]
     for bad in (-1, True, "42", None):
         with pytest.raises(ValueError, match="not a session id"):
-            _win_sessions.logoff_argv(bad)
+            _interactive_sessions.logoff_argv(bad)

@@ -3,8 +3,8 @@
 """The user's shell is the process whose image path is Winlogon's Shell (HKLM ...\\Winlogon, Shell, resolved under
 %SystemRoot%: %SystemRoot%\\explorer.exe by default), compared as a path (any case, normalized), never by name: a
 program at C:\\Users\\ada\\Downloads\\explorer.exe holding the GPU is an ordinary program - the kill rung ends it and
-restart_explorer never does. One function decides (_win_processes.is_shell / shell_match); _win_protect.refusal,
-_win_shell, _win_ladder.is_shell and the simulation's Winlogon ask it.
+restart_explorer never does. One function decides (_cim_processes.is_shell / shell_match); _who_may_end.refusal,
+_explorer_restart, _windows_walk.is_shell and the simulation's Winlogon ask it.
 
 On the simulated node and through the real-host path (TargetNode whose module calls the simulated node answers), check
 mode first and equal to the run; and on TargetNode answered with the processes script's answer as Windows PowerShell 5.1
@@ -16,10 +16,14 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_act, _win_node, _win_processes, _win_reset, _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import is_shell as ladder_is_shell
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_protect import Policy, refusal
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _acting_step, _reset_dispatch
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _remote_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _cim_processes
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import is_shell as ladder_is_shell
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal
 
 from .test_win_facts import HostAction as ScriptAnswers
 from .test_win_wsl_rung import target, walk
@@ -41,7 +45,7 @@ FAKE = "C:\\Users\\ada\\Downloads\\explorer.exe"
     ("explorer.exe", None, None),
 ])
 def test_the_shell_image_is_winlogons_shell_resolved_under_systemroot(value, root, image):
-    assert _win_processes.shell_image(value, root) == image
+    assert _cim_processes.shell_image(value, root) == image
 
 
 @pytest.mark.parametrize("name, path, expected", [
@@ -56,7 +60,7 @@ def test_the_shell_image_is_winlogons_shell_resolved_under_systemroot(value, roo
     ("python.exe", None, False),
 ])
 def test_the_shell_is_matched_by_its_image_path_never_its_name(name, path, expected):
-    assert _win_processes.shell_match(name, path, _win_processes.shell_image("explorer.exe", "C:\\Windows")) is expected
+    assert _cim_processes.shell_match(name, path, _cim_processes.shell_image("explorer.exe", "C:\\Windows")) is expected
 
 
 def test_one_answer_for_the_refusal_the_ladder_and_restart_explorer():
@@ -79,7 +83,7 @@ def ps51(pid, name, path, created_ms, session=1, user="WS12\\ada"):
 def host_list(rows, **facts):
     text = json.dumps(rows, indent=4).replace("\\\\/", "\\/")
     answer = dict({"processes": text, "own_pid": 9999}, **facts)
-    return _win_act.process_list(_win_node.TargetNode(ScriptAnswers({}, {"processes": answer}), {}))
+    return _acting_step.process_list(_remote_node.TargetNode(ScriptAnswers({}, {"processes": answer}), {}))
 
 
 ROWS = [ps51(4100, "explorer.exe", "C:\\WINDOWS\\Explorer.EXE", 1000), ps51(4200, "explorer.exe", FAKE, 2000),
@@ -111,18 +115,18 @@ SCENARIO = {"hostname": "WS12", "sessions": [{"user": "ada", "explorer_memory_mi
 
 def node(tmp_path, real_host, **scenario):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict(SCENARIO, **scenario)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict(SCENARIO, **scenario)))
     return root, (target(root) if real_host else SimulatedNode(root, "ada"))
 
 
 def explorers(root):
-    return sorted((p["pid"], p["image_path"]) for p in _win_sim.snapshot_of_state(root)["processes"] if p["name"] == "explorer.exe")
+    return sorted((p["pid"], p["image_path"]) for p in _simulated_node.snapshot_of_state(root)["processes"] if p["name"] == "explorer.exe")
 
 
 @pytest.mark.parametrize("real_host", [False, True])
 def test_the_kill_rung_ends_a_program_named_explorer_and_leaves_the_shell(tmp_path, real_host):
     root, host = node(tmp_path, real_host)
-    [fake] = [h for h in _win_snapshot.take(host)["holders"] if h["image_path"] == FAKE]
+    [fake] = [h for h in _node_snapshot.take(host)["holders"] if h["image_path"] == FAKE]
     assert fake["shell"] is False and fake["class"] == "compute"
     [shell] = [pid for pid, path in explorers(root) if path != FAKE]
     planned = walk(host, check_mode=True, max_rung="kill")
@@ -141,8 +145,8 @@ def test_restart_explorer_never_ends_a_program_named_explorer(tmp_path, real_hos
     before = explorers(root)
     [shell] = [pid for pid, path in before if path != FAKE]
     args = {"method": "restart_explorer", "allow_dwm": True, "user": "ada"}
-    predicted = _win_reset.run(host, args, check_mode=True)
-    done = _win_reset.run(host, args, check_mode=False)
+    predicted = _reset_dispatch.run(host, args, check_mode=True)
+    done = _reset_dispatch.run(host, args, check_mode=False)
     for result in (predicted, done):
         [entry] = result["sessions"]
         assert [s["pid"] for s in entry["explorer_before"]] == [shell] and entry["gpu_memory_mib"] == 300
@@ -153,7 +157,7 @@ def test_restart_explorer_never_ends_a_program_named_explorer(tmp_path, real_hos
 
 def test_winlogon_restarts_only_its_shell_in_the_simulation(tmp_path):
     root, host = node(tmp_path, False)
-    [fake] = [h for h in _win_snapshot.take(host)["holders"] if h["image_path"] == FAKE]
-    done = _win_reset.run(host, {"method": "kill", "holders": [{"pid": fake["pid"], "creation_time_ms": fake["creation_time_ms"]}]},
-                          check_mode=False)
+    [fake] = [h for h in _node_snapshot.take(host)["holders"] if h["image_path"] == FAKE]
+    done = _reset_dispatch.run(host, {"method": "kill", "holders": [{"pid": fake["pid"], "creation_time_ms": fake["creation_time_ms"]}]},
+                               check_mode=False)
     assert done["ended_pids"] == [fake["pid"]] and [p for p, path in explorers(root) if path == FAKE] == []

@@ -1,12 +1,12 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_win_taskkill: the argv and what the captures in fixtures/windows/taskkill say happened."""
+"""_taskkill_tree: the argv and what the captures in fixtures/windows/taskkill say happened."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_taskkill import parse_taskkill, taskkill_argv
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools._taskkill_tree import parse_taskkill, taskkill_argv
 
 
 def outcome(captures, name, rc, pid):

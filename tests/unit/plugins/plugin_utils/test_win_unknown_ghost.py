@@ -13,9 +13,10 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _verdict
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim, _win_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_outcome import outcome_status
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import outcome_status
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 
 from .test_ladder import options as linux_options
 from .test_win_wsl_rung import options as windows_options
@@ -27,7 +28,7 @@ BUS = "00000000:01:00.0"
 def wddm_gpu(used=6000, **extra):
     gpu = dict({"index": 0, "pci_bus_id": BUS, "memory_used_mib": used, "driver_model": "WDDM", "processes": [], "luid": None},
                **extra)
-    ghost = _win_snapshot.ghost_memory(gpu, extra.get("adapter_bytes"))
+    ghost = _node_snapshot.ghost_memory(gpu, extra.get("adapter_bytes"))
     gpu.update(unattributed_mib=ghost["ghost_mib"], ghost_reason=ghost["reason"])
     gpu["state"] = _verdict.gpu_state(gpu, [], 256, {"ok": True})
     return gpu
@@ -132,7 +133,7 @@ SCENARIO = {"hostname": "WS12", "adapter_memory_counters": False, "gpus": [{"gho
 
 def node(tmp_path, real_host):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict(SCENARIO)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict(SCENARIO)))
     return target(root) if real_host else SimulatedNode(root, "ada")
 
 
@@ -140,8 +141,8 @@ def node(tmp_path, real_host):
 def test_the_walk_on_a_wddm_gpu_without_counters_says_undetermined_and_changes_nothing(tmp_path, real_host):
     host = node(tmp_path, real_host)
     root = str(tmp_path / "ws12")
-    before = _win_sim.snapshot_of_state(root)
-    snapshot = _win_snapshot.take(host)
+    before = _simulated_node.snapshot_of_state(root)
+    snapshot = _node_snapshot.take(host)
     [gpu] = snapshot["gpus"]
     assert gpu["state"] == "unknown" and gpu["unattributed_mib"] is None and not snapshot["probes"]["adapter_memory"]["ok"]
     planned = walk(host, check_mode=True, max_rung="reboot", allow_reboot=True)
@@ -151,7 +152,7 @@ def test_the_walk_on_a_wddm_gpu_without_counters_says_undetermined_and_changes_n
         assert outcome["status"] == "undetermined" and outcome["rungs_tried"] == [] and outcome["entry_rung"] == "none"
         assert "clean" not in outcome["msg"] and "GPU Adapter Memory" in outcome["msg"]
     assert (planned["msg"], planned["reasons"]) == (done["msg"], done["reasons"])
-    after = _win_sim.snapshot_of_state(root)
+    after = _simulated_node.snapshot_of_state(root)
     assert after["gpus"] == before["gpus"] and after["processes"] == before["processes"]
     assert [e for e in after["command_log"] if e["argv"][0].lower().endswith(("taskkill.exe", "pnputil.exe", "wsl.exe"))
             and len(e["argv"]) > 1 and e["argv"][1].lower() in ("/pid", "/restart-device", "--shutdown", "--terminate")] == []
@@ -159,8 +160,8 @@ def test_the_walk_on_a_wddm_gpu_without_counters_says_undetermined_and_changes_n
 
 def test_with_the_counters_the_same_node_is_stuck_and_the_walk_acts(tmp_path):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict(SCENARIO, adapter_memory_counters=True)))
-    snapshot = _win_snapshot.take(SimulatedNode(root, "ada"))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict(SCENARIO, adapter_memory_counters=True)))
+    snapshot = _node_snapshot.take(SimulatedNode(root, "ada"))
     assert snapshot["gpus"][0]["state"] == "stuck" and snapshot["verdict"]["rung"] == "restart_adapter"
 
 
@@ -168,7 +169,7 @@ def test_a_windows_gpu_whose_driver_model_is_na_is_still_judged_unknown_not_0():
     # nvidia-smi's driver model N/A (normalized to None); a process listed without a figure and no adapter figure
     gpu = {"index": 0, "pci_bus_id": BUS, "memory_used_mib": 6000, "driver_model": {"current": None, "pending": None},
            "processes": [{"pid": 7, "used_mib": None}], "luid": None}
-    ghost = _win_snapshot.ghost_memory(gpu, None)
+    ghost = _node_snapshot.ghost_memory(gpu, None)
     gpu.update(unattributed_mib=ghost["ghost_mib"], ghost_source=ghost["source"], ghost_reason=ghost["reason"])
     assert ghost["ghost_mib"] is None
     gpu["state"] = _verdict.gpu_state(gpu, [], 256, {"ok": True})

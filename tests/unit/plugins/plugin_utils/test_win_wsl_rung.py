@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The WSL rung (issue 18): which VM is WSL's and whose (_win_wsl_vm), which distribution holds the GPU (/dev/dxg),
+"""The WSL rung (issue 18): which VM is WSL's and whose (_wsl_vm_identity), which distribution holds the GPU (/dev/dxg),
 the rung's one plan (_verdict.wsl_plan), wsl_shutdown judged by facts, a host without WSL skipped.
 
 The walk and the module run against the simulated Windows node (SimulatedNode) and through the real-host path
@@ -17,11 +17,14 @@ import json
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import (
-    _win_decode, _win_node, _win_scripts, _win_sim, _win_snapshot, _win_wsl, _win_wsl_vm, _wsl_shutdown,
-)
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_ladder import WindowsWalk, windows_executor
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding, _remote_node, _powershell_scripts
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _wsl_cli
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _wsl_vm_identity
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _wsl_shutdown
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import WindowsWalk, windows_executor
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 from .win_walk import windows_walk_options
 
 HYPERV_VM = "1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"
@@ -35,8 +38,8 @@ def options(**overrides):
 
 def build(tmp_path, user="ada", **scenario):
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}, {"user": "bob"}],
-                                                         "administrators": ["ada"]}, **scenario)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}, {"user": "bob"}],
+                                                                       "administrators": ["ada"]}, **scenario)))
     return SimulatedNode(root, user)
 
 
@@ -45,7 +48,7 @@ def walk(node, check_mode=False, **overrides):
 
 
 def commands(root):
-    return [entry["argv"] for entry in _win_sim.snapshot_of_state(root)["command_log"]]
+    return [entry["argv"] for entry in _simulated_node.snapshot_of_state(root)["command_log"]]
 
 
 def stops(root):
@@ -54,7 +57,7 @@ def stops(root):
 
 
 def running(root, owner="ada"):
-    return [d["name"] for d in _win_sim.snapshot_of_state(root)["distributions"] if d["running"] and d["owner"] == owner]
+    return [d["name"] for d in _simulated_node.snapshot_of_state(root)["distributions"] if d["running"] and d["owner"] == owner]
 
 
 def plan_lines(outcome):
@@ -64,10 +67,10 @@ def plan_lines(outcome):
 # ---- which VM is WSL's, and whose ------------------------------------------------------------------------------------
 
 def test_a_vm_account_sid_is_its_vm_id_both_ways():
-    sid = _win_wsl_vm.sid_of_vm_id(HYPERV_VM)
-    assert sid.startswith("S-1-5-83-1-") and _win_wsl_vm.vm_id_from_sid(sid) == HYPERV_VM.lower()
-    assert _win_wsl_vm.vm_id_from_sid("S-1-5-18") is None and _win_wsl_vm.vm_id_from_sid(None) is None
-    assert _win_wsl_vm.vm_id_from_sid("S-1-5-83-1-1-2-3-99999999999") is None
+    sid = _wsl_vm_identity.sid_of_vm_id(HYPERV_VM)
+    assert sid.startswith("S-1-5-83-1-") and _wsl_vm_identity.vm_id_from_sid(sid) == HYPERV_VM.lower()
+    assert _wsl_vm_identity.vm_id_from_sid("S-1-5-18") is None and _wsl_vm_identity.vm_id_from_sid(None) is None
+    assert _wsl_vm_identity.vm_id_from_sid("S-1-5-83-1-1-2-3-99999999999") is None
 
 
 @pytest.mark.parametrize("account, vm_id", [
@@ -76,12 +79,12 @@ def test_a_vm_account_sid_is_its_vm_id_both_ways():
     ("NT VIRTUAL MACHINE\\7A1B", None), ("WS12\\ada", None), (None, None), ("%s" % HYPERV_VM, None),
 ])
 def test_the_vm_id_from_the_account_is_the_guid_after_the_domain(account, vm_id):
-    assert _win_wsl_vm.vm_id_from_account(account) == vm_id
+    assert _wsl_vm_identity.vm_id_from_account(account) == vm_id
 
 
 def vm(name, vm_id=None, sid=True, pid=1036):
     return {"pid": pid, "name": name, "role": "vm", "user": None,
-            "owner_sid": _win_wsl_vm.sid_of_vm_id(vm_id) if vm_id and sid else None, "creation_time_ms": 5}
+            "owner_sid": _wsl_vm_identity.sid_of_vm_id(vm_id) if vm_id and sid else None, "creation_time_ms": 5}
 
 
 WSL_ID = "6f2c1f0e-2b8d-4f38-9f0c-2d1f4a3b5c6d"
@@ -97,7 +100,7 @@ WSL_ID = "6f2c1f0e-2b8d-4f38-9f0c-2d1f4a3b5c6d"
 ])
 def test_which_vm_is_wsl_s(name, systems, kind, source):
     process = vm(name, WSL_ID)
-    _win_wsl_vm.identify([process], systems)
+    _wsl_vm_identity.identify([process], systems)
     assert (process["vm_kind"], process["vm_kind_source"], process["vm_id"]) == (kind, source, WSL_ID)
 
 
@@ -106,19 +109,19 @@ def test_whose_wsl_vm_is_read_from_the_wsl_process_naming_it():
                  {"pid": 3000, "name": "wslrelay.exe", "role": None, "user": "WS12\\ada", "vm_id_arg": "{%s}" % WSL_ID.upper()},
                  {"pid": 3001, "name": "wslhost.exe", "role": None, "user": "WS12\\bob", "vm_id_arg": HYPERV_VM},
                  {"pid": 3002, "name": "wslhost.exe", "role": None, "user": "WS12\\carol", "vm_id_arg": HYPERV_VM}]
-    ada, shared = _win_wsl_vm.identify(processes, {WSL_ID: "WSL", HYPERV_VM.lower(): "WSL"})
-    assert ada["wsl_owner"] == "WS12\\ada" and _win_wsl_vm.owned_by(ada, "ADA") is True and _win_wsl_vm.owned_by(ada, "bob") is False
+    ada, shared = _wsl_vm_identity.identify(processes, {WSL_ID: "WSL", HYPERV_VM.lower(): "WSL"})
+    assert ada["wsl_owner"] == "WS12\\ada" and _wsl_vm_identity.owned_by(ada, "ADA") is True and _wsl_vm_identity.owned_by(ada, "bob") is False
     # two users name one VM: whose it is is not known, and it is never taken for either's
-    assert shared["wsl_owner"] is None and _win_wsl_vm.owned_by(shared, "bob") is None
+    assert shared["wsl_owner"] is None and _wsl_vm_identity.owned_by(shared, "bob") is None
 
 
 def test_hcs_answer_is_read_as_json_and_anything_else_is_refused():
     text = json.dumps([{"Id": WSL_ID.upper(), "SystemType": "VirtualMachine", "Owner": "WSL", "State": "Running"},
                        {"Id": HYPERV_VM, "SystemType": "VirtualMachine", "Owner": "VMMS"}])
-    assert _win_wsl_vm.parse_compute_systems(text) == {WSL_ID: "WSL", HYPERV_VM.lower(): "VMMS"}
-    assert _win_wsl_vm.parse_compute_systems("[null]") == {}
+    assert _wsl_vm_identity.parse_compute_systems(text) == {WSL_ID: "WSL", HYPERV_VM.lower(): "VMMS"}
+    assert _wsl_vm_identity.parse_compute_systems("[null]") == {}
     with pytest.raises(ValueError):
-        _win_wsl_vm.parse_compute_systems(json.dumps([{"Id": "not a guid", "Owner": "WSL"}]))
+        _wsl_vm_identity.parse_compute_systems(json.dumps([{"Id": "not a guid", "Owner": "WSL"}]))
 
 
 @pytest.mark.parametrize("constrained", [False, True])
@@ -127,7 +130,7 @@ def test_a_hyper_v_vm_holding_the_gpu_is_no_wsl_vm_and_no_rung_acts_on_it(tmp_pa
     # vmmem is not known to be WSL's: either way it is class vm, and the idle WSL of ada is never stopped
     node = build(tmp_path, constrained_language=constrained, distributions=[{"name": "Ubuntu", "memory_mib": 0}],
                  processes=[{"name": "vmmem", "memory_mib": 4096, "user": "NT VIRTUAL MACHINE\\%s" % HYPERV_VM, "session_id": 0}])
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     [hyperv] = [h for h in snapshot["holders"] if h["name"] == "vmmem"]
     assert hyperv["class"] == "vm" and not hyperv["wsl_vm"]
     assert hyperv["vm_kind"] == (None if constrained else "other")
@@ -153,14 +156,14 @@ def test_an_adapter_restart_is_refused_while_a_running_vm_holds_the_gpu(tmp_path
 
 def test_an_older_build_s_wsl_vm_named_vmmem_is_wsl_s_by_hcs(tmp_path):
     node = build(tmp_path, wsl_vm_name="vmmem", distributions=[{"name": "Ubuntu", "memory_mib": 2048}])
-    [holder] = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "vmmem"]
+    [holder] = [h for h in _node_snapshot.take(node)["holders"] if h["name"] == "vmmem"]
     assert holder["class"] == "wsl_vm" and holder["vm_kind_source"] == "hcs" and holder["wsl_owner"] == "WS12\\ada"
     assert walk(node)["status"] == "fixed" and stops(node.root) == [["--terminate", "Ubuntu"]]
 
 
 def test_without_hcs_an_older_build_s_vmmem_is_left_alone(tmp_path):
     node = build(tmp_path, wsl_vm_name="vmmem", constrained_language=True, distributions=[{"name": "Ubuntu", "memory_mib": 2048}])
-    [holder] = [h for h in _win_snapshot.take(node)["holders"] if h["name"] == "vmmem"]
+    [holder] = [h for h in _node_snapshot.take(node)["holders"] if h["name"] == "vmmem"]
     assert holder["class"] == "vm"
     walk(node)
     assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
@@ -169,12 +172,12 @@ def test_without_hcs_an_older_build_s_vmmem_is_left_alone(tmp_path):
 # ---- which distribution holds the GPU ---------------------------------------------------------------------------------
 
 def test_the_dxg_probe_is_an_argv_with_the_name_as_one_element():
-    argv = _win_wsl.gpu_probe_argv("Ubuntu-22.04", _win_wsl.STORE_WSL_PATH)
-    assert argv[:6] == [_win_wsl.STORE_WSL_PATH, "--distribution", "Ubuntu-22.04", "--user", "root", "--exec"]
+    argv = _wsl_cli.gpu_probe_argv("Ubuntu-22.04", _wsl_cli.STORE_WSL_PATH)
+    assert argv[:6] == [_wsl_cli.STORE_WSL_PATH, "--distribution", "Ubuntu-22.04", "--user", "root", "--exec"]
     assert argv[6:] == ["find", "/proc", "-mindepth", "3", "-maxdepth", "3", "-path", "/proc/[0-9]*/fd/*", "-lname", "/dev/dxg"]
     for hostile in ("--shutdown", "Ubuntu; wsl --shutdown", "a b", "-u"):
         with pytest.raises(ValueError):
-            _win_wsl.gpu_probe_argv(hostile)
+            _wsl_cli.gpu_probe_argv(hostile)
 
 
 @pytest.mark.parametrize("text, rc, holds, pids", [
@@ -187,7 +190,7 @@ def test_the_dxg_probe_is_an_argv_with_the_name_as_one_element():
     ("Le processus a échoué.\n", 0, None, []),
 ])
 def test_the_dxg_probe_is_read_by_its_lines_and_exit(text, rc, holds, pids):
-    found = _win_wsl.parse_gpu_probe(text, rc)
+    found = _wsl_cli.parse_gpu_probe(text, rc)
     assert (found["holds_gpu"], found["pids"]) == (holds, pids)
     assert (found["error"] is None) is (holds is not None)
 
@@ -215,7 +218,7 @@ def test_a_distribution_holding_nothing_is_never_stopped_even_with_a_protected_h
     for check_mode in (True, False):
         walk(node, check_mode=check_mode, protect_names=["render"], max_rung="restart_adapter")
         assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     assert snapshot["wsl"]["distributions"] == []  # no WSL VM holds a GPU: not even asked
     assert wsl_plan(snapshot)["reason"].startswith("no WSL VM of ada holds a GPU")
 
@@ -247,14 +250,14 @@ def test_the_vm_is_shut_down_only_when_it_still_holds_memory_after_the_terminate
 def test_a_vm_holding_memory_no_distribution_holds_is_shut_down(tmp_path):
     node = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024, "held_after_stop": True}, {"name": "Debian"}])
     _wsl_shutdown.stop(node, "Ubuntu", check_mode=False)  # the VM keeps Ubuntu's memory; Debian runs and holds nothing
-    snapshot = _win_snapshot.take(node)
+    snapshot = _node_snapshot.take(node)
     decided = wsl_plan(snapshot)
     assert decided["terminate"] == [] and decided["shutdown"] and "no running distribution's process holds" in decided["reason"]
     predicted = _wsl_shutdown.stop(node, None, True, gpu_holders=True)
     done = _wsl_shutdown.stop(node, None, False, gpu_holders=True)
-    assert predicted["commands"] == done["commands"] == [[_win_wsl.STORE_WSL_PATH, "--shutdown"]]
+    assert predicted["commands"] == done["commands"] == [[_wsl_cli.STORE_WSL_PATH, "--shutdown"]]
     assert predicted["stopped"] == done["stopped"] == ["Debian"] and not done.get("failed")
-    assert done["vms_after"] == [] and not [h for h in _win_snapshot.take(node)["holders"] if h["wsl_vm"]]
+    assert done["vms_after"] == [] and not [h for h in _node_snapshot.take(node)["holders"] if h["wsl_vm"]]
 
 
 # ---- whose VM: another user's, an unknown owner, a protected user -----------------------------------------------------
@@ -290,7 +293,7 @@ def test_the_wsl_rung_is_refused_for_a_protected_user_before_the_kill_runs(tmp_p
     node = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}], processes=[{"name": "python.exe", "memory_mib": 512}])
     outcome = walk(node, check_mode=check_mode, protect_users=["WS12\\ADA"])
     assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert "python.exe" in [p["name"] for p in _win_sim.snapshot_of_state(node.root)["processes"]]  # no lighter side effect
+    assert "python.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]  # no lighter side effect
     [rung] = outcome["rungs_tried"]
     assert rung["failed"] and rung["msg"].startswith("refused: the wsl rung would stop the WSL distributions of a protected user")
     assert "protected user: WS12\\ada" in rung["msg"]
@@ -322,12 +325,12 @@ class HostAction:
 
     def _execute_module(self, module_name, module_args, task_vars):
         del task_vars
-        if module_name == _win_node.WIN_COMMAND:
+        if module_name == _remote_node.WIN_COMMAND:
             argv = module_args["argv"]
             verb = argv[1] if len(argv) > 1 else None
             if self.lie == "did_nothing" and verb in ("--terminate", "--shutdown"):
                 return {"rc": 0, "stdout": "", "stderr": ""}
-            answer = _win_sim.run_command(self.root, argv, self.user)
+            answer = _simulated_node.run_command(self.root, argv, self.user)
             out, rc = answer.stdout, answer.rc
             if self.lie == "failed" and verb in ("--terminate", "--shutdown"):
                 rc, out = -1, "Catastrophic failure\r\nError code: Wsl/Service/E_UNEXPECTED\r\n".encode("utf-16-le")
@@ -336,13 +339,13 @@ class HostAction:
                 rc, out = -1, self.sentence.replace("\n", "\r\n").encode("utf-16-le")
             if self.bom and argv[0].lower().endswith("wsl.exe") and out and verb != "--distribution":  # not Linux's own output
                 out = codecs.BOM_UTF16_LE + out
-            return {"rc": rc, "stdout": _win_sim.transported(out), "stderr": _win_sim.transported(answer.stderr)}
-        name = next(name for name, text in _win_scripts.SCRIPTS.items() if text == module_args["script"])
-        return {"result": _win_sim.run_script(self.root, name, module_args["parameters"], self.user), "changed": False}
+            return {"rc": rc, "stdout": _simulated_node.transported(out), "stderr": _simulated_node.transported(answer.stderr)}
+        name = next(name for name, text in _powershell_scripts.SCRIPTS.items() if text == module_args["script"])
+        return {"result": _simulated_node.run_script(self.root, name, module_args["parameters"], self.user), "changed": False}
 
 
 def target(root, **how):
-    return _win_node.TargetNode(HostAction(root, **how), {}, how.get("user", "ada"))
+    return _remote_node.TargetNode(HostAction(root, **how), {}, how.get("user", "ada"))
 
 
 def verbose_capture_scenario(captures, name):
@@ -369,7 +372,7 @@ def test_the_real_host_path_terminates_the_capture_s_holder_and_reads_the_result
     for key in ("changed", "stopped", "commands", "running_after"):
         assert predicted[key] == done[key], key
     assert done["stopped"] == ["Ubuntu"] and done["running_after"] == idle and not done.get("failed")
-    assert done["commands"] == [[_win_wsl.STORE_WSL_PATH, "--terminate", "Ubuntu"]]
+    assert done["commands"] == [[_wsl_cli.STORE_WSL_PATH, "--terminate", "Ubuntu"]]
     assert running(root) == idle
     again = _wsl_shutdown.stop(target(root, bom=bom), None, False, gpu_holders=True)
     assert not again["changed"] and again["commands"] == []
@@ -379,7 +382,7 @@ def test_the_real_host_path_terminates_the_capture_s_holder_and_reads_the_result
 @pytest.mark.parametrize("distribution", ["Ubuntu", None])
 def test_wsl_exe_s_exit_status_never_decides_what_happened(tmp_path, lie, distribution):
     root = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}]).root
-    vm_before = [p for p in _win_sim.snapshot_of_state(root)["processes"] if p.get("wsl_vm_of")]
+    vm_before = [p for p in _simulated_node.snapshot_of_state(root)["processes"] if p.get("wsl_vm_of")]
     done = _wsl_shutdown.stop(target(root, lie=lie), distribution, False)
     if lie == "failed":
         # it stopped (the list and the process list say so) though wsl.exe exited -1: no failure; the words are reported
@@ -422,10 +425,10 @@ def test_the_walk_goes_on_past_a_wsl_rung_skipped_on_a_host_without_wsl(tmp_path
 @pytest.mark.parametrize("bom", [True, False])
 def test_a_newer_wsl_without_its_component_is_known_by_the_error_code_in_any_language(sentence, bom):
     raw = (codecs.BOM_UTF16_LE if bom else b"") + sentence.replace("\n", "\r\n").encode("utf-16-le")
-    text = _win_decode.decode_transported(_win_sim.transported(raw), unicode_only=True).text  # as TargetNode reads wsl.exe
-    assert _win_wsl.not_installed(-1, text) and _win_wsl.not_installed(0xFFFFFFFF, text)
-    assert not _win_wsl.not_installed(0, text)
-    assert not _win_wsl.not_installed(-1, text.replace("WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED", "WSL_E_DEFAULT_DISTRO_NOT_FOUND"))
+    text = _output_encoding.decode_transported(_simulated_node.transported(raw), unicode_only=True).text  # as TargetNode reads wsl.exe
+    assert _wsl_cli.not_installed(-1, text) and _wsl_cli.not_installed(0xFFFFFFFF, text)
+    assert not _wsl_cli.not_installed(0, text)
+    assert not _wsl_cli.not_installed(-1, text.replace("WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED", "WSL_E_DEFAULT_DISTRO_NOT_FOUND"))
 
 
 def test_a_terminate_the_facts_say_failed_ends_the_run_before_any_shutdown(tmp_path):
@@ -451,7 +454,7 @@ def test_unreadable_facts_after_a_terminate_are_a_failure_with_its_outcome_journ
                 if Blind.calls > 1:  # after the terminate, the list answers garbage
                     return {"rc": 0, "stdout": "\u00ff\u00fe not names ; --", "stderr": ""}
             return HostAction._execute_module(self, module_name, module_args, task_vars)
-    done = _wsl_shutdown.stop(_win_node.TargetNode(Blind(root), {}, "ada"), "Ubuntu", False)
+    done = _wsl_shutdown.stop(_remote_node.TargetNode(Blind(root), {}, "ada"), "Ubuntu", False)
     assert done["failed"] and "what it did is not known" in done["msg"]
     outcome = [line for line in done["journal"] if line["phase"] == "outcome"]
     assert len(outcome) == 1 and outcome[0]["ok"] is False and outcome[0]["rc"] == 0
@@ -475,7 +478,7 @@ def test_the_words_nothing_runs_mean_it_only_while_the_user_s_own_vm_is_known_no
         done = _wsl_shutdown.stop(node, None, False)
         assert not done["changed"] and done["running_before"] == []
     else:
-        with pytest.raises(_win_node.WindowsNodeError, match="not readable"):
+        with pytest.raises(_remote_node.WindowsNodeError, match="not readable"):
             _wsl_shutdown.stop(node, None, False)
     assert running(root, "bob") == ["Debian"] and stops(root) == []
 

@@ -5,9 +5,9 @@ a simulated Windows node with ada's session."""
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils import _win_sim
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._ladder_options import WalkOptions, walk_argument_spec
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._win_node import SimulatedNode
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import WalkOptions, walk_argument_spec
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 
 
 def windows_walk_options(top_rung, **overrides):
@@ -23,5 +23,5 @@ def windows_walk_options(top_rung, **overrides):
 def build(tmp_path, **scenario):
     """The simulated node WS12 under tmp_path, ada's session on it (the scenario's keys win), as ada sees it."""
     root = str(tmp_path / "ws12")
-    _win_sim.write_node(root, _win_sim.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}]}, **scenario)))
+    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}]}, **scenario)))
     return SimulatedNode(root, "ada")

@@ -7,7 +7,7 @@
 
 import sys
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._sim_state import update_state
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import update_state
 
 
 def main(root, hang):

@@ -1,0 +1,4 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node's action journal (_journal): one JSON line per intent before each action and per outcome after it, each
+written with one append and fsync'd, and read back as the evidence of what a run did."""

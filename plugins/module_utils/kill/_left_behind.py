@@ -1,0 +1,174 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Left behind or busy: whether a live GPU holder is what a crash left, or a working program, from kernel and runtime
+facts only (never a name).
+
+Left behind: a thread group whose leader exited; a process whose process group leader exited while it lives on
+(DataLoader and multiprocessing workers of a script that died); a process whose parent exited, so that it was
+re-parented to init or a subreaper that did not start it (its session is not its new parent's); a process whose session
+leader exited; a process of a scheduler job or container that no longer runs (_jobs), of a systemd unit that is
+inactive or failed, or of a login session that logind says is closing or gone. Everything else is busy: the fact that
+makes it so is named ("its process group leader 4412 (python) runs"). A zombie is left behind too, through its
+parent: the snapshot classes it before this is asked.
+
+Identity, not pid: a leader is the process whose pid is the group's (or session's) id, that still leads it (its own
+pgid or sid says so) and that started no later than the holder; a reused pid is not the leader. A daemon that
+double-forked on purpose is its own session leader (it started itself), or the main process of its active systemd unit:
+busy, whoever its parent is now.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import process_stat
+
+BUSY = "busy"
+LEFT_BEHIND = "left_behind"
+# systemd unit states in which the unit no longer runs: a process left in its cgroup is a leftover.
+ENDED_UNIT_STATES = ("inactive", "failed")
+# logind session states in which the session is ending: a process left in it outlived the login.
+ENDED_SESSION_STATES = ("closing",)
+
+
+def _what(stat):
+    return "%d (%s)" % (stat["pid"], stat["name"])
+
+
+def _leader(leader_pid, key, holder_stat, proc_root):
+    """The stat of the live process that leads holder_stat's group (key pgid) or session (key sid), or None: the pid
+    must be there, not a zombie, still lead it, and have started no later than the holder (else it is a reused pid)."""
+    leader = process_stat(leader_pid, proc_root)
+    if leader is None or leader["state"] in ("Z", "X") or leader[key] != leader_pid:
+        return None
+    if leader["start_time"] > holder_stat["start_time"]:
+        return None
+    return leader
+
+
+def _process_facts(stat, proc_root):
+    """(LEFT_BEHIND or BUSY, why) from the holder's process group, session and parent (/proc/<pid>/stat)."""
+    pid, pgid, sid = stat["pid"], stat["pgid"], stat["sid"]
+    if sid == pid:
+        return BUSY, "it leads its own session (it started itself, as a service or a daemon does)"
+    if pgid > 0 and pgid != pid and _leader(pgid, "pgid", stat, proc_root) is None:
+        return LEFT_BEHIND, "its process group leader %d has exited while it lives on" % pgid
+    if sid > 0 and _leader(sid, "sid", stat, proc_root) is None:
+        return LEFT_BEHIND, "its session leader %d has exited while it lives on" % sid
+    parent = process_stat(stat["ppid"], proc_root) if stat["ppid"] > 0 else None
+    # Not a session leader, it inherited its session from the parent that started it: a parent of another session
+    # (init, a subreaper) is one it was re-parented to when that parent exited.
+    if parent is not None and parent["sid"] != sid:
+        return LEFT_BEHIND, "its parent exited: it was re-parented to %s, which did not start it" % _what(parent)
+    if pgid != pid:
+        return BUSY, "its process group leader %s runs" % _what(process_stat(pgid, proc_root))
+    parent_text = _what(parent) if parent is not None else str(stat["ppid"])
+    return BUSY, "it leads its own process group, started by %s, which runs" % parent_text
+
+
+def _unit_facts(pid, unit, unit_state):
+    state = unit_state(unit) if unit and unit_state else None
+    if state is None:
+        return None
+    if state["active"] in ENDED_UNIT_STATES:
+        return LEFT_BEHIND, "its systemd unit %s is %s (systemctl show): a leftover of it" % (unit, state["active"])
+    if state["active"] == "active" and state["main_pid"] == pid:
+        # A forking service's daemon: re-parented to init by design, the init system runs it.
+        return BUSY, "it is the main process of systemd unit %s, which is active" % unit
+    return None
+
+
+def _session_facts(session, session_state):
+    state = session_state(session) if session and session_state else None
+    if state == "gone":
+        return LEFT_BEHIND, "its login session %s is gone (logind lists no such session)" % session
+    if state in ENDED_SESSION_STATES:
+        return LEFT_BEHIND, "its login session %s is %s (logind): it outlived the login" % (session, state)
+    return None
+
+
+def holder_standing(pid, proc_root="/proc", job=None, unit=None, unit_state=None, session=None, session_state=None):
+    """{"standing": LEFT_BEHIND or BUSY, "why"}: the one answer to "left behind or busy, and why" for a live holder.
+
+    job: the holder's record from _jobs.JobProbe.job_of (None: no scheduler, container or pod has a word on it).
+    unit / unit_state: the systemd unit of its cgroup and a callable giving parse_unit_state() of it (None: not known).
+    session / session_state: the login session of its cgroup (session-N.scope) and a callable giving logind's State of
+    it ("gone" when logind answered and lists none). None when the process is gone.
+    """
+    stat = process_stat(pid, proc_root)
+    if stat is None:
+        return None
+    if stat["state"] == "Z":
+        # Its leader's stat says Z while it lives on: a live thread group whose leader exited (read_process).
+        return {"standing": LEFT_BEHIND, "why": "its thread group leader %d has exited while its threads live on" % pid}
+    if job is not None:
+        return {"standing": BUSY if job["running"] else LEFT_BEHIND, "why": job["why"]}
+    for found in (_unit_facts(pid, unit, unit_state), _session_facts(session, session_state)):
+        if found:
+            return {"standing": found[0], "why": found[1]}
+    standing, why = _process_facts(stat, proc_root)
+    return {"standing": standing, "why": why}
+
+
+def session_of(unit):
+    """The logind session id of a session-N.scope unit, or None."""
+    if unit and unit.startswith("session-") and unit.endswith(".scope"):
+        return unit[len("session-"):-len(".scope")] or None
+    return None
+
+
+def parse_unit_state(out):
+    """{"active": ActiveState, "main_pid"} from `systemctl show --property=LoadState,ActiveState,MainPID` of one unit;
+    None for a unit it does not know."""
+    fields = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    if fields.get("LoadState") in (None, "", "not-found") or not fields.get("ActiveState"):
+        return None
+    main_pid = fields.get("MainPID") or "0"
+    return {"active": fields["ActiveState"], "main_pid": int(main_pid) if main_pid.isdigit() else 0}
+
+
+class StandingProbe:
+    """The init system's and logind's word on the units and sessions of holders, asked once per unit or session.
+
+    systemctl and loginctl: their paths on the node (the simulated node's own tools there), None where absent: then
+    neither says anything, and the process facts decide."""
+
+    def __init__(self, module, systemctl=None, loginctl=None):
+        self.module = module
+        self.systemctl = systemctl
+        self.loginctl = loginctl
+        self._units = {}
+        self._sessions = None
+        self._session_states = {}
+
+    def unit_state(self, unit):
+        if not self.systemctl or not unit:
+            return None
+        if unit not in self._units:
+            rc, out, dummy = self.module.run_command([self.systemctl, "show", "--property=LoadState,ActiveState,MainPID", "--", unit])
+            self._units[unit] = parse_unit_state(out) if rc == 0 else None
+        return self._units[unit]
+
+    def session_state(self, session):
+        """logind's State of the session, "gone" when logind answered and lists no such session, None when it did not answer."""
+        if not self.loginctl or not session:
+            return None
+        if self._sessions is None:
+            rc, out, dummy = self.module.run_command([self.loginctl, "list-sessions", "--no-legend", "--no-pager"])
+            self._sessions = set(line.split()[0] for line in out.splitlines() if line.split()) if rc == 0 else False
+        if self._sessions is False:
+            return None
+        if session not in self._sessions:
+            return "gone"
+        if session not in self._session_states:
+            rc, out, dummy = self.module.run_command([self.loginctl, "show-session", "--property=State", "--value", "--", session])
+            self._session_states[session] = out.strip() if rc == 0 else None
+        return self._session_states[session]
+
+    def standing(self, pid, job=None, unit=None, proc_root="/proc"):
+        """holder_standing of pid with this probe's unit and session answers."""
+        return holder_standing(pid, proc_root, job=job, unit=unit, unit_state=self.unit_state,
+                               session=session_of(unit), session_state=self.session_state)
+
+
+def probe_standing(module, layout):
+    """The StandingProbe of the node: its systemctl and loginctl (a simulated node's own, where it has them)."""
+    return StandingProbe(module, layout.command(module, "systemctl"), layout.command(module, "loginctl"))

@@ -1,0 +1,121 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A simulated GPU node's state file, read and written under its lock, and what the state says.
+
+The state (<root>/state.json) is the only truth the simulated NVML and tools read and write. The simulated
+NVML imports only this file on every snapshot of a simulated node; the kernel's rules are in _sim_rules.py,
+building and destroying a node in _sim_build.py, its processes in _sim_processes.py and _sim_programs.py.
+Whether a process still exists is read with the real process identity code (_procscan, copied into the node's
+lib/ with the simulation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+
+try:
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import same_process
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic
+except ImportError:  # running from <root>/lib as a plain module
+    from _procscan import same_process  # type: ignore[no-redef] # pylint: disable=import-error
+    from _safe_files import write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
+
+DEVICE_SIZE = 4096  # bytes of each regular file standing in for a device node
+
+
+class SimError(Exception):
+    """A simulated-node operation that cannot be done; the message names the culprit."""
+
+
+def state_path(root):
+    return os.path.join(root, "state.json")
+
+
+def dev_path(root, name):
+    return os.path.join(root, "dev", name)
+
+
+def gpu_device(root, index):
+    return dev_path(root, "nvidia%d" % index)
+
+
+def load_state(root):
+    """The node's state, or raise SimError when root holds no simulated node."""
+    try:
+        with open(state_path(root)) as handle:
+            return json.load(handle)
+    except (IOError, OSError) as exc:
+        raise SimError("no simulated GPU node at %s: %s" % (root, exc))
+
+
+def write_json_atomic(path, data):
+    """data as JSON, replaced whole (_safe_files.write_atomic, the collection's one writer of such files)."""
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True), 0o644, option="simulated node file", dir_mode=0o755)
+
+
+@contextlib.contextmanager
+def node_lock(root):
+    """Exclusive flock on <root>/state.lock for one read-modify-write."""
+    fd = os.open(os.path.join(root, "state.lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def update_state(root, fn):
+    """Lock, load, let fn change the state (in place or by returning a new one), write atomically."""
+    with node_lock(root):
+        state = load_state(root)
+        result = fn(state)
+        if result is not None:
+            state = result
+        write_json_atomic(state_path(root), state)
+        return state
+
+
+def process_exists(pid, start_time):
+    """True while a process with this pid and this start time exists (a zombie still exists)."""
+    return bool(pid) and pid > 0 and same_process(pid, start_time)
+
+
+def find_gpu(state, index):
+    for gpu in state["gpus"]:
+        if gpu["index"] == index:
+            return gpu
+    raise SimError("no GPU with index %s on this node" % index)
+
+
+def live_holders(state, index=None):
+    """Holders whose process (pid and start time) still exists; on GPU `index` when given."""
+    result = []
+    for holder in state.get("holders", []):
+        if index is not None and str(index) not in holder.get("gpus", {}):
+            continue
+        if process_exists(holder["pid"], holder["start_time"]):
+            result.append(holder)
+    return result
+
+
+def gpu_memory(state, index):
+    """Memory of one GPU in MiB, the way nvidia-smi -q and NVML's v2 struct split it.
+
+    used = live holders' memory + ghost (memory nobody alive accounts for); reserved is apart from used;
+    free = total - reserved - used; attributed = what live processes account for.
+    """
+    gpu = find_gpu(state, index)
+    attributed = sum(int(h["gpus"][str(index)]) for h in live_holders(state, index))
+    used = attributed + int(gpu.get("ghost_mib", 0))
+    total = int(gpu["memory_total_mib"])
+    reserved = int(gpu.get("memory_reserved_mib", 0))
+    return {"total_mib": total, "reserved_mib": reserved, "used_mib": used,
+            "free_mib": max(total - reserved - used, 0), "attributed_mib": attributed,
+            "ghost_mib": int(gpu.get("ghost_mib", 0))}
+
+
+def driver_loaded(state):
+    return bool(state["modules"].get("nvidia", {}).get("loaded"))

@@ -1,0 +1,711 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the event sources of extensions/eda share: option checks, the throttle, the events' shape, the closed loop.
+
+Pure Python (no ansible-rulebook import), so that the sources' decisions are unit-tested without the engine. The
+sources themselves (extensions/eda/plugins/event_source/) only read their input, call these, and put on the queue.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import math
+import os
+import re
+import socket
+import time
+
+from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import SYSLOG_IDENTIFIER
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
+    MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, parse_kernel_log,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
+    PolicyError, apply_policy, event_rung, parse_policy,
+)
+
+
+class OptionError(ValueError):
+    """A source option with a bad value; the message names the source, the option and the value."""
+
+
+def _kind_ok(value, kind):
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":  # nan passes every "min" (asyncio.sleep(nan) returns at once: a source spinning), inf never ends
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str) and "\0" not in value
+    return isinstance(value, {"dict": dict, "list": list}[kind])
+
+
+def check_args(source, args, spec):
+    """The options with their defaults, each checked against spec {name: {"type", "default", "choices", "min"}}.
+
+    Raises OptionError naming the first unknown option or bad value; nothing is read or started before that.
+    """
+    args = dict(args or {})
+    unknown = sorted(set(args) - set(spec))
+    if unknown:
+        raise OptionError("%s: unknown option %s (known: %s)" % (source, unknown[0], ", ".join(sorted(spec))))
+    checked = {}
+    for name, rule in spec.items():
+        value = args.get(name, rule.get("default"))
+        if value is None:
+            checked[name] = None
+            continue
+        if rule["type"] == "float" and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not _kind_ok(value, rule["type"]):
+            raise OptionError("%s: option %s must be a %s, got %r" % (source, name, rule["type"], value))
+        if "choices" in rule and value not in rule["choices"]:
+            raise OptionError("%s: option %s must be one of %s, got %r" % (source, name, ", ".join(rule["choices"]), value))
+        if "min" in rule and value < rule["min"]:
+            raise OptionError("%s: option %s must be %s or more, got %r" % (source, name, rule["min"], value))
+        checked[name] = value
+    return checked
+
+
+def load_policy(source, inline, path):
+    """The Xid policy (_xid_policy.parse_policy) from the inline mapping and/or the file an operator keeps in the
+    inventory (YAML or JSON; the mapping itself, or under the key gpuops_xid_policy as in group_vars)."""
+    merged = {}
+    if path:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8")
+        except (IOError, OSError, UnicodeDecodeError) as exc:
+            raise OptionError("%s: option xid_policy_file: cannot read %s: %s" % (source, path, exc))
+        import yaml  # ansible-core's dependency; only this option needs it
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise OptionError("%s: option xid_policy_file: %s is not YAML: %s" % (source, path, exc))
+        if isinstance(data, dict) and "gpuops_xid_policy" in data:
+            data = data["gpuops_xid_policy"]
+        merged.update(_parsed(source, data, "xid_policy_file (%s)" % path))
+    merged.update(_parsed(source, inline, "xid_policy"))
+    return merged
+
+
+def _parsed(source, data, option):
+    try:
+        return parse_policy(data, option=option)
+    except PolicyError as exc:
+        raise OptionError("%s: %s" % (source, exc))
+
+
+def default_host():
+    return socket.gethostname()
+
+
+class Throttle:
+    """One event per key within `seconds` (a repeat of the same condition on the same host and GPU is dropped)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self._last = {}
+
+    def allow(self, key, now):
+        last = self._last.get(key)
+        if last is not None and 0 <= now - last < self.seconds:
+            return False
+        self._last[key] = now
+        return True
+
+
+class Answers:
+    """The closed loop: remediations seen in the log (host, GPU device or None for all, epoch); an event of the same
+    host and GPU dated at or before one was answered by it."""
+
+    def __init__(self):
+        self._done = []
+
+    def record(self, remediation):
+        self._done.append(remediation)
+
+    def answered_by(self, host, bus_id, epoch):
+        if epoch is None:
+            return None
+        key = device_key(bus_id) if bus_id else None
+        for done in reversed(self._done):
+            if done["host"] != host or done["epoch"] is None or epoch > done["epoch"]:
+                continue
+            if not done["gpus"] or key is None or key in done["gpus"]:
+                return done
+        return None
+
+
+def _remediation_tag(word):
+    """Whether a syslog tag is ours: "gpuops-remediation:" or "gpuops-remediation[<pid>]:"."""
+    if word == SYSLOG_IDENTIFIER + ":":
+        return True
+    pid = word[len(SYSLOG_IDENTIFIER) + 1:-2]
+    return word.startswith(SYSLOG_IDENTIFIER + "[") and word.endswith("]:") and pid.isascii() and pid.isdigit()
+
+
+def remediation_of(line, default):
+    """The remediation a `gpuops-remediation` syslog line reports ({"host", "action", "gpus": [device keys],
+    "epoch", "run"}), or None for any other line (also one whose tag is not gpuops-remediation: the words are in another
+    program's message). `default` is the host when the line names none.
+
+    The tag is the line's first word ending in ":" and each word after it a key=value field; read with str.split, in
+    time linear in the line (a pattern of repeated fields backtracks exponentially on "a=a=a=..."), and only up to
+    MAX_LINE_CHARS."""
+    if len(line) > MAX_LINE_CHARS or SYSLOG_IDENTIFIER not in line:
+        return None
+    words = line.split()
+    tag = next((at for at, word in enumerate(words) if word.endswith(":")), None)
+    if tag is None or not _remediation_tag(words[tag]):
+        return None  # the identifier is not the line's tag: the words are in another program's message
+    fields = words[tag + 1:]
+    if not fields or not all(field.find("=", 1) > 0 for field in fields):
+        return None
+    fields = dict(field.split("=", 1) for field in fields)
+    try:
+        epoch = float(fields["epoch"])
+    except (KeyError, ValueError):
+        epoch = None
+    gpus = [device_key(bus) for bus in (fields.get("gpus") or "").split(",") if bus and device_key(bus)]
+    return {"host": fields.get("host") or default, "action": fields.get("action"), "gpus": gpus, "epoch": epoch,
+            "run": fields.get("run")}
+
+
+def kernel_event(host, parsed):
+    """The event put on the queue for one parsed kernel line (parse_kernel_log's shape, after apply_policy)."""
+    catalog = parsed.get("catalog") or {}
+    body = {
+        "type": parsed["kind"],
+        "host": host,
+        "pci_bus_id": parsed.get("pci_bus_id"),
+        "gpu": parsed.get("pci_bus_id"),
+        "xid": parsed.get("xid"),
+        "name": catalog.get("name"),
+        "action": catalog.get("action"),
+        "catalog_action": catalog.get("catalog_action", catalog.get("action")),
+        "policy": catalog.get("policy", "catalog"),
+        "rung": event_rung(parsed) or "none",
+        "pid": parsed.get("pid"),
+        "process_name": parsed.get("process_name"),
+        "gpu_instance_id": parsed.get("gpu_instance_id"),
+        "compute_instance_id": parsed.get("compute_instance_id"),
+        "message": parsed.get("message"),
+        "time": parsed.get("time"),
+        "time_epoch": parsed.get("time_epoch"),
+        "line": parsed.get("line"),
+    }
+    return {"gpuops": body, "meta": {"hosts": host}}
+
+
+def throttle_key(body):
+    """Repeats are the same condition on the same host and GPU: (host, GPU device, what)."""
+    what = body.get("xid") if body["type"] == "xid" else body["type"]
+    return (body["host"], device_key(body.get("gpu")) if body.get("gpu") else None, what)
+
+
+def pending_tail(lines):
+    """How many of the last lines may be the start of a multi-line "fallen off the bus" message still being written."""
+    for back in range(1, min(4, len(lines)) + 1):
+        split = _split_nvrm(lines[-back])
+        if split and _MULTILINE_START_RE.match(split[1]):
+            tail = lines[-back:]
+            return 0 if any("fallen off the bus" in line for line in tail) else back
+    return 0
+
+
+# How far a node's clock may run ahead of the rulebook's machine (a collector's files of other nodes).
+CLOCK_SKEW_SECONDS = 300
+
+
+class KernelLines:
+    """Turns the lines of one host's log into events: Xid and fallen-off-the-bus lines, less those throttled or
+    answered by a remediation the same log reported (the closed loop)."""
+
+    def __init__(self, host, policy, throttle, boot_time=None):
+        self.host = host
+        self.policy = policy
+        self.throttle = throttle
+        self.boot_time = boot_time
+        self.answers = Answers()
+        self.held = []
+        self.dropped = []
+
+    def feed(self, lines, now, final=False, since=None):
+        """Events of these complete lines (a multi-line message cut at the end is held for the next call). With `since`
+        (the epoch the source started; given when a file that appeared or was replaced after it was read from its
+        start), a line dated before it by more than the clock skew is an old one the file already held: no event."""
+        lines = self.held + list(lines)
+        keep = 0 if final else pending_tail(lines)
+        self.held = lines[len(lines) - keep:] if keep else []
+        lines = lines[:len(lines) - keep] if keep else lines
+        for line in lines:
+            done = remediation_of(line, self.host)
+            # A remediation is dated when its line is written: one dated after now (beyond clock skew) is no answer;
+            # taken, it would drop every later Xid of the host (any user can write that line with logger).
+            if done and done["epoch"] is not None and done["epoch"] <= now + CLOCK_SKEW_SECONDS:
+                self.answers.record(done)
+        events = []
+        lines, refused = kernel_lines(lines)
+        self.dropped += [{"line": line, "why": "not the kernel's line (its tag is another program's)"} if len(line) <= MAX_LINE_CHARS
+                         else {"line": line[:MAX_LINE_CHARS], "why": "longer than any kernel line (%d characters)" % MAX_LINE_CHARS}
+                         for line in refused]
+        parsed = apply_policy(parse_kernel_log("\n".join(lines), boot_time=self.boot_time, now=now), self.policy)
+        for item in parsed:
+            event = kernel_event(self.host, item)
+            body = event["gpuops"]
+            if since is not None and body["time_epoch"] is not None and body["time_epoch"] < since - CLOCK_SKEW_SECONDS:
+                self.dropped.append({"event": body, "why": "dated before the source started, in a file read from its start"})
+                continue
+            by = self.answers.answered_by(self.host, body["gpu"], body["time_epoch"])
+            if by is not None:
+                self.dropped.append({"event": body, "why": "answered by %s (run %s)" % (by["action"], by["run"])})
+                continue
+            if not self.throttle.allow(throttle_key(body), now):
+                self.dropped.append({"event": body, "why": "throttled"})
+                continue
+            events.append(event)
+        return events
+
+
+def kmsg_line(record):
+    """A /dev/kmsg record ("pri,seq,usec,flags;text") as dmesg prints it ("[secs.usec] text"), or None."""
+    head, sep, text = record.partition(";")
+    fields = head.split(",")
+    if not sep or len(fields) < 3 or not fields[2].isdigit():
+        return None
+    usec = int(fields[2])
+    return "[%5d.%06d] %s" % (usec // 1000000, usec % 1000000, text.split("\n", 1)[0])
+
+
+class FileTail:
+    """The complete lines appended to a file since the last read, from its end at the start.
+
+    The file is kept open between reads. A file replaced (rotated: the path names another inode) is first read to its
+    end through the descriptor still open on it - the lines written just before the rotation are not lost - and its
+    last line without a newline is taken as complete; then the new file is read from its start. A file truncated is read
+    again from its start, also when it grew past the old end before the next read (copytruncate, then writes): the bytes
+    before the old end are no longer the ones read. A file missing or unreadable for a while is tried again at the next
+    read. `read_from_start` says whether the last read took a file from its start (it appeared or was replaced after
+    `started`): what such a file held may predate the source (KernelLines.feed's since)."""
+
+    MARK = 64
+
+    def __init__(self, path):
+        self.path = path
+        self.started = time.time()
+        self.read_from_start = False
+        self.handle = None
+        self.identity = None
+        self.offset = 0
+        self.partial = b""
+        self.mark = None  # the bytes before offset, when known
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return  # not there yet: read from its start once it is
+        self.identity, self.offset = (stat.st_dev, stat.st_ino), stat.st_size
+        self.handle = self._open(self.identity)
+        if self.handle is not None:
+            self.offset = os.fstat(self.handle.fileno()).st_size
+            self.mark = self._mark(self.offset)
+        # unreadable now: its end is still where it was, compared from the next read on
+
+    def _open(self, identity=None):
+        """The file opened for reading, or None; with `identity`, only while the path still names that file."""
+        try:
+            handle = open(self.path, "rb")
+        except OSError:
+            return None
+        stat = os.fstat(handle.fileno())
+        if identity is not None and (stat.st_dev, stat.st_ino) != identity:
+            handle.close()
+            return None
+        return handle
+
+    def _mark(self, offset):
+        start = max(0, offset - self.MARK)
+        self.handle.seek(start)
+        return self.handle.read(offset - start)
+
+    def _drain(self):
+        """The bytes of the open file after offset (from its start again when it was truncated or rewritten)."""
+        size = os.fstat(self.handle.fileno()).st_size
+        if size < self.offset or (self.mark is not None and self._mark(self.offset) != self.mark):
+            self.offset, self.partial = 0, b""
+            self.read_from_start = True
+        self.handle.seek(self.offset)
+        data = self.handle.read()
+        self.offset += len(data)
+        self.mark = self._mark(self.offset)
+        return data
+
+    def _lines(self, data, final=False):
+        """The complete lines of the bytes read, each cut one past MAX_LINE_CHARS (such a line is no kernel line: kept
+        that long, it is refused as too long); a line still being written is kept as long as that, no longer."""
+        data = self.partial + data
+        if final:
+            self.partial = b""
+            return [line[:MAX_LINE_CHARS + 1] for line in data.decode("utf-8", "replace").splitlines()]
+        complete, newline, self.partial = data.rpartition(b"\n")
+        self.partial = self.partial[:4 * (MAX_LINE_CHARS + 1)]  # bytes: up to 4 a character
+        return [line[:MAX_LINE_CHARS + 1] for line in complete.decode("utf-8", "replace").splitlines()] if complete or newline else []
+
+    def close(self):
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+    def read(self):
+        lines = []
+        self.read_from_start = False
+        try:
+            if self.handle is not None:
+                lines = self._lines(self._drain())
+        except OSError:
+            self.close()  # the open file failed (its device went away): opened again below
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return lines  # gone for now (being rotated): the open file is read on, the new one once it is there
+        identity = (stat.st_dev, stat.st_ino)
+        if self.handle is not None and identity == self.identity:
+            return lines
+        handle = self._open()
+        if handle is None:
+            return lines  # unreadable for now (its mode changed, a directory there): tried again at the next read
+        if self.handle is not None:
+            lines += self._lines(b"", final=True)  # the old file's last line, which no newline will complete now
+            self.close()
+        if identity != self.identity:
+            self.offset, self.partial, self.mark = 0, b"", None
+            self.read_from_start = True
+        self.handle, self.identity = handle, (os.fstat(handle.fileno()).st_dev, os.fstat(handle.fileno()).st_ino)
+        try:
+            lines += self._lines(self._drain())
+        except OSError:
+            self.close()
+        return lines
+
+
+# ---------------------------------------------------------------- what a source cannot read
+
+def problem_event(source, host, message):
+    """The event a source puts when it cannot read what it follows (no permission, its tool missing or ended, a probe
+    that failed) or an event it cannot make (an alert whose host is no one inventory host): reported, never remediated
+    (rung none; the rulebooks print it). `host` None: no meta.hosts (the webhook's problems name hosts that are not)."""
+    event = {"gpuops": {"type": "source_problem", "source": source, "host": host or "", "rung": "none", "message": message}}
+    if host is not None:
+        event["meta"] = {"hosts": host}
+    return event
+
+
+class Retry:
+    """A failure that lasts: its report once (again only when its words change, or after a success), and the delay
+    before the next try - `first`, doubled each time up to `most` - so that a source never spins on it."""
+
+    def __init__(self, first, most=60.0):
+        self.first, self.most = first, max(first, most)
+        self.delay = first
+        self.reported = None
+
+    def failed(self, message):
+        """(whether to report message now, seconds to wait before trying again)."""
+        report = message != self.reported
+        self.reported = message
+        delay, self.delay = self.delay, min(self.most, self.delay * 2)
+        return report, delay
+
+    def succeeded(self):
+        self.delay, self.reported = self.first, None
+
+
+def kmsg_problem(path, exc, opening):
+    """What to report when /dev/kmsg cannot be opened or read."""
+    what = "cannot open" if opening else "cannot read"
+    hint = " (reading it needs root or CAP_SYSLOG; or use source: journal or file)" if isinstance(exc, PermissionError) else ""
+    return "%s %s: %s%s; trying again" % (what, path, exc.strerror or exc, hint)
+
+
+def kmsg_seq(record):
+    """The sequence number of a /dev/kmsg record ("pri,seq,usec,flags;text"), or None."""
+    fields = record.partition(";")[0].split(",")
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+# journalctl's filter: kernel messages, and our remediation lines (which journal_line trusts only from root).
+def journal_argv(journalctl, cursor=None, since=None):
+    """journalctl following the journal as JSON: after `cursor` (the last entry read, when it is started again), else
+    since `since` (epoch: started again before any entry was read), else from now on."""
+    where = ["--after-cursor=%s" % cursor] if cursor else ["--since=@%d" % int(since)] if since is not None else ["--lines=0"]
+    return [journalctl, "--follow", "--output=json", "--no-pager"] + where + [
+        "_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=%s" % SYSLOG_IDENTIFIER]
+
+
+def _journal_text(value):
+    if isinstance(value, list) and all(isinstance(item, int) for item in value):  # journalctl's form of non-UTF-8 data
+        return bytes(item & 0xFF for item in value).decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
+
+
+def journal_lines(entry):
+    """The lines a journal entry (one object of journalctl --output=json) stands for, as journalctl -o short-iso prints
+    them, when the entry is trusted: a kernel message (_TRANSPORT=kernel, which only the kernel writes), or our
+    remediation line from root (SYSLOG_IDENTIFIER gpuops-remediation and _UID 0). Anyone may log a line that calls
+    itself "kernel" or "gpuops-remediation" (logger -t): the identifier alone trusts nothing. [] for any other entry."""
+    if not isinstance(entry, dict):
+        return []
+    message = _journal_text(entry.get("MESSAGE"))
+    if not message:
+        return []
+    try:
+        when = datetime.datetime.fromtimestamp(int(entry.get("__REALTIME_TIMESTAMP")) / 1e6, datetime.timezone.utc)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return []
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    host = _journal_text(entry.get("_HOSTNAME")) or "localhost"
+    if entry.get("_TRANSPORT") == "kernel":
+        prefix = "%s %s kernel: " % (stamp, host)
+    elif entry.get("SYSLOG_IDENTIFIER") == SYSLOG_IDENTIFIER and entry.get("_UID") == "0":
+        pid = entry.get("_PID") if isinstance(entry.get("_PID"), str) and entry["_PID"].isdigit() else "0"
+        prefix = "%s %s %s[%s]: " % (stamp, host, SYSLOG_IDENTIFIER, pid)
+    else:
+        return []
+    return [prefix + line for line in message.splitlines() if line]
+
+
+# ---------------------------------------------------------------- gpu_snapshot: conditions that last
+
+def snapshot_conditions(snapshot, ghost_threshold_mib):
+    """[{"type": "ghost_memory"|"unresponsive", "gpu", "gpu_index", "pci_bus_id", "ghost_mib", "message"}] of a
+    gpu_holders_info snapshot: ghost memory above the threshold, a GPU the driver did not answer for or lost, or the
+    whole probe timing out (gpu None: the node)."""
+    found = []
+    probe = (snapshot.get("probes") or {}).get("gpu") or {}
+    for gpu in snapshot.get("gpus") or []:
+        ghost = gpu.get("unattributed_mib")
+        where = {"gpu": gpu.get("pci_bus_id"), "gpu_index": gpu.get("index"), "pci_bus_id": gpu.get("pci_bus_id")}
+        if ghost is not None and ghost > ghost_threshold_mib:
+            found.append(dict(where, type="ghost_memory", ghost_mib=ghost,
+                              message="GPU %s has %s MiB in use that no live process accounts for" % (gpu.get("index"), ghost)))
+        if gpu.get("state") in ("unresponsive", "lost"):
+            found.append(dict(where, type="unresponsive", ghost_mib=None,
+                              message="GPU %s is %s" % (gpu.get("index"), gpu.get("state"))))
+    if not probe.get("ok", True) and probe.get("timed_out") and not snapshot.get("gpus"):
+        found.append({"type": "unresponsive", "gpu": None, "gpu_index": None, "pci_bus_id": None, "ghost_mib": None,
+                      "message": "the GPU probe timed out: %s" % probe.get("error")})
+    return found
+
+
+def hung_probe_condition(message):
+    """The condition of a node whose probe (gpu_holders_info run by gpu_snapshot) did not answer by its deadline: the
+    node is unresponsive (gpu None), as when the GPU probe inside it times out; never hidden as "nothing found"."""
+    return {"type": "unresponsive", "gpu": None, "gpu_index": None, "pci_bus_id": None, "ghost_mib": None, "message": message}
+
+
+def state_conditions(state, ghost_threshold_mib):
+    """The same conditions read from the gpu_watch state file (its format: docs/watch.md): a GPU whose last sample
+    had ghost memory above the threshold, and the watch's active unresponsive findings."""
+    found = []
+    for track in (state.get("gpus") or {}).values():
+        ghost = track.get("last_ghost_mib")
+        identity = track.get("identity") or {}
+        if ghost is not None and ghost > ghost_threshold_mib:
+            found.append({"type": "ghost_memory", "gpu": identity.get("pci_bus_id"), "gpu_index": identity.get("index"),
+                          "pci_bus_id": identity.get("pci_bus_id"), "ghost_mib": ghost,
+                          "message": "GPU %s had %s MiB of ghost memory in the watch's last sample" % (identity.get("index"), ghost)})
+    for finding in (state.get("active") or {}).values():
+        if finding.get("kind") == "unresponsive":
+            found.append({"type": "unresponsive", "gpu": finding.get("pci_bus_id"), "gpu_index": finding.get("gpu_index"),
+                          "pci_bus_id": finding.get("pci_bus_id"), "ghost_mib": None,
+                          "message": "the watch finds GPU %s unresponsive" % finding.get("gpu_index")})
+    return found
+
+
+def state_file_problem(path):
+    """Why the watch's state file at `path` is not to be believed by a source, or None (a missing one is None: nothing
+    known). Whoever can write it - or replace it in its directory - can make up ghost memory, and with it a GPU reset
+    (the jobs on the GPU killed): it must be reached without a link, root's or this user's, and neither it nor any
+    directory above it writable by anyone else (_safe_files.path_problem)."""
+    return _safe_files.path_problem(path, "option state_path", holds_trusted=True)
+
+
+class Lasting:
+    """Conditions of one host that lasted at least `duration` seconds (seen in every poll since they started);
+    each made an event once per throttle window."""
+
+    def __init__(self, host, duration, throttle):
+        self.host = host
+        self.duration = duration
+        self.throttle = throttle
+        self.since = {}
+
+    def feed(self, conditions, now):
+        seen = {}
+        for condition in conditions:
+            key = (self.host, device_key(condition["gpu"]) if condition.get("gpu") else None, condition["type"])
+            seen[key] = condition
+        self.since = dict((key, self.since.get(key, now)) for key in seen)
+        events = []
+        for key, condition in sorted(seen.items(), key=lambda item: str(item[0])):
+            lasted = now - self.since[key]
+            if lasted < self.duration or not self.throttle.allow(key, now):
+                continue
+            body = dict(condition, host=self.host, lasted_seconds=round(lasted, 1),
+                        rung="reset" if condition["type"] == "ghost_memory" else "reboot")
+            events.append({"gpuops": body, "meta": {"hosts": self.host}})
+        return events
+
+
+# ---------------------------------------------------------------- gpu_alert_webhook: signed alerts
+
+SIGNATURE_HEADER = "X-Gpuops-Signature"
+TIMESTAMP_HEADER = "X-Gpuops-Timestamp"
+# The rung each gpu_watch finding kind (or Alertmanager alert of extensions/prometheus/gpuops.rules.yml) asks for.
+ALERT_RUNGS = {"ghost_memory": "reset", "GpuopsGhostMemory": "reset", "recovery_action": "reset", "GpuopsRecoveryAction": "reset",
+               "unresponsive": "reboot", "GpuopsGpuLost": "reboot", "GpuopsProbeFailing": "reboot"}
+
+
+def sign(secret, timestamp, body):
+    """The signature a sender puts in X-Gpuops-Signature: "sha256=" + HMAC-SHA256(secret, "<timestamp>." + body)."""
+    import hashlib
+    import hmac
+
+    digest = hmac.new(secret.encode("utf-8"), str(timestamp).encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
+    return "sha256=" + digest
+
+
+def verify(secret, headers, body, now, window_seconds):
+    """None when the request is signed with the secret and dated within the window, else why it is rejected."""
+    import hmac
+
+    for name in (TIMESTAMP_HEADER, SIGNATURE_HEADER):
+        count = len(headers.getall(name, [])) if hasattr(headers, "getall") else int(name in headers)
+        if count > 1:  # which one counts is a guess (a proxy may read the last, this the first): neither
+            return "%s given %d times: one is required" % (name, count)
+    stamp, given = headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)
+    if not stamp or not given:
+        return "unsigned: %s and %s are required" % (SIGNATURE_HEADER, TIMESTAMP_HEADER)
+    try:
+        epoch = float(stamp)
+    except ValueError:
+        epoch = math.nan
+    if not math.isfinite(epoch):  # "nan" is within every window, "inf" within none: neither is a time
+        return "%s is not a number of seconds: %r" % (TIMESTAMP_HEADER, stamp[:40])
+    if abs(now - epoch) > window_seconds:
+        return "stale: %s is %d s from now, more than the %d s allowed" % (TIMESTAMP_HEADER, abs(now - epoch), window_seconds)
+    if not hmac.compare_digest(sign(secret, stamp, body).encode("ascii"), given.encode("ascii", "replace")):
+        return "bad signature"
+    return None
+
+
+def _instance_host(instance):
+    """Prometheus's instance label "node07:9100" -> "node07" (an IPv6 "[::1]:9100" -> "::1")."""
+    if not instance or not isinstance(instance, str):
+        return instance or None  # not text: left as it is, for host_problem to name
+    if instance.startswith("["):
+        return instance[1:].split("]", 1)[0]
+    name, _colon, port = instance.rpartition(":")
+    # Only a port is dropped: "node1:node2" is no host and port, and stays whole (then refused as no host name).
+    return name if instance.count(":") == 1 and port.isascii() and port.isdigit() else instance
+
+
+# One inventory host name: ansible-rulebook passes meta.hosts to the playbook as its --limit, where a pattern ("all", a
+# group, "a,b", "node*", "~regex", "!x", "&x", "@file") would name other hosts. An IP address is one host too.
+_HOST_NAME_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+_IMPLICIT_GROUPS = ("all", "ungrouped")
+
+
+def host_problem(host):
+    """Why `host` cannot be the one host an event names (its meta.hosts), or None."""
+    if not isinstance(host, str) or not host:
+        return "its host %r is not a host name" % (host,)
+    if host in _IMPLICIT_GROUPS:
+        return "its host %r is Ansible's group of every host, not one host" % host
+    if _HOST_NAME_RE.match(host):
+        return None
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        return "its host %r is not one host name (as a --limit it is a pattern that names other hosts)" % host
+
+
+def inventory_groups(source, path):
+    """{group: [hosts]} of the inventory ansible-rulebook runs the playbooks with ("all" among them), read with
+    ansible-core's own inventory plugins (option inventory); OptionError naming the option when it has no host."""
+    if not os.path.exists(path):
+        raise OptionError("%s: option inventory: %s does not exist" % (source, path))
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    manager = InventoryManager(loader=DataLoader(), sources=[path])
+    groups = dict((name, sorted(host.name for host in group.get_hosts())) for name, group in manager.groups.items())
+    groups["all"] = sorted(manager.hosts)
+    if not groups["all"]:
+        raise OptionError("%s: option inventory: %s holds no host (or is no inventory ansible-core can read)" % (source, path))
+    return groups
+
+
+def checked_host(source, option, host, groups=None):
+    """The host an option names, or OptionError naming the option and the value when it is not one host name (with
+    the inventory's `groups`: not one host of the inventory - a group's name, ambiguous, or unknown)."""
+    why = host_problem(host) or (inventory_host_problem(host, groups) if groups is not None else None)
+    if why:
+        raise OptionError("%s: option %s: %s" % (source, option, why))
+    return host
+
+
+def _text(value):
+    return value if isinstance(value, str) else None
+
+
+def alert_events(payload, host_label="instance", groups=None):
+    """The firing alerts of an Alertmanager webhook body, or of gpu_watch's own, as events (resolved ones make none).
+
+    Returns (events, problems): an alert naming no host, or (with the inventory's `groups`, {name: [hosts]}) a host
+    that is no one inventory host - a group's name, a name both a host and a group have, a name the inventory lacks - is
+    a problem, reported, never dropped silently and never an event whose limit would take a group.
+    """
+    events, problems = [], []
+    if not isinstance(payload, dict) or not isinstance(payload.get("alerts"), list):
+        return [], ["the body is not an Alertmanager or gpu_watch webhook (no alerts list)"]
+    for index, alert in enumerate(payload["alerts"]):
+        if not isinstance(alert, dict) or alert.get("status", "firing") != "firing":
+            continue
+        labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+        # A value of another type than the payload's own (a list, a mapping, a number where a label is text) is taken as
+        # missing: the alert is still reported or made an event, and never fails the whole request.
+        if labels:  # Alertmanager
+            name = _text(labels.get("alertname"))
+            host = _instance_host(labels.get("instance")) if host_label == "instance" else labels.get(host_label)
+            gpu = _text(labels.get("pci_bus_id"))
+            gpu_index = _text(labels.get("gpu"))
+            annotations = alert.get("annotations") if isinstance(alert.get("annotations"), dict) else {}
+            message = _text(annotations.get("summary"))
+        else:  # gpu_watch's webhook
+            name = _text(alert.get("kind"))
+            host = payload.get("host")
+            gpu, message = _text(alert.get("pci_bus_id")), _text(alert.get("message"))
+            gpu_index = alert.get("gpu_index") if isinstance(alert.get("gpu_index"), (int, str)) and not isinstance(
+                alert.get("gpu_index"), bool) else None
+        if not host:
+            problems.append("alert %d (%s) names no host" % (index, name))
+            continue
+        why = host_problem(host)
+        if why:
+            problems.append("alert %d (%s): %s" % (index, name, why))
+            continue
+        why = inventory_host_problem(host, groups) if groups is not None else None
+        if why:
+            problems.append("alert %d (%s): its host %s" % (index, name, why))
+            continue
+        body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
+                "rung": ALERT_RUNGS.get(name, "none"), "message": message,
+                "fingerprint": _text(alert.get("fingerprint"))}
+        events.append({"gpuops": body, "meta": {"hosts": host}})
+    return events, problems

@@ -1,0 +1,198 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ladder's decisions, one pure function each: the next rung, the drain and its followup, the refusal, the health
+gate, the fleet guard. The walk (_ladder.py) and the filters ask them; nothing else answers them."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
+    NO_RUNG, RUNGS, entry_floor, entry_rung, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
+)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS, LADDERS
+
+
+# The decisions of the walk, one function each.
+
+
+def next_rung(floor, tried, ceiling, rungs=RUNGS):
+    """The next rung to take: above every rung tried, at or above the floor the evidence sets, at most the ceiling."""
+    start = max(floor, rung_index(tried[-1]["rung"], rungs) + 1 if tried else 0)
+    return rungs[start] if start <= ceiling else None
+
+
+def needs_drain(rung, options, state):
+    """Whether the walk pauses for the scheduler before this rung: the first destructive rung of a walk that drains (the
+    drain) - a rung that would end a running job's processes (end_running_jobs) is destructive, the kill rung too - and
+    with Slurm every later destructive rung too (the drain checked again: an administrator's resume stops the walk)."""
+    if options.drain == "none" or state.get("drain_checked") == rung:
+        return False
+    destructive = rung in options.destructive_rungs or ends_running_jobs(state["last"], options.end_running_jobs)
+    return destructive and (not state["drain_taken"] or options.drain == "slurm")
+
+
+def slurm_drain_state(state):
+    """What slurm_drain does at the pause before a destructive rung: V(drained) the first time, then V(confirmed)."""
+    return "confirmed" if state.get("drain_taken") else "drained"
+
+
+def ends_running_jobs(snapshot, end_running_jobs):
+    """Whether a rung on this snapshot would end a live scheduler job's processes: destructive, whatever the rung."""
+    return bool(end_running_jobs and running_job_holders(snapshot))
+
+
+def refusal(snapshot, floor, options):
+    """Why the walk refuses before any action (the evidence needs a rung above the ceiling), or ""."""
+    if not memory_held(snapshot, options.end_running_jobs) or floor <= options.ceiling:
+        return ""
+    rungs = options.rungs
+    allow = _allow(rungs[floor], options)
+    return "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s); %s would allow it" % (
+        rungs[floor], "; ".join(r["reason"] for r in snapshot["verdict"]["reasons"]), rungs[options.ceiling],
+        options.limits_text(), allow)
+
+
+def gpu_needs(snapshot, options):
+    """Each GPU of the snapshot that holds memory the ladder should get back, with the rung its own evidence needs: the
+    verdict of the snapshot narrowed to that GPU (its holders, its Xid events, its state). -> [{"index", "rung",
+    "reasons"}], by index."""
+    judge = windows_verdict if options.platform == "windows" else verdict
+    threshold = (snapshot.get("scope") or {}).get("ghost_threshold_mib", options.snapshot_args.get("ghost_threshold_mib", 256))
+    needs = []
+    for gpu in snapshot["gpus"]:
+        alone = dict(snapshot, gpus=[gpu])
+        alone["verdict"] = judge(alone, threshold)
+        if memory_held(alone, options.end_running_jobs):
+            rung = options.rungs[entry_floor(alone["verdict"]["rung"], options.rungs)]
+            needs.append({"index": gpu["index"], "rung": rung, "reasons": [r["reason"] for r in alone["verdict"]["reasons"]]})
+    return needs
+
+
+def reach(snapshot, floor, options):
+    """What the walk may do for this snapshot: (floor, refusal, beyond). Where the evidence needs a rung above the
+    ceiling, the walk is refused whole (refusal) only when no held GPU is helped by an allowed rung; else it takes
+    the allowed rungs for the GPUs they help (floor: the heaviest rung one of them needs) and names each other GPU
+    (beyond: [{"index", "rung", "reasons", "allow"}], the rung it needs and the option that would allow it)."""
+    refused = refusal(snapshot, floor, options)
+    if not refused:
+        return floor, "", []
+    needs = gpu_needs(snapshot, options)
+    helped = [need for need in needs if rung_index(need["rung"], options.rungs) <= options.ceiling]
+    if not helped:
+        return floor, refused, []
+    beyond = [dict(need, allow=_allow(need["rung"], options)) for need in needs if need not in helped]
+    return max(rung_index(need["rung"], options.rungs) for need in helped), "", beyond
+
+
+def _allow(rung, options):
+    allow = options.named("max_rung", rung)
+    if rung == "reboot" and not options.allow_reboot:
+        allow += " and %s" % options.named("allow_reboot", "true")
+    return allow
+
+
+def health_gate(rung_taken, rung_failed, held, setting, check_mode):
+    """What the health gate does at the end of a walk whose last rung was `rung_taken`: "run" after a reset or a reload
+    that got the memory back, "plan" for such a rung in check mode (its modules only predicted: the plan says the gate
+    would run), "off" when the gate is turned off (setting "never"), None when there is nothing to check (no rung,
+    a kill-only fix, a rung that failed, the memory still held)."""
+    if rung_taken not in GATED_RUNGS or rung_failed or (held and not check_mode):
+        return None
+    if setting == "never":
+        return "off"
+    return "plan" if check_mode else "run"
+
+
+def health_gate_failed(gate):
+    """Whether the GPUs failed the health gate (a gate not installed, off or planned did not fail)."""
+    return bool(gate) and gate.get("result") == "fail"
+
+
+def drain_followup(drain, drained, held, check_mode, gate_failed=False):
+    """What the scheduler needs once the walk has ended: "resume" when the memory is back (for Slurm always, so
+    that a drain an interrupted run of ours left is put back too; for Kubernetes only our own cordon), "release"
+    when our Slurm drain must stay because the memory is still held, "hold" when the GPUs failed the health gate (the
+    Slurm node stays out of service with a reason that names it, which no later run resumes; a Kubernetes cordon of
+    ours simply stays), else None. Nothing in check mode."""
+    if check_mode:
+        return None
+    if gate_failed:
+        return "hold" if drain == "slurm" else None
+    if not held:
+        return "resume" if drain == "slurm" or drained == "kubernetes" else None
+    return "release" if drained == "slurm" else None
+
+
+def drain_outcome(result, check_mode=False, label="slurm drain"):
+    """(drained, error, notes) from what the drain tasks returned: `scheduler`, the `slurm` (slurm_drain) or `kubernetes`
+    (the cordon task) result, and `failure`, the result of the task that failed. A drain is ours when we took it (a
+    Slurm drain kept while the jobs still ran, too, with keep_drain: the next run hands it on); an error fails the rung
+    it was for. In check mode a drain of ours also says that the node would be resumed after."""
+    scheduler = result.get("scheduler")
+    failure = result.get("failure") or {}
+    if scheduler == "slurm":
+        slurm = failure or result.get("slurm") or {}
+        drained = "slurm" if slurm.get("ours") else ""
+        notes = ["%s: %s" % (label, slurm.get("msg"))] if slurm.get("msg") else []
+        if check_mode and drained and not failure and label == "slurm drain":
+            notes.append("slurm resume: would resume the node once the memory is back and the GPUs pass the health check, "
+                         "or keep it drained if they do not")
+    else:
+        cordon = result.get("kubernetes") or {}
+        drained = "kubernetes" if not failure and cordon and not cordon.get("skipped") else ""
+        notes = []
+    error = (failure.get("msg") or "the %s drain failed" % scheduler) if failure else ""
+    return ("" if check_mode else drained), error, notes
+
+
+def undrain_outcome(followup, result):
+    """(undrained, notes, error) from what the tasks of the drain followup (resume, release, hold) returned; `failure`,
+    the result of the task that failed (slurmctld gone, say): the error the run fails with, its report written."""
+    failure = result.get("failure") or {}
+    if result.get("scheduler") == "slurm":
+        slurm = failure or result.get("slurm") or {}
+        undrained = "slurm" if followup == "resume" and slurm.get("changed") and not failure and not slurm.get("held") else ""
+        error = ("the Slurm %s failed: %s" % (followup, slurm.get("msg") or "no message")) if failure else ""
+        if not failure and followup == "resume" and slurm.get("held"):
+            # A drain whose health check never finished (a run killed during it) is held, not resumed unchecked.
+            error = "the Slurm node stays out of service: %s" % slurm.get("msg")
+        return undrained, ["slurm %s: %s" % (followup, slurm.get("msg"))] if slurm.get("msg") else [], error
+    uncordon = result.get("kubernetes") or {}
+    error = ("the uncordon failed: %s" % (failure.get("msg") or "no message")) if failure else ""
+    return ("kubernetes" if uncordon.get("changed") and not failure else ""), [], error
+
+
+SLURM_STATES = {"resume": "resumed", "release": "released", "hold": "held"}
+
+
+def hold_reason(state):
+    """Why the node stays out of service after the walk (the scheduler's hold), or None when it is not held: one line
+    (a reason is read back whole, and slurm_drain refuses line breaks and control characters)."""
+    if state.get("drain_followup") != "hold":
+        return None
+    return re.sub(r"[\x00-\x20\x7f]+", " ", state["health_check"]["reason"] or "").strip()
+
+
+def cordon_is_ours(node_resources, annotation, reason):
+    """Whether the Kubernetes node (the resources of kubernetes.core.k8s_info) carries our mark, `annotation` set to
+    `reason`: only then is its cordon ours to lift."""
+    marks = [((item.get("metadata") or {}).get("annotations") or {}).get(annotation) for item in node_resources or []]
+    return marks == [reason]
+
+
+def destructive_entry(snapshot, destructive_rungs, platform="linux", end_running_jobs=False):
+    """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts): one of
+    destructive_rungs, or any rung that would end a running job's processes (end_running_jobs)."""
+    rung = entry_rung(snapshot, LADDERS[platform], end_running_jobs)
+    return rung in destructive_rungs or (rung != NO_RUNG and ends_running_jobs(snapshot, end_running_jobs))
+
+
+def fleet_guard(destructive_hosts, host_count, max_percent):
+    """The refusal of the whole run when more hosts would need a destructive rung than the share allowed, or ""."""
+    allowed = max(1, int(host_count * max_percent / 100))
+    if len(destructive_hosts) <= allowed:
+        return ""
+    return ("fleet guard: %d of %d hosts would need a destructive rung (%s), more than the %s%% allowed (%d hosts, "
+            "gpu_remediate_max_destructive_percent). Nothing was done. Narrow the run with --limit, or raise the percentage."
+            % (len(destructive_hosts), host_count, ", ".join(destructive_hosts), max_percent, allowed))
