@@ -259,8 +259,8 @@ outcome:
   type: dict
 host_fails:
   description:
-    - Whether the outcome fails the host - RV(outcome.status) V(failed), V(refused) or V(partly fixed) - as memory is still
-      held or no allowed rung helped; the roles fail the host on it (with RV(outcome.msg)) and decide nothing themselves.
+    - Whether the outcome fails the host - its C(status) V(failed), V(refused) or V(partly fixed) - as memory is still
+      held or no allowed rung helped; the roles fail the host on it (with the outcome's C(msg)) and decide nothing themselves.
     - False while a step is pending.
   returned: always
   type: bool
