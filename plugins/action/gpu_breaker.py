@@ -18,10 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import
     STATE_DIR_OPTION, prepare_state_dir, read_records, record_name, recorded_node_names, recorded_out, remove_record, slurm_out, unread_note,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
-
-# gpu_reclaim's defaults (roles/gpu_reclaim/defaults/main.yml), for a play that does not set them.
-WALK_DEFAULT_MAX_RUNG = {"linux": "reload", "windows": "restart_adapter"}
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import LINUX, PLATFORMS, platform_rungs
 
 ARGUMENT_SPEC = {
     "host": {"type": "str", "required": True},
@@ -35,7 +32,7 @@ ARGUMENT_SPEC = {
     "lock_timeout": {"type": "float", "default": 60.0},
     "run_id": {"type": "str", "default": ""},
     "snapshot": {"type": "dict", "required": True},
-    "platform": {"type": "str", "default": "linux", "choices": ["linux", "windows"]},
+    "platform": {"type": "str", "default": LINUX.name, "choices": list(PLATFORMS)},
     "max_rung": {"type": "str"},
     "allow_reboot": {"type": "bool", "default": False},
     "destructive_rungs": {"type": "list", "elements": "str"},
@@ -63,15 +60,6 @@ def fleet_node_names(task_vars, hosts):
     return names
 
 
-def platform_rungs(args):
-    """(max_rung, destructive_rungs) of the host's platform: on Windows the `windows` option's, else the top-level ones;
-    unset, the walk's defaults of that platform."""
-    chosen = (args.get("windows") or {}) if args["platform"] == "windows" else args
-    max_rung = chosen.get("max_rung") or WALK_DEFAULT_MAX_RUNG[args["platform"]]
-    destructive = chosen.get("destructive_rungs")
-    return max_rung, DEFAULT_DESTRUCTIVE[args["platform"]] if destructive is None else destructive
-
-
 class ActionModule(ControllerAction):
     _requires_connection = False
     ARGUMENT_SPEC = ARGUMENT_SPEC
@@ -94,13 +82,14 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("fleet_size must be 1 or more, got %r (does the group gpu_remediate_breaker_group name the fleet?)"
                                     % args["fleet_size"])
         limit = breaker_limit(args["fleet_size"], args["max_percent"], args["max_count"])
-        rungs = LADDERS[args["platform"]]
+        rungs = PLATFORMS[args["platform"]].rungs
+        # Unset on the host's platform: that platform's defaults, as the walk's role has them.
         args["max_rung"], args["destructive_rungs"] = platform_rungs(args)
         if args["max_rung"] not in rungs:
-            raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(LADDERS[args["platform"]]), args["max_rung"]))
+            raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(rungs), args["max_rung"]))
         rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])
         if limit is None or rung is None:
-            return dict(changed=False, refusal="", out={}, limit=limit, recorded=False, rung=rung, unread={})
+            return dict(changed=False, breaker_on=limit is not None, refuses=False, refusal="", out={}, limit=limit, recorded=False, rung=rung, unread={})
         reasons = plain(args["slurm_reasons"])
         if reasons is not None and not all(isinstance(text, str) for text in reasons.values()):
             raise AnsibleActionFail("slurm_reasons must map each node to the stdout of sinfo --format %%E (a string), got %r" % (reasons,))
@@ -158,7 +147,8 @@ class ActionModule(ControllerAction):
             write_atomic(os.path.join(directory, record_name(args["host"])), json.dumps(entry) + "\n", 0o600, STATE_DIR_OPTION,
                          dir_mode=0o700, holds_trusted=True)
             recorded = True
-        result = dict(changed=False, refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung, unread=unread)
+        result = dict(changed=False, breaker_on=True, refuses=bool(refusal), refusal=refusal, out=out, limit=limit, recorded=recorded, rung=rung,
+                      unread=unread)
         if unread and not refusal:
             result["warnings"] = [unread_note(unread)]
         return result

@@ -10,7 +10,9 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder import LadderWalk
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import SLURM_STATES, hold_reason, slurm_drain_state
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
+    SLURM_STATES, hold_reason, host_fails, slurm_drain_state,
+)
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     WalkError, WalkOptions, check_options, platform_args, walk_argument_spec,
 )
@@ -62,6 +64,7 @@ class ActionModule(ControllerAction):
             slurm_state=SLURM_STATES.get(state.get("drain_followup")) if state["pending"] is None else None,
             hold_reason=hold_reason(state) if state["pending"] is None else None,
             outcome=state.get("outcome") if state["pending"] is None else None,
+            host_fails=host_fails(state.get("outcome")) if state["pending"] is None else False,
             state=state,
         )
 

@@ -23,11 +23,12 @@ def _snapshot(value, filter_name):
 
 
 def _platform(platform, filter_name):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import LADDERS
+    """The platform's record (plugin_utils/ladder/_platform.py)."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import PLATFORMS
 
-    if platform not in LADDERS:
-        raise AnsibleFilterError("%s: platform must be one of %s, got %r" % (filter_name, ", ".join(LADDERS), platform))
-    return platform
+    if platform not in PLATFORMS:
+        raise AnsibleFilterError("%s: platform must be one of %s, got %r" % (filter_name, ", ".join(PLATFORMS), platform))
+    return PLATFORMS[platform]
 
 
 def _end_running_jobs(value, filter_name):
@@ -39,9 +40,8 @@ def _end_running_jobs(value, filter_name):
 
 def ladder_entry_rung(snapshot, platform="linux", end_running_jobs=False):
     from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_rung
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import LADDERS
 
-    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), LADDERS[_platform(platform, "ladder_entry_rung")],
+    return entry_rung(_snapshot(snapshot, "ladder_entry_rung"), _platform(platform, "ladder_entry_rung").rungs,
                       _end_running_jobs(end_running_jobs, "ladder_entry_rung"))
 
 
@@ -50,26 +50,19 @@ def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", w
     """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string); a Windows host
     reads windows_destructive_rungs, as the walk does. end_running_jobs: gpu_reclaim_end_running_jobs."""
     from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import destructive_entry
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import DEFAULT_DESTRUCTIVE, LADDERS
 
     platform = _platform(platform, "needs_destructive_rung")
-    if platform == "windows":
-        destructive_rungs = windows_destructive_rungs
-    rungs = DEFAULT_DESTRUCTIVE[platform] if destructive_rungs is None else destructive_rungs
+    dummy, rungs = platform.rungs_of(dict(destructive_rungs=destructive_rungs, windows=dict(destructive_rungs=windows_destructive_rungs)))
     try:
         rungs = check_type_list(rungs)
     except TypeError:
-        raise AnsibleFilterError("needs_destructive_rung: %s must be a list of rungs, got %r" % (_rungs_variable(platform), rungs)) from None
-    unknown = [rung for rung in rungs if rung not in LADDERS[platform]]
+        raise AnsibleFilterError("needs_destructive_rung: %s must be a list of rungs, got %r" % (platform.destructive_rungs_variable, rungs)) from None
+    unknown = [rung for rung in rungs if rung not in platform.rungs]
     if unknown:
         raise AnsibleFilterError("needs_destructive_rung: %s names no rung %s of the %s ladder (%s)"
-                                 % (_rungs_variable(platform), ", ".join(map(repr, unknown)), platform, ", ".join(LADDERS[platform])))
-    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform,
+                                 % (platform.destructive_rungs_variable, ", ".join(map(repr, unknown)), platform.name, ", ".join(platform.rungs)))
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform.name,
                              _end_running_jobs(end_running_jobs, "needs_destructive_rung"))
-
-
-def _rungs_variable(platform):
-    return "gpu_reclaim_windows_destructive_rungs" if platform == "windows" else "gpu_reclaim_destructive_rungs"
 
 
 def host_platform(given, connection="", shell_type="", os_family=""):
@@ -136,6 +129,19 @@ def breaker_slurm_to_confirm(show_node_text, marker=None):
     return slurm_drains_to_confirm(show_node_text, marker)
 
 
+def breaker_on(max_percent, max_count):
+    """Whether the circuit breaker is on, from gpu_remediate_breaker_max_percent and gpu_remediate_breaker_max_count."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker_limits import breaker_on as _breaker_on
+
+    limits = []
+    for variable, value in (("gpu_remediate_breaker_max_percent", max_percent), ("gpu_remediate_breaker_max_count", max_count)):
+        try:
+            limits.append(int(value))
+        except (TypeError, ValueError):
+            raise AnsibleFilterError("breaker_on: %s must be a whole number, got %r" % (variable, value)) from None
+    return _breaker_on(*limits)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -148,4 +154,5 @@ class FilterModule:
             "flagged_hosts": flagged_hosts,
             "taken_snapshot": taken_snapshot,
             "breaker_slurm_to_confirm": breaker_slurm_to_confirm,
+            "breaker_on": breaker_on,
         }

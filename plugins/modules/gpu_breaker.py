@@ -193,6 +193,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+breaker_on:
+  description: Whether the circuit breaker is on (O(max_percent) or O(max_count) above 0); off, it counts and refuses nothing.
+  returned: with O(state=decided)
+  type: bool
+refuses:
+  description: Whether the breaker refuses this host's destructive rung (RV(refusal) then says why); the roles read this.
+  returned: with O(state=decided)
+  type: bool
 refusal:
   description: Why the destructive rung is refused (naming the nodes out), or empty.
   returned: with O(state=decided)

@@ -260,6 +260,13 @@ outcome:
     - Null while a step is pending.
   returned: always
   type: dict
+host_fails:
+  description:
+    - Whether the outcome fails the host - its C(status) V(failed), V(refused) or V(partly fixed) - as memory is still
+      held or no allowed rung helped; the roles fail the host on it (with the outcome's C(msg)) and decide nothing themselves.
+    - False while a step is pending.
+  returned: always
+  type: bool
 state:
   description: The walk's state (plain JSON) - what a later call with O(continue_after) passes back in O(state).
   returned: always

@@ -22,28 +22,18 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journa
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import drained_with_marker, parse_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, memory_held, rung_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import cordon_is_ours
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import LADDERS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker_limits import breaker_limit
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import PLATFORMS
 
 RECORD_SUFFIX = ".breaker.json"
 # The start of our drains' reasons and our cordon annotation's value (gpu_reclaim_drain_reason's default).
 DEFAULT_DRAIN_REASON = "gpuops: reclaiming stuck GPU memory"
 
 
-def breaker_limit(fleet_size, max_percent, max_count):
-    """How many nodes may be out at once (this one included), or None when the breaker is off (both limits 0).
-    A share rounds down, and allows one node at least, as the fleet guard's does."""
-    limits = []
-    if max_percent:
-        limits.append(max(1, int(fleet_size * max_percent / 100)))
-    if max_count:
-        limits.append(max_count)
-    return min(limits) if limits else None
-
-
 def counted_rung(snapshot, platform, destructive_rungs, max_rung, allow_reboot):
     """The destructive rung this host's walk would start with, which the breaker counts; None when the walk would take
     no destructive rung, or would refuse before any (the evidence needs a rung above the ceiling: nothing is done)."""
-    rungs = LADDERS[platform]
+    rungs = PLATFORMS[platform].rungs
     rung = entry_rung(snapshot, rungs)
     if rung not in destructive_rungs or rung_index(rung, rungs) > ceiling_index(max_rung, allow_reboot, rungs):
         return None

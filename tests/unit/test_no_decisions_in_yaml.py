@@ -112,3 +112,34 @@ def test_no_decision_in_jinja(path):
              for key, text in expressions(document)
              for words in [decisions(text, condition=key in CONDITION_KEYS or (path, key) in VALUE_EXCEPTIONS)] if words]
     assert found == [], "%s decides in Jinja (move it into one named Python function):\n%s" % (path, "\n".join(found))
+
+
+# Answers Python gives the roles as booleans, which no condition may work out again from what they are made of:
+# (what recomputing one looks like, the boolean to read instead).
+ANSWERED = (
+    (re.compile(r"outcome\.status\b"), "gpu_ladder's host_fails (the fact gpu_reclaim_host_fails)"),
+    (re.compile(r"breaker_max_(percent|count)\s*\|\s*int\b"), "the breaker_on filter"),
+    (re.compile(r"__gpu_remediate_breaker\.refusal\b"), "gpu_breaker's refuses"),
+)
+
+
+def answers_recomputed(expression):
+    return [instead for pattern, instead in ANSWERED if pattern.search(expression)]
+
+
+def test_the_recomputed_answers_are_seen():
+    assert answers_recomputed("gpu_reclaim_outcome.status in ['failed', 'refused', 'partly fixed']") != []
+    assert answers_recomputed("gpu_remediate_breaker_max_percent | int > 0 or gpu_remediate_breaker_max_count | int > 0") != []
+    assert answers_recomputed("__gpu_remediate_breaker.refusal | default('') | length > 0") != []
+    assert answers_recomputed("gpu_reclaim_host_fails | bool") == []
+    assert answers_recomputed("gpu_remediate_breaker_max_percent | gpuops.remediation.breaker_on(gpu_remediate_breaker_max_count)") == []
+
+
+@pytest.mark.parametrize("path", yaml_files())
+def test_no_condition_recomputes_an_answer_python_gives(path):
+    with open(os.path.join(ROOT, path)) as handle:
+        document = yaml.safe_load(handle)
+    found = ["%s: %s: read %s" % (key, " ".join(text.split()), ", ".join(instead))
+             for key, text in expressions(document) if key in CONDITION_KEYS
+             for instead in [answers_recomputed(text)] if instead]
+    assert found == [], "%s works out again what Python answers:\n%s" % (path, "\n".join(found))

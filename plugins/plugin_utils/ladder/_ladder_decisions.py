@@ -10,7 +10,8 @@ import re
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
     NO_RUNG, RUNGS, entry_floor, entry_rung, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
 )
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS, LADDERS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import PLATFORMS
 
 
 # The decisions of the walk, one function each.
@@ -184,7 +185,7 @@ def cordon_is_ours(node_resources, annotation, reason):
 def destructive_entry(snapshot, destructive_rungs, platform="linux", end_running_jobs=False):
     """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts): one of
     destructive_rungs, or any rung that would end a running job's processes (end_running_jobs)."""
-    rung = entry_rung(snapshot, LADDERS[platform], end_running_jobs)
+    rung = entry_rung(snapshot, PLATFORMS[platform].rungs, end_running_jobs)
     return rung in destructive_rungs or (rung != NO_RUNG and ends_running_jobs(snapshot, end_running_jobs))
 
 
@@ -196,3 +197,13 @@ def fleet_guard(destructive_hosts, host_count, max_percent):
     return ("fleet guard: %d of %d hosts would need a destructive rung (%s), more than the %s%% allowed (%d hosts, "
             "gpu_remediate_max_destructive_percent). Nothing was done. Narrow the run with --limit, or raise the percentage."
             % (len(destructive_hosts), host_count, ", ".join(destructive_hosts), max_percent, allowed))
+
+
+# The outcomes that leave memory held or nothing done although memory is held: the host fails (undetermined fails none).
+FAILING_STATUSES = ("failed", "refused", "partly fixed")
+
+
+def host_fails(outcome):
+    """Whether the walk's outcome fails the host: memory still held after the allowed rungs, the walk refused, or only
+    some GPUs helped. Every role that fails a host reads this answer (gpu_ladder's host_fails), none repeats it."""
+    return bool(outcome) and outcome.get("status") in FAILING_STATUSES

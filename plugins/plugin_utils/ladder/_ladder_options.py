@@ -6,7 +6,8 @@ checks made before any rung, and the constants the walk and its callers share.""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import LEVELS as HEALTH_CHECK_LEVELS
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import RUNGS, WINDOWS_RUNGS, ceiling_index
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import ALL_RUNGS, LINUX, PLATFORMS, WINDOWS
 
 INSPECT_MODULE = "gpuops.remediation.gpu_holders_info"
 RUNG_MODULES = {
@@ -25,13 +26,9 @@ CONTROLLER_STEPS = ("drain", "reboot", "undrain")
 DRAINS = ("none", "slurm", "kubernetes")
 STATE_VERSION = 1
 # The walk's own options; the options of the modules it runs (snapshot, journal and lock, kill) pass through to them.
-# Each platform's ladder (rungs from _verdict) and the rungs that take its node out of service by default.
-LADDERS = {"linux": RUNGS, "windows": WINDOWS_RUNGS}
-DEFAULT_DESTRUCTIVE = {"linux": ["reset", "reload", "graphics", "reboot"], "windows": ["restart_adapter", "logoff", "reboot"]}
-ALL_RUNGS = list(RUNGS) + [rung for rung in WINDOWS_RUNGS if rung not in RUNGS]
 LADDER_ARGUMENT_SPEC = dict(
-    platform=dict(type="str", choices=list(LADDERS), default="linux"),
-    max_rung=dict(type="str", choices=ALL_RUNGS, default="reload"),
+    platform=dict(type="str", choices=list(PLATFORMS), default=LINUX.name),
+    max_rung=dict(type="str", choices=ALL_RUNGS, default=LINUX.default_max_rung),
     allow_reboot=dict(type="bool", default=False),
     destructive_rungs=dict(type="list", elements="str", choices=ALL_RUNGS),
     drain=dict(type="str", choices=list(DRAINS), default="none"),
@@ -47,8 +44,8 @@ LADDER_ARGUMENT_SPEC = dict(
     controller_result=dict(type="dict", default={}),
     option_names=dict(type="dict", default={}),
     windows=dict(type="dict", options=dict(
-        max_rung=dict(type="str", choices=list(WINDOWS_RUNGS)),
-        destructive_rungs=dict(type="list", elements="str", choices=list(WINDOWS_RUNGS)),
+        max_rung=dict(type="str", choices=list(WINDOWS.rungs)),
+        destructive_rungs=dict(type="list", elements="str", choices=list(WINDOWS.rungs)),
         journal_path=dict(type="str"),
     )),
 )
@@ -79,12 +76,12 @@ class WalkOptions:
     """The walk's settings, from the gpu_ladder task's arguments (already checked against its argument spec)."""
 
     def __init__(self, args):
-        self.platform = args.get("platform") or "linux"
-        self.rungs = LADDERS[self.platform]
+        self.platform = args.get("platform") or LINUX.name
+        self.rungs = PLATFORMS[self.platform].rungs
         self.max_rung = args["max_rung"]
         self.allow_reboot = args["allow_reboot"]
         given = args.get("destructive_rungs")
-        self.destructive_rungs = tuple(DEFAULT_DESTRUCTIVE[self.platform] if given is None else given)
+        self.destructive_rungs = tuple(PLATFORMS[self.platform].destructive_rungs if given is None else given)
         self.drain = args["drain"]
         self.kill_wait_timeout = args["kill_wait_timeout"]
         self.reload_grace = args["reload_grace"]
@@ -115,16 +112,18 @@ class WalkOptions:
 
 def platform_args(args):
     """The walk's arguments for its platform: on a Windows host the `windows` option's values replace the walk's own
-    (each named, in messages, as the caller named the Windows one: option_names["windows.max_rung"])."""
-    resolved = dict((name, value) for name, value in args.items() if name != "windows")
-    if args.get("platform") != "windows":
+    (each named, in messages, as the caller named the Windows one: option_names["windows.max_rung"]); an unset one
+    keeps the walk's own."""
+    platform = PLATFORMS.get(args.get("platform") or LINUX.name)
+    resolved = dict((name, value) for name, value in args.items() if name != WINDOWS.suboption)
+    if platform is None or platform.suboption is None:
         return resolved
     names = dict(args.get("option_names") or {})
-    for name, value in (args.get("windows") or {}).items():
+    for name, value in platform.own_options(args).items():
         if value is not None:
             resolved[name] = value
-            if "windows." + name in names:
-                names[name] = names["windows." + name]
+            if "%s.%s" % (platform.suboption, name) in names:
+                names[name] = names["%s.%s" % (platform.suboption, name)]
     resolved["option_names"] = names
     return resolved
 
@@ -153,7 +152,7 @@ class _OptionCheck:
 def check_options(args):
     """Fail, naming the option and the value, when a module of the walk would refuse it, or a rung is not of the
     platform's ladder."""
-    rungs = LADDERS[args["platform"]]
+    rungs = PLATFORMS[args["platform"]].rungs
     if args["max_rung"] not in rungs:
         raise WalkError("max_rung: %r is not a rung of the %s ladder (%s)" % (args["max_rung"], args["platform"], ", ".join(rungs)))
     unknown = [rung for rung in args.get("destructive_rungs") or [] if rung not in rungs]

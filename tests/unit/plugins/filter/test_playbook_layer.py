@@ -10,7 +10,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.remediation.plugins.action.gpu_breaker import platform_rungs
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import platform_rungs
 from ansible_collections.gpuops.remediation.plugins.action.gpu_ladder import walk_run_id
 from ansible_collections.gpuops.remediation.plugins.filter.ladder import taken_snapshot
 from ansible_collections.gpuops.remediation.plugins.filter.node_prep import nvml_pip_argv

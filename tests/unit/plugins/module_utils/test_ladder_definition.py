@@ -8,9 +8,12 @@ import yaml
 from ansible_collections.gpuops.remediation.plugins.module_utils import _verdict
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import XID_RUNGS
 from ansible_collections.gpuops.remediation.plugins.modules import gpu_holders_info, gpu_ladder
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
-    ALL_RUNGS, DEFAULT_DESTRUCTIVE, LADDER_ARGUMENT_SPEC, LADDERS, RUNG_MODULES,
-)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import ALL_RUNGS, LADDER_ARGUMENT_SPEC, RUNG_MODULES
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import LINUX, PLATFORMS, WINDOWS
+
+# Each platform's ladder and its default destructive rungs, as its record (plugin_utils/ladder/_platform.py) has them.
+LADDERS = {name: platform.rungs for name, platform in PLATFORMS.items()}
+DEFAULT_DESTRUCTIVE = {name: list(platform.destructive_rungs) for name, platform in PLATFORMS.items()}
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
@@ -55,6 +58,14 @@ def test_the_role_argument_specs_and_defaults_list_the_same_rungs():
     assert options["gpu_reclaim_platform"]["choices"] == list(LADDERS)
     assert options["gpu_reclaim_max_rung"]["default"] == LADDER_ARGUMENT_SPEC["max_rung"]["default"]
     assert options["gpu_reclaim_destructive_rungs"]["default"] == DEFAULT_DESTRUCTIVE["linux"]
+    # Each platform's default max_rung is its record's: the role's and the walk's.
+    assert options[LINUX.max_rung_variable]["default"] == LINUX.default_max_rung
+    assert options[WINDOWS.max_rung_variable]["default"] == WINDOWS.default_max_rung
+    for platform in PLATFORMS.values():
+        assert options[platform.max_rung_variable]["choices"] == list(platform.rungs)
+        assert options[platform.destructive_rungs_variable]["choices"] == list(platform.rungs)
+        assert options[platform.destructive_rungs_variable]["default"] == list(platform.destructive_rungs)
+        assert platform.default_max_rung in platform.rungs
     for name, spec in options.items():
         assert defaults.get(name) == spec.get("default"), name
 
