@@ -89,8 +89,10 @@ SITES = {
     'plugins/module_utils/probes/_pci.py': {
         'r"^(?:PCI:)?(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<device>[0-9A-Fa-f]{1,2})" r"(?:\\.(?P<function>[0-7]))?$"': [],
     },
-    'plugins/module_utils/probes/_procscan.py': {
+    'plugins/module_utils/probes/_device_nodes.py': {
         'r"^nvidia(?:\\d+|ctl|-uvm|-uvm-tools|-modeset|-nvswitch\\d+|-nvswitchctl)$"': [],
+    },
+    'plugins/module_utils/probes/_cgroup.py': {
         'r"^docker-%s\\.scope$" % _HEX_ID': [],
         'r"^cri-containerd-%s\\.scope$" % _HEX_ID': [],
         'r"^nerdctl-%s\\.scope$" % _HEX_ID': [],

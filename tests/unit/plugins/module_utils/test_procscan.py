@@ -20,11 +20,14 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _threads
 
 from .. import bounded
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
+# The scan and the files it imports (standard library only), as a simulated node's lib/ holds them.
+SCAN_FILES = ["_procscan.py", "_proc_files.py", "_device_nodes.py", "_threads.py", "_process.py", "_cgroup.py"]
 DEVICE_FILES = ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "dri/card1"]
 
 
@@ -490,8 +493,9 @@ def test_a_scan_as_another_user_reports_what_it_cannot_read(children, world_read
     if not os.access(python, os.X_OK):
         pytest.skip("no %s to run as nobody" % python)
     # The scan (stdlib only) and a dev dir, staged where nobody can read them wherever the checkout lives.
-    shutil.copy(procscan.__file__, os.path.join(world_readable_dir, "_procscan.py"))
-    os.chmod(os.path.join(world_readable_dir, "_procscan.py"), 0o644)
+    for name in SCAN_FILES:
+        shutil.copy(os.path.join(os.path.dirname(procscan.__file__), name), os.path.join(world_readable_dir, name))
+        os.chmod(os.path.join(world_readable_dir, name), 0o644)
     dev_dir = os.path.join(world_readable_dir, "dev")
     os.mkdir(dev_dir)
     os.chmod(dev_dir, 0o755)
@@ -831,7 +835,7 @@ os.read(0, 1)
 def kcmp(request, monkeypatch):
     """The scan with the kernel's comparison of file tables, and as where kcmp is missing or refused."""
     if request.param == "no kcmp":
-        monkeypatch.setattr(procscan, "_KCMP_CALL", [lambda pid, tid: None])
+        monkeypatch.setattr(_threads, "_KCMP_CALL", [lambda pid, tid: None])
     return request.param
 
 
