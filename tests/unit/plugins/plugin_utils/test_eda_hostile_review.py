@@ -19,9 +19,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy imp
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import (
     alert_events, load_policy, OptionError, sign, state_file_problem,
 )
-from .eda_webhook import until_listening
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")

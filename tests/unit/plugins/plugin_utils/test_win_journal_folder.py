@@ -21,7 +21,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulat
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode, WindowsNodeError
 
-from .powershell_grammar import Script
+from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
 
 SCRIPT = Script(_powershell_scripts.SCRIPTS["journal_append"])
 

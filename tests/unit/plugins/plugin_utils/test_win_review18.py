@@ -8,7 +8,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs i
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import WindowsWalk, windows_executor
-from .win_walk import build, windows_walk_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, windows_walk_options
 
 
 def options(**overrides):
@@ -118,7 +118,7 @@ def test_the_journal_folder_dacl_is_set_only_on_a_folder_the_append_made():
     # one and strip every user's access to it and to all that inherits from it. The DACL goes with the creation (one
     # CreateDirectory call with the security descriptor, issue 18 rule 6): no Set-Acl at all, no window with an inherited one.
     from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _powershell_scripts
-    from .powershell_grammar import Script
+    from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
     script = Script(_powershell_scripts.SCRIPTS["journal_append"])
     assert script.errors() == []
     assert not [node for node in script.nodes() if node.type == "command_name" and script.text_of(node).lower() in ("set-acl", "new-item")]
