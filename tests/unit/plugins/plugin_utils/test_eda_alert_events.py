@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import alert_events
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import alert_events
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import ODD_ALERTS, _alert
 
 

@@ -4,7 +4,7 @@
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import OptionError
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _source
 
 
@@ -14,7 +14,7 @@ from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources impor
 def test_a_number_option_that_is_not_finite_is_named(name, option, value):
     """YAML's .nan passed every minimum (nan < min is false): poll_interval .nan made asyncio.sleep return at once, a
     source spinning on a core; duration_seconds .nan made every condition last; throttle_seconds .nan throttled none."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import check_args
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import check_args
 
     with pytest.raises(OptionError, match=r"^%s: option %s must be a float, got %r$" % (name, option, value)):
         check_args(name, {option: value}, _source(name).SPEC)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import state_file_problem
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._snapshot_source import state_file_problem
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _source
 
 

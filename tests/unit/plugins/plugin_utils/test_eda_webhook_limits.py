@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import sign
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import ODD_ALERTS, SECRET, _alert, _free_port, _source
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import load_policy, OptionError
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import load_policy
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 
 
 # ---------------------------------------------------------------- the Xid policy
