@@ -1,6 +1,6 @@
 """A test of the tests: no unit test can wait on a helper without a bound.
 
-Every helper is started, read and waited on through tests/unit/plugins/bounded.py (deadlines that fail naming
+Every helper is started, read and waited on through tests/unit/helpers/bounded.py (deadlines that fail naming
 what was waited for, with the helper's stderr); any other blocking call in the tests carries a timeout."""
 import ast
 import os
@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 UNIT = os.path.dirname(os.path.abspath(__file__))
-BOUNDED = os.path.join(UNIT, "plugins", "bounded.py")
+BOUNDED = os.path.join(UNIT, "helpers", "bounded.py")
 
 # Calls only bounded.py makes: they start a helper or read its output.
 ONLY_THROUGH_BOUNDED = {"Popen": "bounded.start", "communicate": "bounded.communicate"}

@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 # The parent forks the group and never reaps; in the child the main thread (the leader) exits while a second
 # thread lives on, so /proc/<child>/stat says Z. argv[1] "ignores_term": the group ignores SIGTERM.

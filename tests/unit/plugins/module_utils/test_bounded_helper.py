@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 SILENT = "import sys, time; sys.stderr.write('stuck on purpose\\n'); sys.stderr.flush(); time.sleep(60)"
 

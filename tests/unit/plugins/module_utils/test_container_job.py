@@ -12,7 +12,9 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import judge, parse_inspect
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import container_job
 
-from .docker_captures import CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture, inspected
+from ansible_collections.gpuops.remediation.tests.unit.helpers.docker_captures import (
+    CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture, inspected,
+)
 
 EXITED = inspected("inspect-exited.json")
 

@@ -23,9 +23,11 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container
     ContainerWitness, confirm_holders, delegated_subtree, inspect_argv, judge, namespace_init, namespace_members, parse_inspect, within)
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import parse_cgroup
 
-from .docker_captures import CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture
+from ansible_collections.gpuops.remediation.tests.unit.helpers.docker_captures import (
+    CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture,
+)
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 
 def v2(path):

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import describe, frozen_cgroup, parse_mountinfo, thaw
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "cgroup")
 

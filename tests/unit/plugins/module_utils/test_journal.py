@@ -20,7 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journa
     Journal, completed_resets, left_stopped, load_journal, read_journal, unfinished,
 )
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 
 @pytest.fixture

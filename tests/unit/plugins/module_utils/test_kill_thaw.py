@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill impo
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 
 class Failed(Exception):

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock, read_holder
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 HOLDER = """
     import sys, time

@@ -22,7 +22,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _threads
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 

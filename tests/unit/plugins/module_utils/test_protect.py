@@ -22,7 +22,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect i
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import UnitMembers
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 
 def test_pid_1_refused(procs):

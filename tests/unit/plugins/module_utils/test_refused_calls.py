@@ -13,10 +13,10 @@ import subprocess
 import sys
 from xml.etree import ElementTree
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REFUSE_CALLS = os.path.join(os.path.dirname(HERE), "refuse_calls.py")
+REFUSE_CALLS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "helpers", "refuse_calls.py")
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 # The tests that make their cases with unshare, ptrace or kcmp (grep tests/unit for them).
 TOUCHING = ["test_procscan.py", "test_terminate_states.py", "test_container_runtime.py"]

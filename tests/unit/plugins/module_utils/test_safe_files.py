@@ -24,7 +24,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files imp
     UnsafePath, append, open_dir, path_problem, read_trusted, remove_stale_temporaries, write_atomic,
 )
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"),
                                 reason="needs root, useradd and runuser to attack as a real second account")

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._signal_state import effect, parse_status, plan, read_facts
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "proc-status")
 TERM_KILL = [signal.SIGTERM, signal.SIGKILL]

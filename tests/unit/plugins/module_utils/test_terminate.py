@@ -18,7 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill import _te
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target, send_checked
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 
 def test_sleeper_killed_by_term(spawn, tmp_path, procs):

@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, terminate_permitted
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 KEYS = ("pid", "signals", "exited", "expected", "kill_follows", "not_sent")
 

@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import answer_events, reset_evidence, verdict
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 

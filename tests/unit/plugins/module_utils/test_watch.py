@@ -23,7 +23,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch im
     sample_of,
 )
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 MIB = 1024
 HOST = "node07"

@@ -15,7 +15,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journa
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._zombies import reap_zombie
 
-from .. import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 
 ZOMBIE_PARENT = """

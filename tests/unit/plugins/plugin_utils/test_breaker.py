@@ -1,10 +1,14 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet-wide circuit breaker's decision and the state it reads."""
+"""The fleet-wide circuit breaker's decision and the state it reads, and real processes racing for its last place."""
 
+import fcntl
 import json
 import os
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -13,6 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import
     breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records, record_name,
     recorded_out, remove_record, slurm_drains_to_confirm, slurm_out,
 )
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 REASON = "gpuops: reclaiming stuck GPU memory"
 
@@ -236,3 +241,60 @@ def test_a_host_recorded_and_drained_is_one_node_out_and_its_own_drain_not_count
     refusal = breaker_refusal("node09.example.org", out, 10, 20, 0, 60, "node09")
     assert refusal.startswith("circuit breaker: 2 of the 10 nodes of the fleet are already out: node07 (drained in Slurm")
     assert default_node_name("node07.example.org") == "node07" and default_node_name("node07") == "node07"
+
+
+# ---------------------------------------------------------------- the breaker raced by real processes
+
+def _flock_waiters(path):
+    """How many other processes have the lock file at path open (their /proc/<pid>/fd): each run opens it, then polls
+    for its flock (_lock.flock_within never blocks in the kernel, so /proc/locks lists no waiter)."""
+    waiting = 0
+    for pid in (name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()):
+        try:
+            links = [os.readlink("/proc/%s/fd/%s" % (pid, fd)) for fd in os.listdir("/proc/%s/fd" % pid)]
+        except OSError:
+            continue
+        waiting += path in links
+    return waiting
+
+
+def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collections_root):
+    """Four real runs (ansible, the action gpu_breaker) decide at once for the last place of max_count 1: they wait on
+    the state directory's lock (held here until all have started) and exactly one passes, three are refused naming it."""
+    state = tmp_path / "breaker"
+    state.mkdir(mode=0o700)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    # The ad-hoc CLI through this Python (ansible-test's units venv has the ansible package but no `ansible` script).
+    ansible = [sys.executable, "-c", "import sys; from ansible.cli.adhoc import main; main(['ansible'] + sys.argv[1:])"]
+    snapshot = {"gpus": [{"index": 0, "state": "stuck"}], "verdict": {"rung": "reset", "reasons": []}}
+    runs = []
+    with open(str(state / ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh file of this test: nobody else holds it
+        for host in ("nodeA", "nodeB", "nodeC", "nodeD"):
+            args = {"host": host, "fleet_size": 10, "max_count": 1, "state_dir": str(state), "snapshot": snapshot,
+                    "max_rung": "reset", "run_id": "race-" + host}
+            argv = ansible + ["localhost", "-c", "local", "-m", "gpuops.remediation.gpu_breaker", "-a", json.dumps(args)]
+            runs.append(bounded.start(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      universal_newlines=True, cwd=str(tmp_path)))
+        # Until the kernel shows all four runs with the lock open, polling for it: none decided, none recorded.
+        deadline = time.monotonic() + 120
+        while _flock_waiters(str(state / ".lock")) < 4:
+            assert time.monotonic() < deadline and all(run.poll() is None for run in runs), \
+                [bounded.communicate(run, "an ad-hoc breaker run")[0] for run in runs if run.poll() is not None]
+            time.sleep(0.05)
+        assert [run.poll() for run in runs] == [None] * 4
+        assert [name for name in os.listdir(str(state)) if name.endswith(".breaker.json")] == []
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    outputs = [bounded.communicate(run, "an ad-hoc breaker run", timeout=120)[0] for run in runs]
+    results = []
+    for output in outputs:
+        assert "localhost | SUCCESS => " in output, output  # ad-hoc's own output: the task's result as JSON
+        results.append(json.loads(output[output.index("localhost | SUCCESS => ") + 23:]))
+    passed = [result for result in results if result["recorded"]]
+    refused = [result for result in results if result["refusal"]]
+    assert len(passed) == 1 and len(refused) == 3, results
+    records = sorted(name for name in os.listdir(str(state)) if name.endswith(".breaker.json"))
+    assert len(records) == 1
+    winner = records[0].split(".")[0]
+    assert all("%s (reset rung by run race-%s" % (winner, winner) in result["refusal"] for result in refused)

@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Retry
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import journal_argv, journal_lines, kmsg_problem, kmsg_seq
-from .eda_webhook import until_listening
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")

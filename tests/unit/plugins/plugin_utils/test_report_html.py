@@ -6,8 +6,8 @@ import re
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._report_html import render_html
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import build_report, host_entry
 
-from .report_browser import check, read_figures, render
-from .report_fleet import HOSTILE, fleet_report
+from ansible_collections.gpuops.remediation.tests.unit.helpers.report_browser import check, read_figures, render
+from ansible_collections.gpuops.remediation.tests.unit.helpers.report_fleet import HOSTILE, fleet_report
 
 
 def _figures(page):

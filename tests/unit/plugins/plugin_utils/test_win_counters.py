@@ -90,3 +90,18 @@ def test_output_that_is_not_json_objects_is_an_error():
         _gpu_memory_counters.parse_cim_process_memory("Get-CimInstance : Invalid class")
     with pytest.raises(ValueError, match="other than objects"):
         _gpu_memory_counters.parse_cim_process_memory("[1, 2]")
+
+
+MIB = 1024 * 1024
+
+
+def test_an_adapter_whose_one_physical_part_has_no_sample_has_no_figure():
+    # a linked adapter (phys_0, phys_1 under one LUID): phys_0 reads -1 (no sample); phys_1's 100 MiB alone is not
+    # what the adapter uses, and taken for it would make 2900 of 3000 MiB in use look like ghost memory.
+    import json
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _gpu_memory_counters
+    rows = [{"Name": "luid_0x00000000_0x0000fa7a_phys_0", "DedicatedUsage": -1},
+            {"Name": "luid_0x00000000_0x0000fa7a_phys_1", "DedicatedUsage": 100 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_0", "DedicatedUsage": 5 * MIB},
+            {"Name": "luid_0x00000000_0x0000fb7a_phys_1", "DedicatedUsage": 7 * MIB}]
+    assert _gpu_memory_counters.parse_adapter_memory(json.dumps(rows)) == {"0x00000000_0x0000fb7a": 12 * MIB}

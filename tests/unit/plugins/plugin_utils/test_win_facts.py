@@ -26,7 +26,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulat
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode, WindowsNodeError
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation._simulated_state import _spawn, locked_state
 
-from .powershell_grammar import Script
+from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
 
 QUSER = ("windows", "quser")
 HEADER_CAPTURES = ["header-console-current-marker-phoebe.txt", "header-console-no-marker-over-ssh.txt",

@@ -111,3 +111,18 @@ def test_the_snapshot_never_reports_dwm_holding_more_than_its_gpu_uses(tmp_path)
     assert python["used_mib"] == 1024 and python["used_mib_source"] == "counter"
     for holder in snapshot["holders"]:
         assert (holder["used_mib"] or 0) <= card["memory_used_mib"]
+
+
+@pytest.mark.parametrize("driver_model", [{"current": "WDDM", "pending": "WDDM"}, "WDDM"])
+def test_under_wddm_an_empty_process_list_is_no_per_process_view(driver_model):
+    # nvidia-smi lists no process on a WDDM GPU (all of them vacuously "have" a figure): the whole use is not ghost
+    # memory; the adapter-level figure decides, and without one it is unknown.
+    gpu = {"index": 0, "memory_used_mib": 3000, "processes": [], "luid": "0x00000000_0x0000fa7a", "driver_model": driver_model}
+    ghost = _node_snapshot.ghost_memory(gpu, 3000 * MIB)
+    assert ghost["ghost_mib"] == 0 and ghost["source"] == "adapter_counter"
+    assert _node_snapshot.ghost_memory(gpu, None)["ghost_mib"] is None
+
+
+def test_under_tcc_an_empty_process_list_is_the_driver_saying_no_process_holds_memory():
+    gpu = {"index": 0, "memory_used_mib": 3000, "processes": [], "luid": None, "driver_model": {"current": "TCC", "pending": "TCC"}}
+    assert _node_snapshot.ghost_memory(gpu, None)["ghost_mib"] == 3000

@@ -21,7 +21,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulat
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode, WindowsNodeError
 
-from .powershell_grammar import Script
+from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
 
 SCRIPT = Script(_powershell_scripts.SCRIPTS["journal_append"])
 
@@ -231,3 +231,25 @@ def test_the_check_script_writes_nothing_and_shares_the_appends_guards():
     assert _powershell_scripts._JOURNAL_GUARDS in text and _powershell_scripts._JOURNAL_GUARDS in _powershell_scripts.SCRIPTS["journal_append"]
     assert not {"createdirectory", "write", "filestream"} & set(call.rsplit("::", 1)[-1] for call in check.static_calls())
     assert "FileStream" not in text and "CreateDirectory" not in text and "$Ansible.Changed = $true" not in text
+
+
+def test_the_journal_folder_dacl_is_set_only_on_a_folder_the_append_made():
+    # journal_path C:\ProgramData\gpuops.jsonl (or D:\journal.jsonl): the folder is C:\ProgramData (D:\), owned by
+    # SYSTEM, so the owner check passes; a DACL set there would replace its DACL with a protected SYSTEM+Administrators
+    # one and strip every user's access to it and to all that inherits from it. The DACL goes with the creation (one
+    # CreateDirectory call with the security descriptor, issue 18 rule 6): no Set-Acl at all, no window with an inherited one.
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _powershell_scripts
+    from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
+    script = Script(_powershell_scripts.SCRIPTS["journal_append"])
+    assert script.errors() == []
+    assert not [node for node in script.nodes() if node.type == "command_name" and script.text_of(node).lower() in ("set-acl", "new-item")]
+    create = [node for node in script.nodes() if node.type == "member_name" and script.text_of(node).lower() == "createdirectory"]
+    assert len(create) == 2  # Windows PowerShell 5.1's call and PowerShell 7's
+    for node in create:
+        guards, parent = [], node.parent
+        while parent is not None:
+            if parent.type == "if_statement":
+                guards.append(script.text_of(parent).split("{", 1)[0].replace(" ", "").lower())
+            parent = parent.parent
+        assert "if(-not[system.io.directory]::exists($folder))" in guards, guards
+        assert "$security" in script.text_of(node.parent.parent).lower()

@@ -12,7 +12,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._window
     WindowsWalk, logoff_users, windows_executor,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
-from .win_walk import build, windows_walk_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, windows_walk_options
 
 
 def options(**overrides):

@@ -21,7 +21,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulat
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._powershell_literals import literal
 
-from .powershell_grammar import Script
+from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
 
 QUOTES = "'\u2018\u2019\u201a\u201b"
 CODE_CHARACTERS = set(";|&(){}$`\"'#@,<>\n\r") | set(QUOTES) | set("\u201c\u201d\u201e")

@@ -6,6 +6,8 @@ The one double here (DroppingNode) is the simulated node itself with a connectio
 ran, as WinRM does when an adapter restart or a logoff cuts it.
 """
 
+import json
+
 import pytest
 import yaml
 from ansible.errors import AnsibleConnectionFailure
@@ -17,6 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node im
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import ConnectionDropped, SimulatedNode, WindowsNodeError
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build as sim
 
 
 def build(tmp_path, name="ws", **scenario):
@@ -430,3 +433,66 @@ def test_where_add_type_is_refused_each_member_of_the_tree_is_held_and_ended_alo
     assert [argv for argv in command_log(root) if argv[0] == "taskkill"] == [
         ["taskkill", "/F", "/PID", str(child["pid"])], ["taskkill", "/F", "/PID", str(selected[0]["pid"])]] and terminated(root) == []
     assert not holders(root, "python.exe", "worker.exe")
+
+
+# ---- bad input: the option and the value named, nothing run -------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["kill", "restart_adapter"])
+@pytest.mark.parametrize("value", ["", "   ", "nvidia-smi\n", 7])
+def test_win_gpu_reset_refuses_an_nvidia_smi_that_names_no_program(tmp_path, method, value):
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}], processes=[{"name": "render.exe", "memory_mib": 1024}])
+    before = _simulated_node.snapshot_of_state(node.root)
+    with pytest.raises(_reset_dispatch.WinResetInputError) as error:
+        _reset_dispatch.run(node, {"method": method, "nvidia_smi": value}, check_mode=False)
+    assert str(error.value).startswith("nvidia_smi: %r" % (value,))
+    after = _simulated_node.snapshot_of_state(node.root)
+    assert after["command_log"] == before["command_log"] and after["processes"] == before["processes"]
+
+
+# ---- check mode equals the run: a holder named twice, or a child named before its parent -----------------------------
+
+@pytest.mark.parametrize("order", ["parent_twice", "child_first", "parent_first"])
+def test_kill_check_mode_predicts_each_entry_as_the_run_finds_it(tmp_path, order):
+    scenario = {"gpus": [{"ghost_mib": 0}], "processes": [{"name": "render.exe", "memory_mib": 1024,
+                                                          "children": [{"name": "worker.exe", "memory_mib": 64}]}]}
+    results = {}
+    for check_mode in (True, False):
+        node = sim(tmp_path / str(check_mode), **scenario)
+        holders = dict((h["name"], h) for h in _node_snapshot.take(node)["holders"])
+        parent, child = holders["render.exe"], holders["worker.exe"]
+        chosen = {"parent_twice": [parent, parent], "child_first": [child, parent], "parent_first": [parent, child]}[order]
+        done = _reset_dispatch.run(node, {"method": "kill", "holders": chosen}, check_mode=check_mode)
+        results[check_mode] = done
+    predicted, done = results[True], results[False]
+    # was (parent_twice): "would end" twice, the run "ended" then "already gone"; (child_first): the parent's tree
+    # predicted with the child the run had already ended
+    assert [(p["outcome"].replace("would_end", "ended"), p["also_ended"]) for p in predicted["processes"]] == \
+        [(p["outcome"], p["also_ended"]) for p in done["processes"]]
+    assert [line.replace("would end", "ended") for line in predicted["plan"]] == done["plan"]
+    assert predicted["ended_pids"] == done["ended_pids"] and predicted["changed"] == done["changed"]
+
+
+# ---- bad input found inside a method (a gpu naming no GPU) writes nothing on the host, not even an earlier run's
+# interrupted outcome --------------------------------------------------------------------------------------------------
+
+def journal_lines(node):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _node_journal
+    path = _simulated_node.host_file(node.root, _node_journal.DEFAULT_PATH)
+    with open(path) as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@pytest.mark.parametrize("gpu", ["GPU-0", 7, "0000:99:00.0"])
+def test_a_gpu_naming_no_gpu_writes_nothing_on_the_host(tmp_path, gpu):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _node_journal
+    node = sim(tmp_path, gpus=[{"ghost_mib": 2048}])
+    _node_journal.WindowsJournal(node, None, "an-earlier-run").intent("restart_adapter", gpu=0)  # it never finished
+    before = journal_lines(node)
+    with pytest.raises(_reset_dispatch.WinResetInputError, match="^gpu: "):
+        _reset_dispatch.run(node, {"method": "restart_adapter", "gpu": gpu}, check_mode=False)
+    assert journal_lines(node) == before  # was: the earlier intent's "interrupted" outcome written before the refusal
+    done = _reset_dispatch.run(node, {"method": "restart_adapter", "gpu": 0}, check_mode=False)
+    assert [a["action"] for a in done["interrupted_actions"]] == ["restart_adapter"]
+    closed = [r for r in journal_lines(node) if r.get("interrupted")]
+    assert len(closed) == 1 and closed[0]["of_run"] == "an-earlier-run"
+    assert _reset_dispatch.run(node, {"method": "restart_adapter", "gpu": 0}, check_mode=False)["interrupted_actions"] == []

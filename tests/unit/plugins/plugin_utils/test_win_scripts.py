@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _powershell_scripts
 
-from .powershell_grammar import DYNAMIC_COMMANDS, Script
+from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import DYNAMIC_COMMANDS, Script
 
 NAMES = sorted(_powershell_scripts.SCRIPTS)
 

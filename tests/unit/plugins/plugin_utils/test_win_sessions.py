@@ -81,3 +81,23 @@ def test_logoff_argv():
     for bad in (-1, True, "42", None):
         with pytest.raises(ValueError, match="not a session id"):
             _interactive_sessions.logoff_argv(bad)
+
+
+def test_quser_reads_a_user_name_with_a_space():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _interactive_sessions
+    header = " USERNAME              SESSIONNAME        ID  STATE   IDLE TIME  LOGON TIME\n"
+    active = _interactive_sessions.parse_quser(header + ">john smith            console             1  Active      none   6/14/2026 11:35 AM\n", 0)
+    assert active.status == "ok" and active.sessions[0]["user"] == "john smith"
+    disconnected = _interactive_sessions.parse_quser(header + " john smith                        2  Disc            .  04.07.2024 23:24\n", 0)
+    # was: user "john", session name "smith": `logoff user=john` logged John Smith off
+    assert [s["user"] for s in disconnected.sessions] == ["john smith"]
+
+
+def test_a_non_ascii_user_name_from_quser_in_the_oem_code_page_is_read():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _interactive_sessions
+    raw = (" USERNAME              SESSIONNAME        ID  STATE   IDLE TIME  LOGON TIME\r\n"
+           ">jos\u00e9                  console             1  Activo      none   14/06/2026 11:35\r\n").encode("cp850")
+    text = _output_encoding.decode_transported(raw.decode(_output_encoding.TRANSPORT_ENCODING)).text
+    sessions = _interactive_sessions.parse_quser(text, 0).sessions
+    assert _interactive_sessions.sessions_of(sessions, "jos\u00e9"), sessions  # was: user 'jos\x82', no session of josé

@@ -25,7 +25,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
-from .win_walk import windows_walk_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import windows_walk_options
 
 HYPERV_VM = "1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"
 

@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEBIAN_TOOLS = os.path.join(HERE, "..", "..", "..", "..", "tools", "debian_tools.sh")
+DEBIAN_TOOLS = os.path.join(HERE, "..", "..", "..", "tools", "debian_tools.sh")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 SEGMENTS = ("attributed_mib", "ghost_mib", "in_use_mib", "reserved_mib", "free_mib")

@@ -9,7 +9,7 @@ import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import parse_inspect
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "docker")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugins", "fixtures", "docker")
 CONTAINER_ID = "1a22e7e63cded052f07163ac6ec0d6926b755635281d453473043e5eaeae0256"
 OTHER_ID = "0" * 64
 CLAIMED = {"runtime": "docker", "id": CONTAINER_ID}
