@@ -401,7 +401,9 @@ def parse_kernel_log(text, boot_time=None, now=None):
     """
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    lines = kernel_lines(line.rstrip("\r") for line in text.splitlines())[0]
+    # Lines end at "\n" only: splitlines() would also end one at U+2028, U+0085, \x1c or \x0b inside a user's syslog
+    # message, and what follows would stand as a line of its own with no tag (as dmesg's lines are).
+    lines = kernel_lines(line.rstrip("\r") for line in text.split("\n"))[0]
     events = []
     index = 0
     while index < len(lines):
