@@ -97,12 +97,13 @@ def _fake_proc(tmp_path, *stats):
     return str(root)
 
 
-def test_a_reused_pid_is_not_the_leader(tmp_path):
-    """The pid of the group is there, leads a group of that id, but started after the holder: another process."""
-    root = _fake_proc(tmp_path, _stat_line(600, "S", 1, 600, 600, 1000), _stat_line(500, "S", 1, 500, 500, 5000),
-                      _stat_line(700, "S", 1, 500, 1, 2000))
+def test_a_leader_started_after_the_holder_is_its_leader(tmp_path):
+    """The pid of the group is there, leads a group of that id, and started after the holder (which joined its group):
+    the kernel never reuses a pid that is still a group's id, so it is the leader (the real processes: below)."""
+    root = _fake_proc(tmp_path, _stat_line(600, "S", 1, 600, 600, 1000), _stat_line(500, "S", 600, 500, 600, 5000),
+                      _stat_line(700, "S", 600, 500, 600, 2000))
     answer = holder_standing(700, root)
-    assert answer == {"standing": LEFT_BEHIND, "why": "its process group leader 500 has exited while it lives on"}
+    assert answer == {"standing": BUSY, "why": "its process group leader 500 (python3) runs"}
 
 
 def test_a_zombie_leader_or_one_that_left_its_group_is_not_the_leader(tmp_path):
@@ -160,3 +161,26 @@ def test_a_compute_context_in_a_graphical_login_is_no_display_server(procs):
     # Not a compute context (Xorg draws, type G): the display manager's, refused as a display server.
     assert refusal(target, Policy(members=members, standing=standing, explicit=True)) == (
         "display server: lightdm.service (started by its main process; allow_display to end it)")
+
+
+def _ticks_now():
+    with open("/proc/uptime") as handle:
+        return float(handle.read().split()[0]) * os.sysconf("SC_CLK_TCK")
+
+
+def test_a_holder_that_joined_the_group_of_a_leader_started_after_it_is_busy(procs):
+    """setpgid(0, leader) into the group of a process started later (a supervisor that groups the workers it found):
+    the kernel never gives a pid still in use as a group's id to another process, so the live leader of that id is the
+    group's, whatever its start time; the holder works."""
+    holder = procs.spawn([sys.executable, "-c", "import os, sys, time\nprint('ready', flush=True)\n"
+                          "os.setpgid(0, int(sys.stdin.readline()))\nprint('joined', flush=True)\ntime.sleep(600)"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "ready"
+    procs.wait_until(lambda: _ticks_now() > _start_time(holder.pid) + 2)
+    leader = procs.spawn([sys.executable, "-c", "import time\ntime.sleep(600)"], process_group=0)
+    assert _start_time(leader.pid) > _start_time(holder.pid)
+    holder.stdin.write("%d\n" % leader.pid)
+    holder.stdin.flush()
+    assert holder.stdout.readline().strip() == "joined"
+    assert os.getpgid(holder.pid) == leader.pid
+    assert holder_standing(holder.pid) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (leader.pid, _comm(leader.pid))}
