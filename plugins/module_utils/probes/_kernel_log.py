@@ -10,8 +10,10 @@ probe_kernel_log (the snapshot's probe) runs them or reads the file.
 from __future__ import annotations
 
 import calendar
+import errno
 import os
 import re
+import stat
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import without_trailing_brackets
@@ -470,9 +472,22 @@ def kernel_log_argv(source, since_minutes=None, journalctl="journalctl", dmesg="
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
+def open_log_file(path):
+    """The kernel log file opened for reading (binary): a FIFO or a device there never blocks the open nor a read, it
+    is refused (OSError naming the path)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_log_tail(path, limit=MAX_FILE_BYTES):
     """The text of the file's last `limit` bytes, from its first whole line."""
-    with open(path, "rb") as handle:
+    with open_log_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
             handle.seek(size - limit)

@@ -20,7 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_fi
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
-    MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, parse_kernel_log,
+    MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, open_log_file, parse_kernel_log,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
     PolicyError, apply_policy, event_rung, parse_policy,
@@ -325,7 +325,7 @@ class FileTail:
     def _open(self, identity=None):
         """The file opened for reading, or None; with `identity`, only while the path still names that file."""
         try:
-            handle = open(self.path, "rb")
+            handle = open_log_file(self.path)
         except OSError:
             return None
         stat = os.fstat(handle.fileno())

@@ -247,3 +247,37 @@ def _run_modules(staged, log, collections_root):
     assert run.returncode == 0, run.stdout[-4000:]
     with open(out, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+# ---------------------------------------------------------------- a FIFO where the kernel log file is read
+
+
+def test_a_fifo_at_the_kernel_log_path_never_blocks_a_module(staged, collections_root):
+    """A FIFO with no writer at kernel_log_path (a user's, where the path's directory lets them): the open would block
+    for ever; the modules say the log cannot be read and go on, in check mode too."""
+    log = os.path.join(staged, "kern.log")
+    os.mkfifo(log, 0o666)
+    result = _run_modules(staged, log, collections_root)
+    for info in (result["info"], result["info_check"]):
+        report = info["probes"]["kernel_log"]
+        assert report["ok"] is False and "not a regular file" in report["error"] and info["xid_events"] == []
+    assert result["watch"] is not None
+
+
+def test_a_fifo_at_the_eda_file_source_path_never_blocks_it(staged):
+    log = os.path.join(staged, "kern.log")
+    os.mkfifo(log, 0o666)
+    read = []
+
+    def tail_it():
+        tail = FileTail(log)
+        read.extend([tail.read(), tail.read()])
+        tail.close()
+
+    thread = threading.Thread(target=tail_it, daemon=True)
+    thread.start()
+    thread.join(30)
+    if thread.is_alive():
+        os.close(os.open(log, os.O_RDWR))  # let the blocked open return, so the thread ends
+        raise AssertionError("the EDA file source blocked in 30 s on a FIFO at its path")
+    assert read == [[], []]
