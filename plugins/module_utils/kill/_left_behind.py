@@ -20,6 +20,7 @@ busy, whoever its parent is now.
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import process_stat
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import systemd_cgroup
 
 BUSY = "busy"
 LEFT_BEHIND = "left_behind"
@@ -163,9 +164,23 @@ class StandingProbe:
         return self._session_states[session]
 
     def standing(self, pid, job=None, unit=None, proc_root="/proc"):
-        """holder_standing of pid with this probe's unit and session answers."""
+        """holder_standing of pid with this probe's unit and session answers. A unit of a user's own service manager
+        (below user@UID.service) is none of the system manager's: a system unit of the same name says nothing of it."""
+        if unit and in_user_manager(pid, proc_root):
+            unit = None
         return holder_standing(pid, proc_root, job=job, unit=unit, unit_state=self.unit_state,
                                session=session_of(unit), session_state=self.session_state)
+
+
+def in_user_manager(pid, proc_root="/proc"):
+    """Whether pid runs below a user's service manager (a user@UID.service in its systemd cgroup path)."""
+    try:
+        with open("%s/%d/cgroup" % (proc_root, pid), "rb") as handle:
+            text = handle.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return False
+    path = systemd_cgroup(text) or ""
+    return any(part.startswith("user@") and part.endswith(".service") for part in path.split("/"))
 
 
 def probe_standing(module, layout):

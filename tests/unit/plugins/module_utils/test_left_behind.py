@@ -184,3 +184,28 @@ def test_a_holder_that_joined_the_group_of_a_leader_started_after_it_is_busy(pro
     assert holder.stdout.readline().strip() == "joined"
     assert os.getpgid(holder.pid) == leader.pid
     assert holder_standing(holder.pid) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (leader.pid, _comm(leader.pid))}
+
+
+class _Node:
+    """Runs the node's tools (here a systemctl script that answers as the system manager does for an inactive unit)."""
+
+    def run_command(self, argv):
+        run = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30, check=False)
+        return run.returncode, run.stdout, run.stderr
+
+
+def test_a_users_own_service_is_not_the_system_unit_of_the_same_name(tmp_path):
+    """`systemd-run --user --unit=rsync python train.py`: its cgroup's innermost unit is rsync.service, below the user's
+    manager (user@1000.service); the system's rsync.service is inactive, and says nothing of the user's: busy. The same
+    name in the system manager's own tree is a leftover of that unit."""
+    systemctl = tmp_path / "systemctl"
+    systemctl.write_text("#!/bin/sh\nprintf 'LoadState=loaded\\nActiveState=inactive\\nMainPID=0\\n'\n")
+    systemctl.chmod(0o755)
+    user_service = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/rsync.service\n"
+    system_service = "0::/system.slice/rsync.service\n"
+    for name, cgroup, standing in (("user", user_service, BUSY), ("system", system_service, LEFT_BEHIND)):
+        root = _fake_proc(tmp_path / name, _stat_line(1, "S", 0, 1, 1, 1), _stat_line(900, "S", 1, 900, 900, 100),
+                          _stat_line(901, "S", 900, 900, 900, 200))
+        (tmp_path / name / "proc" / "901" / "cgroup").write_text(cgroup)
+        answer = StandingProbe(_Node(), systemctl=str(systemctl)).standing(901, unit="rsync.service", proc_root=root)
+        assert answer["standing"] == standing, (name, answer)
