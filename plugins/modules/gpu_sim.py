@@ -409,6 +409,7 @@ import os
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import SIM_ROOT_ENV
+from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, open_dir
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import SERVICES
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_rules import DEFAULT_MODULES, KNOWN_MODULES
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import SimError, load_state, process_exists, state_path
@@ -533,8 +534,22 @@ def services_result(state):
     return result
 
 
+def refuse_untrusted_root(module, root):
+    """The node's files are written, and its tools run, by whoever runs the modules (root on a test machine): a root, or
+    the directory it is made in, that another user owns or can write (an empty directory a user made first at the
+    /tmp path a playbook names, a node of theirs) is refused, naming the owner; the path is walked without a link."""
+    existing = root
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    try:
+        os.close(open_dir(existing, "root", holds_trusted=existing == root, shown=root))
+    except UnsafePath as exc:
+        module.fail_json(msg=str(exc), root=root)
+
+
 def existing_state(module, root):
     """The node's state at root, None when root is missing or empty; fails on a directory that is no node."""
+    refuse_untrusted_root(module, root)
     if not os.path.exists(root):
         return None
     if os.path.exists(state_path(root)):

@@ -294,8 +294,11 @@ class DriverReloadWorker:
                                "after": {"modules": sorted(unload), "ghost_mib": dict((k, 0) for k in self._ghost(snapshot))}}
         blockers = self._blockers(snapshot, units)
         self._refuse_held(blockers)
-        if DISPLAY_MANAGER in units:
-            refused = display_refusal("nvidia_driver_reload", "stopping %s" % DISPLAY_MANAGER, snapshot, self.params["allow_display"])
+        # A display server without a display manager (startx: a graphics-only context) would be ended with the holders.
+        graphics = [h for h in blockers if h["class"] == "graphics_session"]
+        if DISPLAY_MANAGER in units or graphics:
+            step = "stopping %s" % DISPLAY_MANAGER if DISPLAY_MANAGER in units else "ending the graphics processes that hold the devices"
+            refused = display_refusal("nvidia_driver_reload", step, snapshot, self.params["allow_display"])
             if refused:
                 self.module.fail_json(msg=refused, changed=False, plan=self.result["plan"])
         self._refuse_or_kill(blockers)

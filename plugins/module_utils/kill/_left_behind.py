@@ -11,8 +11,8 @@ inactive or failed, or of a login session that logind says is closing or gone. E
 makes it so is named ("its process group leader 4412 (python) runs"). A zombie is left behind too, through its
 parent: the snapshot classes it before this is asked.
 
-Identity, not pid: a leader is the process whose pid is the group's (or session's) id, that still leads it (its own
-pgid or sid says so) and that started no later than the holder; a reused pid is not the leader. A daemon that
+Identity, not pid: a leader is the process whose pid is the group's (or session's) id and that still leads it (its own
+pgid or sid says so); the kernel never reuses a pid that is still a group's or a session's id. A daemon that
 double-forked on purpose is its own session leader (it started itself), or the main process of its active systemd unit:
 busy, whoever its parent is now.
 """
@@ -20,6 +20,7 @@ busy, whoever its parent is now.
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import process_stat
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import systemd_cgroup
 
 BUSY = "busy"
 LEFT_BEHIND = "left_behind"
@@ -33,13 +34,12 @@ def _what(stat):
     return "%d (%s)" % (stat["pid"], stat["name"])
 
 
-def _leader(leader_pid, key, holder_stat, proc_root):
-    """The stat of the live process that leads holder_stat's group (key pgid) or session (key sid), or None: the pid
-    must be there, not a zombie, still lead it, and have started no later than the holder (else it is a reused pid)."""
+def _leader(leader_pid, key, proc_root):
+    """The stat of the live process that leads a group (key pgid) or session (key sid) of that id, or None: the pid
+    must be there, not a zombie, and still lead it. Its start time says nothing: the kernel never gives a pid that is
+    still a group's or a session's id to another process, and a holder may join the group of a later process."""
     leader = process_stat(leader_pid, proc_root)
     if leader is None or leader["state"] in ("Z", "X") or leader[key] != leader_pid:
-        return None
-    if leader["start_time"] > holder_stat["start_time"]:
         return None
     return leader
 
@@ -49,9 +49,9 @@ def _process_facts(stat, proc_root):
     pid, pgid, sid = stat["pid"], stat["pgid"], stat["sid"]
     if sid == pid:
         return BUSY, "it leads its own session (it started itself, as a service or a daemon does)"
-    if pgid > 0 and pgid != pid and _leader(pgid, "pgid", stat, proc_root) is None:
+    if pgid > 0 and pgid != pid and _leader(pgid, "pgid", proc_root) is None:
         return LEFT_BEHIND, "its process group leader %d has exited while it lives on" % pgid
-    if sid > 0 and _leader(sid, "sid", stat, proc_root) is None:
+    if sid > 0 and _leader(sid, "sid", proc_root) is None:
         return LEFT_BEHIND, "its session leader %d has exited while it lives on" % sid
     parent = process_stat(stat["ppid"], proc_root) if stat["ppid"] > 0 else None
     # Not a session leader, it inherited its session from the parent that started it: a parent of another session
@@ -164,9 +164,23 @@ class StandingProbe:
         return self._session_states[session]
 
     def standing(self, pid, job=None, unit=None, proc_root="/proc"):
-        """holder_standing of pid with this probe's unit and session answers."""
+        """holder_standing of pid with this probe's unit and session answers. A unit of a user's own service manager
+        (below user@UID.service) is none of the system manager's: a system unit of the same name says nothing of it."""
+        if unit and in_user_manager(pid, proc_root):
+            unit = None
         return holder_standing(pid, proc_root, job=job, unit=unit, unit_state=self.unit_state,
                                session=session_of(unit), session_state=self.session_state)
+
+
+def in_user_manager(pid, proc_root="/proc"):
+    """Whether pid runs below a user's service manager (a user@UID.service in its systemd cgroup path)."""
+    try:
+        with open("%s/%d/cgroup" % (proc_root, pid), "rb") as handle:
+            text = handle.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return False
+    path = systemd_cgroup(text) or ""
+    return any(part.startswith("user@") and part.endswith(".service") for part in path.split("/"))
 
 
 def probe_standing(module, layout):

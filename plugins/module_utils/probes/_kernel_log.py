@@ -10,8 +10,10 @@ probe_kernel_log (the snapshot's probe) runs them or reads the file.
 from __future__ import annotations
 
 import calendar
+import errno
 import os
 import re
+import stat
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import without_trailing_brackets
@@ -401,7 +403,9 @@ def parse_kernel_log(text, boot_time=None, now=None):
     """
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    lines = kernel_lines(line.rstrip("\r") for line in text.splitlines())[0]
+    # Lines end at "\n" only: splitlines() would also end one at U+2028, U+0085, \x1c or \x0b inside a user's syslog
+    # message, and what follows would stand as a line of its own with no tag (as dmesg's lines are).
+    lines = kernel_lines(line.rstrip("\r") for line in text.split("\n"))[0]
     events = []
     index = 0
     while index < len(lines):
@@ -468,9 +472,22 @@ def kernel_log_argv(source, since_minutes=None, journalctl="journalctl", dmesg="
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
+def open_log_file(path):
+    """The kernel log file opened for reading (binary): a FIFO or a device there never blocks the open nor a read, it
+    is refused (OSError naming the path)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_log_tail(path, limit=MAX_FILE_BYTES):
     """The text of the file's last `limit` bytes, from its first whole line."""
-    with open(path, "rb") as handle:
+    with open_log_file(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
             handle.seek(size - limit)

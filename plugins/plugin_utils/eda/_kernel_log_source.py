@@ -13,7 +13,7 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
-    MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, parse_kernel_log,
+    MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, open_log_file, parse_kernel_log,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
     PolicyError, apply_policy, event_rung, parse_policy,
@@ -214,6 +214,13 @@ def kmsg_line(record):
     return "[%5d.%06d] %s" % (usec // 1000000, usec % 1000000, text.split("\n", 1)[0])
 
 
+def _split_lines(text):
+    """The lines of a file's text, ended at "\\n" (and "\\r\\n") only: str.splitlines() would also end one at U+2028,
+    U+0085, \\x1c or \\x0b inside a user's syslog message, and the rest would stand as a line with no tag (as dmesg's)."""
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
 class FileTail:
     """The complete lines appended to a file since the last read, from its end at the start.
 
@@ -250,7 +257,7 @@ class FileTail:
     def _open(self, identity=None):
         """The file opened for reading, or None; with `identity`, only while the path still names that file."""
         try:
-            handle = open(self.path, "rb")
+            handle = open_log_file(self.path)
         except OSError:
             return None
         stat = os.fstat(handle.fileno())
@@ -282,10 +289,10 @@ class FileTail:
         data = self.partial + data
         if final:
             self.partial = b""
-            return [line[:MAX_LINE_CHARS + 1] for line in data.decode("utf-8", "replace").splitlines()]
+            return [line[:MAX_LINE_CHARS + 1] for line in _split_lines(data.decode("utf-8", "replace"))]
         complete, newline, self.partial = data.rpartition(b"\n")
         self.partial = self.partial[:4 * (MAX_LINE_CHARS + 1)]  # bytes: up to 4 a character
-        return [line[:MAX_LINE_CHARS + 1] for line in complete.decode("utf-8", "replace").splitlines()] if complete or newline else []
+        return [line[:MAX_LINE_CHARS + 1] for line in _split_lines(complete.decode("utf-8", "replace"))] if complete or newline else []
 
     def close(self):
         if self.handle is not None:

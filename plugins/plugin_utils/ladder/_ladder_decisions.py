@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
-    NO_RUNG, RUNGS, entry_floor, entry_rung, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
+    IN_USE, NO_RUNG, RUNGS, entry_floor, entry_rung, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import PLATFORMS
@@ -44,8 +44,11 @@ def ends_running_jobs(snapshot, end_running_jobs):
 
 
 def refusal(snapshot, floor, options):
-    """Why the walk refuses before any action (the evidence needs a rung above the ceiling), or ""."""
-    if not memory_held(snapshot, options.end_running_jobs) or floor <= options.ceiling:
+    """Why the walk refuses before any action (the evidence needs a rung above the ceiling, or a reset of a GPU that
+    only working programs hold: busy_evidence_refusal), or ""."""
+    if not memory_held(snapshot, options.end_running_jobs):
+        return busy_evidence_refusal(snapshot, options)
+    if floor <= options.ceiling:
         return ""
     rungs = options.rungs
     allow = _allow(rungs[floor], options)
@@ -54,16 +57,42 @@ def refusal(snapshot, floor, options):
         options.limits_text(), allow)
 
 
+def _alone(snapshot, gpu, options):
+    """The snapshot narrowed to one GPU, with the verdict of that GPU alone (its holders, its Xid events, its state)."""
+    judge = windows_verdict if options.platform == "windows" else verdict
+    threshold = (snapshot.get("scope") or {}).get("ghost_threshold_mib", options.snapshot_args.get("ghost_threshold_mib", 256))
+    alone = dict(snapshot, gpus=[gpu])
+    alone["verdict"] = judge(alone, threshold)
+    return alone
+
+
+def busy_evidence_refusal(snapshot, options):
+    """Why the walk refuses a GPU that only working programs hold (in_use) while its own evidence (an Xid) needs a rung
+    above the kill, or "": that rung would end them, so it is never taken silently, and the node is not clean either.
+    end_running_jobs allows it (the GPU then counts as held, and the walk takes the rung)."""
+    if options.end_running_jobs:
+        return ""
+    found = []
+    for gpu in snapshot["gpus"]:
+        if gpu.get("state") != IN_USE:
+            continue
+        judged = _alone(snapshot, gpu, options)["verdict"]
+        if rung_index(judged["rung"], options.rungs) <= rung_index("kill", options.rungs):
+            continue
+        evidence = "; ".join(reason["reason"] for reason in judged["reasons"] if reason["rung"] != NO_RUNG)
+        busy = "; ".join(reason["reason"] for reason in judged["reasons"] if reason["rung"] == NO_RUNG)
+        found.append("GPU %s: the evidence needs the %s rung (%s), which would end the working programs that hold it: %s"
+                     % (gpu["index"], judged["rung"], evidence, busy))
+    return "%s; end_running_jobs would allow it" % "; ".join(found) if found else ""
+
+
 def gpu_needs(snapshot, options):
     """Each GPU of the snapshot that holds memory the ladder should get back, with the rung its own evidence needs: the
     verdict of the snapshot narrowed to that GPU (its holders, its Xid events, its state). -> [{"index", "rung",
     "reasons"}], by index."""
-    judge = windows_verdict if options.platform == "windows" else verdict
-    threshold = (snapshot.get("scope") or {}).get("ghost_threshold_mib", options.snapshot_args.get("ghost_threshold_mib", 256))
     needs = []
     for gpu in snapshot["gpus"]:
-        alone = dict(snapshot, gpus=[gpu])
-        alone["verdict"] = judge(alone, threshold)
+        alone = _alone(snapshot, gpu, options)
         if memory_held(alone, options.end_running_jobs):
             rung = options.rungs[entry_floor(alone["verdict"]["rung"], options.rungs)]
             needs.append({"index": gpu["index"], "rung": rung, "reasons": [r["reason"] for r in alone["verdict"]["reasons"]]})

@@ -97,12 +97,13 @@ def _fake_proc(tmp_path, *stats):
     return str(root)
 
 
-def test_a_reused_pid_is_not_the_leader(tmp_path):
-    """The pid of the group is there, leads a group of that id, but started after the holder: another process."""
-    root = _fake_proc(tmp_path, _stat_line(600, "S", 1, 600, 600, 1000), _stat_line(500, "S", 1, 500, 500, 5000),
-                      _stat_line(700, "S", 1, 500, 1, 2000))
+def test_a_leader_started_after_the_holder_is_its_leader(tmp_path):
+    """The pid of the group is there, leads a group of that id, and started after the holder (which joined its group):
+    the kernel never reuses a pid that is still a group's id, so it is the leader (the real processes: below)."""
+    root = _fake_proc(tmp_path, _stat_line(600, "S", 1, 600, 600, 1000), _stat_line(500, "S", 600, 500, 600, 5000),
+                      _stat_line(700, "S", 600, 500, 600, 2000))
     answer = holder_standing(700, root)
-    assert answer == {"standing": LEFT_BEHIND, "why": "its process group leader 500 has exited while it lives on"}
+    assert answer == {"standing": BUSY, "why": "its process group leader 500 (python3) runs"}
 
 
 def test_a_zombie_leader_or_one_that_left_its_group_is_not_the_leader(tmp_path):
@@ -174,3 +175,51 @@ def _refused_as_what_it_is(target):
     # Not a compute context (Xorg draws, type G): the display manager's, refused as a display server.
     assert refusal(target, Policy(members=members, standing=standing, explicit=True)) == (
         "display server: lightdm.service (started by its main process; allow_display to end it)")
+
+
+def _ticks_now():
+    with open("/proc/uptime") as handle:
+        return float(handle.read().split()[0]) * os.sysconf("SC_CLK_TCK")
+
+
+def test_a_holder_that_joined_the_group_of_a_leader_started_after_it_is_busy(procs):
+    """setpgid(0, leader) into the group of a process started later (a supervisor that groups the workers it found):
+    the kernel never gives a pid still in use as a group's id to another process, so the live leader of that id is the
+    group's, whatever its start time; the holder works."""
+    holder = procs.spawn([sys.executable, "-c", "import os, sys, time\nprint('ready', flush=True)\n"
+                          "os.setpgid(0, int(sys.stdin.readline()))\nprint('joined', flush=True)\ntime.sleep(600)"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "ready"
+    procs.wait_until(lambda: _ticks_now() > _start_time(holder.pid) + 2)
+    leader = procs.spawn([sys.executable, "-c", "import time\ntime.sleep(600)"], process_group=0)
+    assert _start_time(leader.pid) > _start_time(holder.pid)
+    holder.stdin.write("%d\n" % leader.pid)
+    holder.stdin.flush()
+    assert holder.stdout.readline().strip() == "joined"
+    assert os.getpgid(holder.pid) == leader.pid
+    assert holder_standing(holder.pid) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (leader.pid, _comm(leader.pid))}
+
+
+class _Node:
+    """Runs the node's tools (here a systemctl script that answers as the system manager does for an inactive unit)."""
+
+    def run_command(self, argv):
+        run = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30, check=False)
+        return run.returncode, run.stdout, run.stderr
+
+
+def test_a_users_own_service_is_not_the_system_unit_of_the_same_name(tmp_path):
+    """`systemd-run --user --unit=rsync python train.py`: its cgroup's innermost unit is rsync.service, below the user's
+    manager (user@1000.service); the system's rsync.service is inactive, and says nothing of the user's: busy. The same
+    name in the system manager's own tree is a leftover of that unit."""
+    systemctl = tmp_path / "systemctl"
+    systemctl.write_text("#!/bin/sh\nprintf 'LoadState=loaded\\nActiveState=inactive\\nMainPID=0\\n'\n")
+    systemctl.chmod(0o755)
+    user_service = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/rsync.service\n"
+    system_service = "0::/system.slice/rsync.service\n"
+    for name, cgroup, standing in (("user", user_service, BUSY), ("system", system_service, LEFT_BEHIND)):
+        root = _fake_proc(tmp_path / name, _stat_line(1, "S", 0, 1, 1, 1), _stat_line(900, "S", 1, 900, 900, 100),
+                          _stat_line(901, "S", 900, 900, 900, 200))
+        (tmp_path / name / "proc" / "901" / "cgroup").write_text(cgroup)
+        answer = StandingProbe(_Node(), systemctl=str(systemctl)).standing(901, unit="rsync.service", proc_root=root)
+        assert answer["standing"] == standing, (name, answer)

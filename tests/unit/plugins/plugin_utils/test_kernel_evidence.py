@@ -25,7 +25,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import kernel_line, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Throttle
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import KernelLines, journal_lines
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import FileTail, KernelLines, journal_lines
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "kernel-xid")
 XID79 = "NVRM: Xid (PCI:0000:01:00): 79, pid=1234, name=trainer, GPU has fallen off the bus."
@@ -68,12 +68,40 @@ def test_every_real_kernel_line_counts_as_it_is_and_under_the_kernels_syslog_tag
     "2026-12-06T04:00:00+00:00 node7 Kernel: " + XID79,
     "Dec  6 04:00:00 node7 kernel: [ 12.3] " + "[" * 600 + " " + XID79,  # a head no kernel prints
     "Dec  6 04:00:00 node7 kernel: " + XID79 + " " + "x" * 9000,  # longer than any kernel line
+    # A character str.splitlines() ends a line at, inside a user's message (rsyslog escapes only ASCII controls): the
+    # rest is no line of its own without a tag.
+    "Dec  6 04:00:00 node7 alice[4242]: x\u2028" + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: x\u2029" + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: x\x85" + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: x\x1c" + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: x\x1e" + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: x\x0b" + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: x\x0c" + XID79,
+    "Dec  6 04:00:00 node7 alice[4242]: x\r" + XID79,
 ])
 def test_a_line_under_another_tag_is_no_evidence(line):
     assert not kernel_line(line)
     assert parse_kernel_log(line, now=NOW) == []
     lines_of = KernelLines("node7", {}, Throttle(0))
     assert lines_of.feed([line], NOW) == [] and len(lines_of.dropped) == 1
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x1c", "\x1d", "\x1e", "\x0b", "\x0c", "\r"])
+def test_the_eda_file_source_ends_a_line_at_a_newline_only(tmp_path, separator):
+    """The EDA source's file mode: a user's syslog line holding a character str.splitlines() ends a line at is one line,
+    under the user's tag; a kernel line after it still counts."""
+    path = str(tmp_path / "kern.log")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("Dec  6 04:00:00 node7 kernel: start\n")
+    tail = FileTail(path)
+    real = "Dec  6 04:00:06 node7 kernel: NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=x, Graphics Exception"
+    with open(path, "a", encoding="utf-8", newline="") as handle:
+        handle.write("Dec  6 04:00:05 node7 alice[4242]: x" + separator + XID79 + "\r\n" + real + "\n")
+    lines = tail.read()
+    tail.close()
+    assert len(lines) == 2 and lines[1] == real
+    events = KernelLines("node7", {}, Throttle(0)).feed(lines, NOW)
+    assert [event["gpuops"]["xid"] for event in events] == [13]
 
 
 @pytest.mark.parametrize("entry, counts", [
@@ -155,6 +183,8 @@ def test_a_users_logger_lines_are_no_xid_for_the_modules_and_the_kernels_are(sta
             syslog.log_as("nobody", "--id=4242", "-t", "kernel", XID79),  # journald's form: kernel[pid]
             syslog.log_as("nobody", "-t", "alice", "kernel: " + XID79),
             syslog.log_as("nobody", "-t", "sshd[9]", "Invalid user kernel: " + XID79),
+            syslog.log_as("nobody", "-t", "alice[4242]", "x\u2028" + XID79),  # a Unicode line separator inside
+            syslog.log_as("nobody", "-t", "alice[4242]", "x\x85" + XID79),
         ]
     finally:
         syslog.close()
@@ -218,3 +248,37 @@ def _run_modules(staged, log, collections_root):
     assert run.returncode == 0, run.stdout[-4000:]
     with open(out, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+# ---------------------------------------------------------------- a FIFO where the kernel log file is read
+
+
+def test_a_fifo_at_the_kernel_log_path_never_blocks_a_module(staged, collections_root):
+    """A FIFO with no writer at kernel_log_path (a user's, where the path's directory lets them): the open would block
+    for ever; the modules say the log cannot be read and go on, in check mode too."""
+    log = os.path.join(staged, "kern.log")
+    os.mkfifo(log, 0o666)
+    result = _run_modules(staged, log, collections_root)
+    for info in (result["info"], result["info_check"]):
+        report = info["probes"]["kernel_log"]
+        assert report["ok"] is False and "not a regular file" in report["error"] and info["xid_events"] == []
+    assert result["watch"] is not None
+
+
+def test_a_fifo_at_the_eda_file_source_path_never_blocks_it(staged):
+    log = os.path.join(staged, "kern.log")
+    os.mkfifo(log, 0o666)
+    read = []
+
+    def tail_it():
+        tail = FileTail(log)
+        read.extend([tail.read(), tail.read()])
+        tail.close()
+
+    thread = threading.Thread(target=tail_it, daemon=True)
+    thread.start()
+    thread.join(30)
+    if thread.is_alive():
+        os.close(os.open(log, os.O_RDWR))  # let the blocked open return, so the thread ends
+        raise AssertionError("the EDA file source blocked in 30 s on a FIFO at its path")
+    assert read == [[], []]
