@@ -124,7 +124,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm im
     TOOL, command_text, diag_argv, health_check, judge, not_installed, timed_out,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import GATE_ACTION

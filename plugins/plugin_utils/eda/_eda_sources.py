@@ -17,7 +17,7 @@ import socket
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import SYSLOG_IDENTIFIER
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
     MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, parse_kernel_log,

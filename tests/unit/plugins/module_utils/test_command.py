@@ -15,7 +15,8 @@ from ansible.module_utils import basic
 from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeTimeout
 
 
@@ -95,8 +96,8 @@ def test_an_acting_command_is_journalled_before_and_after(monkeypatch, tmp_path)
     made = tmp_path / "made"
     script = "import sys; open(sys.argv[1], 'w').close(); print('done'); sys.stderr.write(' warned \\n'); sys.exit(4)"
     argv = [sys.executable, "-c", script, str(made)]
-    result = CommandRunner(module, Journal(str(journal_path), run_id="r1")).act(argv, "make_file", keep_stdout=True,
-                                                                                 outcome={"unit": "u"}, gpu=2)
+    runner = CommandRunner(module, Journal(str(journal_path), run_id="r1"))
+    result = runner.act(argv, "make_file", keep_stdout=True, outcome={"unit": "u"}, gpu=2)
     assert made.exists() and not result.skipped and result.rc == 4
     intent, outcome = read_journal(str(journal_path))
     assert (intent["phase"], intent["action"], intent["gpu"], intent["argv"], intent["run_id"]) == ("intent", "make_file", 2, argv, "r1")
