@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The options of every module that takes a snapshot of a Linux GPU node (module_utils._snapshot.SNAPSHOT_ARGUMENT_SPEC)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_breaker: the fleet-wide circuit breaker across runs, before a destructive rung. Its documentation only: the
+action plugin of the same name does the work.
+"""
 
 from __future__ import annotations
 

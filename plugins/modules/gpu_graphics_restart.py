@@ -2,6 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_graphics_restart: restart the graphics stack (isolate multi-user.target, then graphical.target) to free GPU memory."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_health_check: run DCGM's diagnostic on a Linux GPU node and tell whether its GPUs may go back into service."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_holders_info: tell who holds the memory of every GPU of a Linux node, and which rung gets it back."""
 
 from __future__ import annotations
 

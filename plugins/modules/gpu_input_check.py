@@ -2,6 +2,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_input_check: check every input of a playbook once, on the controller, before any node is touched. Its
+documentation only: the action plugin of the same name does the work.
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_journal_info: read a GPU node's remediation journal, and say whose processes the runs had to end."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_reset: reset the GPUs that hold ghost memory, with nvidia-smi --gpu-reset."""
 
 from __future__ import annotations
 

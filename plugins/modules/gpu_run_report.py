@@ -2,6 +2,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_run_report: write the GPU memory report of a run on the controller, as JSON, Markdown and HTML. Its
+documentation only: the action plugin of the same name does the work.
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""slurm_drain: drain a Slurm node before a destructive rung, and resume it after, only if the drain is ours."""
 
 from __future__ import annotations
 

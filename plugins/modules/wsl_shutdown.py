@@ -2,6 +2,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""wsl_shutdown: stop a WSL distribution, every one and the WSL VM, or only what holds the GPU, so that its memory
+comes back. Its documentation only: the action plugin of the same name does the work.
+"""
 
 from __future__ import annotations
 

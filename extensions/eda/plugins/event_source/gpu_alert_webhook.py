@@ -83,12 +83,12 @@ import time
 def _import_collection():
     """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
     try:
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _source_shared, _alert_webhook_source  # noqa: F401
     except ImportError:
         # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
         sys.path.insert(0, os.path.abspath(os.path.join(os.path.abspath(__file__), *[os.pardir] * 8)))
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
-    return _eda_sources
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _source_shared, _alert_webhook_source  # noqa: F401
+    return _source_shared, _alert_webhook_source
 
 
 SOURCE = "gpu_alert_webhook"
@@ -111,13 +111,13 @@ async def main(queue, args):
     """Serve until cancelled; each signed firing alert becomes an event."""
     from aiohttp import web  # ansible-rulebook's own dependency
 
-    eda = _import_collection()
-    options = eda.check_args(SOURCE, args, SPEC)
+    shared, alert = _import_collection()
+    options = shared.check_args(SOURCE, args, SPEC)
     secret = options["secret"] or os.environ.get(options["secret_env"] or "")
     if not secret:
-        raise eda.OptionError("%s: no secret: set option secret, or the environment variable %s (option secret_env)"
-                              % (SOURCE, options["secret_env"]))
-    groups = eda.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
+        raise shared.OptionError("%s: no secret: set option secret, or the environment variable %s (option secret_env)"
+                                 % (SOURCE, options["secret_env"]))
+    groups = shared.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
     seen = {}
 
     async def receive(request):
@@ -128,8 +128,8 @@ async def main(queue, args):
             return web.json_response({"rejected": "the body did not arrive within %s s" % BODY_SECONDS}, status=408,
                                      headers={"Connection": "close"})
         now = time.time()
-        why = eda.verify(secret, request.headers, body, now, options["window_seconds"])
-        signature = request.headers.get(eda.SIGNATURE_HEADER)
+        why = alert.verify(secret, request.headers, body, now, options["window_seconds"])
+        signature = request.headers.get(alert.SIGNATURE_HEADER)
         if why is None and signature in seen:
             why = "replayed: this signature was already received"
         if why:
@@ -142,12 +142,12 @@ async def main(queue, args):
             payload = json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             return web.json_response({"rejected": "not JSON: %s" % exc}, status=400)
-        events, problems = eda.alert_events(payload, options["host_label"], groups)
+        events, problems = alert.alert_events(payload, options["host_label"], groups)
         for event in events:
             await queue.put(event)
         for problem in problems:
             LOGGER.error("%s: %s", SOURCE, problem)
-            await queue.put(eda.problem_event(SOURCE, None, problem))
+            await queue.put(shared.problem_event(SOURCE, None, problem))
         return web.json_response({"events": len(events), "problems": problems}, status=422 if problems and not events else 202)
 
     app = web.Application()

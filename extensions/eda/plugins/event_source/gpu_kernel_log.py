@@ -115,12 +115,12 @@ JOURNAL_LINE_LIMIT = 1 << 20
 def _import_collection():
     """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
     try:
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _source_shared, _kernel_log_source  # noqa: F401
     except ImportError:
         # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
         sys.path.insert(0, os.path.abspath(os.path.join(os.path.abspath(__file__), *[os.pardir] * 8)))
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
-    return _eda_sources
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _source_shared, _kernel_log_source  # noqa: F401
+    return _source_shared, _kernel_log_source
 
 
 SOURCE = "gpu_kernel_log"
@@ -174,15 +174,15 @@ KMSG = "/dev/kmsg"
 KMSG_BATCH = 1000
 
 
-async def _problem(queue, eda, host, message):
+async def _problem(queue, shared, host, message):
     LOGGER.error("%s: %s", SOURCE, message)
-    await queue.put(eda.problem_event(SOURCE, host, message))
+    await queue.put(shared.problem_event(SOURCE, host, message))
 
 
-async def _follow_kmsg(queue, lines_of, options, eda):
+async def _follow_kmsg(queue, lines_of, options, shared, kernel):
     """/dev/kmsg from its end. What cannot be opened or read (no permission, an error that lasts) is reported once and
     tried again after a delay that grows; opened again, the records read before (by sequence number) are skipped."""
-    retry = eda.Retry(options["poll_interval"])
+    retry = shared.Retry(options["poll_interval"])
     fd, last_seq = None, None
     try:
         while True:
@@ -194,10 +194,10 @@ async def _follow_kmsg(queue, lines_of, options, eda):
                     if fd is not None:
                         os.close(fd)
                         fd = None
-                    message = eda.kmsg_problem(KMSG, exc, opening=True)
+                    message = kernel.kmsg_problem(KMSG, exc, opening=True)
                     report, delay = retry.failed(message)
                     if report:
-                        await _problem(queue, eda, lines_of.host, message)
+                        await _problem(queue, shared, lines_of.host, message)
                     await asyncio.sleep(delay)
                     continue
             lines, failure = [], None
@@ -214,11 +214,11 @@ async def _follow_kmsg(queue, lines_of, options, eda):
                 if not record:
                     break
                 text = record.decode("utf-8", "replace")
-                seq = eda.kmsg_seq(text)
+                seq = kernel.kmsg_seq(text)
                 if seq is not None and last_seq is not None and seq <= last_seq:
                     continue  # read before the device was opened again
                 last_seq = seq if seq is not None else last_seq
-                line = eda.kmsg_line(text)
+                line = kernel.kmsg_line(text)
                 if line:
                     lines.append(line)
             if lines or lines_of.held:
@@ -226,10 +226,10 @@ async def _follow_kmsg(queue, lines_of, options, eda):
             if failure is not None:
                 os.close(fd)
                 fd = None
-                message = eda.kmsg_problem(KMSG, failure, opening=False)
+                message = kernel.kmsg_problem(KMSG, failure, opening=False)
                 report, delay = retry.failed(message)
                 if report:
-                    await _problem(queue, eda, lines_of.host, message)
+                    await _problem(queue, shared, lines_of.host, message)
                 await asyncio.sleep(delay)
                 continue
             retry.succeeded()
@@ -239,13 +239,13 @@ async def _follow_kmsg(queue, lines_of, options, eda):
             os.close(fd)
 
 
-async def _follow_journal(queue, lines_of, options, eda):
+async def _follow_journal(queue, lines_of, options, shared, kernel):
     """journalctl --follow as JSON, only the entries journal_lines trusts. When journalctl ends (or cannot be started:
     missing), it is reported and started again after a delay that grows, after the last entry read (its cursor)."""
-    retry = eda.Retry(options["poll_interval"])
+    retry = shared.Retry(options["poll_interval"])
     cursor, since = None, None
     while True:
-        argv = eda.journal_argv(options["journalctl"], cursor, since)
+        argv = kernel.journal_argv(options["journalctl"], cursor, since)
         since = time.time() if since is None else since
         try:
             process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -267,7 +267,7 @@ async def _follow_journal(queue, lines_of, options, eda):
                         continue
                     if isinstance(entry, dict) and isinstance(entry.get("__CURSOR"), str):
                         cursor = entry["__CURSOR"]
-                    lines = eda.journal_lines(entry)
+                    lines = kernel.journal_lines(entry)
                     if lines:
                         await _put(queue, lines_of.feed(lines, time.time()))
                     retry.succeeded()
@@ -280,36 +280,36 @@ async def _follow_journal(queue, lines_of, options, eda):
                     await process.wait()
         report, delay = retry.failed(message)
         if report:
-            await _problem(queue, eda, lines_of.host, message)
+            await _problem(queue, shared, lines_of.host, message)
         await asyncio.sleep(delay)
 
 
 async def main(queue, args):
     """Put the events of the log on the queue until cancelled."""
-    eda = _import_collection()
-    options = eda.check_args(SOURCE, args, SPEC)
-    policy = eda.load_policy(SOURCE, options["xid_policy"], options["xid_policy_file"])
-    throttle = eda.Throttle(options["throttle_seconds"])
+    shared, kernel = _import_collection()
+    options = shared.check_args(SOURCE, args, SPEC)
+    policy = kernel.load_policy(SOURCE, options["xid_policy"], options["xid_policy_file"])
+    throttle = shared.Throttle(options["throttle_seconds"])
     boot = _boot_time()
-    groups = eda.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
+    groups = shared.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
     if options["paths"]:
         if options["source"] != "file":
-            raise eda.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
+            raise shared.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
         tails = []
         for host, paths in sorted(options["paths"].items(), key=lambda item: str(item[0])):
             files = [paths] if isinstance(paths, str) else paths
             if not isinstance(files, list) or not files or not all(isinstance(path, str) and path for path in files):
-                raise eda.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
-            host = eda.checked_host(SOURCE, "paths", host, groups)
-            tails.append((eda.KernelLines(host, policy, throttle, boot), [eda.FileTail(path) for path in files]))
+                raise shared.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
+            host = shared.checked_host(SOURCE, "paths", host, groups)
+            tails.append((kernel.KernelLines(host, policy, throttle, boot), [kernel.FileTail(path) for path in files]))
         await _follow_files(queue, tails, options)
-    lines_of = eda.KernelLines(eda.checked_host(SOURCE, "host", options["host"] or eda.default_host(), groups), policy, throttle, boot)
+    lines_of = kernel.KernelLines(shared.checked_host(SOURCE, "host", options["host"] or shared.default_host(), groups), policy, throttle, boot)
     if options["source"] == "file":
-        await _follow_files(queue, [(lines_of, [eda.FileTail(options["path"])])], options)
+        await _follow_files(queue, [(lines_of, [kernel.FileTail(options["path"])])], options)
     elif options["source"] == "kmsg":
-        await _follow_kmsg(queue, lines_of, options, eda)
+        await _follow_kmsg(queue, lines_of, options, shared, kernel)
     else:
-        await _follow_journal(queue, lines_of, options, eda)
+        await _follow_journal(queue, lines_of, options, shared, kernel)
 
 
 if __name__ == "__main__":

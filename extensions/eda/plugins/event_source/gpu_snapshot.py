@@ -129,12 +129,12 @@ NODE_KEYS = ("host", "state_path", "journal_path", "environment")
 def _import_collection():
     """ansible-rulebook runs this file by path: the collection is imported from the tree this file is in."""
     try:
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _source_shared, _snapshot_source  # noqa: F401
     except ImportError:
         # <root>/ansible_collections/gpuops/remediation/extensions/eda/plugins/event_source/<this file>
         sys.path.insert(0, os.path.abspath(os.path.join(os.path.abspath(__file__), *[os.pardir] * 8)))
-        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _eda_sources  # noqa: F401
-    return _eda_sources
+        from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda import _source_shared, _snapshot_source  # noqa: F401
+    return _source_shared, _snapshot_source
 
 
 def _collections_root():
@@ -191,59 +191,59 @@ def _state_view(node):
     return state, None
 
 
-def _nodes(options, eda):
+def _nodes(options, shared):
     if not options["nodes"]:
         return [dict((key, options[key]) for key in NODE_KEYS if key != "host"), ]
     nodes = []
     for index, node in enumerate(options["nodes"]):
         if not isinstance(node, dict) or not isinstance(node.get("host"), str) or not node["host"]:
-            raise eda.OptionError("%s: option nodes[%d] needs a host name, got %r" % (SOURCE, index, node))
+            raise shared.OptionError("%s: option nodes[%d] needs a host name, got %r" % (SOURCE, index, node))
         unknown = sorted(set(node) - set(NODE_KEYS))
         if unknown:
-            raise eda.OptionError("%s: option nodes[%d]: unknown key %s (known: %s)" % (SOURCE, index, unknown[0], ", ".join(NODE_KEYS)))
+            raise shared.OptionError("%s: option nodes[%d]: unknown key %s (known: %s)" % (SOURCE, index, unknown[0], ", ".join(NODE_KEYS)))
         nodes.append(dict(dict((key, options[key]) for key in NODE_KEYS), **node))
     return nodes
 
 
 async def main(queue, args):
     """Poll every node, put the conditions that lasted on the queue, until cancelled."""
-    eda = _import_collection()
-    options = eda.check_args(SOURCE, args, SPEC)
-    throttle = eda.Throttle(options["throttle_seconds"])
-    nodes = _nodes(options, eda)
-    groups = eda.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
+    shared, source = _import_collection()
+    options = shared.check_args(SOURCE, args, SPEC)
+    throttle = shared.Throttle(options["throttle_seconds"])
+    nodes = _nodes(options, shared)
+    groups = shared.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
     for node in nodes:
-        node["host"] = eda.checked_host(SOURCE, "nodes" if options["nodes"] else "host",
-                                        node.get("host") or options["host"] or eda.default_host(), groups)
-        node["lasting"] = eda.Lasting(node["host"], options["duration_seconds"], throttle)
-        node["retry"] = eda.Retry(options["poll_interval"])
+        node["host"] = shared.checked_host(SOURCE, "nodes" if options["nodes"] else "host",
+                                           node.get("host") or options["host"] or shared.default_host(), groups)
+        node["lasting"] = source.Lasting(node["host"], options["duration_seconds"], throttle)
+        node["retry"] = shared.Retry(options["poll_interval"])
     while True:
         for node in nodes:
             if options["mode"] == "local":
                 snapshot, error, hung = await _local_snapshot(node, options)
                 if hung:  # the node did not answer at all: unresponsive, as a probe that timed out inside it is
-                    conditions = [eda.hung_probe_condition(error)]
+                    conditions = [source.hung_probe_condition(error)]
                 else:
-                    conditions = eda.snapshot_conditions(snapshot, options["ghost_threshold_mib"]) if snapshot else []
+                    conditions = source.snapshot_conditions(snapshot, options["ghost_threshold_mib"]) if snapshot else []
                 if error and not hung:
                     report, _delay = node["retry"].failed(error)
                     if report:
                         LOGGER.error("%s: %s: %s", SOURCE, node["host"], error)
-                        await queue.put(eda.problem_event(SOURCE, node["host"], error))
+                        await queue.put(shared.problem_event(SOURCE, node["host"], error))
                 elif not error:
                     node["retry"].succeeded()
             else:
                 # Anyone else could write it (nothing it says is a condition), or it cannot be read: said, once.
-                problem = eda.state_file_problem(node["state_path"])
+                problem = source.state_file_problem(node["state_path"])
                 state, problem = (None, problem) if problem else _state_view(node)
                 if problem:
                     report, _delay = node["retry"].failed(problem)
                     if report:
                         LOGGER.error("%s: %s: %s", SOURCE, node["host"], problem)
-                        await queue.put(eda.problem_event(SOURCE, node["host"], problem))
+                        await queue.put(shared.problem_event(SOURCE, node["host"], problem))
                 else:
                     node["retry"].succeeded()
-                conditions = eda.state_conditions(state, options["ghost_threshold_mib"]) if state else []
+                conditions = source.state_conditions(state, options["ghost_threshold_mib"]) if state else []
             for event in node["lasting"].feed(conditions, time.time()):
                 await queue.put(event)
         await asyncio.sleep(options["poll_interval"])

@@ -142,12 +142,26 @@ def test_a_compute_context_in_a_graphical_login_is_no_display_server(procs):
     """Started below the display manager's main process (here: this test process), as a terminal of a lightdm or sddm
     session starts it: a compute context is refused as what it is (busy, its group leader runs), never as a display
     server; selected, it is ended."""
-    proc, _line = procs.python_child("""
-        print("ready", flush=True)
-        import time
-        time.sleep(60)
+    # Its session and process group are led by a live process of the test's own, its parent: who leads the test run's
+    # session is not the test's to know (a job started in the background of a shell that has exited has no leader).
+    _leader, line = procs.python_child("""
+        import os, time
+        os.setsid()
+        child = os.fork()
+        if child == 0:
+            print(os.getpid(), flush=True)
+            time.sleep(60)
+            os._exit(0)
+        os.waitpid(child, 0)
     """)
-    target = procs.target_for(proc.pid)
+    holder = int(line)
+    try:
+        _refused_as_what_it_is(procs.target_for(holder))
+    finally:
+        os.kill(holder, signal.SIGKILL)
+
+
+def _refused_as_what_it_is(target):
     members = UnitMembers({"display-manager.service": {"id": "lightdm.service", "active": True, "main_pid": os.getpid(), "control_group": None}})
     standing = StandingProbe(None)
     compute = Policy(members=members, standing=standing)

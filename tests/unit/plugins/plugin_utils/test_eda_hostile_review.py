@@ -16,9 +16,10 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import (
-    alert_events, load_policy, OptionError, sign, state_file_problem,
-)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import load_policy
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._snapshot_source import state_file_problem
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import alert_events, sign
 from .eda_webhook import until_listening
 
 from .. import bounded
@@ -417,7 +418,8 @@ def test_nvrm_words_in_another_programs_message_are_no_event(line):
     """The parser finds "NVRM:" anywhere in a line: in /var/log/syslog any program's message holding the words - a user's
     `logger`, a user name tried on sshd - was an Xid 79 of the node (a drain and a reboot request). Only a line whose tag
     is the kernel's is one (`logger -t kernel` still passes in a file: docs/eda.md says to use journal or kmsg)."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import KernelLines, Throttle
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Throttle
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import KernelLines
 
     lines_of = KernelLines("node7", {}, Throttle(0))
     assert lines_of.feed([line], 1796032800.0) == []
@@ -436,7 +438,8 @@ def test_nvrm_words_in_another_programs_message_are_no_event(line):
     "1796032800.123456 node7 kernel: " + XID_TEXT,  # journalctl short-unix
 ])
 def test_the_kernels_lines_in_every_head_are_events(line):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import KernelLines, Throttle
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Throttle
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import KernelLines
 
     events = KernelLines("node7", {}, Throttle(0)).feed([line], 1796032800.0)
     assert [(event["gpuops"]["xid"], event["gpuops"]["gpu"], event["gpuops"]["rung"]) for event in events] == [
@@ -444,7 +447,7 @@ def test_the_kernels_lines_in_every_head_are_events(line):
 
 
 def test_the_words_of_a_remediation_line_in_another_programs_message_answer_nothing():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import remediation_of
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import remediation_of
 
     fields = "host=node7 action=gpu_reset gpus= epoch=1796032800.0 run=r"
     assert remediation_of("2026-11-30T10:00:00+00:00 node7 gpuops-remediation[42]: " + fields, "node7")["run"] == "r"
@@ -461,7 +464,7 @@ def test_the_words_of_a_remediation_line_in_another_programs_message_answer_noth
 def test_a_number_option_that_is_not_finite_is_named(name, option, value):
     """YAML's .nan passed every minimum (nan < min is false): poll_interval .nan made asyncio.sleep return at once, a
     source spinning on a core; duration_seconds .nan made every condition last; throttle_seconds .nan throttled none."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import check_args
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import check_args
 
     with pytest.raises(OptionError, match=r"^%s: option %s must be a float, got %r$" % (name, option, value)):
         check_args(name, {option: value}, _source(name).SPEC)
@@ -478,7 +481,8 @@ def test_a_line_dated_before_the_start_in_a_file_read_from_its_start_is_no_event
     """review20: a log file read from its start (it appeared, or replaced the one followed) replayed the Xids it held
     from long ago. Given since, a line dated before it by more than the clock skew is old; within the skew (a node's
     clock a little behind) it is still an event; without since (lines appended after the start) every line counts."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import CLOCK_SKEW_SECONDS, KernelLines, Throttle
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Throttle
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import CLOCK_SKEW_SECONDS, KernelLines
 
     started = 1796032800.0
     lines_of = KernelLines("node7", {}, Throttle(0))

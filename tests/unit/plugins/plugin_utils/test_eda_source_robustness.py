@@ -14,9 +14,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import (
-    Retry, journal_argv, journal_lines, kmsg_problem, kmsg_seq,
-)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Retry
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import journal_argv, journal_lines, kmsg_problem, kmsg_seq
 from .eda_webhook import until_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -294,7 +293,7 @@ def test_webhook_with_the_inventory_reports_a_group_an_ambiguous_or_an_unknown_h
     """A host label naming a group would limit the run to the whole group: no event, a report naming why."""
     import socket
 
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import sign
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign
 
     inventory = tmp_path / "inventory.yml"
     inventory.write_text(INVENTORY)
@@ -337,7 +336,7 @@ def _events_of(events, kind):
 
 
 def test_webhook_inventory_that_is_not_there_is_named(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import OptionError
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 
     source = _source("gpu_alert_webhook")
     with pytest.raises(OptionError, match="gpu_alert_webhook: option inventory: .*/none.yml does not exist"):
@@ -353,7 +352,7 @@ def test_webhook_inventory_that_is_not_there_is_named(tmp_path):
      "gpu_snapshot: option nodes: 'node99' is no host of the inventory"),
 ])
 def test_sources_given_the_inventory_refuse_hosts_that_are_not_one_inventory_host(tmp_path, name, args, says):
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import OptionError
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 
     inventory = tmp_path / "inventory.yml"
     inventory.write_text(INVENTORY)

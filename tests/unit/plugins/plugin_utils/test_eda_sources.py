@@ -12,10 +12,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import (
-    Answers, FileTail, KernelLines, Lasting, OptionError, Throttle, check_args, kmsg_line, load_policy, remediation_of,
-    state_conditions,
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError, Throttle, check_args
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import (
+    Answers, FileTail, KernelLines, kmsg_line, load_policy, remediation_of,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._snapshot_source import Lasting, state_conditions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
@@ -387,7 +388,7 @@ def _free_port():
 
 
 def test_webhook_takes_signed_alerts_and_rejects_the_rest():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import sign
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign
 
     port = _free_port()
     body = json.dumps(AM_BODY).encode()
@@ -429,7 +430,7 @@ def test_webhook_needs_a_secret(monkeypatch):
 
 
 def test_gpu_watch_body_and_instance_labels():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import alert_events
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import alert_events
 
     watch = {"source": "gpuops.remediation.gpu_watch", "host": "node07", "alerts": [
         {"status": "firing", "kind": "unresponsive", "gpu_index": 1, "pci_bus_id": "00000000:19:00.0"},
@@ -546,7 +547,7 @@ def test_kmsg_record_with_more_fields_and_continuation_lines_is_one_event():
 def test_webhook_timestamp_that_is_no_time_is_rejected(stamp):
     """float("nan") is within every window (abs(now - nan) > w is False): a signed request stamped nan was never stale,
     replayable once its signature left the replay memory; inf raised OverflowError (a 500)."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import sign, verify
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign, verify
 
     body = b'{"alerts": []}'
     headers = {"X-Gpuops-Timestamp": stamp, "X-Gpuops-Signature": sign(SECRET, stamp, body)}
@@ -555,7 +556,7 @@ def test_webhook_timestamp_that_is_no_time_is_rejected(stamp):
 
 
 def test_webhook_timestamp_edges_and_the_signed_bytes():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import sign, verify
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign, verify
 
     body, now = b'{"alerts": []}', 1800000000.0
     for stamp, ok in ((now + 300, True), (now + 301, False), (now - 300, True), (now - 301, False)):
@@ -572,14 +573,14 @@ def test_webhook_timestamp_edges_and_the_signed_bytes():
                                       "!node07", "&gpu_nodes", "node07 node08", "gpu[0:9]", "node07;reboot", "$(reboot)", ""])
 def test_alert_whose_host_is_an_ansible_pattern_is_reported_never_a_limit(instance):
     """meta.hosts is the playbook's --limit: "all" or "a,b" or "node*" would run the ladder on other hosts."""
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import alert_events
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import alert_events
 
     events, problems = alert_events({"alerts": [{"labels": {"alertname": "GpuopsGhostMemory", "instance": instance}}]})
     assert events == [] and len(problems) == 1 and problems[0].startswith("alert 0 (GpuopsGhostMemory)")
 
 
 def test_alert_hosts_that_are_one_host():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import alert_events
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import alert_events
 
     for instance, host in (("node07:9100", "node07"), ("node07.example.com", "node07.example.com"), ("10.0.0.7:9100", "10.0.0.7"),
                            ("[fd00::7]:9100", "fd00::7"), ("gpu_node-7", "gpu_node-7")):
@@ -602,7 +603,7 @@ def test_source_host_options_that_are_patterns_are_named(name, args, says):
 
 
 def test_webhook_huge_non_json_and_replayed_bodies():
-    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import sign
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign
 
     port = _free_port()
     statuses = []

@@ -1,73 +1,24 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the event sources of extensions/eda share: option checks, the throttle, the events' shape, the closed loop.
-
-Pure Python (no ansible-rulebook import), so that the sources' decisions are unit-tested without the engine. The
-sources themselves (extensions/eda/plugins/event_source/) only read their input, call these, and put on the queue.
+"""The gpu_kernel_log event source's decisions: the Xid policy it loads, the kernel lines (from a file, /dev/kmsg or
+the journal, each trusted only from the kernel) turned into events, less those throttled or answered by a remediation
+the same log reported (the closed loop).
 """
 
 from __future__ import annotations
 
 import datetime
-import ipaddress
-import math
 import os
-import re
-import socket
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import SYSLOG_IDENTIFIER
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
     MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, parse_kernel_log,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
     PolicyError, apply_policy, event_rung, parse_policy,
 )
-
-
-class OptionError(ValueError):
-    """A source option with a bad value; the message names the source, the option and the value."""
-
-
-def _kind_ok(value, kind):
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":  # nan passes every "min" (asyncio.sleep(nan) returns at once: a source spinning), inf never ends
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str) and "\0" not in value
-    return isinstance(value, {"dict": dict, "list": list}[kind])
-
-
-def check_args(source, args, spec):
-    """The options with their defaults, each checked against spec {name: {"type", "default", "choices", "min"}}.
-
-    Raises OptionError naming the first unknown option or bad value; nothing is read or started before that.
-    """
-    args = dict(args or {})
-    unknown = sorted(set(args) - set(spec))
-    if unknown:
-        raise OptionError("%s: unknown option %s (known: %s)" % (source, unknown[0], ", ".join(sorted(spec))))
-    checked = {}
-    for name, rule in spec.items():
-        value = args.get(name, rule.get("default"))
-        if value is None:
-            checked[name] = None
-            continue
-        if rule["type"] == "float" and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not _kind_ok(value, rule["type"]):
-            raise OptionError("%s: option %s must be a %s, got %r" % (source, name, rule["type"], value))
-        if "choices" in rule and value not in rule["choices"]:
-            raise OptionError("%s: option %s must be one of %s, got %r" % (source, name, ", ".join(rule["choices"]), value))
-        if "min" in rule and value < rule["min"]:
-            raise OptionError("%s: option %s must be %s or more, got %r" % (source, name, rule["min"], value))
-        checked[name] = value
-    return checked
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 
 
 def load_policy(source, inline, path):
@@ -98,25 +49,6 @@ def _parsed(source, data, option):
         return parse_policy(data, option=option)
     except PolicyError as exc:
         raise OptionError("%s: %s" % (source, exc))
-
-
-def default_host():
-    return socket.gethostname()
-
-
-class Throttle:
-    """One event per key within `seconds` (a repeat of the same condition on the same host and GPU is dropped)."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-        self._last = {}
-
-    def allow(self, key, now):
-        last = self._last.get(key)
-        if last is not None and 0 <= now - last < self.seconds:
-            return False
-        self._last[key] = now
-        return True
 
 
 class Answers:
@@ -392,38 +324,6 @@ class FileTail:
         return lines
 
 
-# ---------------------------------------------------------------- what a source cannot read
-
-def problem_event(source, host, message):
-    """The event a source puts when it cannot read what it follows (no permission, its tool missing or ended, a probe
-    that failed) or an event it cannot make (an alert whose host is no one inventory host): reported, never remediated
-    (rung none; the rulebooks print it). `host` None: no meta.hosts (the webhook's problems name hosts that are not)."""
-    event = {"gpuops": {"type": "source_problem", "source": source, "host": host or "", "rung": "none", "message": message}}
-    if host is not None:
-        event["meta"] = {"hosts": host}
-    return event
-
-
-class Retry:
-    """A failure that lasts: its report once (again only when its words change, or after a success), and the delay
-    before the next try - `first`, doubled each time up to `most` - so that a source never spins on it."""
-
-    def __init__(self, first, most=60.0):
-        self.first, self.most = first, max(first, most)
-        self.delay = first
-        self.reported = None
-
-    def failed(self, message):
-        """(whether to report message now, seconds to wait before trying again)."""
-        report = message != self.reported
-        self.reported = message
-        delay, self.delay = self.delay, min(self.most, self.delay * 2)
-        return report, delay
-
-    def succeeded(self):
-        self.delay, self.reported = self.first, None
-
-
 def kmsg_problem(path, exc, opening):
     """What to report when /dev/kmsg cannot be opened or read."""
     what = "cannot open" if opening else "cannot read"
@@ -476,236 +376,3 @@ def journal_lines(entry):
     else:
         return []
     return [prefix + line for line in message.splitlines() if line]
-
-
-# ---------------------------------------------------------------- gpu_snapshot: conditions that last
-
-def snapshot_conditions(snapshot, ghost_threshold_mib):
-    """[{"type": "ghost_memory"|"unresponsive", "gpu", "gpu_index", "pci_bus_id", "ghost_mib", "message"}] of a
-    gpu_holders_info snapshot: ghost memory above the threshold, a GPU the driver did not answer for or lost, or the
-    whole probe timing out (gpu None: the node)."""
-    found = []
-    probe = (snapshot.get("probes") or {}).get("gpu") or {}
-    for gpu in snapshot.get("gpus") or []:
-        ghost = gpu.get("unattributed_mib")
-        where = {"gpu": gpu.get("pci_bus_id"), "gpu_index": gpu.get("index"), "pci_bus_id": gpu.get("pci_bus_id")}
-        if ghost is not None and ghost > ghost_threshold_mib:
-            found.append(dict(where, type="ghost_memory", ghost_mib=ghost,
-                              message="GPU %s has %s MiB in use that no live process accounts for" % (gpu.get("index"), ghost)))
-        if gpu.get("state") in ("unresponsive", "lost"):
-            found.append(dict(where, type="unresponsive", ghost_mib=None,
-                              message="GPU %s is %s" % (gpu.get("index"), gpu.get("state"))))
-    if not probe.get("ok", True) and probe.get("timed_out") and not snapshot.get("gpus"):
-        found.append({"type": "unresponsive", "gpu": None, "gpu_index": None, "pci_bus_id": None, "ghost_mib": None,
-                      "message": "the GPU probe timed out: %s" % probe.get("error")})
-    return found
-
-
-def hung_probe_condition(message):
-    """The condition of a node whose probe (gpu_holders_info run by gpu_snapshot) did not answer by its deadline: the
-    node is unresponsive (gpu None), as when the GPU probe inside it times out; never hidden as "nothing found"."""
-    return {"type": "unresponsive", "gpu": None, "gpu_index": None, "pci_bus_id": None, "ghost_mib": None, "message": message}
-
-
-def state_conditions(state, ghost_threshold_mib):
-    """The same conditions read from the gpu_watch state file (its format: docs/watch.md): a GPU whose last sample
-    had ghost memory above the threshold, and the watch's active unresponsive findings."""
-    found = []
-    for track in (state.get("gpus") or {}).values():
-        ghost = track.get("last_ghost_mib")
-        identity = track.get("identity") or {}
-        if ghost is not None and ghost > ghost_threshold_mib:
-            found.append({"type": "ghost_memory", "gpu": identity.get("pci_bus_id"), "gpu_index": identity.get("index"),
-                          "pci_bus_id": identity.get("pci_bus_id"), "ghost_mib": ghost,
-                          "message": "GPU %s had %s MiB of ghost memory in the watch's last sample" % (identity.get("index"), ghost)})
-    for finding in (state.get("active") or {}).values():
-        if finding.get("kind") == "unresponsive":
-            found.append({"type": "unresponsive", "gpu": finding.get("pci_bus_id"), "gpu_index": finding.get("gpu_index"),
-                          "pci_bus_id": finding.get("pci_bus_id"), "ghost_mib": None,
-                          "message": "the watch finds GPU %s unresponsive" % finding.get("gpu_index")})
-    return found
-
-
-def state_file_problem(path):
-    """Why the watch's state file at `path` is not to be believed by a source, or None (a missing one is None: nothing
-    known). Whoever can write it - or replace it in its directory - can make up ghost memory, and with it a GPU reset
-    (the jobs on the GPU killed): it must be reached without a link, root's or this user's, and neither it nor any
-    directory above it writable by anyone else (_safe_files.path_problem)."""
-    return _safe_files.path_problem(path, "option state_path", holds_trusted=True)
-
-
-class Lasting:
-    """Conditions of one host that lasted at least `duration` seconds (seen in every poll since they started);
-    each made an event once per throttle window."""
-
-    def __init__(self, host, duration, throttle):
-        self.host = host
-        self.duration = duration
-        self.throttle = throttle
-        self.since = {}
-
-    def feed(self, conditions, now):
-        seen = {}
-        for condition in conditions:
-            key = (self.host, device_key(condition["gpu"]) if condition.get("gpu") else None, condition["type"])
-            seen[key] = condition
-        self.since = dict((key, self.since.get(key, now)) for key in seen)
-        events = []
-        for key, condition in sorted(seen.items(), key=lambda item: str(item[0])):
-            lasted = now - self.since[key]
-            if lasted < self.duration or not self.throttle.allow(key, now):
-                continue
-            body = dict(condition, host=self.host, lasted_seconds=round(lasted, 1),
-                        rung="reset" if condition["type"] == "ghost_memory" else "reboot")
-            events.append({"gpuops": body, "meta": {"hosts": self.host}})
-        return events
-
-
-# ---------------------------------------------------------------- gpu_alert_webhook: signed alerts
-
-SIGNATURE_HEADER = "X-Gpuops-Signature"
-TIMESTAMP_HEADER = "X-Gpuops-Timestamp"
-# The rung each gpu_watch finding kind (or Alertmanager alert of extensions/prometheus/gpuops.rules.yml) asks for.
-ALERT_RUNGS = {"ghost_memory": "reset", "GpuopsGhostMemory": "reset", "recovery_action": "reset", "GpuopsRecoveryAction": "reset",
-               "unresponsive": "reboot", "GpuopsGpuLost": "reboot", "GpuopsProbeFailing": "reboot"}
-
-
-def sign(secret, timestamp, body):
-    """The signature a sender puts in X-Gpuops-Signature: "sha256=" + HMAC-SHA256(secret, "<timestamp>." + body)."""
-    import hashlib
-    import hmac
-
-    digest = hmac.new(secret.encode("utf-8"), str(timestamp).encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
-    return "sha256=" + digest
-
-
-def verify(secret, headers, body, now, window_seconds):
-    """None when the request is signed with the secret and dated within the window, else why it is rejected."""
-    import hmac
-
-    for name in (TIMESTAMP_HEADER, SIGNATURE_HEADER):
-        count = len(headers.getall(name, [])) if hasattr(headers, "getall") else int(name in headers)
-        if count > 1:  # which one counts is a guess (a proxy may read the last, this the first): neither
-            return "%s given %d times: one is required" % (name, count)
-    stamp, given = headers.get(TIMESTAMP_HEADER), headers.get(SIGNATURE_HEADER)
-    if not stamp or not given:
-        return "unsigned: %s and %s are required" % (SIGNATURE_HEADER, TIMESTAMP_HEADER)
-    try:
-        epoch = float(stamp)
-    except ValueError:
-        epoch = math.nan
-    if not math.isfinite(epoch):  # "nan" is within every window, "inf" within none: neither is a time
-        return "%s is not a number of seconds: %r" % (TIMESTAMP_HEADER, stamp[:40])
-    if abs(now - epoch) > window_seconds:
-        return "stale: %s is %d s from now, more than the %d s allowed" % (TIMESTAMP_HEADER, abs(now - epoch), window_seconds)
-    if not hmac.compare_digest(sign(secret, stamp, body).encode("ascii"), given.encode("ascii", "replace")):
-        return "bad signature"
-    return None
-
-
-def _instance_host(instance):
-    """Prometheus's instance label "node07:9100" -> "node07" (an IPv6 "[::1]:9100" -> "::1")."""
-    if not instance or not isinstance(instance, str):
-        return instance or None  # not text: left as it is, for host_problem to name
-    if instance.startswith("["):
-        return instance[1:].split("]", 1)[0]
-    name, _colon, port = instance.rpartition(":")
-    # Only a port is dropped: "node1:node2" is no host and port, and stays whole (then refused as no host name).
-    return name if instance.count(":") == 1 and port.isascii() and port.isdigit() else instance
-
-
-# One inventory host name: ansible-rulebook passes meta.hosts to the playbook as its --limit, where a pattern ("all", a
-# group, "a,b", "node*", "~regex", "!x", "&x", "@file") would name other hosts. An IP address is one host too.
-_HOST_NAME_RE = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
-_IMPLICIT_GROUPS = ("all", "ungrouped")
-
-
-def host_problem(host):
-    """Why `host` cannot be the one host an event names (its meta.hosts), or None."""
-    if not isinstance(host, str) or not host:
-        return "its host %r is not a host name" % (host,)
-    if host in _IMPLICIT_GROUPS:
-        return "its host %r is Ansible's group of every host, not one host" % host
-    if _HOST_NAME_RE.match(host):
-        return None
-    try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        return "its host %r is not one host name (as a --limit it is a pattern that names other hosts)" % host
-
-
-def inventory_groups(source, path):
-    """{group: [hosts]} of the inventory ansible-rulebook runs the playbooks with ("all" among them), read with
-    ansible-core's own inventory plugins (option inventory); OptionError naming the option when it has no host."""
-    if not os.path.exists(path):
-        raise OptionError("%s: option inventory: %s does not exist" % (source, path))
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-
-    manager = InventoryManager(loader=DataLoader(), sources=[path])
-    groups = dict((name, sorted(host.name for host in group.get_hosts())) for name, group in manager.groups.items())
-    groups["all"] = sorted(manager.hosts)
-    if not groups["all"]:
-        raise OptionError("%s: option inventory: %s holds no host (or is no inventory ansible-core can read)" % (source, path))
-    return groups
-
-
-def checked_host(source, option, host, groups=None):
-    """The host an option names, or OptionError naming the option and the value when it is not one host name (with
-    the inventory's `groups`: not one host of the inventory - a group's name, ambiguous, or unknown)."""
-    why = host_problem(host) or (inventory_host_problem(host, groups) if groups is not None else None)
-    if why:
-        raise OptionError("%s: option %s: %s" % (source, option, why))
-    return host
-
-
-def _text(value):
-    return value if isinstance(value, str) else None
-
-
-def alert_events(payload, host_label="instance", groups=None):
-    """The firing alerts of an Alertmanager webhook body, or of gpu_watch's own, as events (resolved ones make none).
-
-    Returns (events, problems): an alert naming no host, or (with the inventory's `groups`, {name: [hosts]}) a host
-    that is no one inventory host - a group's name, a name both a host and a group have, a name the inventory lacks - is
-    a problem, reported, never dropped silently and never an event whose limit would take a group.
-    """
-    events, problems = [], []
-    if not isinstance(payload, dict) or not isinstance(payload.get("alerts"), list):
-        return [], ["the body is not an Alertmanager or gpu_watch webhook (no alerts list)"]
-    for index, alert in enumerate(payload["alerts"]):
-        if not isinstance(alert, dict) or alert.get("status", "firing") != "firing":
-            continue
-        labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
-        # A value of another type than the payload's own (a list, a mapping, a number where a label is text) is taken as
-        # missing: the alert is still reported or made an event, and never fails the whole request.
-        if labels:  # Alertmanager
-            name = _text(labels.get("alertname"))
-            host = _instance_host(labels.get("instance")) if host_label == "instance" else labels.get(host_label)
-            gpu = _text(labels.get("pci_bus_id"))
-            gpu_index = _text(labels.get("gpu"))
-            annotations = alert.get("annotations") if isinstance(alert.get("annotations"), dict) else {}
-            message = _text(annotations.get("summary"))
-        else:  # gpu_watch's webhook
-            name = _text(alert.get("kind"))
-            host = payload.get("host")
-            gpu, message = _text(alert.get("pci_bus_id")), _text(alert.get("message"))
-            gpu_index = alert.get("gpu_index") if isinstance(alert.get("gpu_index"), (int, str)) and not isinstance(
-                alert.get("gpu_index"), bool) else None
-        if not host:
-            problems.append("alert %d (%s) names no host" % (index, name))
-            continue
-        why = host_problem(host)
-        if why:
-            problems.append("alert %d (%s): %s" % (index, name, why))
-            continue
-        why = inventory_host_problem(host, groups) if groups is not None else None
-        if why:
-            problems.append("alert %d (%s): its host %s" % (index, name, why))
-            continue
-        body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
-                "rung": ALERT_RUNGS.get(name, "none"), "message": message,
-                "fingerprint": _text(alert.get("fingerprint"))}
-        events.append({"gpuops": body, "meta": {"hosts": host}})
-    return events, problems

@@ -24,7 +24,8 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import kernel_line, parse_kernel_log
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._eda_sources import KernelLines, Throttle, journal_lines
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Throttle
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import KernelLines, journal_lines
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "kernel-xid")
 XID79 = "NVRM: Xid (PCI:0000:01:00): 79, pid=1234, name=trainer, GPU has fallen off the bus."
