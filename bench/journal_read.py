@@ -28,7 +28,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _files  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _reader  # noqa: E402
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _evidence  # noqa: E402
 
 DAY = 86400.0
 
@@ -44,21 +47,21 @@ def holder(number):
 def write_journal(path, kills, now, rotate_bytes):
     """kills signal intents and outcomes over the 30 days before now, oldest first, each line as Journal writes it (the
     same keys, append_line, rotation); the journal's size in bytes."""
-    _journal.ROTATE_BYTES = rotate_bytes
+    _writer.ROTATE_BYTES = rotate_bytes
     step = 29.5 * DAY / kills
     for number in range(kills):
-        stamp = _journal._stamp(now - 29.5 * DAY + number * step)
+        stamp = _files._stamp(now - 29.5 * DAY + number * step)
         run_id, entry_id = "run-%d" % (number // 3), "run-%d-bench-%d" % (number // 3, number)
-        _journal.append_line(path, {"ts": stamp, "run_id": run_id, "id": entry_id, "phase": "intent", "action": "signal",
-                                    "pid": 10000 + number, "start_time": 123456 + number, "name": "python3", "signal": "TERM",
-                                    "source": _journal.holder_source(holder(number))})
-        _journal.append_line(path, {"ts": stamp, "run_id": run_id, "id": entry_id, "phase": "outcome", "action": "signal",
-                                    "ok": True, "exited": True})
-    return sum(os.path.getsize(each) for each in _journal.rotated_paths(path) if os.path.exists(each))
+        _writer.append_line(path, {"ts": stamp, "run_id": run_id, "id": entry_id, "phase": "intent", "action": "signal",
+                                   "pid": 10000 + number, "start_time": 123456 + number, "name": "python3", "signal": "TERM",
+                                   "source": _writer.holder_source(holder(number))})
+        _writer.append_line(path, {"ts": stamp, "run_id": run_id, "id": entry_id, "phase": "outcome", "action": "signal",
+                                   "ok": True, "exited": True})
+    return sum(os.path.getsize(each) for each in _files.rotated_paths(path) if os.path.exists(each))
 
 
 def ended(records, since):
-    return sum(group["ended"] for group in _journal.leak_sources(records, since=since))
+    return sum(group["ended"] for group in _evidence.leak_sources(records, since=since))
 
 
 def best(repeat, work):
@@ -98,9 +101,9 @@ def main():
         for layout, rotate_bytes in (("one_file", 64 * 1024 * 1024), ("rotated_1MiB", 1024 * 1024)):
             path = os.path.join(scratch, layout, "journal.jsonl")
             size = write_journal(path, args.kills, now, rotate_bytes)
-            seconds, (records, coverage) = best(args.repeat, lambda: _journal.read_window(path, since))
-            count_seconds, count = best(args.repeat, lambda: ended(_journal.read_window(path, since)[0], since))
-            tail_seconds, tail = best(args.repeat, lambda: ended(_journal.read_journal(path, _journal.RECENT_BYTES), since))
+            seconds, (records, coverage) = best(args.repeat, lambda: _reader.read_window(path, since))
+            count_seconds, count = best(args.repeat, lambda: ended(_reader.read_window(path, since)[0], since))
+            tail_seconds, tail = best(args.repeat, lambda: ended(_reader.read_journal(path, _reader.RECENT_BYTES), since))
             figures[layout] = {"bytes": size, "files": len(coverage["files"]), "ended": count, "complete": coverage["complete"],
                                "from": coverage["from"], "read_seconds": round(seconds, 3), "answer_seconds": round(count_seconds, 3),
                                "old_4MiB_tail_ended": tail, "old_4MiB_tail_seconds": round(tail_seconds, 3)}

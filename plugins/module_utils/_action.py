@@ -8,9 +8,10 @@ import contextlib
 import signal
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
-    Journal, JournalUnwritable, left_isolated, left_stopped, path_failure, recent_records, unfinished,
-)
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import path_failure
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal, JournalUnwritable
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import left_isolated, left_stopped, unfinished
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices

@@ -2,15 +2,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The AnsibleModule every module of the collection runs as.
 
-Two rules hold for every module through this one class:
+Inputs are taken at their word. Ansible's own conversion reads ``true`` as the int 1 (a bool is an int in
+Python), truncates nothing but turns a list given for a string into its printed form (a regular expression
+that matches almost anything), and names neither the value of a float nor of a bool it cannot convert. For a
+module that ends processes each of these can select the wrong one, so a value of the wrong kind is refused
+before anything runs, naming the option and the value.
 
-- Inputs are taken at their word. Ansible's own conversion reads ``true`` as the int 1 (a bool is an int in
-  Python), truncates nothing but turns a list given for a string into its printed form (a regular expression
-  that matches almost anything), and names neither the value of a float nor of a bool it cannot convert. For a
-  module that ends processes each of these can select the wrong one, so a value of the wrong kind is refused
-  before anything runs, naming the option and the value.
-- Commands whose output is parsed (nvidia-smi, modprobe, dmesg, journalctl, systemctl) run in the C locale, so
-  a node set to another language parses the same (as community.general's modules do).
+(The commands a module runs go through _command.CommandRunner, which runs them in the C locale.)
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ import math
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.parsing.convert_bool import BOOLEANS
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C", "LC_NUMERIC": "C"}
 
 
 def _finite_number_text(value):
@@ -96,13 +92,12 @@ def _placeholder(spec):
 
 
 class GpuModule(AnsibleModule):
-    """AnsibleModule with strict input kinds and the C locale for every command it runs."""
+    """AnsibleModule with strict input kinds."""
 
     def __init__(self, argument_spec, **kwargs):
         self._strict_spec = argument_spec
         self._input_errors = {}
         super().__init__(argument_spec=argument_spec, **kwargs)
-        self.run_command_environ_update = dict(C_LOCALE)
         if self._input_errors:
             self.fail_json(msg="; ".join(self._input_errors[name] for name in sorted(self._input_errors)), changed=False)
 

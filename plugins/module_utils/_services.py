@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import GPU_SERVICE_UNITS
 
 
@@ -19,7 +20,7 @@ def unit_states(module, systemctl, units):
     """
     if not systemctl or not units:
         return {}
-    dummy, out, dummy = module.run_command([systemctl, "show", "--property=Id,LoadState,ActiveState,MainPID,ControlGroup"] + list(units))
+    dummy, out, dummy = CommandRunner(module).probe([systemctl, "show", "--property=Id,LoadState,ActiveState,MainPID,ControlGroup"] + list(units))
     blocks = [dict(line.split("=", 1) for line in block.splitlines() if "=" in line) for block in out.strip().split("\n\n")]
     states = {}
     for unit, fields in zip(units, blocks):
@@ -36,6 +37,7 @@ class GpuServices:
         self.module = module
         self.systemctl = layout.command(module, "systemctl")
         self.journal = journal
+        self.runner = CommandRunner(module, journal)
         self.stopped = []
 
     def active(self, units=GPU_SERVICE_UNITS):
@@ -67,20 +69,18 @@ class GpuServices:
     def isolate_back(self, target):
         """Isolate `target` again (an interrupted graphics restart left the node below it) unless it is active now.
         Returns (target when it was isolated, else None; errors); never raises."""
-        rc, out, dummy = self.module.run_command([self.systemctl, "is-active", target])
+        rc, out, dummy = self.runner.probe([self.systemctl, "is-active", target])
         if out.strip() == "active":
             return None, []
-        entry = self.journal.intent("systemctl_isolate", target=target, reason="left below it by an interrupted run")
-        rc, out, err = self.module.run_command([self.systemctl, "isolate", target])
-        self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+        rc, out, err = self.runner.act([self.systemctl, "isolate", target], "systemctl_isolate", journal_argv=False,
+                                       target=target, reason="left below it by an interrupted run")
         if rc != 0:
             return None, ["systemctl isolate %s failed (rc %d): %s" % (target, rc, (err or out).strip())]
         return target, []
 
     def _systemctl(self, verb, unit, **details):
-        entry = self.journal.intent("systemctl_%s" % verb, unit=unit, **details)
-        rc, out, err = self.module.run_command([self.systemctl, verb, unit])
-        self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip(), unit=unit)
+        rc, out, err = self.runner.act([self.systemctl, verb, unit], "systemctl_%s" % verb, journal_argv=False,
+                                       outcome={"unit": unit}, unit=unit, **details)
         if rc != 0:
             raise ServiceError("systemctl %s %s failed (rc %d): %s" % (verb, unit, rc, (err or out).strip()))
 

@@ -337,9 +337,8 @@ def mark_unkillable(holders, journal_path):
     if not any(h.get("state") == PROCESS_STATES["D"] for h in holders):
         return
     # Imported here, as in probe_journal: a healthy node never reads its journal (zipimport compiles a file twice).
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (  # pylint: disable=import-outside-toplevel
-        outlived_kill, recent_records,
-    )
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import outlived_kill  # pylint: disable=import-outside-toplevel
     survivors = outlived_kill(recent_records(journal_path)[0])
     for holder in holders:
         when = survivors.get((holder["pid"], holder.get("start_time")))
@@ -355,9 +354,8 @@ def probe_journal(layout, options, events):
     if not events:
         return [], {"path": path, "ok": True, "error": None, "records": 0, "read": False}
     # Imported only when read: _journal is the largest file a healthy node's payload would otherwise compile, twice.
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (  # pylint: disable=import-outside-toplevel
-        completed_resets, recent_records,
-    )
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import completed_resets  # pylint: disable=import-outside-toplevel
     records, error = recent_records(path)
     report = {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True}
     return completed_resets(records), report

@@ -134,7 +134,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_config imp
     wanted_settings,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, path_failure
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import path_failure
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import read_process

@@ -165,6 +165,7 @@ journal:
 """
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._display import display_refusal
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import beyond_selection, refuse_outside
@@ -250,7 +251,7 @@ class GraphicsRestartWorker:
         self._verify(snapshot, holders)
 
     def _reason(self, systemctl, snapshot, holders):
-        rc, out, dummy = self.module.run_command([systemctl, "is-active", GRAPHICAL])
+        rc, out, dummy = CommandRunner(self.module).probe([systemctl, "is-active", GRAPHICAL])
         if out.strip() != "active":
             return None, "nothing to do: %s is not active (systemctl is-active said %r, rc %d), there is no graphics stack " \
                          "to restart" % (GRAPHICAL, out.strip(), rc)
@@ -259,9 +260,8 @@ class GraphicsRestartWorker:
 
     def _isolate(self, systemctl, target):
         """Whether `systemctl isolate target` went through; journalled, and its failure kept as the run's error."""
-        entry = self.run.journal.intent("systemctl_isolate", target=target)
-        rc, dummy, err = self.module.run_command([systemctl, "isolate", target])
-        self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+        rc, dummy, err = CommandRunner(self.module, self.run.journal).act([systemctl, "isolate", target], "systemctl_isolate",
+                                                                          journal_argv=False, target=target)
         if rc != 0:
             self.result.setdefault("error", "systemctl isolate %s failed (rc %d): %s" % (target, rc, err.strip()))
         return rc == 0

@@ -120,11 +120,12 @@ health_check:
 
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import (
     TOOL, command_text, diag_argv, health_check, judge, not_installed, timed_out,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import GATE_ACTION
@@ -143,7 +144,7 @@ def run_diag(module, dcgmi, level, gpus, timeout):
     argv = diag_argv(dcgmi, level, gpus)
     started = time.monotonic()
     try:
-        rc, out, err = run_with_deadline(lambda: module.run_command(argv), timeout)
+        rc, out, err = CommandRunner(module).probe(argv, timeout=timeout)
     except ProbeTimeout:
         check = timed_out(level, timeout)
     except ProbeFailed as exc:

@@ -198,8 +198,9 @@ import os
 import re
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
-    DESTRUCTIVE_ACTIONS, journal_epoch, leak_sources, read_window, run_summaries)
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import journal_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_window
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import DESTRUCTIVE_ACTIONS, leak_sources, run_summaries
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 

@@ -169,6 +169,7 @@ journal:
 
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
     KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, ended_pids, refuse_beyond_selection, still_holding, validate_kill_params,
 )
@@ -321,8 +322,7 @@ class GpuResetWorker:
         outcome = {}
         for group in groups:
             argv = self._reset_argv(nvidia_smi, group, snapshot)
-            entry = self.run.journal.intent("gpu_reset", gpus=group, argv=argv)
-            rc, out, err = self.module.run_command(argv)
+            rc, out, err = CommandRunner(self.module, self.run.journal).act(argv, "gpu_reset", keep_stdout=True, gpus=group)
             parsed = parse_gpu_reset(out, err, rc)
             by_bus = dict((gpu["pci_bus_id"], gpu["index"]) for gpu in snapshot["gpus"])
             for bus, result in parsed.items():
@@ -331,7 +331,6 @@ class GpuResetWorker:
             for index in group:
                 outcome.setdefault(index, {"reset": rc == 0, "reason": None if rc == 0 else "other",
                                            "message": (err or out).strip()})
-            self.run.journal.outcome(entry, rc == 0, rc=rc, stdout=out.strip(), stderr=err.strip())
             if any(outcome[index].get("reason") == "in_use" for index in group):
                 still = self._still_blocking(group, snapshot)
                 for index in group:
@@ -357,9 +356,7 @@ class GpuResetWorker:
         for gpu in after_snapshot["gpus"]:
             if before.get(gpu["index"]) and gpu.get("persistence_mode") is False:
                 argv = [nvidia_smi, "-pm", "1", "-i", str(gpu["index"])]
-                entry = self.run.journal.intent("persistence_mode", gpu=gpu["index"], argv=argv)
-                rc, dummy, err = self.module.run_command(argv)
-                self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+                rc, dummy, err = CommandRunner(self.module, self.run.journal).act(argv, "persistence_mode", gpu=gpu["index"])
                 if rc == 0:
                     restored.append(gpu["index"])
                 else:

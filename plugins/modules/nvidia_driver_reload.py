@@ -177,6 +177,7 @@ journal:
 """
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._display import display_refusal
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
@@ -342,10 +343,7 @@ class DriverReloadWorker:
             time.sleep(0.2)
 
     def _modprobe(self, action, argv, name):
-        entry = self.run.journal.intent(action, module=name, argv=argv)
-        rc, out, err = self.module.run_command(argv)
-        self.run.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
-        return rc, out, err
+        return CommandRunner(self.module, self.run.journal).act(argv, action, module=name)
 
     def _unload(self, modprobe, names):
         for name in names:

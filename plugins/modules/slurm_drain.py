@@ -179,7 +179,10 @@ import datetime
 import time
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, path_failure, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import path_failure
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import (
@@ -206,7 +209,7 @@ class SlurmDrain:
         self.module.fail_json(msg=msg, **details)
 
     def _run(self, argv):
-        rc, out, err = self.module.run_command(argv)
+        rc, out, err = CommandRunner(self.module).probe(argv)
         if rc != 0:
             self._fail("%s failed (rc %d): %s" % (" ".join(argv[:2]), rc, (err or out).strip()))
         return out
@@ -214,7 +217,7 @@ class SlurmDrain:
     def read(self):
         """The node as `scontrol --oneliner show node` tells it: state with every flag, the reason whole, who and when."""
         argv = show_node_argv(self.module.get_bin_path("scontrol", required=True), self.node)
-        rc, out, err = self.module.run_command(argv)
+        rc, out, err = CommandRunner(self.module).probe(argv)
         try:
             if unknown_node(rc, out, err):
                 raise SlurmNodeUnknown(self.node)
@@ -233,9 +236,7 @@ class SlurmDrain:
         return parse_squeue(self._run(squeue_argv(self.module.get_bin_path("squeue", required=True), self.node)))
 
     def _act(self, action, argv, fail=True):
-        entry = self.journal.intent(action, node=self.node, argv=argv)
-        rc, out, err = self.module.run_command(argv)
-        self.journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+        rc, out, err = CommandRunner(self.module, self.journal).act(argv, action, node=self.node)
         if rc != 0:
             error = "%s failed (rc %d): %s" % (" ".join(argv[1:4]), rc, (err or out).strip())
             if fail:

@@ -18,7 +18,8 @@ import os
 import stat
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, open_dir, read_trusted, writable_by_others
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import CLOCK_SLACK_SECONDS, DESTRUCTIVE_ACTIONS, journal_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import journal_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import CLOCK_SLACK_SECONDS, DESTRUCTIVE_ACTIONS
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import drained_with_marker, parse_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, memory_held, rung_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import cordon_is_ours

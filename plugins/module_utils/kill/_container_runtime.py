@@ -24,8 +24,9 @@ import json
 import os
 import re
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._containers import RUNTIME_CLIS, runtime_cli
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import _container, parse_cgroup, read_process
 
 USER_DELEGATED = re.compile(r"^user@\d+\.service$")
@@ -199,7 +200,7 @@ class ContainerWitness:
         """The runtime's answer, in a child under the probe deadline: a daemon that hangs confirms nothing."""
         timeout = (self.module.params or {}).get("probe_timeout") or DEFAULT_TIMEOUT
         try:
-            rc, out, err = run_with_deadline(lambda: list(self.module.run_command(argv)), timeout)
+            rc, out, err = CommandRunner(self.module).probe(argv, timeout=timeout)
         except ProbeTimeout:
             return None, "%s inspect did not answer within %s s" % (RUNTIME_CLIS[runtime], timeout)
         except ProbeFailed as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import own_cgroup
 
 # runtime (as _procscan.attribution names it) -> the CLI that stops its containers
@@ -55,9 +56,7 @@ def stop_container(module, runtime, container_id, grace, journal, sources=None):
     if path is None:
         return False, why_not
     argv = stop_argv(path, runtime, container_id, grace)
-    entry = journal.intent("container_stop", runtime=runtime, container=container_id, argv=argv, sources=sources or [])
-    rc, out, err = module.run_command(argv)
-    journal.outcome(entry, rc == 0, rc=rc, stderr=err.strip())
+    rc, out, err = CommandRunner(module, journal).act(argv, "container_stop", runtime=runtime, container=container_id, sources=sources or [])
     message = (err or out).strip()
     if rc != 0 and not message:
         message = "%s stop exited with status %d" % (RUNTIME_CLIS[runtime], rc)

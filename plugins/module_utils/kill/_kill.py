@@ -23,7 +23,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._containers import predict_stop, stop_container
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import describe, frozen_cgroup, thaw
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import JobProbe
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import holder_source
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import read_process, same_process, scan_holders_report

@@ -19,6 +19,7 @@ busy, whoever its parent is now.
 
 from __future__ import annotations
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import process_stat
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import systemd_cgroup
 
@@ -143,7 +144,7 @@ class StandingProbe:
         if not self.systemctl or not unit:
             return None
         if unit not in self._units:
-            rc, out, dummy = self.module.run_command([self.systemctl, "show", "--property=LoadState,ActiveState,MainPID", "--", unit])
+            rc, out, dummy = CommandRunner(self.module).probe([self.systemctl, "show", "--property=LoadState,ActiveState,MainPID", "--", unit])
             self._units[unit] = parse_unit_state(out) if rc == 0 else None
         return self._units[unit]
 
@@ -152,14 +153,14 @@ class StandingProbe:
         if not self.loginctl or not session:
             return None
         if self._sessions is None:
-            rc, out, dummy = self.module.run_command([self.loginctl, "list-sessions", "--no-legend", "--no-pager"])
+            rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "list-sessions", "--no-legend", "--no-pager"])
             self._sessions = set(line.split()[0] for line in out.splitlines() if line.split()) if rc == 0 else False
         if self._sessions is False:
             return None
         if session not in self._sessions:
             return "gone"
         if session not in self._session_states:
-            rc, out, dummy = self.module.run_command([self.loginctl, "show-session", "--property=State", "--value", "--", session])
+            rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "show-session", "--property=State", "--value", "--", session])
             self._session_states[session] = out.strip() if rc == 0 else None
         return self._session_states[session]
 

@@ -10,7 +10,7 @@ import os
 import signal
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import holder_source
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target, catches, send_checked, wait_gone
 

@@ -57,12 +57,17 @@ def _read_until(read_fd, deadline):
         chunks.append(chunk)
 
 
-def run_with_deadline(func, timeout):
-    """Return func()'s JSON-serialisable result, computed in a child; raise ProbeTimeout or ProbeFailed."""
+def run_with_deadline(func, timeout, own_group=False):
+    """Return func()'s JSON-serialisable result, computed in a child; raise ProbeTimeout or ProbeFailed.
+
+    own_group: the child leads a process group of its own, killed whole past the deadline (a command it started
+    with it, not left running)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
+        if own_group:
+            os.setpgid(0, 0)
         status = 0
         try:
             _child(func, write_fd)
@@ -71,13 +76,22 @@ def run_with_deadline(func, timeout):
         # os._exit: the parent's atexit handlers (AnsiballZ's temp dir cleanup) must not run here.
         os._exit(status)  # pylint: disable=protected-access
     os.close(write_fd)
+    if own_group:
+        try:
+            # Set on both sides of the fork: the group exists whichever runs first, so killpg never misses it.
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
     try:
         data = _read_until(read_fd, time.monotonic() + timeout)
     finally:
         os.close(read_fd)
     if data is None:
         try:
-            os.kill(pid, signal.SIGKILL)
+            if own_group:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, os.WNOHANG)
         except OSError:
             pass

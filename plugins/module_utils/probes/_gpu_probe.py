@@ -12,6 +12,7 @@ import functools
 import importlib.util
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 
@@ -177,7 +178,7 @@ def _nvidia_smi_snapshot(module, nvidia_smi):
     argv = query_xml_argv(nvidia_smi)
 
     def probe():
-        rc, out, err = module.run_command(argv)
+        rc, out, err = CommandRunner(module).probe(argv)
         if rc != 0:
             raise RuntimeError("%s exited %d: %s" % (argv[0], rc, (err or out).strip()))
         return parse_query_xml(out)

@@ -16,6 +16,7 @@ import re
 import stat
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import without_trailing_brackets
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import apply_policy, parse_policy
@@ -519,7 +520,8 @@ def probe_kernel_log(module, layout, options, boot_epoch=None):
         if not tool:
             report.update(ok=False, error="%s is not installed" % ("journalctl" if source == "journal" else "dmesg"))
             return [], report
-        rc, text, err = module.run_command(kernel_log_argv(source, options.kernel_log_window, **{("journalctl" if source == "journal" else "dmesg"): tool}))
+        argv = kernel_log_argv(source, options.kernel_log_window, **{("journalctl" if source == "journal" else "dmesg"): tool})
+        rc, text, err = CommandRunner(module).probe(argv)
         if rc != 0:
             report.update(ok=False, error=(err or text).strip() or "exit %d" % rc)
             return [], report

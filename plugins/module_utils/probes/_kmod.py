@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
+
 NVIDIA_MODULE_UNLOAD_ORDER = ("nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia")
 
 _HEADER_RE = re.compile(r"^Module\s+Size\s+Used by", re.IGNORECASE)
@@ -158,7 +160,7 @@ def _nvidia_modules(module, layout):
             modules = parse_proc_modules(handle.read())
     except (IOError, OSError):
         lsmod = layout.command(module, "lsmod")
-        rc, out, dummy = module.run_command([lsmod]) if lsmod else (1, "", "")
+        rc, out, dummy = CommandRunner(module).probe([lsmod]) if lsmod else (1, "", "")
         modules = parse_lsmod(out) if rc == 0 else {}
     return dict((name, dict((key, info[key]) for key in ("size", "refcount", "used_by")))
                 for name, info in modules.items() if name.startswith(NVIDIA_MODULE_PREFIX))

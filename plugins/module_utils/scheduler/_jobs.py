@@ -19,6 +19,7 @@ process (no job), as the container rule decides.
 
 from __future__ import annotations
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import ContainerWitness, delegated_subtree
 
 # Slurm job states in which the job still runs on its nodes (its processes are the job's, not leftovers).
@@ -140,11 +141,11 @@ class JobProbe:
 
     def _slurm_view(self):
         if self._slurm is None:
-            rc, out, err = self.module.run_command(listpids_argv(self.scontrol))
+            rc, out, err = CommandRunner(self.module).probe(listpids_argv(self.scontrol))
             answered, pids = slurm_pids(rc, out, err)
             states = {}
             if pids:
-                src, sout, dummy = self.module.run_command(job_states_argv(self.squeue, set(pids.values())))
+                src, sout, dummy = CommandRunner(self.module).probe(job_states_argv(self.squeue, set(pids.values())))
                 states = parse_job_states(sout) if src == 0 else {}
             self._slurm = (answered, pids, states, (err or out).strip().splitlines()[-1:] or [None])
         return self._slurm
@@ -168,7 +169,7 @@ class JobProbe:
         pod = attribution.get("kubernetes_pod_uid")
         if pod and self.crictl:
             if pod not in self._pods:
-                rc, out, dummy = self.module.run_command(pod_argv(self.crictl, pod))
+                rc, out, dummy = CommandRunner(self.module).probe(pod_argv(self.crictl, pod))
                 self._pods[pod] = (rc, out)
             return pod_live(pod, *self._pods[pod])
         claimed = attribution.get("container")

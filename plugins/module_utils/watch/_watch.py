@@ -20,7 +20,8 @@ import math
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import journal_epoch, recent_records
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import journal_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import device_key
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import describe_holder, holder_of
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, read_trusted

@@ -11,7 +11,7 @@ import datetime
 import os
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import SYSLOG_IDENTIFIER
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import SYSLOG_IDENTIFIER
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
     MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, open_log_file, parse_kernel_log,
 )

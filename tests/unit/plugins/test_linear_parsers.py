@@ -46,7 +46,7 @@ SITES = {
     'plugins/module_utils/kill/_freezer.py': {
         'r"\\\\([0-7]{3})"': [],
     },
-    'plugins/module_utils/journal/_journal.py': {
+    'plugins/module_utils/journal/_writer.py': {
         'r"\\s+"': [],
     },
     'plugins/module_utils/probes/_kernel_log.py': {

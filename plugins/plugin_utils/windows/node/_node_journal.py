@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The journal on a Windows host: the Linux journal's records (module_utils/journal/_journal.py), written on the node.
+"""The journal on a Windows host: the Linux journal's records (module_utils/journal/_writer.py), written on the node.
 
 The same JSON lines (ts, run_id, id, phase intent/outcome, action, the action's details; an interrupted intent closed
 with interrupted/of_run), the same readers (unfinished, parse_records), in a file on the Windows host. Each line goes
@@ -16,7 +16,9 @@ import binascii
 import json
 import re
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _reader
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _evidence
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import ConnectionDropped, WindowsNodeError
 
 DEFAULT_PATH = "C:\\ProgramData\\gpuops\\journal.jsonl"
@@ -47,7 +49,7 @@ def checked_path(path):
     return path
 
 
-class WindowsJournal(_journal.Journal):
+class WindowsJournal(_writer.Journal):
     """The node's journal at `path` (checked_path): intent() and outcome() as on Linux, each line written on the host."""
 
     def __init__(self, node, path=None, run_id=None):
@@ -96,7 +98,7 @@ class WindowsJournal(_journal.Journal):
         modules report them in interrupted_actions; outside check mode their outcome is written now (not ok, marked
         interrupted), so that they are reported once."""
         records, dummy = self.records()
-        dead = [record for record in _journal.unfinished(records) if record.get("run_id") != self.run_id]
+        dead = [record for record in _evidence.unfinished(records) if record.get("run_id") != self.run_id]
         if not check_mode:
             for record in dead:
                 self.close_interrupted(record)
@@ -118,13 +120,13 @@ def read_records(node, path):
     """(the whole records of the journal's last RECENT_BYTES on the node, error or None); never raises: a journal that
     cannot be read only means that no earlier run is known."""
     try:
-        answer = node.powershell("journal_read", {"Path": path, "TailBytes": _journal.RECENT_BYTES}, read_only=True)
+        answer = node.powershell("journal_read", {"Path": path, "TailBytes": _reader.RECENT_BYTES}, read_only=True)
         data = base64.b64decode(answer.get("base64") or "", validate=True)
     except WindowsNodeError as exc:
         return [], "cannot read the journal %s: %s" % (path, exc)
     except (binascii.Error, ValueError) as exc:
         return [], "the journal %s came back unreadable: %s" % (path, exc)
-    return _journal.parse_records(data, bool(answer.get("cut"))), None
+    return _reader.parse_records(data, bool(answer.get("cut"))), None
 
 
 def journal_report(node, path):
@@ -138,5 +140,5 @@ def journal_report(node, path):
             kills[record["name"].lower()] = kills.get(record["name"].lower(), 0) + 1
     recent = [dict(interrupted_entry(record), ok=record.get("ok")) for record in outcomes[-RECENT_ACTIONS:]]
     return {"path": path, "ok": error is None, "error": error, "records": len(records), "read": True,
-            "recent_actions": recent, "interrupted_actions": [interrupted_entry(r) for r in _journal.unfinished(records)],
+            "recent_actions": recent, "interrupted_actions": [interrupted_entry(r) for r in _evidence.unfinished(records)],
             "kills_by_name": kills}

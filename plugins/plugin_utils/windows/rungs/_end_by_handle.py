@@ -14,7 +14,7 @@ process list, by pid and creation time (the caller's), never by what a tool prin
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import holder_source
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _convertto_json
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _taskkill_tree
 

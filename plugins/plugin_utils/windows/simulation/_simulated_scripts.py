@@ -11,7 +11,7 @@ import json
 import os
 import uuid
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _gpu_memory_counters, _cim_processes, _wsl_cli
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _wsl_vm_identity
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation._simulated_tools import taskkill_in_script
@@ -182,7 +182,7 @@ def _journal_append_script(root, parameters):
         os.makedirs(folder)
         _made_folders(root, add=folder)
     _refuse_planted(root, path)
-    _journal.append_line(path, json.loads(line))
+    _writer.append_line(path, json.loads(line))
     return {"written": len(line.encode("utf-8")) + 1}
 
 

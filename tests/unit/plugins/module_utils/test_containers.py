@@ -20,7 +20,8 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._containers import (
     RUNTIME_CLIS, own_container_refusal, predict_stop, runtime_cli, stop_argv, stop_container)
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
 
 CONTAINER_ID = "1dfed29cd2cb99266ed6ca96074395c3d1d6a688536a2866ffe35f32a072ff0f"
 

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
-    Journal, completed_resets, left_stopped, load_journal, read_journal, unfinished,
-)
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import load_journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import completed_resets, left_stopped, unfinished
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
@@ -68,7 +68,7 @@ def test_sigkill_between_intent_and_outcome_leaves_the_intent(tmp_path, run_chil
     path = str(tmp_path / "journal.jsonl")
     child = run_child("""
         import sys, time
-        from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
+        from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
         journal = Journal(sys.argv[1], run_id="killed")
         journal.intent("signal", pid=1234, signal="KILL")
         print("intent written", flush=True)
@@ -108,7 +108,7 @@ def test_concurrent_writers_produce_whole_lines(tmp_path, run_child):
     writers, lines_each = 6, 150
     children = [run_child("""
         import os, sys, time
-        from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
+        from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
         path, go, writer, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
         journal = Journal(path, run_id="writer-" + writer)
         while not os.path.exists(go):
@@ -250,9 +250,7 @@ def test_units_a_dead_run_stopped_and_never_started_again(tmp_path):
 # --- where a journal cannot be written (journal_path) -----------------------------------------------------
 
 def test_path_problem_names_why_a_journal_cannot_be_made(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (  # pylint: disable=import-outside-toplevel
-        path_failure, path_problem,
-    )
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import path_failure, path_problem  # pylint: disable=import-outside-toplevel
     fifo = tmp_path / "fifo"
     os.mkfifo(str(fifo))
     regular = tmp_path / "plain"
@@ -272,7 +270,7 @@ def test_path_problem_names_why_a_journal_cannot_be_made(tmp_path):
 
 
 def test_a_line_that_cannot_be_written_raises_naming_journal_path(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import JournalUnwritable  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import JournalUnwritable  # pylint: disable=import-outside-toplevel
     path = tmp_path / "journal.jsonl"
     path.mkdir()
     with pytest.raises(JournalUnwritable, match="journal_path: '%s' cannot be written" % path):
@@ -282,7 +280,7 @@ def test_a_line_that_cannot_be_written_raises_naming_journal_path(tmp_path):
 # --- the evidence that a process is unkillable -------------------------------------------------------------
 
 def test_outlived_kill_reads_only_kill_outcomes_that_say_so(tmp_path):
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import outlived_kill  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import outlived_kill  # pylint: disable=import-outside-toplevel
     journal = Journal(str(tmp_path / "journal.jsonl"), run_id="r")
     survived = journal.intent("signal", pid=4242, start_time=777, signal="KILL")
     journal.outcome(survived, True, pid=4242, signal="KILL", exited=False, outlived_kill=True, state="D")
@@ -305,13 +303,14 @@ def _signal_lines(journal, count, **details):
 
 
 def test_the_journal_rotates_before_it_passes_its_size_and_keeps_its_last_files(tmp_path, monkeypatch):
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
-    monkeypatch.setattr(_journal, "ROTATE_BYTES", 4096)
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _files
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer
+    monkeypatch.setattr(_writer, "ROTATE_BYTES", 4096)
     path = str(tmp_path / "journal.jsonl")
     journal = Journal(path, run_id="rot")
     _signal_lines(journal, 400)
     files = sorted(os.listdir(str(tmp_path)))
-    assert files == [".journal.jsonl.lock", "journal.jsonl"] + ["journal.jsonl.%d" % number for number in range(1, _journal.ROTATE_KEEP + 1)]
+    assert files == [".journal.jsonl.lock", "journal.jsonl"] + ["journal.jsonl.%d" % number for number in range(1, _files.ROTATE_KEEP + 1)]
     files.remove(".journal.jsonl.lock")
     sizes = [os.path.getsize(os.path.join(str(tmp_path), name)) for name in files]
     assert max(sizes) <= 4096 and all(size > 0 for size in sizes)
@@ -327,53 +326,56 @@ def test_the_journal_rotates_before_it_passes_its_size_and_keeps_its_last_files(
 
 def test_the_recent_records_span_the_rotated_files(tmp_path, monkeypatch):
     """An intent written just before a rotation and its run killed: the next run still finds it unfinished."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
-    monkeypatch.setattr(_journal, "ROTATE_BYTES", 2048)
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _reader
+    monkeypatch.setattr(_writer, "ROTATE_BYTES", 2048)
     path = str(tmp_path / "journal.jsonl")
     journal = Journal(path, run_id="killed")
     _signal_lines(journal, 8)
     journal.intent("gpu_reset", gpus=[0])
     Journal(path, run_id="later").intent("signal", pid=1)  # rotates: the open intent is now in journal.jsonl.1
     assert os.path.exists(path + ".1")
-    records, error = _journal.recent_records(path)
+    records, error = _reader.recent_records(path)
     assert error is None and [record["action"] for record in unfinished(records)] == ["gpu_reset", "signal"]
 
 
 def test_a_window_is_read_back_as_far_as_it_reaches_and_says_when_it_is_partial(tmp_path, monkeypatch):
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
-    monkeypatch.setattr(_journal, "ROTATE_BYTES", 8192)
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _files
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _reader
+    monkeypatch.setattr(_writer, "ROTATE_BYTES", 8192)
     path = str(tmp_path / "journal.jsonl")
     # Dated lines, one a minute, as real runs would have written them.
     start = 1800000000.0
     lines = []
     for number in range(600):
-        stamp = _journal._stamp(start + 60 * number)
+        stamp = _files._stamp(start + 60 * number)
         lines.append({"ts": stamp, "run_id": "r%d" % number, "id": "e%d" % number, "phase": "intent", "action": "signal", "pid": number})
     for line in lines:
-        _journal.append_line(path, line)
-    assert os.path.exists(path + ".%d" % _journal.ROTATE_KEEP)
+        _writer.append_line(path, line)
+    assert os.path.exists(path + ".%d" % _files.ROTATE_KEEP)
     kept = read_journal(path)
     first_kept = kept[0]["pid"]
     assert first_kept > 0  # the oldest lines were rotated away
     # A window inside what is kept: whole, read from the newest file back only as far as needed.
     since = start + 60 * 590
-    records, coverage = _journal.read_window(path, since)
+    records, coverage = _reader.read_window(path, since)
     assert [record["pid"] for record in records] == list(range(590, 600))
     assert coverage["complete"] and coverage["reason"] is None and coverage["files"] == [path]
     # A window past what is kept: the answer is what is kept, and it says it is partial, from when.
-    records, coverage = _journal.read_window(path, start)
+    records, coverage = _reader.read_window(path, start)
     assert [record["pid"] for record in records] == list(range(first_kept, 600))
     assert not coverage["complete"] and "rotated away" in coverage["reason"]
     assert coverage["from"] == kept[0]["ts"]
     # The byte cap: the newest bytes only, said so.
-    records, coverage = _journal.read_window(path, None, max_bytes=3000)
+    records, coverage = _reader.read_window(path, None, max_bytes=3000)
     assert not coverage["complete"] and "3000 bytes" in coverage["reason"] and 0 < len(records) < len(kept)
     assert records == kept[-len(records):]
 
 
 def test_an_unrotated_journal_is_read_whole_past_the_old_four_mib_tail(tmp_path):
     """A journal of 6.5 MiB written before rotation existed: the window is answered whole, not from its last 4 MiB."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _reader
     path = str(tmp_path / "journal.jsonl")
     line = {"ts": "2026-11-20T00:00:00.000000Z", "run_id": "old", "id": "x", "phase": "intent", "action": "signal",
             "pad": "p" * 400}
@@ -381,7 +383,7 @@ def test_an_unrotated_journal_is_read_whole_past_the_old_four_mib_tail(tmp_path)
         for number in range(16000):
             handle.write(json.dumps(dict(line, id="e%d" % number)) + "\n")
     assert os.path.getsize(path) > 6 * 1024 * 1024
-    records, coverage = _journal.read_window(path, None)
+    records, coverage = _reader.read_window(path, None)
     assert len(records) == 16000 and coverage["complete"] and coverage["from"] == "2026-11-20T00:00:00.000000Z"
 
 
@@ -405,31 +407,33 @@ def _has_open(pid, path):
 def test_a_rotation_by_another_process_between_two_file_reads_waits_for_the_reader(tmp_path, monkeypatch, child_env, reader):
     """The reader has read journal.jsonl and not yet journal.jsonl.1 when a writer in another process rotates: the
     rotation waits on the journal's lock file until the reader is done, so the reader gets each line once and none lost."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _files
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _reader
     path = str(tmp_path / "journal.jsonl")
-    _journal.append_line(path, {"ts": _journal._stamp(time.time()), "id": "old", "phase": "intent", "action": "signal"})
-    assert _journal.rotate_if_full(path, 1, limit=1)
-    _journal.append_line(path, {"ts": _journal._stamp(time.time()), "id": "new", "phase": "intent", "action": "signal"})
+    _writer.append_line(path, {"ts": _files._stamp(time.time()), "id": "old", "phase": "intent", "action": "signal"})
+    assert _writer.rotate_if_full(path, 1, limit=1)
+    _writer.append_line(path, {"ts": _files._stamp(time.time()), "id": "new", "phase": "intent", "action": "signal"})
     rotator = []
-    read_tail = _journal._read_tail
+    read_tail = _reader._read_tail
 
     def read_then_let_a_writer_rotate(each, budget):
         data = read_tail(each, budget)
         if each == path and not rotator:
             rotator.append(bounded.start(
-                [sys.executable, "-c", "import sys; from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal;"
-                 "sys.exit(0 if _journal.rotate_if_full(sys.argv[1], 1, limit=1) else 3)", path], env=child_env))
+                [sys.executable, "-c", "import sys; from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _writer;"
+                 "sys.exit(0 if _writer.rotate_if_full(sys.argv[1], 1, limit=1) else 3)", path], env=child_env))
             # Until the rotation is either done or waiting on the lock: the kernel says which.
             deadline = time.monotonic() + 60
-            while rotator[0].poll() is None and not _has_open(rotator[0].pid, _journal.lock_path(path)):
+            while rotator[0].poll() is None and not _has_open(rotator[0].pid, _files.lock_path(path)):
                 assert time.monotonic() < deadline, "the rotating child neither finished nor waited on the lock"
                 time.sleep(0.01)
         return data
-    monkeypatch.setattr(_journal, "_read_tail", read_then_let_a_writer_rotate)
+    monkeypatch.setattr(_reader, "_read_tail", read_then_let_a_writer_rotate)
     if reader == "read_journal":
-        records = _journal.read_journal(path)
+        records = _reader.read_journal(path)
     else:
-        records = _journal.read_window(path)[0]
+        records = _reader.read_window(path)[0]
     assert rotator[0].wait(timeout=60) == 0  # it rotated once the reader was done
     assert [record["id"] for record in records] == ["old", "new"]
     assert [record["id"] for record in read_journal(path)] == ["old", "new"]

@@ -8,9 +8,10 @@ import datetime
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import (
-    SOURCE_CMDLINE_CHARS, Journal, holder_source, journal_epoch, leak_sources, read_journal, run_summaries,
-)
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import journal_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source, Journal, SOURCE_CMDLINE_CHARS
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import leak_sources, run_summaries
 from ansible_collections.gpuops.remediation.plugins.modules.gpu_journal_info import since_epoch
 
 HOLDER = {"pid": 4242, "start_time": 99, "name": "python3", "user": "alice", "uid": 1001, "cmdline": ["python3", "train.py", "--name", "my run"],
@@ -127,7 +128,7 @@ def test_since_refuses_what_is_neither():
 
 
 def test_a_source_names_the_process_as_ps_does_not_by_its_15_byte_comm():
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import holder_source
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
     holder = {"pid": 1, "name": "<img src=x oner", "user": "eve", "cmdline": ["/opt/<img src=x onerror=alert(1)>", "-v"],
               "exe": "/usr/bin/python3.11"}
     source = holder_source(holder)

@@ -8,7 +8,7 @@ import subprocess
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import load_state
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
 

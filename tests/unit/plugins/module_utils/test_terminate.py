@@ -13,7 +13,8 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill import _terminate
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target, send_checked

@@ -196,7 +196,7 @@ def test_the_snapshot_classes_unkillable_from_the_journal_a_live_d_process(tmp_p
     not name: only the first is unkillable."""
     import shutil  # pylint: disable=import-outside-toplevel
     import subprocess  # pylint: disable=import-outside-toplevel
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal  # pylint: disable=import-outside-toplevel
     from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import mark_unkillable  # pylint: disable=import-outside-toplevel
     compiler = shutil.which("cc") or shutil.which("gcc")
     if not compiler:

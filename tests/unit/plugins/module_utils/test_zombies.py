@@ -11,7 +11,8 @@ import sys
 import textwrap
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._zombies import reap_zombie
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import CLOCK_SLACK_SECONDS
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import CLOCK_SLACK_SECONDS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records, record_name,
     recorded_out, remove_record, slurm_drains_to_confirm, slurm_out,

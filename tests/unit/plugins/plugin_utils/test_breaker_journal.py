@@ -5,7 +5,8 @@ file, turned into the nodes out (journal_out) and the hosts not read (journal_re
 
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal, read_journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     breaker_refusal, journal_destructive, journal_out, journal_reads, unread_note,
 )

@@ -446,7 +446,7 @@ def test_gpu_watch_body_and_instance_labels():
 def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
     """The remediation line the node's journal sends (_journal.Journal, simulated node: its var/log/syslog), read by the
     source from the host's second file: the Xid it answered, delivered late, is dropped."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._journal import Journal
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 
     kernel, syslog = str(tmp_path / "kernel.log"), str(tmp_path / "syslog")
     _append(kernel)

@@ -5,7 +5,8 @@ before and one after each action, read back by the snapshot and by the next run 
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _journal
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _reader
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal import _evidence
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _node_journal
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch, _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
@@ -26,7 +27,7 @@ def build(tmp_path, **scenario):
 
 def lines(node, path=_node_journal.DEFAULT_PATH):
     """The journal as the file on the simulated host holds it, read by the Linux journal's own reader."""
-    return _journal.read_journal(_simulated_node.host_file(node.root, path))
+    return _reader.read_journal(_simulated_node.host_file(node.root, path))
 
 
 def python_holders(node):
@@ -45,7 +46,7 @@ def test_a_kill_writes_an_intent_before_and_an_outcome_after_in_the_linux_schema
     assert (intent["pid"], intent["creation_time_ms"], intent["name"]) == (holder["pid"], holder["creation_time_ms"], "python.exe")
     assert intent["source"] == {"name": "python.exe", "user": "WS12\\ada", "ppid": 0}  # who it was, as the Linux journal keeps it
     assert outcome["ok"] is True and outcome["outcomes"] == {str(holder["pid"]): "ended"} and outcome["pid"] == holder["pid"]
-    assert _journal.unfinished(lines(node)) == []
+    assert _evidence.unfinished(lines(node)) == []
 
 
 def test_check_mode_writes_no_line(tmp_path):
@@ -133,7 +134,7 @@ def test_a_torn_or_foreign_line_is_skipped_and_a_long_journal_read_by_its_tail(t
     records, error = _node_journal.read_records(node, _node_journal.DEFAULT_PATH)
     assert error is None and [r["phase"] for r in records] == ["intent", "outcome"]
     with open(path, "ab") as handle:
-        handle.write(b"x" * (_journal.RECENT_BYTES + 10) + b"\n")
+        handle.write(b"x" * (_reader.RECENT_BYTES + 10) + b"\n")
     journal.intent("logoff", session_id=2)
     records, error = _node_journal.read_records(node, _node_journal.DEFAULT_PATH)
     assert error is None and [r.get("session_id") for r in records] == [2]
@@ -172,7 +173,7 @@ def test_the_reboot_of_the_ladder_is_journaled_around_the_controllers_reboot(tmp
     state = walk.continue_after("reboot", state, {"changed": True, "rebooted": True, "elapsed": 41})
     outcome = lines(node)[-1]
     assert (outcome["action"], outcome["phase"], outcome["id"], outcome["ok"]) == ("reboot", "outcome", intent["id"], True)
-    assert state["outcome"]["fixed_by"] == "reboot" and _journal.unfinished(lines(node)) == []
+    assert state["outcome"]["fixed_by"] == "reboot" and _evidence.unfinished(lines(node)) == []
     assert "reboot_journal" not in state
 
 
