@@ -17,6 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behi
     BUSY, LEFT_BEHIND, StandingProbe, holder_standing, parse_unit_state, session_of)
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, refusal
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import UnitMembers
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 CRASH = os.path.join(os.path.dirname(__file__), "..", "..", "..", "integration", "targets", "gpu_left_behind", "files", "crash.py")
 
@@ -189,13 +190,13 @@ def test_a_holder_that_joined_the_group_of_a_leader_started_after_it_is_busy(pro
     holder = procs.spawn([sys.executable, "-c", "import os, sys, time\nprint('ready', flush=True)\n"
                           "os.setpgid(0, int(sys.stdin.readline()))\nprint('joined', flush=True)\ntime.sleep(600)"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "ready"
+    assert bounded.line(holder, "the holder") == "ready"
     procs.wait_until(lambda: _ticks_now() > _start_time(holder.pid) + 2)
     leader = procs.spawn([sys.executable, "-c", "import time\ntime.sleep(600)"], process_group=0)
     assert _start_time(leader.pid) > _start_time(holder.pid)
     holder.stdin.write("%d\n" % leader.pid)
     holder.stdin.flush()
-    assert holder.stdout.readline().strip() == "joined"
+    assert bounded.line(holder, "the holder") == "joined"
     assert os.getpgid(holder.pid) == leader.pid
     assert holder_standing(holder.pid) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (leader.pid, _comm(leader.pid))}
 
