@@ -3,7 +3,7 @@
 """What a hostile local user runs (as that user, through runuser) while root's module runs.
 
     attack.py swap DIR NAME TARGET STOP   swap DIR/NAME between a file of the user's own and a link to TARGET, as fast
-                                          as it can, until STOP exists (600 s at most)
+                                          as it can, until STOP exists (600 s at most); DIR/.NAME.racing says it runs
     attack.py flock PATH STOP             hold an exclusive flock on PATH (a directory the user can open) until STOP
                                           exists (600 s at most)
 """
@@ -18,8 +18,12 @@ LIMIT = 600
 
 def swap(directory, name, target, stop):
     path = os.path.join(directory, name)
+    racing = os.path.join(directory, "." + name + ".racing")
     deadline = time.monotonic() + LIMIT
     while time.monotonic() < deadline and not os.path.exists(stop):
+        if not os.path.exists(racing):
+            # Waited on instead of NAME itself, which this loop keeps removing.
+            os.close(os.open(racing, os.O_WRONLY | os.O_CREAT, 0o644))
         for make in (lambda: os.symlink(target, path), lambda: os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))):
             try:
                 os.unlink(path)
