@@ -10,9 +10,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_breaker
-short_description: The fleet-wide circuit breaker across runs, before a destructive rung
+short_description: Helper of the gpu_remediate role - the fleet-wide circuit breaker across runs, before a destructive rung
 version_added: 1.0.0
 description:
+  - A helper of role C(gpuops.remediation.gpu_remediate), which calls it before a destructive rung and sets its
+    options from the C(gpu_remediate_breaker_*) variables. Operators set those variables; the module is not
+    meant to be called alone.
   - Counts the nodes of the fleet already out, from state that outlives a job - the breaker records of O(state_dir)
     within O(window_minutes) (one per host that passed the breaker for a destructive rung), the Slurm nodes drained with
     our reason (O(slurm_nodes)), the Kubernetes nodes carrying our cordon annotation (O(kubernetes_nodes)), and the

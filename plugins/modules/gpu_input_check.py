@@ -10,9 +10,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_input_check
-short_description: Check every input of a playbook once, on the controller, before any node is touched
+short_description: Helper of the playbooks and roles - checks every input once, on the controller, before any node is touched
 version_added: 1.1.0
 description:
+  - A helper of the collection's playbooks (C(reset_gpu.yml), C(gpu_watch.yml)) and of role
+    C(gpuops.remediation.gpu_watch), which call it first. A playbook of a site's own that includes the roles may
+    call it alone, once, as its first task (see EXAMPLES), to fail early naming the wrong variables.
   - Reads the variables that the roles named in O(roles) declare in their C(meta/argument_specs.yml), and the playbooks'
     own (C(gpuops_hosts), C(gpuops_serial), C(gpuops_max_fail_percentage), C(gpuops_dry_run), C(gpuops_environment),
     C(gpuops_event_host)),

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_ladder
-short_description: Walk the escalation ladder on a Linux GPU node, from the controller, until the stuck memory is back
+short_description: Helper of the gpu_reclaim role - walks the escalation ladder from the controller; call the role, not this module
 version_added: 1.0.0
 description:
+  - A helper of role C(gpuops.remediation.gpu_reclaim), which calls it, drains and reboots where it pauses, and
+    undrains after it. Operators call the role, or the playbook that runs it; a walk started from this module
+    alone stops at its first pause, with the drain or the reboot left to the caller.
   - Runs on the controller and calls the collection's modules on the node, in the way of C(ansible.windows.win_updates),
     one rung at a time - V(kill) (M(gpuops.remediation.gpu_kill)), V(reset) (the kill, then
     M(gpuops.remediation.gpu_reset)), V(reload) (M(gpuops.remediation.nvidia_driver_reload)), V(graphics)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_run_report
-short_description: Write the GPU memory report of a run on the controller, as JSON, Markdown and HTML
+short_description: Helper of the gpu_remediate role - writes the run's GPU memory report on the controller, as JSON, Markdown and HTML
 version_added: 1.0.0
 description:
+  - A helper of role C(gpuops.remediation.gpu_remediate), which calls it once per batch. A play of a site's own may
+    call it alone, once per play (with C(run_once)), after its hosts ran role C(gpuops.remediation.gpu_reclaim) or
+    C(gpuops.remediation.gpu_inspect).
   - Builds the report of a run from the variables that the hosts of the play left, and writes it on the controller.
   - A host that walked the ladder left C(gpu_reclaim_outcome) (role gpuops.remediation.gpu_reclaim); a host that was
     only inspected, C(gpu_inspect_snapshot) (module M(gpuops.remediation.gpu_holders_info)) and, optionally,
