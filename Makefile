@@ -21,12 +21,13 @@ ANSIBLE_TEST = $(BIN)/python tools/offline_get_pip.py --install-cache && cd $(BU
 TEST_PYTHON = $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 ANSIBLE_TEST_ARGS = --venv --python $(TEST_PYTHON) --color no
 
-.PHONY: help venv collection demo test checks-ansible-test checks-playbooks units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer bench device-check clean
+.PHONY: help venv collection demo test checks-ansible-test checks-playbooks units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer ee-context bench device-check clean
 
 help:
 	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
 	@echo "make test   - every test (units, integration, molecule, sanity, lint, docs, build, importer)"
 	@echo "make bench  - the benchmarks under bench/"
+	@echo "make ee-context - the execution environment's build context, with this checkout's tarball (.build/ee/)"
 
 $(VENV)/.installed: requirements.txt requirements-test.txt tools/check_python.py
 	@$(PYTHON) tools/check_python.py
@@ -65,7 +66,7 @@ checks-ansible-test:
 	@$(MAKE) --no-print-directory units-ansible-test && $(MAKE) --no-print-directory sanity
 
 checks-playbooks:
-	@for step in molecule lint docs build importer; do $(MAKE) --no-print-directory $$step || exit 1; done
+	@for step in molecule lint docs build importer ee-context; do $(MAKE) --no-print-directory $$step || exit 1; done
 
 units: collection
 	$(PYTEST) -q -rs tests/unit
@@ -116,6 +117,11 @@ build: venv
 importer: build
 	cd .build/dist && GALAXY_IMPORTER_CONFIG=$(CURDIR)/tools/galaxy-importer.cfg \
 	  $(BIN)/python -m galaxy_importer.main gpuops-remediation-$$(sed -n 's/^version: *//p' $(CURDIR)/galaxy.yml).tar.gz
+
+# The execution environment's build context (.build/ee/) with the tarball of this checkout; no container engine needed:
+# podman build -f .build/ee/Containerfile -t <tag> .build/ee (docs/awx.md).
+ee-context: venv
+	$(BIN)/python tools/ee_context.py --context $(CURDIR)/.build/ee
 
 bench: collection
 	$(BIN)/python bench/holder_scan.py
