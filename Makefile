@@ -109,6 +109,7 @@ lint: collection
 docs: collection
 	@for m in $$(ls plugins/modules/*.py | xargs -n1 basename | sed 's/\.py$$//'); do \
 	  $(BIN)/ansible-doc gpuops.remediation.$$m > /dev/null || exit 1; echo "ansible-doc $$m: ok"; done
+	$(BIN)/python tools/changelog_release.py
 
 build: venv
 	@mkdir -p .build/dist

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_config
 short_description: Set the compute mode and persistence mode of GPUs through NVML, idempotently
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - Sets, per GPU, the compute mode and the persistence mode through NVML (C(nvmlDeviceSetComputeMode),
     C(nvmlDeviceSetPersistenceMode)), reading both first and changing only what differs. A second run with the same

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_health_check
 short_description: Run DCGM's diagnostic on a Linux GPU node and tell whether its GPUs may go back into service
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - Runs C(dcgmi diag -r <level> -j) (NVIDIA DCGM) on the node and reads its JSON result (DCGM 3 and DCGM 4 shapes).
     This is the health gate the ladder (M(gpuops.remediation.gpu_ladder)) runs after a reset or a driver reload

@@ -11,7 +11,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_input_check
 short_description: Helper of the playbooks and roles - checks every input once, on the controller, before any node is touched
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - A helper of the collection's playbooks (C(reset_gpu.yml), C(gpu_watch.yml)) and of role
     C(gpuops.remediation.gpu_watch), which call it first. A playbook of a site's own that includes the roles may

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_journal_info
 short_description: Read a GPU node's remediation journal, and say whose processes the runs had to end
-version_added: 1.2.0
+version_added: 1.0.0
 description:
   - Every acting module of the collection writes the node journal (a JSON-lines file), one line before each action
     and one after. The line before ending a process records who it was (name, user, command line, parent, and what

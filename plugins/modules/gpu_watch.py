@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_watch
 short_description: Watch a Linux GPU node across scheduled runs, and write its metrics for Prometheus
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - Samples the node O(samples) times, O(interval) seconds apart, each sample a snapshot as
     M(gpuops.remediation.gpu_holders_info) takes it (the same probes, ghost memory and GPU states).

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: slurm_drain
 short_description: Drain a Slurm node before a destructive rung, and resume it after, only if the drain is ours
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - With O(state=drained), drains the node with a reason that starts with O(marker) (followed by the run id and
     O(purpose)), unless it is drained already. Then, while jobs still run on it (Slurm state C(draining)), waits up
