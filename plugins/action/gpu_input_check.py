@@ -8,6 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import templated
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import event_target_error
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options
 
@@ -27,7 +28,7 @@ class ActionModule(ControllerAction):
         options = dict(PLAYBOOK_OPTIONS)
         options.update(role_options(args["roles"], args["entry_point"]))
         given = {name: task_vars[name] for name in options if name in task_vars}
-        values = self._templar.template(given)
+        values = templated(self, given)
         errors = input_errors(values, options)
         if not errors:
             # A run an event started targets exactly the event's one inventory host (never a group its name stands for).

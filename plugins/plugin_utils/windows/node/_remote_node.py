@@ -14,6 +14,7 @@ from collections import namedtuple
 
 from ansible.errors import AnsibleConnectionFailure
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import templated
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding, _powershell_scripts
 
 try:
@@ -53,7 +54,7 @@ def host_variable(action, task_vars, name):
     if delegate:
         variables = (task_vars.get("ansible_delegated_vars") or {}).get(delegate) or {}
     value = variables.get(name)
-    return action._templar.template(value) if value is not None else None
+    return templated(action, value) if value is not None else None
 
 
 def _connection_user(action):
