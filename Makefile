@@ -21,7 +21,7 @@ ANSIBLE_TEST = $(BIN)/python tools/offline_get_pip.py --install-cache && cd $(BU
 TEST_PYTHON = $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 ANSIBLE_TEST_ARGS = --venv --python $(TEST_PYTHON) --color no
 
-.PHONY: help venv collection demo test checks-ansible-test checks-playbooks units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer ee-context bench device-check clean
+.PHONY: help venv collection demo test checks-ansible-test checks-playbooks units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer ee-context lanes sanity-pythons bench device-check clean
 
 help:
 	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
@@ -56,14 +56,17 @@ demo: collection
 test: collection
 	@$(MAKE) --no-print-directory -j2 --output-sync=recurse checks-ansible-test checks-playbooks
 	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory lanes
 	@if [[ -s $(NOT_RUN_UNITS) ]]; then \
 	  echo "unit tests not run here (the kernel refused what they need):"; sort -u $(NOT_RUN_UNITS) | sed 's/^/  /'; \
 	else echo "unit tests not run here: none"; fi
+	@cat $(LANES_SUMMARY)
 	@echo "make test: all passed"
 
 # Each chain runs its steps one after the other.
 checks-ansible-test:
-	@$(MAKE) --no-print-directory units-ansible-test && $(MAKE) --no-print-directory sanity
+	@$(MAKE) --no-print-directory units-ansible-test && $(MAKE) --no-print-directory sanity && \
+	  $(MAKE) --no-print-directory sanity-pythons
 
 checks-playbooks:
 	@for step in molecule lint docs build importer ee-context; do $(MAKE) --no-print-directory $$step || exit 1; done
@@ -89,6 +92,13 @@ INTEGRATION_TARGETS ?= gpu_sim gpu_holders_info gpu_kill gpu_reset nvidia_driver
 integration-ansible-test: $(BUILD_COLL)
 	$(ANSIBLE_TEST) integration --local --python $(TEST_PYTHON) --color no $(INTEGRATION_TARGETS)
 
+# ansible-core 2.16 and 2.18 beside the pinned one (venvs of their own, made once under .build/lanes/), and the modules
+# on the GPU nodes' own Pythons (3.8, 3.9, 3.10, 3.12, 3.13 from pyenv): tools/core_lanes.py; its summary ends make test.
+LANES_SUMMARY := $(CURDIR)/.build/lanes-summary.txt
+lanes: collection
+	@mkdir -p $(dir $(LANES_SUMMARY))
+	$(BIN)/python tools/core_lanes.py --summary $(LANES_SUMMARY)
+
 molecule: collection
 	@if ls extensions/molecule/*/molecule.yml >/dev/null 2>&1; then \
 	  cd extensions && $(BIN)/molecule test --all; \
@@ -102,6 +112,14 @@ FORCE:
 
 sanity: $(BUILD_COLL)
 	$(ANSIBLE_TEST) sanity $(ANSIBLE_TEST_ARGS) $(SANITY_ARGS)
+
+# compile and import on every target Python of the GPU nodes that pyenv has here (3.8 to 3.13; ansible-test says
+# which it skipped for want of an interpreter).
+NODE_PYTHON_BINS = $(shell root=$$(pyenv root 2>/dev/null); for v in 3.8 3.9 3.10 3.12 3.13; do \
+  ls -d $$root/versions/$$v.*/bin 2>/dev/null | tail -1; done | paste -sd:)
+sanity-pythons: $(BUILD_COLL)
+	$(BIN)/python tools/offline_get_pip.py --install-cache && cd $(BUILD_COLL) && \
+	  PATH=$(NODE_PYTHON_BINS):$$PATH $(BIN)/ansible-test sanity --test compile --test import --venv --color no
 
 lint: collection
 	$(BIN)/ansible-lint --profile production

@@ -122,10 +122,16 @@ def node_lane(version, pythons, results):
     results.append(("target Python %s" % version, "FAILED" if rc else "ran: %s (%.0f s)" % (" ".join(NODE_TARGETS), seconds)))
 
 
+def _pinned():
+    from ansible.release import __version__  # pylint: disable=import-outside-toplevel
+    return __version__
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cores", action="store_true", help="only the ansible-core lanes")
     parser.add_argument("--nodes", action="store_true", help="only the target-Python lanes")
+    parser.add_argument("--summary", help="also write the summary to this file")
     args = parser.parse_args(argv)
     both = not (args.cores or args.nodes)
     pythons = pyenv_pythons()
@@ -136,9 +142,12 @@ def main(argv=None):
     if args.nodes or both:
         for version in NODE_PYTHONS:
             node_lane(version, pythons, results)
-    print("lanes:")
-    for lane, outcome in results:
-        print("  %s: %s" % (lane, outcome))
+    summary = "ansible-core versions and target Pythons:\n  ansible-core %s (pinned, controller Python %d.%d): ran every test\n" % (
+        _pinned(), sys.version_info[0], sys.version_info[1]) + "".join("  %s: %s\n" % pair for pair in results)
+    print(summary, end="")
+    if args.summary:
+        with open(args.summary, "w") as handle:
+            handle.write(summary)
     return 1 if any(outcome.startswith("FAILED") for _lane, outcome in results) else 0
 
 

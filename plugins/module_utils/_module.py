@@ -104,13 +104,17 @@ class GpuModule(AnsibleModule):
     def _load_params(self):
         super()._load_params()
         # None is no answer (AWX sends an empty survey answer as None, ansible/awx#16205): the option's default applies.
-        for name in [name for name, value in self.params.items() if value is None]:
+        # So is '' for an option that is not a string: ansible-core 2.16 to 2.18 template a role's None as ''.
+        for name in [name for name, value in self.params.items() if value is None or (value == "" and self._not_text(name))]:
             del self.params[name]
         self._input_errors = input_errors(self._strict_spec, self.params)
         for name in self._input_errors:
             # Put a harmless value of the right kind in place of the bad one, so that Ansible's own checks do not
             # fail first with a message that does not name it; __init__ then fails with ours, before anything runs.
             self.params[name] = _placeholder(self._spec_of(name))
+
+    def _not_text(self, name):
+        return self._spec_of(name).get("type", "str") not in ("str", "raw")
 
     def _spec_of(self, name):
         for option, spec in self._strict_spec.items():

@@ -67,3 +67,27 @@ def test_whole_numbers_as_ints_or_digit_strings_are_identities():
 
 def test_an_empty_list_is_an_empty_selection():
     assert process_identities("holders", []) == ([], None)
+
+
+def test_an_empty_string_is_no_answer_for_an_option_that_is_not_text(tmp_path):
+    """ansible-core 2.16 to 2.18 template a role's None (`gpus: "{{ gpu_inspect_gpus }}"`) as '': for a list, a number,
+    a mapping, a boolean or a path that is no answer, as None is; for a string it stays the empty string."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+    script = tmp_path / "mod.py"
+    script.write_text(textwrap.dedent("""\
+        import json, sys
+        sys.argv = ["mod", sys.argv[1]]
+        from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
+        module = GpuModule(dict(gpus=dict(type="list", elements="str"), window=dict(type="int", default=5),
+                                where=dict(type="path"), name=dict(type="str", default="x")))
+        module.exit_json(params=module.params)
+        """))
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"gpus": "", "window": "", "where": "", "name": ""}}))
+    done = subprocess.run([sys.executable, str(script), str(args)], capture_output=True, text=True, timeout=120,
+                          env=dict(__import__("os").environ, PYTHONPATH=":".join(sys.path)))
+    params = json.loads(done.stdout)["params"]
+    assert params == {"gpus": None, "window": 5, "where": None, "name": ""}, done.stderr
