@@ -8,9 +8,10 @@ start (no root, dockerd unable to create its iptables chains in an unprivileged 
 the target is reported "not run: <the tool's reason>" in the final summary and does not fail the run; where it
 starts, the target runs. A dockerd the runner started is stopped at the end. Pass target names to
 run only those. GPUOPS_TARGET_PYTHON=PATH runs the modules with that interpreter (ansible_python_interpreter). With
-GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output kept, and printed for a target that fails): the targets that share the machine's Docker engine form one lane, those that share its Slurm
-cluster another, run one after the other within it; every other target is a lane of its own. The shared lanes start
-first: they are the longest, and they spend much of their time waiting on their daemons.
+GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output kept, and printed for a target that fails): the
+targets that share the machine's Docker engine form one lane, those that share its Slurm cluster another, run one
+after the other within it; every other target is a lane of its own. The shared lanes start first: they are the
+longest, and they spend much of their time waiting on their daemons.
 """
 import os
 import shutil
