@@ -5,8 +5,8 @@
 Each core lane is a venv of its own under .build/lanes/ (made once, keyed on the pinned versions and the controller's
 Python), on the first controller Python that version installs on: the running one, else pyenv's (`pyenv root`). It
 runs a focused set of unit tests and the core integration targets with that ansible-core. The target-Python lanes run
-the Linux core targets' modules with ansible_python_interpreter set to each node Python found under pyenv, on the
-pinned ansible-core. A lane that cannot find or install what it needs says `not run: <reason>`; the summary says
+the Linux core targets' modules with ansible_python_interpreter set to each node Python found under pyenv (in a venv
+of its own with nvidia-ml-py, as the gpu_node_prep role makes one on a node), on the pinned ansible-core. A lane that cannot find or install what it needs says `not run: <reason>`; the summary says
 which ansible-core versions and target Pythons ran."""
 
 import argparse
@@ -112,11 +112,35 @@ def core_lane(core, accepted, pythons, results):
                         len(UNITS), units_s, " ".join(TARGETS), targets_s)))
 
 
+def node_python(version, python):
+    """A venv on the node Python with nvidia-ml-py, as the gpu_node_prep role makes one on a node; (python, None) or
+    (None, why not)."""
+    with open(os.path.join(ROOT, "requirements.txt")) as handle:
+        pin = [line.strip() for line in handle if line.startswith("nvidia-ml-py")][0]
+    venv = os.path.join(LANES, "node-py%s" % version)
+    marker = os.path.join(venv, ".installed-" + pin)
+    if not os.path.exists(marker):
+        shutil.rmtree(venv, ignore_errors=True)
+        for argv in ([python, "-m", "venv", venv],
+                     [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin]):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=STEP_DEADLINE)
+            if done.returncode:
+                lines = (done.stderr or done.stdout).strip().splitlines()
+                return None, "%s failed: %s" % (" ".join(argv[1:3]), lines[-1] if lines else done.returncode)
+        with open(marker, "w"):
+            pass
+    return os.path.join(venv, "bin", "python"), None
+
+
 def node_lane(version, pythons, results):
     if version not in pythons:
         results.append(("target Python %s" % version, "not run: no Python %s under pyenv here" % version))
         return
-    env = dict(os.environ, GPUOPS_TARGET_PYTHON=pythons[version], GPUOPS_INTEGRATION_JOBS="2")
+    python, why = node_python(version, pythons[version])
+    if why:
+        results.append(("target Python %s" % version, "not run: %s" % why))
+        return
+    env = dict(os.environ, GPUOPS_TARGET_PYTHON=python, GPUOPS_INTEGRATION_JOBS="2")
     rc, seconds = run([sys.executable, "tests/integration/run.py"] + list(NODE_TARGETS), env)
     results.append(("target Python %s" % version, "FAILED" if rc else "ran: %s (%.0f s)" % (" ".join(NODE_TARGETS), seconds)))
 
