@@ -7,7 +7,7 @@ that answers or installs and starts one; tools/slurm_env.sh start and stop on a 
 start (no root, dockerd unable to create its iptables chains in an unprivileged container, slurmd unable to run),
 the target is reported "not run: <the tool's reason>" in the final summary and does not fail the run; where it
 starts, the target runs. A dockerd the runner started is stopped at the end. Pass target names to
-run only those. GPUOPS_TARGET_PYTHON=PATH runs the modules with that interpreter (ansible_python_interpreter). With
+run only those. GPUOPS_TARGET_PYTHON=PATH runs the modules with that interpreter (tests/inventory). With
 GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output kept, and printed for a target that fails): the
 targets that share the machine's Docker engine form one lane, those that share its Slurm cluster another, run one
 after the other within it; every other target is a lane of its own. The shared lanes start first: they are the
@@ -161,9 +161,6 @@ def run_target(name, env, log_dir=None, deadline=None):
     started = time.monotonic()
     playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), os.path.join(HERE, "run_target.yml")]
     argv = playbook + ["-e", "target=%s" % name]
-    # The GPU node's own interpreter for the modules (tools/core_lanes.py), as an inventory would name it.
-    if os.environ.get("GPUOPS_TARGET_PYTHON"):
-        argv += ["-e", "ansible_python_interpreter=%s" % os.environ["GPUOPS_TARGET_PYTHON"]]
     if log_dir is None:
         rc = _call_with_deadline(argv, deadline, cwd=ROOT, env=env)
     else:
