@@ -168,7 +168,7 @@ class LadderWalk:
         # The journal too: the module writes the check's start before dcgmi runs (slurm_drain reads it before a resume).
         journaled = dict((name, self.options.action_args[name]) for name in ("run_id", "journal_path") if name in self.options.action_args)
         result = self.execute(HEALTH_MODULE, dict(journaled, level=level, timeout=self.options.health_check_timeout,
-                                                  gpus=self._gate_gpus(state)))
+                                                  **self._gate_scope(state)))
         gate = result.get("health_check") if not result.get("failed") else None
         if gate is None:
             gate = health_check(level, "fail", "the health check could not run: %s" % (result.get("msg") or "no result"))
@@ -177,11 +177,12 @@ class LadderWalk:
                 "kubernetes: left cordoned, the GPUs failed the health check; uncordon the node by hand once they are repaired"]
         return gate
 
-    def _gate_gpus(self, state):
-        """The GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does); all when it was not scoped."""
+    def _gate_scope(self, state):
+        """{"gpus": the GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does)}; {} (every GPU: the option
+        left out, as an empty list would select none) when it was not scoped."""
         if self.options.snapshot_args.get("gpus") is None:
-            return []
-        return [gpu["index"] for gpu in state["first"]["gpus"]]
+            return {}
+        return {"gpus": [gpu["index"] for gpu in state["first"]["gpus"]]}
 
     def rung_takers(self):
         """{rung: the method that takes it}: one per rung of the platform's ladder but the reboot (the controller's)."""

@@ -481,7 +481,7 @@ def test_a_passing_gate_lets_the_node_back_into_service():
                                   {"scheduler": "slurm", "slurm": {"changed": True, "ours": True}, "failure": {}})
     assert modules(node) == ["gpu_reset", "gpu_health_check"]
     # The run id and the journal go with it: the module journals the gate's start before dcgmi runs.
-    assert node.calls[-1][1] == {"level": 1, "timeout": 300.0, "gpus": [], "run_id": "run-1"}
+    assert node.calls[-1][1] == {"level": 1, "timeout": 300.0, "run_id": "run-1"}
     assert state["outcome"]["status"] == "fixed" and state["outcome"]["fixed_by"] == "reset"
     assert state["outcome"]["health_check"]["result"] == "pass"
     assert state["drain_followup"] == "resume" and hold_reason(state) is None
@@ -493,7 +493,7 @@ def test_a_failed_gate_fails_the_walk_and_keeps_the_slurm_node_drained_naming_th
     ladder = walk(node, drain="slurm", health_check_level=2, health_check_timeout=60.0)
     state = ladder.continue_after("drain", ladder.start(node.snapshot()),
                                   {"scheduler": "slurm", "slurm": {"changed": True, "ours": True}, "failure": {}})
-    assert node.calls[-1] == ("gpu_health_check", {"level": 2, "timeout": 60.0, "gpus": [], "run_id": "run-1"})
+    assert node.calls[-1] == ("gpu_health_check", {"level": 2, "timeout": 60.0, "run_id": "run-1"})
     outcome = state["outcome"]
     assert outcome["status"] == "failed" and outcome["fixed_by"] is None
     assert outcome["msg"] == ("the reset rung got the memory back (3072 MiB), but the GPUs failed the health check, so the node "
@@ -821,3 +821,14 @@ def test_a_walk_scoped_to_no_gpu_says_so_and_takes_no_rung():
     assert outcome["status"] == "clean" and outcome["rungs_tried"] == []
     assert outcome["msg"] == "gpus: [] selects no GPU: nothing is inspected or changed (leave gpus out for every GPU)"
     assert modules(node) == []
+
+
+def test_a_walk_scoped_to_gpus_gates_those_gpus_and_an_unscoped_one_leaves_the_gate_option_out():
+    # Left out means every GPU; an empty list would select none (the gate would run nothing).
+    node = Node([{"ghost": 3072}, {"ghost": 0}], dcgm="pass")
+    node.taken_epoch = 100
+    scoped = node.snapshot()
+    scoped["scope"]["gpus"] = ["0"]
+    scoped["gpus"] = scoped["gpus"][:1]
+    walk(node, gpus=["0"]).start(scoped)
+    assert node.calls[-1] == ("gpu_health_check", {"level": 1, "timeout": 300.0, "gpus": [0], "run_id": "run-1"})
