@@ -29,7 +29,10 @@ class Policy:
     told busy but a live job's). A busy process (a live job's, or a working program: _left_behind.holder_standing) is
     refused unless end_running_jobs, or the operator selected it (explicit: by pid, name, command line or user).
     compute_contexts: the (pid, start time) of the holders the snapshot classed as compute contexts (class compute or
-    busy): what they run under, a graphical session included, does not make them a display server.
+    busy): what they run under, a graphical session included, does not make them a display server. graphics_contexts:
+    {(pid, start time): GPU indexes} of the holders the driver lists with graphics contexts only (NVML or nvidia-smi type
+    G, class graphics_session): a display server (or a part of the desktop it draws) even in no unit of the init
+    system, as a hand-started Xorg or compositor (startx from a VT) is.
     """
 
     def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
@@ -48,6 +51,7 @@ class Policy:
         self.standing = standing
         self.explicit = explicit
         self.compute_contexts = set()
+        self.graphics_contexts = {}
 
 
 # --- who is this process --------------------------------------------------------------------------------
@@ -73,17 +77,30 @@ def _protection(pid, info, policy, ending=True):
             by = member_of(pid, state, cgroup)
             if by:
                 return "protected unit: %s (%s)" % (state.get("id") or wanted, by.replace("_", " "))
-    role = policy.members.role(pid) if policy.members is not None else None
-    if role and role["role"] == DISPLAY and (pid, info.get("start_time")) in policy.compute_contexts:
-        role = None  # a compute context: a graphical session it runs in makes it no display server
+    role = _display_or_daemon(pid, info, policy)
     busy = _busy(pid, policy, role) if ending else None
     if busy:
         return "busy: %s (end_running_jobs to end it)" % busy
     if role and role["role"] == DISPLAY and not policy.allow_display:
-        return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))
+        server = role["unit"] or "pid %d %s" % (pid, info.get("name") or "")
+        return "display server: %s (%s; allow_display to end it)" % (server, by_text(role))
     if role and role["role"] == DAEMON and not policy.allow_daemons:
         return "GPU daemon: %s (%s; allow_daemons to end it)" % (role["unit"], by_text(role))
     return None
+
+
+def _display_or_daemon(pid, info, policy):
+    """{"role": DISPLAY or DAEMON, "unit", "by"} from facts, or None: the init system's word for its GPU units (a compute
+    context is no display server, whatever session it runs in), else the driver's: a process whose only contexts are
+    graphics contexts is a display server in no unit (unit None)."""
+    identity = (pid, info.get("start_time"))
+    role = policy.members.role(pid) if policy.members is not None else None
+    if role and role["role"] == DISPLAY and identity in policy.compute_contexts:
+        role = None  # a compute context: a graphical session it runs in makes it no display server
+    if role is None and identity in policy.graphics_contexts:
+        gpus = ",".join(str(index) for index in policy.graphics_contexts[identity])
+        role = {"role": DISPLAY, "unit": None, "by": "graphics_context", "gpus": gpus}
+    return role
 
 
 def _busy(pid, policy, role):
