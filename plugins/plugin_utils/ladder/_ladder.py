@@ -16,7 +16,7 @@ import time
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import command_text, health_check
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_floor, kill_targets, memory_held
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
-    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, reach, undrain_outcome,
+    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, undrain_outcome, walk_reach,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, RUNG_MODULES, SCOPE_OPTIONS, STATE_VERSION, WalkError,
@@ -65,7 +65,7 @@ class LadderWalk:
             snapshot = self.inspect()
             if snapshot.get("failed"):
                 raise WalkError("the first inspection failed: %s" % snapshot.get("msg"))
-        floor, refused, beyond = reach(snapshot, entry_floor(snapshot["verdict"]["rung"], self.options.rungs), self.options)
+        floor, refused, beyond = walk_reach(snapshot, self.options)
         state = {
             "version": STATE_VERSION, "started": self.clock(), "first": snapshot, "last": snapshot, "floor": floor,
             "tried": [], "inspections": [_inspection(snapshot, None)], "pending": None, "pending_rung": None,

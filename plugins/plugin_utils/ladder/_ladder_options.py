@@ -98,6 +98,15 @@ class WalkOptions:
         # Ending a live scheduler job's processes (busy) is asked for: the kill rung then ends a running job.
         self.end_running_jobs = bool(args.get("end_running_jobs"))
 
+    @classmethod
+    def before_walk(cls, **given):
+        """The options of a walk not started yet, as a question asked before it (the fleet guard's) sees them: the
+        walk's own defaults, with the values `given` (platform, max_rung, allow_reboot, destructive_rungs,
+        end_running_jobs)."""
+        args = dict((name, spec.get("default")) for name, spec in LADDER_ARGUMENT_SPEC.items())
+        args.update(given)
+        return cls(args)
+
     @property
     def ceiling(self):
         return ceiling_index(self.max_rung, self.allow_reboot, self.rungs)

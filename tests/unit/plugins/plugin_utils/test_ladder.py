@@ -711,8 +711,8 @@ def test_ending_running_jobs_is_destructive_the_kill_rung_too():
     from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import destructive_entry
     node = Node([{"ghost": 0}], holders=[JOB])
     snap = node.snapshot()
-    assert not destructive_entry(snap, ["reset", "reload", "graphics", "reboot"])
-    assert destructive_entry(snap, ["reset", "reload", "graphics", "reboot"], end_running_jobs=True)
+    assert not destructive_entry(snap, options())
+    assert destructive_entry(snap, options(end_running_jobs=True))
     ladder = walk(node, drain="slurm", end_running_jobs=True)
     state = ladder.start(snap)
     assert modules(node) == [] and state["pending"] == "drain" and state["pending_rung"] == "kill"
@@ -832,3 +832,17 @@ def test_a_walk_scoped_to_gpus_gates_those_gpus_and_an_unscoped_one_leaves_the_g
     scoped["gpus"] = scoped["gpus"][:1]
     walk(node, gpus=["0"]).start(scoped)
     assert node.calls[-1] == ("gpu_health_check", {"level": 1, "timeout": 300.0, "gpus": [0], "run_id": "run-1"})
+
+
+def test_the_fleet_guard_counts_a_host_by_the_rungs_its_walk_takes_not_by_its_node_verdict():
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import destructive_entry, first_rung
+    node = Node([{"ghost": 0}, {"ghost": 3072}], holders=[ORPHAN])
+    snap = node.snapshot()
+    assert snap["verdict"]["rung"] == "reset"
+    # max_rung kill: the walk takes the kill rung for GPU 0 and names GPU 1 (partly fixed): nothing destructive.
+    assert first_rung(snap, options(max_rung="kill")) == "kill" and not destructive_entry(snap, options(max_rung="kill"))
+    assert first_rung(snap, options(max_rung="reset")) == "reset" and destructive_entry(snap, options(max_rung="reset"))
+    # A walk refused whole (no GPU helped by an allowed rung) takes no rung at all.
+    ghost_only = Node([{"ghost": 3072}]).snapshot()
+    assert first_rung(ghost_only, options(max_rung="kill")) is None and not destructive_entry(ghost_only, options(max_rung="kill"))
+    assert walk(Node([{"ghost": 3072}]), max_rung="kill").start(ghost_only)["outcome"]["status"] == "refused"
