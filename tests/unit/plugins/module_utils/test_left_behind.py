@@ -107,13 +107,14 @@ def test_a_leader_started_after_the_holder_is_its_leader(tmp_path):
     assert answer == {"standing": BUSY, "why": "its process group leader 500 (python3) runs"}
 
 
-def test_a_zombie_leader_or_one_that_left_its_group_is_not_the_leader(tmp_path):
+def test_a_zombie_leader_is_not_the_leader_one_that_left_its_group_still_is(tmp_path):
     zombie = _fake_proc(tmp_path / "z", _stat_line(1, "S", 0, 1, 1, 1), _stat_line(500, "Z", 1, 500, 1, 100),
                         _stat_line(700, "S", 500, 500, 1, 200))
     assert holder_standing(700, zombie)["standing"] == LEFT_BEHIND
     moved = _fake_proc(tmp_path / "m", _stat_line(1, "S", 0, 1, 1, 1), _stat_line(500, "S", 1, 900, 1, 100),
                        _stat_line(700, "S", 500, 500, 1, 200))
-    assert holder_standing(700, moved)["standing"] == LEFT_BEHIND
+    # It moved to group 900 (setpgid) and runs: it has not exited (the real processes: below).
+    assert holder_standing(700, moved) == {"standing": BUSY, "why": "its process group leader 500 (python3) runs, in group 900 now"}
 
 
 def test_the_scheduler_and_the_init_system_come_first(tmp_path):
@@ -224,3 +225,39 @@ def test_a_users_own_service_is_not_the_system_unit_of_the_same_name(tmp_path):
         (tmp_path / name / "proc" / "901" / "cgroup").write_text(cgroup)
         answer = StandingProbe(_Node(), systemctl=str(systemctl)).standing(901, unit="rsync.service", proc_root=root)
         assert answer["standing"] == standing, (name, answer)
+
+
+MOVING_LEADER = """
+import os, sys, time
+worker = os.fork()
+if worker == 0:
+    time.sleep(600)
+    os._exit(0)
+print(worker, flush=True)
+os.setpgid(0, int(sys.stdin.readline()))
+print("moved", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_worker_whose_group_leader_moved_to_another_group_is_busy_while_the_leader_runs(procs):
+    """The leader of the worker's group calls setpgid later (into another group of its session): it has not exited, it
+    is the worker's parent and runs; the kernel keeps its pid for it while the group lives, so that pid is its. Only
+    once it exits is the worker left behind."""
+    leader = procs.spawn([sys.executable, "-c", MOVING_LEADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         process_group=0)
+    worker = int(bounded.line(leader, "the leader's worker"))
+    worker_started = _start_time(worker)
+    try:
+        leader.stdin.write("%d\n" % os.getpgrp())
+        leader.stdin.flush()
+        assert bounded.line(leader, "the leader") == "moved"
+        assert os.getpgid(leader.pid) == os.getpgrp() and os.getpgid(worker) == leader.pid
+        assert holder_standing(worker) == {
+            "standing": BUSY, "why": "its process group leader %d (%s) runs, in group %d now" % (leader.pid, _comm(leader.pid), os.getpgrp())}
+        leader.kill()
+        procs.wait_until(lambda: procs.state_of(leader.pid) in (None, "Z"))
+        assert holder_standing(worker) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % leader.pid}
+    finally:
+        if _start_time(worker) == worker_started:
+            os.kill(worker, signal.SIGKILL)
