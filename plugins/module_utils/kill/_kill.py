@@ -461,7 +461,7 @@ class HolderKiller:
         parent = parent_of(zombie["pid"])
         if not parent or parent.get("start_time") is None or supervisor(parent):
             return None
-        if refusal(Target(parent["pid"], parent["start_time"]), self.policy):
+        if refusal(Target(parent["pid"], parent["start_time"]), self.policy.unselected()):
             return None
         return parent
 

@@ -8,6 +8,7 @@ anything. Zombies met are reported with the parent that has to reap them.
 
 from __future__ import annotations
 
+import copy
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
@@ -52,6 +53,13 @@ class Policy:
         self.explicit = explicit
         self.compute_contexts = set()
         self.graphics_contexts = {}
+
+    def unselected(self):
+        """This policy for a process the operator did not select (the parent of a zombie they selected): their
+        selection is not its, so a busy one is ended only with end_running_jobs."""
+        other = copy.copy(self)
+        other.explicit = False
+        return other
 
 
 # --- who is this process --------------------------------------------------------------------------------
