@@ -75,6 +75,7 @@ options:
       - Holders of class V(unkillable) and V(busy) (a working program) are selected whatever this says, and left
         alone with the reason (V(busy) ones unless O(end_running_jobs), or named by O(holders), O(name_pattern),
         O(cmdline_pattern) or O(users)).
+      - An empty list selects no holder, those included.
     type: list
     elements: str
     choices: [compute, graphics_session, gpu_daemon, zombie]
@@ -245,7 +246,7 @@ class GpuKillWorker:
         snapshot = self.run.snapshot(gpus=None)
         gpu_indexes = set(self.run.selected_gpus(snapshot))
         holders, left_alone = self.selection.select(snapshot, gpu_indexes)
-        empty = [name for name in ("holders", "gpus", "users") if self.params[name] == []]
+        empty = [name for name in ("holders", "gpus", "users", "classes") if self.params[name] == []]
         if empty:
             self.result["msg"] = "%s=[]: no holder selected, nothing to end" % "=[], ".join(empty)
         killer = HolderKiller(self.module, self.run.journal)

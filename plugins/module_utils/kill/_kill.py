@@ -186,8 +186,9 @@ class HolderSelection:
         params = self.params
         if params["gpus"] is not None and not set(holder["gpus"]) & gpu_indexes:
             return False
-        # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
-        if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
+        # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason; no class
+        # (an empty list) selects none.
+        if not params["classes"] or holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
             return False
         if params["users"] is not None and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False
@@ -549,7 +550,7 @@ def refuse_outside(module, outside, selected):
     """Fail, changing nothing, naming each process of beyond_selection() and why it would end; nothing when none."""
     if outside:
         module.fail_json(changed=False, beyond_selection=outside, msg=(
-            "refused: gpus=%s narrows this run to GPU %s, but it would end %s; leave gpus empty, or select those GPUs "
+            "refused: gpus=%s narrows this run to GPU %s, but it would end %s; leave gpus out (every GPU), or select those GPUs "
             "too, to allow it" % (module.params["gpus"], ",".join(str(index) for index in sorted(selected)), "; ".join(
                 "pid %s (%s, on %s; %s)" % (p["pid"], p.get("name"), p["outside"], p["why"]) for p in outside))))
 
