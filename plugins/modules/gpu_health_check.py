@@ -49,7 +49,7 @@ options:
     description:
       - DCGM GPU ids to test (C(dcgmi diag -i)). DCGM numbers GPUs as NVML does.
       - Left out (or null), every GPU of the node. An empty list (what a filter that matched nothing gives) selects no
-        GPU: nothing runs, RV(health_check.result) is V(not_run) and RV(health_check.reason) says so.
+        GPU, so nothing runs; RV(health_check.result) is V(not_run) and RV(health_check.reason) says so.
     type: list
     elements: int
   run_id:

@@ -52,7 +52,7 @@ options:
       - Several hosts' files (a log collector's), a mapping of inventory host name to a file or a list of files (its
         kernel log and its syslog, where they are apart). Overrides O(path) and O(host).
       - Left out (or null), O(path) for O(host). An empty mapping (what a filter that matched nothing gives) names no
-        host: the source refuses to start, saying so.
+        host, and the source refuses to start, saying so.
     type: dict
   host:
     description: The inventory name of the node whose log this is (C(meta.hosts)). Defaults to the machine's host name.

@@ -51,7 +51,7 @@ options:
       - Several nodes, a list of mappings with C(host) and C(state_path) (and C(journal_path)), or C(host) and
         C(environment). Overrides O(host), O(state_path), O(environment).
       - Left out (or null), the one node of O(host) and O(state_path). An empty list (what a filter that matched
-        nothing gives) names no node: the source refuses to start, saying so.
+        nothing gives) names no node, and the source refuses to start, saying so.
     type: list
     elements: dict
   ghost_threshold_mib:
