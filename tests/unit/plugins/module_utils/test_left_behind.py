@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -261,3 +263,35 @@ def test_a_worker_whose_group_leader_moved_to_another_group_is_busy_while_the_le
     finally:
         if _start_time(worker) == worker_started:
             os.kill(worker, signal.SIGKILL)
+
+
+TMUX_PROGRAM = "import os, signal, sys, time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" \
+               "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\nos.rename(sys.argv[1] + '.tmp', sys.argv[1])\ntime.sleep(600)"
+
+
+def test_a_program_in_a_tmux_pane_is_busy_until_its_pane_ends(tmp_path, procs):
+    """A real tmux (its server a daemon of its own session): a program a pane's shell started is a working program,
+    its group and session led by that shell, which runs. When the server is killed, the shell goes; the program (which
+    ignores SIGHUP, as nohup makes it) lives on with its leader gone: left behind."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("not run: tmux is not installed")
+    socket = "gpuops-test-%d" % os.getpid()
+    pid_file = tmp_path / "program.pid"
+    shell_command = "%s -c %s %s; :" % (sys.executable, shlex.quote(TMUX_PROGRAM), shlex.quote(str(pid_file)))
+    bounded.run([tmux, "-L", socket, "-f", "/dev/null", "new-session", "-d", "sh", "-c", shell_command], "tmux new-session")
+    program = None
+    try:
+        procs.wait_until(pid_file.exists, timeout=20)
+        program = int(pid_file.read_text())
+        started = _start_time(program)
+        shell = int(procs.stat_fields(program)[1])  # its parent: the pane's shell
+        assert os.getsid(program) == shell and os.getpgid(program) == shell
+        assert holder_standing(program) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (shell, _comm(shell))}
+        bounded.run([tmux, "-L", socket, "kill-server"], "tmux kill-server")
+        procs.wait_until(lambda: procs.state_of(shell) in (None, "Z"), timeout=20)
+        assert holder_standing(program) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % shell}
+    finally:
+        subprocess.run([tmux, "-L", socket, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
+        if program is not None and _start_time(program) == started:
+            os.kill(program, signal.SIGKILL)
