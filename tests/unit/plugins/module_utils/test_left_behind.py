@@ -280,7 +280,7 @@ def test_a_program_in_a_tmux_pane_is_busy_until_its_pane_ends(tmp_path, procs):
     pid_file = tmp_path / "program.pid"
     shell_command = "%s -c %s %s; :" % (sys.executable, shlex.quote(TMUX_PROGRAM), shlex.quote(str(pid_file)))
     bounded.run([tmux, "-L", socket, "-f", "/dev/null", "new-session", "-d", "sh", "-c", shell_command], "tmux new-session")
-    program = None
+    program = started = None
     try:
         procs.wait_until(pid_file.exists, timeout=20)
         program = int(pid_file.read_text())
