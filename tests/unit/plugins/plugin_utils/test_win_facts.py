@@ -27,6 +27,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._r
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation._simulated_state import _spawn, locked_state
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import ScriptAnswers
 
 QUSER = ("windows", "quser")
 HEADER_CAPTURES = ["header-console-current-marker-phoebe.txt", "header-console-no-marker-over-ssh.txt",
@@ -35,32 +36,6 @@ HEADER_CAPTURES = ["header-console-current-marker-phoebe.txt", "header-console-n
 NAMES = [(437, "john smith"), (850, "jos\u00e9 mar\u00eda"), (866, "\u041a\u0438\u0440\u0438\u043b\u043b \u0418\u0432\u0430\u043d\u043e\u0432"),
          (932, "\u5c71\u7530 \u592a\u90ce"), (866, "\u0442\u0438\u0431"), (1252, "Ren\u00e9e O'Neil")]
 NOT_ELEVATED = "Cannot add type. Definition of new types is not supported in this language mode."
-
-
-class Task:
-    check_mode, delegate_to = False, None
-
-
-class HostAction:
-    """Ansible's ActionBase plumbing for TargetNode: win_command answered with bytes as the tool wrote them (transported
-    as win_command hands them over), win_powershell by script name; every call counted."""
-
-    def __init__(self, commands=None, scripts=None):
-        self._task = Task()
-        self.commands, self.scripts, self.calls = commands or {}, scripts or {}, []
-
-    def _execute_module(self, module_name, module_args, task_vars):
-        del task_vars
-        if module_name == _remote_node.WIN_COMMAND:
-            self.calls.append(("command", module_args["argv"][0]))
-            rc, out, err = self.commands[module_args["argv"][0]]
-            return {"rc": rc, "stdout": _simulated_node.transported(out), "stderr": _simulated_node.transported(err)}
-        name = next(name for name, text in _powershell_scripts.SCRIPTS.items() if text == module_args["script"])
-        self.calls.append(("script", name))
-        answer = self.scripts[name]
-        if isinstance(answer, Exception):
-            return {"failed": True, "error": [{"message": str(answer)}]}
-        return {"result": answer, "changed": False}
 
 
 def renamed(text, name):
@@ -78,7 +53,7 @@ def renamed(text, name):
 @pytest.mark.parametrize("code_page, name", NAMES)
 def test_quser_in_the_hosts_oem_code_page_read_by_its_columns_where_the_session_api_cannot_compile(captures, capture, code_page, name):
     text = renamed(captures.text(*(QUSER + (capture,))), name)
-    action = HostAction({"quser": (0, text.encode("cp%d" % code_page), b"")},
+    action = ScriptAnswers({"quser": (0, text.encode("cp%d" % code_page), b"")},
                         {"sessions": {"unavailable": NOT_ELEVATED, "sessions": "[]"}, "code_page": {"oem": str(code_page), "ansi": "1252"}})
     node = _remote_node.TargetNode(action, {})
     found = _interactive_sessions.read(node)
@@ -114,7 +89,7 @@ def wts_answer(*sessions):
 
 def test_the_session_api_gives_whole_names_in_any_language_and_quser_is_never_read():
     long_name = "Administrateur-du-domaine-principal"  # quser cuts it at 20 characters, the API does not
-    action = HostAction({}, {"sessions": wts_answer((1, 0, "Console", "jos\u00e9 mar\u00eda"), (2, 4, "", "john smith"),
+    action = ScriptAnswers({}, {"sessions": wts_answer((1, 0, "Console", "jos\u00e9 mar\u00eda"), (2, 4, "", "john smith"),
                                                     (3, 0, "RDP-Tcp#0", long_name))})
     found = _interactive_sessions.read(_remote_node.TargetNode(action, {}))
     assert found.source == "wts" and [(s["id"], s["user"], s["state"], s["session_name"]) for s in found.sessions] == [
@@ -124,7 +99,7 @@ def test_the_session_api_gives_whole_names_in_any_language_and_quser_is_never_re
 
 
 def test_a_domain_prefix_names_the_sessions_domain_where_the_api_gave_one():
-    action = HostAction({}, {"sessions": wts_answer((1, 0, "Console", "ada"), (2, 0, "RDP-Tcp#0", "bob"))})
+    action = ScriptAnswers({}, {"sessions": wts_answer((1, 0, "Console", "ada"), (2, 0, "RDP-Tcp#0", "bob"))})
     sessions = _interactive_sessions.read(_remote_node.TargetNode(action, {})).sessions
     sessions[1]["domain"] = "CORP"
     assert [s["id"] for s in _interactive_sessions.sessions_of(sessions, "WS12\\ADA")] == [1]
@@ -159,7 +134,7 @@ def test_code_page_bytes_that_happen_to_be_utf8_are_read_in_the_hosts_code_page(
 
 def test_where_the_code_page_cannot_be_read_437_is_used_and_said():
     listing = b" USERNAME  SESSIONNAME  ID  STATE  IDLE TIME  LOGON TIME\r\n>jos\x82  console  1  Active  none  1/1/2026 1:00\r\n"
-    action = HostAction({"quser": (0, listing, b"")}, {"code_page": WindowsNodeError("access denied")})
+    action = ScriptAnswers({"quser": (0, listing, b"")}, {"code_page": WindowsNodeError("access denied")})
     answer = _remote_node.TargetNode(action, {}).command(["quser"], read_only=True)
     assert "jos\u00e9" in answer.stdout and answer.encoding.startswith("cp437 (the host's OEM code page not known")
 
@@ -167,7 +142,7 @@ def test_where_the_code_page_cannot_be_read_437_is_used_and_said():
 @pytest.mark.parametrize("bom", [b"", codecs.BOM_UTF16_LE])
 def test_wsl_exe_utf16_with_or_without_bom_never_asks_for_the_code_page(bom):
     text = "Es werden keine Distributionen ausgef\u00fchrt.\r\n"
-    action = HostAction({"wsl.exe": (-1, bom + text.encode("utf-16-le"), b"")}, {})
+    action = ScriptAnswers({"wsl.exe": (-1, bom + text.encode("utf-16-le"), b"")}, {})
     answer = _remote_node.TargetNode(action, {}).command(["wsl.exe", "--list", "--running"], read_only=True)
     assert answer.stdout == text.replace("\r\n", "\n") and action.calls == [("command", "wsl.exe")]
 
@@ -450,7 +425,7 @@ def test_win_gpu_sim_documents_every_option_its_action_checks():
 
 def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
     text = captures.text(*(QUSER + ("header-rdp-current-marker-dot-idle.txt",)))
-    action = HostAction({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
+    action = ScriptAnswers({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
     found = _interactive_sessions.read(_remote_node.TargetNode(action, {}))
     assert found.status == "ok" and found.source == "quser" and "Access is denied" in found.message
     assert [s["user"] for s in found.sessions] == ["administrator"]

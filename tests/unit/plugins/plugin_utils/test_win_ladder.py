@@ -8,11 +8,9 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import walk_argument_spec
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import (
-    WindowsWalk, logoff_users, windows_executor,
-)
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import logoff_users
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import kill_targets
-from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, windows_walk_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, recording_walk, windows_walk_options
 
 
 def options(**overrides):
@@ -20,13 +18,7 @@ def options(**overrides):
 
 
 def walk(node, check_mode=False, **overrides):
-    executor = windows_executor(node, check_mode, 256)
-    calls = []
-
-    def execute(module_name, args):
-        calls.append(module_name.rsplit(".", 1)[-1])
-        return executor(module_name, args)
-    return WindowsWalk(options(**overrides), execute, check_mode, "ws12"), calls
+    return recording_walk(node, check_mode, **overrides)
 
 
 def test_a_wsl_vm_that_holds_the_gpu_is_stopped_by_the_wsl_rung(tmp_path):

@@ -11,9 +11,8 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import WindowsWalk, windows_executor
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal
-from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, windows_walk_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, recording_walk, windows_walk_options
 
 
 def options(**overrides):
@@ -21,13 +20,7 @@ def options(**overrides):
 
 
 def walk(node, check_mode=False, **overrides):
-    executor = windows_executor(node, check_mode, 256)
-    calls = []
-
-    def execute(module_name, args):
-        calls.append((module_name.rsplit(".", 1)[-1], args.get("method")))
-        return executor(module_name, args)
-    return WindowsWalk(options(**overrides), execute, check_mode, "ws12"), calls
+    return recording_walk(node, check_mode, lambda name, args: (name, args.get("method")), **overrides)
 
 
 def commands(node):

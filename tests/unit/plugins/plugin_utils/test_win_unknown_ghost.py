@@ -19,8 +19,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 
 from .test_ladder import options as linux_options
-from .test_win_wsl_rung import options as windows_options
-from .test_win_wsl_rung import target, walk
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import target
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import wsl_walk as walk, wsl_walk_options as windows_options
 
 BUS = "00000000:01:00.0"
 

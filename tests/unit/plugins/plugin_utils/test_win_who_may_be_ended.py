@@ -17,7 +17,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal, tree_refusal
 
-from .test_win_facts import HostAction
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import ScriptAnswers
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import live_processes as live, simulated_root as build
 
 
 def test_refusals_name_the_process_and_what_would_allow_it():
@@ -87,16 +88,6 @@ def test_a_child_older_than_its_parent_id_is_no_child():
 
 
 # ---- every path asks it ---------------------------------------------------------------------------------------------
-
-def build(tmp_path, **scenario):
-    root = str(tmp_path / "ws")
-    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12"}, **scenario)))
-    return root
-
-
-def live(root):
-    return dict((p["pid"], p) for p in _simulated_node.snapshot_of_state(root)["processes"])
-
 
 @pytest.mark.parametrize("protect", [{"protect_names": ["RENDER"]}, {"protect_users": ["ws12\\ADA"]}])
 def test_win_gpu_reset_kill_called_on_its_own_leaves_protected_processes(tmp_path, protect):
@@ -189,7 +180,7 @@ CHAIN = [ps51(700, 640, "services.exe", 1000, "NT AUTHORITY\\SYSTEM"),
 
 def host(processes, own_pid):
     text = json.dumps(processes, indent=4).replace("\\\\/", "\\/")  # 5.1 writes "\/Date(..)\/"
-    return _remote_node.TargetNode(HostAction({}, {"processes": {"processes": text, "own_pid": own_pid}}), {})
+    return _remote_node.TargetNode(ScriptAnswers({}, {"processes": {"processes": text, "own_pid": own_pid}}), {})
 
 
 @pytest.mark.parametrize("pid", [8164, 8120, 2210])
