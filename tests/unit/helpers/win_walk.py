@@ -61,3 +61,26 @@ def simulated_root(tmp_path, **scenario):
 def live_processes(root):
     """{pid: process} of the simulated node at root, as it is now."""
     return dict((p["pid"], p) for p in _simulated_node.snapshot_of_state(root)["processes"])
+
+
+def wsl_node(tmp_path, user="ada", **scenario):
+    """The simulated node WS12 with ada's and bob's sessions (ada an administrator), as `user` sees it."""
+    root = str(tmp_path / "ws12")
+    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}, {"user": "bob"}],
+                                                                       "administrators": ["ada"]}, **scenario)))
+    return SimulatedNode(root, user)
+
+
+def command_log(root):
+    """The argv of every command the simulated node at root ran, in order."""
+    return [entry["argv"] for entry in _simulated_node.snapshot_of_state(root)["command_log"]]
+
+
+def stops(root):
+    """The wsl.exe commands that stop something, in order."""
+    return [argv[1:] for argv in command_log(root) if argv[0].lower().endswith("wsl.exe") and argv[1] in ("--terminate", "--shutdown")]
+
+
+def running(root, owner="ada"):
+    """The running WSL distributions of `owner` on the simulated node at root."""
+    return [d["name"] for d in _simulated_node.snapshot_of_state(root)["distributions"] if d["running"] and d["owner"] == owner]

@@ -1,13 +1,13 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 18 (review18) rules on the real-host path: TargetNode answered with the real captures of
+"""The Windows host's facts on the real-host path: TargetNode answered with the real captures of
 tests/unit/plugins/fixtures/windows, re-encoded as the tools write them (the host's OEM code page; UTF-16LE with and
 without a BOM), and the simulated node where a rule acts.
 
 1 sessions from the session API, quser read by its columns where Add-Type is refused; 2 the host's OEM code page;
-3 protect_users fails closed; 4 the tree fallback never takes a child born after the tree was read; 5 an adapter's
-state from ConfigManagerErrorCode, not pnputil's words; 6 the journal folder made with its DACL, links refused;
-7 the PCI domain compared where both sides state it."""
+4 the tree fallback never takes a child born after the tree was read; 5 an adapter's state from ConfigManagerErrorCode,
+not pnputil's words; 6 the journal folder made with its DACL, links refused; 7 the PCI domain compared where both sides
+state it. (3, protect_users failing closed, is the protect rule's: test_win_protected_on_every_path.py.)"""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs i
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding, _remote_node, _powershell_scripts
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _windows_walk, _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _pnputil_adapters, _interactive_sessions
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _who_may_end
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode, WindowsNodeError
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation._simulated_state import _spawn, locked_state
@@ -148,54 +147,6 @@ def test_wsl_exe_utf16_with_or_without_bom_never_asks_for_the_code_page(bom):
 
 
 # ---- 3: protect_users fails closed ---------------------------------------------------------------------------------
-
-def hidden_owner_node(tmp_path, **scenario):
-    root = str(tmp_path / "ws12")
-    spec = dict({"hostname": "WS12", "gpus": [{"ghost_mib": 2048}],
-                 "processes": [{"name": "render.exe", "memory_mib": 1024, "owner_known": False}]}, **scenario)
-    _simulated_node.write_node(root, _simulated_node.build_state(spec))
-    return SimulatedNode(root, "ada")
-
-
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_kill_called_on_its_own_never_ends_a_holder_whose_owner_is_not_known_while_protect_users_is_set(tmp_path, check_mode):
-    node = hidden_owner_node(tmp_path)
-    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
-    assert holder["user"] is None
-    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder], "protect_users": ["bob"]}, check_mode=check_mode)
-    assert not done["changed"] and done["processes"][0]["outcome"] == "refused"
-    reason = done["processes"][0]["reason"]
-    assert ("pid %s" % holder["pid"]) in reason and "owner is not known" in reason and "run elevated" in reason
-    assert holder["pid"] in [p["pid"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]
-
-
-def test_without_protect_users_the_same_holder_is_ended(tmp_path):
-    node = hidden_owner_node(tmp_path)
-    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
-    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
-    assert done["changed"] and done["ended_pids"] == [holder["pid"]]
-
-
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_restart_adapter_is_refused_when_a_holder_of_the_gpu_has_no_known_owner_and_protect_users_is_set(tmp_path, check_mode):
-    node = hidden_owner_node(tmp_path)
-    done = _reset_dispatch.run(node, {"method": "restart_adapter", "protect_users": ["bob"]}, check_mode=check_mode)
-    assert done["failed"] and not done["changed"] and "owner is not known" in done["msg"]
-    assert _simulated_node.snapshot_of_state(node.root)["gpus"][0]["restarts"] == 0
-
-
-def test_the_walk_leaves_a_holder_without_a_known_owner_when_protect_users_is_set():
-    holders = [{"pid": 10, "name": "python.exe", "user": None, "class": "compute"}, {"pid": 11, "name": "job.exe", "user": "WS12\\ada", "class": "compute"}]
-    may, left = _windows_walk.protected_split(holders, {"protect_users": ["bob"], "protect_names": []})
-    assert [h["pid"] for h in may] == [11] and [h["pid"] for h, dummy in left] == [10]
-
-
-def test_a_tree_member_without_a_known_owner_refuses_the_tree():
-    processes = {100: {"pid": 100, "ppid": 1, "name": "python.exe", "user": "WS12\\ada", "creation_time_ms": 5000},
-                 101: {"pid": 101, "ppid": 100, "name": "helper.exe", "user": None, "creation_time_ms": 6000}}
-    why = _who_may_end.tree_refusal(processes, processes[100], _who_may_end.Policy(protect_users=["bob"]))
-    assert "pid 101 (helper.exe)" in why and "owner is not known" in why
-
 
 # ---- 4: the tree fallback ------------------------------------------------------------------------------------------
 

@@ -23,34 +23,13 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _wsl_cli
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _wsl_vm_identity
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _wsl_shutdown
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import SimulatedHost, target
-from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import wsl_walk as walk
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import command_log as commands, running, stops, wsl_node as build, wsl_walk as walk
 
 HYPERV_VM = "1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------------
-
-def build(tmp_path, user="ada", **scenario):
-    root = str(tmp_path / "ws12")
-    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}, {"user": "bob"}],
-                                                                       "administrators": ["ada"]}, **scenario)))
-    return SimulatedNode(root, user)
-
-
-def commands(root):
-    return [entry["argv"] for entry in _simulated_node.snapshot_of_state(root)["command_log"]]
-
-
-def stops(root):
-    """The wsl.exe commands that stop something, in order."""
-    return [argv[1:] for argv in commands(root) if argv[0].lower().endswith("wsl.exe") and argv[1] in ("--terminate", "--shutdown")]
-
-
-def running(root, owner="ada"):
-    return [d["name"] for d in _simulated_node.snapshot_of_state(root)["distributions"] if d["running"] and d["owner"] == owner]
-
 
 def plan_lines(outcome):
     return [line for rung in outcome["rungs_tried"] for line in rung["plan"]]
@@ -278,27 +257,6 @@ def test_a_wsl_vm_whose_owner_is_not_known_is_never_shut_down(tmp_path):
     outcome = walk(node)
     assert stops(node.root) == [["--terminate", "Ubuntu"]] and running(node.root) == ["Alpine"]
     assert [line for line in plan_lines(outcome) if "whose WSL VM it is is not known" in line]
-
-
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_the_wsl_rung_is_refused_for_a_protected_user_before_the_kill_runs(tmp_path, check_mode):
-    node = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}], processes=[{"name": "python.exe", "memory_mib": 512}])
-    outcome = walk(node, check_mode=check_mode, protect_users=["WS12\\ADA"])
-    assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert "python.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]  # no lighter side effect
-    [rung] = outcome["rungs_tried"]
-    assert rung["failed"] and rung["msg"].startswith("refused: the wsl rung would stop the WSL distributions of a protected user")
-    assert "protected user: WS12\\ada" in rung["msg"]
-
-
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_an_adapter_restart_is_refused_while_a_protected_user_s_wsl_vm_holds_the_gpu(tmp_path, check_mode):
-    # the VM runs as its own account; its hold is its user's, whom the caller protects
-    node = build(tmp_path, gpus=[{"ghost_mib": 2048}], distributions=[{"name": "Ubuntu", "memory_mib": 1024, "gpu_probe": False}])
-    outcome = walk(node, check_mode=check_mode, protect_users=["bob", "ada"], max_rung="restart_adapter")
-    assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
-    assert [r for r in outcome["rungs_tried"] if r["msg"].startswith("refused")]
 
 
 # ---- rule 3: judged by facts; a host without WSL is skipped -----------------------------------------------------------
