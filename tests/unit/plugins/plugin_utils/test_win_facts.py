@@ -53,7 +53,7 @@ def renamed(text, name):
 def test_quser_in_the_hosts_oem_code_page_read_by_its_columns_where_the_session_api_cannot_compile(captures, capture, code_page, name):
     text = renamed(captures.text(*(QUSER + (capture,))), name)
     action = ScriptAnswers({"quser": (0, text.encode("cp%d" % code_page), b"")},
-                        {"sessions": {"unavailable": NOT_ELEVATED, "sessions": "[]"}, "code_page": {"oem": str(code_page), "ansi": "1252"}})
+                           {"sessions": {"unavailable": NOT_ELEVATED, "sessions": "[]"}, "code_page": {"oem": str(code_page), "ansi": "1252"}})
     node = _remote_node.TargetNode(action, {})
     found = _interactive_sessions.read(node)
     again = _interactive_sessions.read(node)
@@ -89,7 +89,7 @@ def wts_answer(*sessions):
 def test_the_session_api_gives_whole_names_in_any_language_and_quser_is_never_read():
     long_name = "Administrateur-du-domaine-principal"  # quser cuts it at 20 characters, the API does not
     action = ScriptAnswers({}, {"sessions": wts_answer((1, 0, "Console", "jos\u00e9 mar\u00eda"), (2, 4, "", "john smith"),
-                                                    (3, 0, "RDP-Tcp#0", long_name))})
+                                                       (3, 0, "RDP-Tcp#0", long_name))})
     found = _interactive_sessions.read(_remote_node.TargetNode(action, {}))
     assert found.source == "wts" and [(s["id"], s["user"], s["state"], s["session_name"]) for s in found.sessions] == [
         (1, "jos\u00e9 mar\u00eda", "Active", "Console"), (2, "john smith", "Disc", None), (3, long_name, "Active", "RDP-Tcp#0")]

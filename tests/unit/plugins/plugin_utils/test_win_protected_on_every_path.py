@@ -15,7 +15,9 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _who_may_end
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal
-from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, command_log, recording_walk, running, stops, windows_walk_options, wsl_node, wsl_walk
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import (
+    build, command_log, recording_walk, running, stops, windows_walk_options, wsl_node, wsl_walk,
+)
 
 
 def options(**overrides):
