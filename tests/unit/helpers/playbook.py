@@ -13,14 +13,21 @@ import sys
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 PLAYBOOK_DEADLINE = 300.0
+PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+"""
 
 
-def run_playbook(directory, collections_root, play, out):
-    """Write `play` (a playbook's text) to `directory`/play.yml, run it with ansible-playbook from `directory`, fail
-    the test with its output unless it succeeds, and return the JSON the play wrote to `out`."""
+def run_playbook(directory, collections_root, tasks, out):
+    """Write a play of `tasks` (YAML, indented as a play's task list) on localhost to `directory`/play.yml, run it with
+    ansible-playbook from `directory`, fail the test with its output unless it succeeds, and return the JSON the play
+    wrote to `out`."""
     playbook = os.path.join(directory, "play.yml")
     with open(playbook, "w", encoding="utf-8") as handle:
-        handle.write(play)
+        handle.write(PLAY + tasks.lstrip("\n"))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1")
     argv = [sys.executable, "-c", "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])",

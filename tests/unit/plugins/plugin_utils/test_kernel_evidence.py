@@ -205,10 +205,6 @@ def _run_modules(staged, log, collections_root):
     root = os.path.join(staged, "node")
     out = os.path.join(staged, "out.json")
     return run_playbook(staged, collections_root, """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
     - gpuops.remediation.gpu_sim:
         root: %(root)s
         gpus: [{name: NVIDIA H100 80GB HBM3, memory_mib: 81559, pci_bus_id: "0000:01:00.0"}]

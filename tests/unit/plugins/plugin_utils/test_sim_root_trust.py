@@ -34,10 +34,6 @@ def _as_nobody(*argv):
 def _gpu_sim(staged, root, collections_root, check):
     out = os.path.join(staged, "out.json")
     return run_playbook(staged, collections_root, """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
     - gpuops.remediation.gpu_sim:
         root: %(root)s
         gpus: [{name: NVIDIA H100 80GB HBM3, memory_mib: 81559, pci_bus_id: "0000:01:00.0"}]
