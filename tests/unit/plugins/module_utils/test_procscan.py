@@ -471,7 +471,7 @@ def _blocked_in_read(pid, timeout=bounded.DEADLINE):
     """Wait until the helper sleeps in its read of stdin: between its line and the read it may still run (state R),
     and two scans taken across that instant differ in state alone."""
     deadline = time.monotonic() + timeout
-    while procscan.read_process(pid)["state"] != "S":
+    while _process.read_process(pid)["state"] != "S":
         if time.monotonic() > deadline:
             pytest.fail("helper %d did not block in its read within %ss" % (pid, timeout), pytrace=False)
         time.sleep(0.01)
