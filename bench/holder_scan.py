@@ -278,8 +278,8 @@ def report(result, args):
           % (seconds["fds_one_worker"], speedup["fds_one_worker_vs_lsof"], speedup["fds_one_worker_vs_fuser"]))
     print("  as module   %.4f s  (%.2fx lsof, %.2fx fuser; in a deadline child, as gpu_holders_info runs it)"
           % (seconds["scan_as_module"], speedup["as_module_vs_lsof"], speedup["as_module_vs_fuser"]))
-    print("lsof          %.4f s  -> scan is %.2fx faster (target >= 2.5x)" % (seconds["lsof"], result["speedup"]["vs_lsof"]))
-    print("fuser -v      %.4f s  -> scan is %.2fx faster (target >= 1.2x)" % (seconds["fuser"], result["speedup"]["vs_fuser"]))
+    print("lsof          %.4f s  -> scan is %.2fx faster (target >= 3x)" % (seconds["lsof"], result["speedup"]["vs_lsof"]))
+    print("fuser -v      %.4f s  -> scan is %.2fx faster (target >= 2x)" % (seconds["fuser"], result["speedup"]["vs_fuser"]))
     for tool, missed in sorted(result["they_miss"].items()):
         if missed:
             print("%s misses %d holder(s) the scan sees: %s" % (tool, len(missed), missed[:10]))

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _device_nodes as device_nodes
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _threads
 
@@ -913,3 +914,44 @@ def test_a_mapped_file_whose_path_spells_a_devices_numbers_is_no_holder(children
     with open("/proc/%d/maps" % pid) as handle:
         assert str(decoy) in handle.read()
     assert pid not in procscan.scan_holders(dev_dir)
+
+
+def test_nodes_made_together_are_searched_with_one_needle():
+    # Each needle is one more pass over every maps file: the nodes of one filesystem whose inodes differ only in their
+    # last four digits share one, and only an exact inode names a device.
+    fields = {b" fe:00 ": {b"2746459": "/dev/nvidia0", b"2747137": "/dev/nvidia-uvm", b"2749999": "/dev/nvidiactl"},
+              b" 00:05 ": {b"1034": "/dev/nvidia1", b"1210": "/dev/nvidia2"}}
+    needles = procscan._map_needles(fields)  # pylint: disable=protected-access
+    assert sorted(needle for needle, _at, _inodes in needles) == [b" 00:05 ", b" fe:00 274"]
+    for needle, inode_at, inodes in needles:
+        assert needle[:inode_at] in fields and inodes == fields[needle[:inode_at]]
+
+
+def test_a_mapped_file_that_shares_a_devices_needle_is_no_holder(children, dev_dir, tmp_path):
+    assert dev_dir == str(tmp_path / "dev")
+    # A file of the devices' filesystem whose inode, as a maps line shows it, differs from nvidia0's only in its last
+    # four digits: its line holds the needle nvidia0 is searched with, and it is still no device. Made beside the nodes
+    # (a file the table does not take for one), where the filesystem gives close inode numbers.
+    as_mapped = device_nodes._fields_as_mapped  # pylint: disable=protected-access
+    dev_field, inode = as_mapped(os.path.join(dev_dir, "nvidia0"))
+    decoy = None
+    for index in range(200):
+        candidate = tmp_path / "dev" / ("decoy%d" % index)
+        candidate.write_bytes(b"\0" * 4096)
+        fields = as_mapped(str(candidate))
+        if fields[0] == dev_field and fields[1][:-4] == inode[:-4] and len(fields[1]) == len(inode):
+            decoy = candidate
+            break
+        candidate.unlink()
+    assert decoy is not None, "no file of %s got an inode sharing all but the last four digits of %s" % (tmp_path, inode)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(decoy))
+    decoy_pid = int(line)
+    _proc, line = children.start(MAP_THEN_CLOSE, os.path.join(dev_dir, "nvidia0"))
+    mapped = int(line)
+    with open("/proc/%d/maps" % decoy_pid, "rb") as handle:
+        assert dev_field + inode[:-4] in handle.read()
+
+    holders = procscan.scan_holders(dev_dir)
+
+    assert decoy_pid not in holders
+    assert holders[mapped]["via"] == ["mmap"] and holders[mapped]["devices"] == [os.path.realpath(dev_dir) + "/nvidia0"]
