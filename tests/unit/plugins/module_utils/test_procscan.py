@@ -927,31 +927,30 @@ def test_nodes_made_together_are_searched_with_one_needle():
         assert needle[:inode_at] in fields and inodes == fields[needle[:inode_at]]
 
 
-def test_a_mapped_file_that_shares_a_devices_needle_is_no_holder(children, dev_dir, tmp_path):
-    assert dev_dir == str(tmp_path / "dev")
+def test_a_mapped_file_that_shares_a_devices_needle_is_no_holder(children, tmp_path):
     # A file of the devices' filesystem whose inode, as a maps line shows it, differs from nvidia0's only in its last
-    # four digits: its line holds the needle nvidia0 is searched with, and it is still no device. Made beside the nodes
-    # (a file the table does not take for one), where the filesystem gives close inode numbers.
+    # four digits: its line holds the needle nvidia0 is searched with, and it is still no device. Made right after the
+    # node, in its directory (a file the table does not take for one), where the filesystem gives the next inode;
+    # again in a new directory (nothing removed, so no inode is reused) when the two fall across a ten-thousand boundary.
     as_mapped = device_nodes._fields_as_mapped  # pylint: disable=protected-access
-    dev_field, inode = as_mapped(os.path.join(dev_dir, "nvidia0"))
-    decoy = None
-    for index in range(200):
-        candidate = tmp_path / "dev" / ("decoy%d" % index)
-        candidate.write_bytes(b"\0" * 4096)
-        fields = as_mapped(str(candidate))
-        if fields[0] == dev_field and fields[1][:-4] == inode[:-4] and len(fields[1]) == len(inode):
-            decoy = candidate
+    for attempt in range(20):
+        dev_dir = tmp_path / ("dev%d" % attempt)
+        dev_dir.mkdir()
+        for name in ("nvidia0", "decoy"):
+            (dev_dir / name).write_bytes(b"\0" * 4096)
+        (dev_field, inode), decoy_fields = as_mapped(str(dev_dir / "nvidia0")), as_mapped(str(dev_dir / "decoy"))
+        if decoy_fields[0] == dev_field and decoy_fields[1][:-4] == inode[:-4] and len(decoy_fields[1]) == len(inode):
             break
-        candidate.unlink()
-    assert decoy is not None, "no file of %s got an inode sharing all but the last four digits of %s" % (tmp_path, inode)
-    _proc, line = children.start(MAP_THEN_CLOSE, str(decoy))
+    else:
+        raise AssertionError("no file of %s got an inode sharing all but the last four digits of its node's" % tmp_path)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(dev_dir / "decoy"))
     decoy_pid = int(line)
-    _proc, line = children.start(MAP_THEN_CLOSE, os.path.join(dev_dir, "nvidia0"))
+    _proc, line = children.start(MAP_THEN_CLOSE, str(dev_dir / "nvidia0"))
     mapped = int(line)
     with open("/proc/%d/maps" % decoy_pid, "rb") as handle:
         assert dev_field + inode[:-4] in handle.read()
 
-    holders = procscan.scan_holders(dev_dir)
+    holders = procscan.scan_holders(str(dev_dir))
 
     assert decoy_pid not in holders
-    assert holders[mapped]["via"] == ["mmap"] and holders[mapped]["devices"] == [os.path.realpath(dev_dir) + "/nvidia0"]
+    assert holders[mapped]["via"] == ["mmap"] and holders[mapped]["devices"] == [os.path.realpath(str(dev_dir)) + "/nvidia0"]
