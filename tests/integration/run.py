@@ -192,7 +192,11 @@ def main(selected, jobs=1, engines=None):
     names = selected or sorted(name for name in os.listdir(TARGETS) if runnable(name))
     if not names:
         sys.exit("no integration targets found in %s" % TARGETS)
-    env = dict(os.environ, ANSIBLE_ROLES_PATH=TARGETS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    # Cases that could not set themselves up here (a refused unshare or cgroup write) write why into this file.
+    cases_not_run = tempfile.NamedTemporaryFile(prefix="gpuops-not-run-cases-", delete=False)  # pylint: disable=consider-using-with
+    cases_not_run.close()
+    env = dict(os.environ, ANSIBLE_ROLES_PATH=TARGETS, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               GPUOPS_NOT_RUN_CASES=cases_not_run.name)
     engines = engines or Engines()
     failed, not_run, runnable_here = [], [], []
     for name in names:
@@ -226,9 +230,13 @@ def main(selected, jobs=1, engines=None):
                 report(*run_target(name, env))
     finally:
         engines.stop()
-    # The summary, last: every target that did not run says why.
+    # The summary, last: every target and case that did not run says why.
     for name, reason in not_run:
         print("integration target %s: not run: %s" % (name, reason))
+    with open(cases_not_run.name) as handle:
+        for line in sorted(set(handle)):
+            print(line.rstrip("\n"))
+    os.unlink(cases_not_run.name)
     if failed:
         sys.exit("failed integration targets: %s" % ", ".join(failed))
 
