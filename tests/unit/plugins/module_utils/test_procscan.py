@@ -465,9 +465,21 @@ def test_a_bind_mount_in_another_mount_namespace_is_the_same_device(children, de
     assert holder["devices"] == [os.path.realpath(os.path.join(dev_dir, "nvidia0"))]
 
 
+def _blocked_in_read(pid, timeout=bounded.DEADLINE):
+    """Wait until the helper sleeps in its read of stdin: between its line and the read it may still run (state R),
+    and two scans taken across that instant differ in state alone."""
+    deadline = time.monotonic() + timeout
+    while procscan.read_process(pid)["state"] != "S":
+        if time.monotonic() > deadline:
+            pytest.fail("helper %d did not block in its read within %ss" % (pid, timeout), pytrace=False)
+        time.sleep(0.01)
+
+
 def test_worker_processes_find_the_same_holders(children, dev_dir):
     pids = {int(children.start(HOLD_OPEN, os.path.join(dev_dir, "nvidia0"))[1]),
             int(children.start(MAP_THEN_CLOSE, os.path.join(dev_dir, "nvidia1"))[1])}
+    for pid in pids:
+        _blocked_in_read(pid)
     alone = procscan.scan_holders_report(dev_dir, workers=1)
     shared = procscan.scan_holders_report(dev_dir, workers=3)
     assert pids <= set(alone["holders"])
