@@ -148,14 +148,20 @@ def _fd_devices(table_dir, table, found_nodes):
     return names, devices
 
 
+# The digits an inode's needle leaves out: inodes of nodes made at about the same time share the others.
+_INODE_DIGITS_LEFT_OUT = 4
+
+
 def _map_needles(map_fields):
     """[(needle, length of its MAJ:MIN part, {b"INODE": device path})] to search maps files with: b" MAJ:MIN "
-    and the inode's digits but its last two, so that the search (bytes.find, in C) stops at few lines even where
-    the device nodes share their filesystem with every library (a simulated node)."""
+    and the inode's digits but its last four, so that the search (bytes.find, in C) stops at few lines even where
+    the device nodes share their filesystem with every library (a simulated node), and one needle covers the nodes
+    of one filesystem made at about the same time: each needle is one more pass over every maps file, which costs
+    more than the few lines of other files it stops at (an exact inode match decides)."""
     groups = {}
     for dev_field, inodes in map_fields.items():
         for inode, device in inodes.items():
-            groups.setdefault((dev_field, inode[:-2]), {})[inode] = device
+            groups.setdefault((dev_field, inode[:-_INODE_DIGITS_LEFT_OUT]), {})[inode] = device
     return [(dev_field + prefix, len(dev_field), inodes) for (dev_field, prefix), inodes in sorted(groups.items())]
 
 

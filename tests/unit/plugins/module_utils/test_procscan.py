@@ -928,3 +928,43 @@ def test_a_mapped_file_whose_path_spells_a_devices_numbers_is_no_holder(children
     with open("/proc/%d/maps" % pid) as handle:
         assert str(decoy) in handle.read()
     assert pid not in procscan.scan_holders(dev_dir)
+
+
+def test_nodes_made_together_are_searched_with_one_needle():
+    # Each needle is one more pass over every maps file: the nodes of one filesystem whose inodes differ only in their
+    # last four digits share one, and only an exact inode names a device.
+    fields = {b" fe:00 ": {b"2746459": "/dev/nvidia0", b"2747137": "/dev/nvidia-uvm", b"2749999": "/dev/nvidiactl"},
+              b" 00:05 ": {b"1034": "/dev/nvidia1", b"1210": "/dev/nvidia2"}}
+    needles = procscan._map_needles(fields)  # pylint: disable=protected-access
+    assert sorted(needle for needle, _at, _inodes in needles) == [b" 00:05 ", b" fe:00 274"]
+    for needle, inode_at, inodes in needles:
+        assert needle[:inode_at] in fields and inodes == fields[needle[:inode_at]]
+
+
+def test_a_mapped_file_that_shares_a_devices_needle_is_no_holder(children, tmp_path):
+    # A file of the devices' filesystem whose inode, as a maps line shows it, differs from nvidia0's only in its last
+    # four digits: its line holds the needle nvidia0 is searched with, and it is still no device. Made right after the
+    # node, in its directory (a file the table does not take for one), where the filesystem gives the next inode;
+    # again in a new directory (nothing removed, so no inode is reused) when the two fall across a ten-thousand boundary.
+    as_mapped = _device_nodes._fields_as_mapped  # pylint: disable=protected-access
+    for attempt in range(20):
+        dev_dir = tmp_path / ("dev%d" % attempt)
+        dev_dir.mkdir()
+        for name in ("nvidia0", "decoy"):
+            (dev_dir / name).write_bytes(b"\0" * 4096)
+        (dev_field, inode), decoy_fields = as_mapped(str(dev_dir / "nvidia0")), as_mapped(str(dev_dir / "decoy"))
+        if decoy_fields[0] == dev_field and decoy_fields[1][:-4] == inode[:-4] and len(decoy_fields[1]) == len(inode):
+            break
+    else:
+        raise AssertionError("no file of %s got an inode sharing all but the last four digits of its node's" % tmp_path)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(dev_dir / "decoy"))
+    decoy_pid = int(line)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(dev_dir / "nvidia0"))
+    mapped = int(line)
+    with open("/proc/%d/maps" % decoy_pid, "rb") as handle:
+        assert dev_field + inode[:-4] in handle.read()
+
+    holders = procscan.scan_holders(str(dev_dir))
+
+    assert decoy_pid not in holders
+    assert holders[mapped]["via"] == ["mmap"] and holders[mapped]["devices"] == [os.path.realpath(str(dev_dir)) + "/nvidia0"]
