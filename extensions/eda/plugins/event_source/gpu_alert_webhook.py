@@ -218,6 +218,7 @@ async def main(queue, args):
             seen[request.headers.get(alert.SIGNATURE_HEADER)] = now
         for problem in problems:
             LOGGER.error("%s: %s", SOURCE, problem)
+        LOGGER.info("%s: accepted %d events from %s", SOURCE, len(events), request.remote)
         return web.json_response({"events": len(events), "problems": problems}, status=422 if problems and not events else 202)
 
     app = web.Application()
