@@ -18,7 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webh
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import SECRET, _alert, _free_port, _source
-from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import exchange as _exchange, until_listening
 
 BODY = json.dumps(_alert("node07:9100")).encode()
 TRICKLED = b"POST /alerts HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 40
@@ -27,16 +27,6 @@ TRICKLED = b"POST /alerts HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 40
 def _request(headers=(), body=BODY):
     lines = [b"POST /alerts HTTP/1.1", b"Host: x", b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
     return b"\r\n".join(lines + [header.encode() for header in headers] + [b"Connection: close", b"", body])
-
-
-async def _exchange(port, data, wait=5, context=None):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
-    writer.write(data)
-    await writer.drain()
-    try:
-        return await asyncio.wait_for(reader.read(65536), wait)
-    finally:
-        writer.close()
 
 
 def _serve(options, exchange):
