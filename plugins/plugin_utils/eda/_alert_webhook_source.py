@@ -54,7 +54,17 @@ def verify(secret, headers, body, now, window_seconds):
 
 
 AUTH_SCHEMES = ("hmac", "bearer", "basic")
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _loopback(host):
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to any address
 
 
 def listen_address(host, auth, tls):
@@ -65,7 +75,7 @@ def listen_address(host, auth, tls):
     schemes listen beyond the loopback only over TLS."""
     if host is None:
         return ("0.0.0.0" if tls else "127.0.0.1"), None
-    if auth != "hmac" and not tls and host not in LOOPBACK:
+    if auth != "hmac" and not tls and not _loopback(host):
         return None, ("option host %s with auth %s needs TLS (options certfile and keyfile): the %s would cross the "
                       "network in clear" % (host, auth, "token" if auth == "bearer" else "password"))
     return host, None
@@ -84,8 +94,10 @@ def verify_authorization(auth, secret, username, headers):
     import base64
     import binascii
 
-    given = headers.getall("Authorization", []) if hasattr(headers, "getall") else [headers[name] for name in headers
-                                                                                     if name.lower() == "authorization"]
+    if hasattr(headers, "getall"):  # aiohttp's headers: every Authorization line
+        given = headers.getall("Authorization", [])
+    else:
+        given = [headers[name] for name in headers if name.lower() == "authorization"]
     if not given:
         return "no Authorization header: %s credentials are required" % auth
     if len(given) > 1:

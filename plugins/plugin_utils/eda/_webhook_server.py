@@ -75,7 +75,7 @@ def tls_context(certfile, keyfile):
         raise ValueError("option keyfile %s belongs to uid %d, not to this account or root" % (keyfile, info.st_uid))
     if stat.S_IMODE(info.st_mode) & 0o077:
         raise ValueError("option keyfile %s has mode %04o: a private key must be readable by its owner alone (chmod 600)"
-                       % (keyfile, stat.S_IMODE(info.st_mode)))
+                         % (keyfile, stat.S_IMODE(info.st_mode)))
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:

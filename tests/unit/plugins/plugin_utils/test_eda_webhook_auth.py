@@ -162,6 +162,9 @@ def test_where_it_listens_unset():
     assert listen_address(None, "bearer", False) == ("127.0.0.1", None)
     assert listen_address(None, "bearer", True) == ("0.0.0.0", None)
     assert listen_address("::1", "basic", False) == ("::1", None)
+    assert listen_address("127.0.0.5", "bearer", False) == ("127.0.0.5", None)
+    # a name may resolve to any address: not taken for the loopback
+    assert listen_address("eda.example.com", "bearer", False)[0] is None
 
 
 def test_a_client_that_sends_its_headers_slowly_or_none_loses_its_connection():

@@ -19,6 +19,7 @@ hosts are posted at once while the rulebook works, and each answer's latency is 
 from __future__ import annotations
 
 import base64
+import calendar
 import concurrent.futures
 import json
 import os
@@ -104,13 +105,9 @@ class Daemons:
         for _name, process in reversed(self.started):
             try:
                 process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired:  # still unreaped: its pid, and so its group, is still its own
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=15)
-            try:  # the rest of its group (ansible-playbook's workers), by the group the leader led
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.started = []
 
 
@@ -217,7 +214,7 @@ def dashboard_series(prometheus, start, end):
 def rfc3339(text):
     """Prometheus's activeAt ("2026-12-06T07:40:01.123456789Z") as epoch seconds."""
     stamp, _dot, fraction = text.rstrip("Z").partition(".")
-    whole = time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    whole = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S"))
     return whole + float("0." + (fraction or "0"))
 
 
@@ -292,8 +289,8 @@ def run_loop(work, storm=0, concurrent_actions=4):
         result["metrics_written"] = os.stat(metrics).st_mtime
         result["first_scrape"] = until("the ghost memory finding in Prometheus (a scrape)", lambda: first_sample(
             prometheus, 'gpuops_gpu_finding{kind="ghost_memory"}', lambda value: value == 1))
-        alerts = until("GpuopsGhostMemory to fire", lambda: [alert for alert in firing(prometheus, "GpuopsGhostMemory")
-                                                              if alert["state"] == "firing"])
+        alerts = until("GpuopsGhostMemory to fire", lambda: [
+            alert for alert in firing(prometheus, "GpuopsGhostMemory") if alert["state"] == "firing"])
         result["alert"] = alerts[0]["labels"]
         result["firing"] = rfc3339(alerts[0]["activeAt"])
         done = until("the run of reset_gpu.yml for the alert (its report; %s)" % rulebook_log,
