@@ -11,12 +11,13 @@ description:
   - An HTTP server that accepts a POST of an Alertmanager webhook body carrying the alerts of
     C(extensions/prometheus/gpuops.rules.yml), or of gpu_watch's own webhook (docs/watch.md), and puts one event per
     firing alert on the queue, with C(meta.hosts) the alert's host.
-  - "Every request must carry the credentials of O(auth): V(hmac) (the default, for a relay and gpu_watch's own
-    webhook) - C(X-Gpuops-Timestamp) (seconds since the epoch) and C(X-Gpuops-Signature) (C(sha256=) and the hex
-    HMAC-SHA256 of the secret over the timestamp, a dot and the body), a timestamp within O(window_seconds) and a
+  - "Every request must carry the credentials of O(auth): V(hmac) (the default, for a relay that signs) -
+    C(X-Gpuops-Timestamp) (seconds since the epoch) and C(X-Gpuops-Signature) (C(sha256=) and the hex HMAC-SHA256 of
+    the secret over the timestamp, a dot and the body), a timestamp within O(window_seconds) and a
     signature not seen before (a replay); V(bearer) - C(Authorization: Bearer <secret>), what Alertmanager's
     C(http_config.authorization) sends; V(basic) - C(Authorization: Basic) of O(username) and the secret, what
-    C(http_config.basic_auth) sends. Credentials are compared in constant time. A request without them, with wrong
+    C(http_config.basic_auth) sends (gpu_watch's own webhook sends what C(gpu_watch_webhook_headers) holds, such as
+    the bearer token). Credentials are compared in constant time. A request without them, with wrong
     ones, or with a credential header given twice is rejected with 401 and put on no queue."
   - With O(certfile) and O(keyfile) it serves HTTPS (TLS 1.2 or later). A bearer token or password crosses the network
     only over TLS - O(auth) V(bearer) or V(basic) on an address other than the loopback without TLS is refused.
