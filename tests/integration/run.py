@@ -1,16 +1,17 @@
 """Run every integration target through ansible-playbook against localhost (simulated GPU nodes).
 
-Targets keep the ansible-test layout (tests/integration/targets/<name>/tasks/main.yml); a target whose
-aliases file says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' or 'slurm' needs that
-engine (or, 'prometheus', Debian's Prometheus stack, installed when missing): before its first such target the runner
-starts it for real (tools/docker_env.sh start, which uses an engine that answers or installs and starts one;
-tools/slurm_env.sh start and stop on a cluster of its own). Where it cannot start (no root, dockerd unable to create its iptables chains in an unprivileged container, slurmd unable to run),
-the target is reported "not run: <the tool's reason>" in the final summary and does not fail the run; where it
-starts, the target runs. A dockerd the runner started is stopped at the end. Pass target names to
-run only those. With GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output kept, and printed for a
-target that fails): the targets that share the machine's Docker engine form one lane, those that share its Slurm
-cluster another, run one after the other within it; every other target is a lane of its own. The shared lanes start
-first: they are the longest, and they spend much of their time waiting on their daemons.
+Targets keep the ansible-test layout (tests/integration/targets/<name>/tasks/main.yml); a target whose aliases file
+says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' or 'slurm' needs that engine (or,
+'prometheus', Debian's Prometheus stack, installed when missing): before its first such target the runner starts it
+for real (tools/docker_env.sh start, which uses an engine that answers or installs and starts one; tools/slurm_env.sh
+start and stop on a cluster of its own). Where it cannot start (no root, dockerd unable to create its iptables chains
+in an unprivileged container, slurmd unable to run), the target is reported "not run: <the tool's reason>" in the
+final summary and does not fail the run; where it starts, the target runs. A dockerd the runner started is stopped at
+the end. Pass target names to run only those. With GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output
+kept, and printed for a target that fails): the targets that share the machine's Docker engine form one lane, those
+that share its Slurm cluster another, the alert loop's a third, run one after the other within it; every other target
+is a lane of its own. The shared lanes start first: they are the longest, and they spend much of their time waiting on
+their daemons.
 """
 import os
 import shutil
