@@ -309,7 +309,14 @@ def run_loop(work, storm=0, concurrent_actions=4):
         result["resolved_delivered"] = until("Alertmanager's resolved notification (%s)" % rulebook_log, lambda: [
             stamp for stamp in _stamps(rulebook_log, "gpu_alert_webhook: accepted 0 events") if stamp > result["fixed"] - 1])[0]
         result["finding_after"] = query(prometheus, 'gpuops_gpu_finding{kind="ghost_memory"}')
-        result["dashboard"] = dashboard_series(prometheus, result["metrics_written"] - 2, time.time())
+        # Each panel over the loop's time; the last scrape may be newer than the range's last step: asked again (bounded)
+        # until every panel has series, and what they have then is the result the caller asserts.
+        deadline = time.monotonic() + 30
+        while True:
+            result["dashboard"] = dashboard_series(prometheus, result["metrics_written"] - 2, time.time())
+            if all(result["dashboard"].values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         result["ghost_bytes_after"] = [float(sample["value"][1]) for sample in query(prometheus, "gpuops_gpu_memory_ghost_bytes")]
         if storm:
             result["storm"] = post_storm(ports, token, storm)
