@@ -31,6 +31,10 @@ PLAYBOOK_OPTIONS = {
     "gpuops_environment": {"type": "dict"},
     # The event's one host, passed by the rulebooks (plugin_utils/eda/_event_target.py).
     "gpuops_event_host": {"type": "str"},
+    # What the event's source decided of an Xid (its code, "site" or "catalog", the rung): the run's policy must agree.
+    "gpuops_event_xid": {"type": "raw"},
+    "gpuops_event_policy": {"type": "str"},
+    "gpuops_event_rung": {"type": "str"},
 }
 
 
