@@ -15,11 +15,11 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_check import PLAYBOOK_VARIABLE, kind_error
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import control_character
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_ranges import RANGED_OPTIONS, out_of_range
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-YES_NO = frozenset(["true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"])
 MAX_HOSTS_PER_BATCH = 1000000
 
 # The playbooks' own variables (each playbook's header documents them).
@@ -31,6 +31,10 @@ PLAYBOOK_OPTIONS = {
     "gpuops_environment": {"type": "dict"},
     # The event's one host, passed by the rulebooks (plugin_utils/eda/_event_target.py).
     "gpuops_event_host": {"type": "str"},
+    # What the event's source decided of an Xid (its code, "site" or "catalog", the rung): the run's policy must agree.
+    "gpuops_event_xid": {"type": "raw"},
+    "gpuops_event_policy": {"type": "str"},
+    "gpuops_event_rung": {"type": "str"},
 }
 
 
@@ -96,17 +100,6 @@ VALUE_RULES = {
 VALUE_RULES.update(("gpu_watch_" + option, _watch_range(option)) for option in RANGED_OPTIONS)
 
 
-def _kind_error(kind, value):
-    """What a value of this spec type must be, when it is not that; None when it is (or may be converted)."""
-    if kind == "bool" and not (isinstance(value, bool) or str(value).strip().lower() in YES_NO):
-        return "true or false"
-    if kind == "list" and (isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple))):
-        return "a list"
-    if kind == "dict" and not isinstance(value, dict):
-        return "a mapping"
-    return None
-
-
 def input_errors(values, options):
     """One message per wrong variable of `values` (those `options` declares), each naming it with its value and what
     it must be; empty when every one is right."""
@@ -118,11 +111,12 @@ def input_errors(values, options):
         value = values[name]
         if value is None and not spec.get("required"):
             continue  # no answer (AWX's empty survey answer, ansible/awx#16205): the default applies
-        must_be = _kind_error(spec.get("type", "str"), value)
-        if must_be is None and name in VALUE_RULES and _kind_error_free(spec, value):
+        error = kind_error(name, value, spec.get("type", "str"), PLAYBOOK_VARIABLE, shown=_as_written(value))
+        if error is None and name in VALUE_RULES and _kind_error_free(spec, value):
             must_be = VALUE_RULES[name](value)
-        if must_be:
-            errors.append("%s=%s (%s)" % (name, _as_written(value), must_be))
+            error = "%s=%s (%s)" % (name, _as_written(value), must_be) if must_be else None
+        if error:
+            errors.append(error)
             named.add(name)
     rest = {name: values[name] for name in values if name in options and name not in named
             and (values[name] is not None or options[name].get("required"))}
