@@ -11,6 +11,7 @@ import time
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
@@ -77,11 +78,11 @@ MEMORY_MAPS_ARGUMENT_SPEC = dict(
 def validate_snapshot_params(module):
     """Fail before anything runs when an option is out of range, naming it and its value."""
     params = module.params
-    if params["probe_timeout"] <= 0:
+    if not within("probe_timeout", params["probe_timeout"]):
         module.fail_json(msg="probe_timeout must be greater than 0, got %r" % params["probe_timeout"])
-    if params["kernel_log_window"] is not None and params["kernel_log_window"] <= 0:
+    if params["kernel_log_window"] is not None and not within("kernel_log_window", params["kernel_log_window"]):
         module.fail_json(msg="kernel_log_window must be a positive number of minutes, got %r" % params["kernel_log_window"])
-    if params["ghost_threshold_mib"] < 0:
+    if not within("ghost_threshold_mib", params["ghost_threshold_mib"]):
         module.fail_json(msg="ghost_threshold_mib must be 0 or more, got %r" % params["ghost_threshold_mib"])
     try:
         parse_policy(params.get("xid_policy"))

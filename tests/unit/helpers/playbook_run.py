@@ -1,0 +1,19 @@
+"""ansible-playbook in a child Python (the venv's, with the collection found through ANSIBLE_COLLECTIONS_PATH), its output
+as the console shows it: no colour, stdout and stderr together, every run under a deadline (helpers/bounded.py)."""
+import os
+import subprocess
+import sys
+
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+
+PLAYBOOK_MAIN = "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])"
+
+
+def ansible_playbook(args, collections_root, cwd, env=None, timeout=300):
+    """The finished run (returncode, stdout) of ansible-playbook ARGS."""
+    child_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
+                     ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    child_env.update(env or {})
+    argv = [sys.executable, "-c", PLAYBOOK_MAIN] + list(args)
+    return bounded.run(argv, "ansible-playbook %s" % " ".join(args), timeout=timeout, env=child_env, cwd=cwd,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
