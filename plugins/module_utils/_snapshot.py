@@ -95,11 +95,19 @@ def validate_snapshot_params(module):
 
 
 class UnknownGpu(ValueError):
-    pass
+    """A selection naming no GPU of the node; keeps the GPUs the node has, for the message."""
+
+    def __init__(self, name, gpus=()):
+        super().__init__(name)
+        self.name = name
+        self.gpus = list(gpus)
 
 
 def unknown_gpu_message(error):
-    return "gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(error)
+    """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
+    there = "; ".join("%s (%s, %s)" % (gpu["index"], gpu.get("uuid") or "no UUID", gpu.get("pci_bus_id") or "no bus id")
+                      for gpu in error.gpus) or "none"
+    return "gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id); this node has: %s" % (error.name, there)
 
 
 def select_gpus(gpus, wanted):
@@ -112,7 +120,7 @@ def select_gpus(gpus, wanted):
         key = str(name).strip()
         match = [gpu["index"] for gpu in gpus if _names_gpu(gpu, key)]
         if not match:
-            raise UnknownGpu(key)
+            raise UnknownGpu(key, gpus)
         selected.extend(index for index in match if index not in selected)
     return sorted(selected)
 
