@@ -17,6 +17,8 @@ import os
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import markdown, markdown_code, printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, write_atomic_in
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_RUNG
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import fleet_triage, plural, triage
 
 STATUSES = ("fixed", "partly fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
 _GPU_FIELDS = ("index", "name", "pci_bus_id", "state", "memory_used_mib", "memory_total_mib", "unattributed_mib")
@@ -87,16 +89,36 @@ def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
                         if holder.get("class") != "gpu_daemon"],
             "summary": list(summary or []),
         }
-        if refusal:
+        if refusal and entry["entry_rung"] != NO_RUNG:
             entry.update(status="refused", msg=refusal)
+        elif refusal:  # a fleet-wide refusal: this host needed nothing, it stays clean
+            entry.update(status="clean", msg="no GPU memory held: nothing to do")
         return entry
     if refusal:
         return {"host": host, "status": "refused", "msg": refusal}
     return {"host": host, "status": "not_reached", "msg": "failed or not reached before its inspection"}
 
 
+FLEET_GUARD = "fleet guard:"
+
+
+def triage_lines(groups):
+    """The console's first lines: each group with its hosts, one line each saying why and what would allow the next step."""
+    lines = []
+    for group in groups:
+        lines.append("  %s (%s):" % (group["group"], plural(len(group["hosts"]), "host")))
+        for host in group["hosts"]:
+            lines.append("    %s: %s%s%s" % (host["host"], host["outcome"], " - " + host["why"] if host["why"] else "",
+                                                "; next: " + host["next"] if host["next"] else ""))
+    return lines
+
+
 def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts=()):
     """The whole report: the hosts' lines and the fleet's totals, with the summary lines printed at the end of a run."""
+    refused_run = any(e.get("status") == "refused" and str(e.get("msg") or "").startswith(FLEET_GUARD) for e in entries)
+    for entry in entries:
+        entry["triage"] = triage(entry, refused_run)
+    groups = fleet_triage(entries)
     by_status = dict((status, [e["host"] for e in entries if e.get("status") == status]) for status in STATUSES)
     fixed_by = {}
     for entry in entries:
@@ -107,8 +129,8 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
     ghost = sum(gpu["bars"][0]["ghost_mib"] or 0 for gpu in gpus if gpu.get("bars"))
     timed = [entry["seconds"] for entry in entries if entry.get("seconds") is not None]
     title = run_id if kind == "reset_gpu" else "gpu_report"
-    summary = ["%s: %d host(s)%s" % (title, len(entries), " (check mode: a plan, nothing changed)" if check_mode else "")]
-    summary += ["  %s: %s" % (status, ", ".join(by_status[status])) for status in STATUSES if by_status[status]]
+    summary = ["%s: %s%s" % (title, plural(len(entries), "host"), " (check mode: a plan, nothing changed)" if check_mode else "")]
+    summary += triage_lines(groups)
     summary += ["  fixed by %s: %s" % (rung, ", ".join(names)) for rung, names in fixed_by.items()]
     if kind == "reset_gpu" and not check_mode:
         summary.append("  memory back: %d MiB" % freed)
@@ -117,7 +139,7 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
         "fleet": {"hosts": len(entries), "by_status": by_status, "fixed_by": fixed_by, "memory_freed_mib": freed,
                   "count_by_status": dict((status, len(names)) for status, names in by_status.items()),
                   "gpus": len(gpus), "ghost_mib": ghost, "seconds_longest": max(timed) if timed else None,
-                  "destructive_hosts": list(destructive_hosts), "summary": summary},
+                  "destructive_hosts": list(destructive_hosts), "triage": groups, "summary": summary},
     }
 
 

@@ -1,0 +1,104 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What needs a human: every host of a report graded into one group (needs a human, held back, fixed, clean) with its
+outcome, one line why and what would allow the next step. A read-only report and a plan are graded by what the ladder
+would do (the verdict), in the conditional. Every format of the report starts with these groups (_run_report.py,
+_report_html.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, IN_USE, NO_RUNG
+
+NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN = "needs a human", "held back", "fixed", "clean"
+GROUPS = (NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN)
+# The rungs a run takes with the defaults (gpu_reclaim_max_rung=reload, no reboot): a verdict above them is held back.
+DEFAULT_RUNGS = ("kill", "reset", "reload", "wsl", "restart_adapter")
+LOST_NEXT = ("a reboot (gpu_reclaim_max_rung=reboot and gpu_reclaim_allow_reboot=true); if the GPU stays lost, send it back "
+             "by its serial and bus id")
+UNKILLABLE_NEXT = "a process in uninterruptible sleep waits on the kernel: a reboot (gpu_reclaim_max_rung=reboot, gpu_reclaim_allow_reboot=true)"
+FLEET_NEXT = "narrow the run with --limit, or raise gpu_remediate_max_destructive_percent"
+
+
+def _gpu_states(entry):
+    return [gpu.get(key) for gpu in entry.get("gpus") or [] for key in ("state", "state_before", "state_after") if gpu.get(key)]
+
+
+def _allowing(msg):
+    """The part of the ladder's message that names what would allow the next step ("...; X would allow it"), or ""."""
+    parts = [part.strip() for part in (msg or "").split("; ") if "would allow" in part]
+    return parts[-1] if parts else ""
+
+
+def _lost(entry):
+    lost = [gpu for gpu in entry.get("gpus") or [] if "lost" in (gpu.get("state"), gpu.get("state_before"), gpu.get("state_after"))]
+    return ", ".join("GPU %s (%s)" % (gpu.get("index"), gpu.get("pci_bus_id") or "bus id unknown") for gpu in lost)
+
+
+def _grade(outcome, group, why, allow=""):
+    return {"group": group, "outcome": outcome, "why": why or "", "next": allow or ""}
+
+
+def _by_verdict(entry):
+    """A host the run only inspected: what the ladder would do, by its verdict."""
+    rung, why = entry.get("entry_rung") or NO_RUNG, "; ".join(entry.get("reasons") or []) or entry.get("msg") or ""
+    if _lost(entry):
+        return _grade("lost GPU", NEEDS_A_HUMAN, "%s fell off the bus: %s" % (_lost(entry), why), LOST_NEXT)
+    if rung == NO_RUNG:
+        busy = IN_USE in _gpu_states(entry) or "busy" in _gpu_states(entry)
+        return _grade("in use" if busy else "clean", CLEAN, "working programs hold its memory" if busy else "no GPU memory held")
+    if rung not in DEFAULT_RUNGS:
+        return _grade("above max rung", HELD_BACK, "the evidence needs the %s rung: %s" % (rung, why),
+                      "gpu_reclaim_max_rung=%s%s" % (rung, " and gpu_reclaim_allow_reboot=true" if rung == "reboot" else ""))
+    return _grade("would be fixed by %s" % rung, FIXED, "the ladder would take the %s rung: %s" % (rung, why))
+
+
+def triage(entry, refused_run=False):
+    """The grade of one host of the report (host_entry's shape). refused_run: the whole run was refused (the fleet guard),
+    so a host it would not have touched is graded by its verdict, not as refused."""
+    status, msg = entry.get("status"), entry.get("msg") or ""
+    holders = entry.get("held_by") or []
+    if status == "inspected" or (status == "refused" and refused_run):
+        graded = _by_verdict(entry)
+        if status == "refused" and graded["group"] != CLEAN:
+            return _grade("refused", NEEDS_A_HUMAN, msg.split(". ")[0], FLEET_NEXT)
+        return graded
+    if _lost(entry) and status != "fixed":
+        return _grade("lost GPU", NEEDS_A_HUMAN, "%s fell off the bus: %s" % (_lost(entry), msg), LOST_NEXT)
+    if status == "fixed":
+        return _grade("fixed", FIXED, msg)
+    if status == "clean":
+        return _grade("clean", CLEAN, msg)
+    if status == "planned":
+        if entry.get("needs"):
+            return _grade("would be partly fixed", HELD_BACK, msg, _allowing(msg))
+        return _grade("would be fixed", FIXED, msg)
+    if status == "partly fixed":
+        return _grade("above max rung", HELD_BACK, msg, _allowing(msg))
+    if status == "refused":
+        allow = _allowing(msg)
+        return _grade("above max rung" if "heaviest rung allowed" in msg else "refused", HELD_BACK if allow else NEEDS_A_HUMAN, msg,
+                      allow)
+    if status == "failed" and any(holder.get("class") == "unkillable" for holder in holders):
+        return _grade("unkillable", NEEDS_A_HUMAN, msg, UNKILLABLE_NEXT)
+    if status == "failed" and _allowing(msg) and any(holder.get("class") == BUSY_CLASS for holder in holders):
+        return _grade("busy", HELD_BACK, msg, _allowing(msg))
+    if status == "failed" and IN_USE in _gpu_states(entry) and _allowing(msg):
+        return _grade("in use", HELD_BACK, msg, _allowing(msg))
+    if status == "not_reached":
+        return _grade("not reached", NEEDS_A_HUMAN, msg, "reach the host (its connection, its Python) and run again")
+    return _grade(status or "failed", NEEDS_A_HUMAN, msg, _allowing(msg))
+
+
+def fleet_triage(entries):
+    """[{group, hosts: [{host, outcome, why, next}]}] in GROUPS order, only the groups that have hosts."""
+    groups = []
+    for group in GROUPS:
+        hosts = [dict(entry["triage"], host=entry["host"]) for entry in entries if entry["triage"]["group"] == group]
+        if hosts:
+            groups.append({"group": group, "hosts": [dict((key, host[key]) for key in ("host", "outcome", "why", "next")) for host in hosts]})
+    return groups
+
+
+def plural(count, word):
+    """"1 host", "3 hosts"."""
+    return "%d %s%s" % (count, word, "" if count == 1 else "s")
