@@ -195,11 +195,22 @@ def _host_markdown(entry):
     return lines
 
 
+def _triage_markdown(groups):
+    """What needs a human first: a heading per group, one item per host with why and what would allow the next step."""
+    lines = []
+    for group in groups:
+        lines += ["## %s (%s)" % (group["group"].capitalize(), plural(len(group["hosts"]), "host")), ""]
+        lines += ["- **%s**: %s%s%s" % (_cell(host["host"]), _cell(host["outcome"]), " - " + _cell(host["why"]) if host["why"] else "",
+                                        "; next: " + _cell(host["next"]) if host["next"] else "") for host in group["hosts"]]
+        lines.append("")
+    return lines + ["## Hosts", ""] if lines else lines
+
+
 def render_markdown(report):
     """The report for people: one table of the hosts, the fleet's summary, then each host's holders, GPUs and rungs."""
     lines = ["# GPU memory report %s" % markdown_code(report["run_id"]), "",
              "Generated %s%s." % (_cell(report["generated"]), " in check mode: a plan, nothing was changed" if report["check_mode"] else ""),
-             "", "| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |",
+             ""] + _triage_markdown(report["fleet"].get("triage", [])) + ["| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |",
              "|---|---|---|---|---|---:|---:|"]
     for entry in report["hosts"]:
         lines.append(_row([entry["host"], entry.get("status"), entry.get("entry_rung"), entry.get("fixed_by"),

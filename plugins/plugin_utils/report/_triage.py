@@ -8,6 +8,7 @@ _report_html.py)."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, IN_USE, NO_RUNG
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural  # noqa: F401 (the report's formats use it from here)
 
 NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN = "needs a human", "held back", "fixed", "clean"
 GROUPS = (NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN)
@@ -97,8 +98,3 @@ def fleet_triage(entries):
         if hosts:
             groups.append({"group": group, "hosts": [dict((key, host[key]) for key in ("host", "outcome", "why", "next")) for host in hosts]})
     return groups
-
-
-def plural(count, word):
-    """"1 host", "3 hosts"."""
-    return "%d %s%s" % (count, word, "" if count == 1 else "s")
