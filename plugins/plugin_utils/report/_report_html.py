@@ -11,6 +11,7 @@ user and GPU names, messages) is hostile data and goes through `_text`.
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import html_text
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import rung_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import STATUSES
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import plural
 
@@ -72,8 +73,8 @@ ul{margin:4px 0;padding-left:20px}li{margin:2px 0}.plan-line{color:var(--mute);f
 .na{color:var(--mute);font-style:italic}.none{color:var(--mute)}
 .triage{margin:0 0 18px}.tgroup{background:var(--card);border:1px solid var(--line);border-left:6px solid var(--line);border-radius:8px;padding:8px 14px;margin:0 0 10px}
 .tgroup h2{margin:0 0 4px}.tgroup li{margin:4px 0}.tgroup .next{display:block;color:var(--mute);font-size:13px}
-.g-needs_a_human{--g:#cf222e}.g-held_back{--g:#bf8700}.g-fixed{--g:#1a7f37}.g-clean{--g:#0e7490}
-.tgroup.g-needs_a_human,.tgroup.g-held_back,.tgroup.g-fixed,.tgroup.g-clean{border-left-color:var(--g)}
+.g-needs_a_human{--g:#cf222e}.g-held_back{--g:#bf8700}.g-fixed,.g-would_be_fixed{--g:#1a7f37}.g-clean{--g:#0e7490}
+.tgroup{border-left-color:var(--g,var(--line))}
 .gbadge{display:inline-block;color:#fff;background:var(--g);border-radius:4px;padding:1px 8px;font-size:12px;font-weight:600}
 """
 
@@ -202,7 +203,7 @@ def _rungs(entry):
         return ""
     items = []
     for step in entry["rungs_tried"]:
-        result = "failed: %s" % _text(step.get("msg")) if step.get("failed") else ("changed" if step.get("changed") else "nothing to do")
+        result = _text(rung_result(step, entry.get("check_mode")))
         plan = "".join('<li class="plan-line">%s</li>' % _text(line) for line in step.get("plan", []))
         items.append("<li><b>%s</b>: %s%s</li>" % (_text(step.get("rung")), result, "<ul>%s</ul>" % plan if plan else ""))
     return "<h3>Rungs taken</h3><ul>%s</ul>" % "".join(items)

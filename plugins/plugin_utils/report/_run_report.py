@@ -18,6 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._escape import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, write_atomic_in
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_RUNG
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import rung_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import fleet_triage, plural, triage
 
 STATUSES = ("fixed", "partly fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
@@ -118,7 +119,7 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
     refused_run = any(e.get("status") == "refused" and str(e.get("msg") or "").startswith(FLEET_GUARD) for e in entries)
     for entry in entries:
         entry["triage"] = triage(entry, refused_run)
-    groups = fleet_triage(entries)
+    groups = fleet_triage(entries, conditional=check_mode or kind != "reset_gpu")
     by_status = dict((status, [e["host"] for e in entries if e.get("status") == status]) for status in STATUSES)
     fixed_by = {}
     for entry in entries:
@@ -182,7 +183,7 @@ def _host_markdown(entry):
                                gpu.get("ghost_mib_before", gpu.get("unattributed_mib")), gpu.get("freed_mib")]))
         lines.append("")
     for step in entry.get("rungs_tried", []):
-        result = "failed: %s" % _cell(step.get("msg")) if step.get("failed") else ("changed" if step.get("changed") else "nothing to do")
+        result = _cell(rung_result(step, entry.get("check_mode")))
         lines.append("- rung **%s**: %s" % (_cell(step.get("rung")), result))
         lines += ["  - %s" % _cell(line) for line in step.get("plan", [])]
     if entry.get("rungs_tried"):

@@ -90,10 +90,17 @@ def triage(entry, refused_run=False):
     return _grade(status or "failed", NEEDS_A_HUMAN, msg, _allowing(msg))
 
 
-def fleet_triage(entries):
-    """[{group, hosts: [{host, outcome, why, next}]}] in GROUPS order, only the groups that have hosts."""
+WOULD_BE_FIXED = "would be fixed"
+
+
+def fleet_triage(entries, conditional=False):
+    """[{group, hosts: [{host, outcome, why, next}]}] in GROUPS order, only the groups that have hosts. conditional: a plan
+    or a read-only report, where nothing was fixed: the group says "would be fixed" (in each host's grade too)."""
+    for entry in entries:
+        if conditional and entry["triage"]["group"] == FIXED:
+            entry["triage"]["group"] = WOULD_BE_FIXED
     groups = []
-    for group in GROUPS:
+    for group in (GROUPS if not conditional else tuple(WOULD_BE_FIXED if name == FIXED else name for name in GROUPS)):
         hosts = [dict(entry["triage"], host=entry["host"]) for entry in entries if entry["triage"]["group"] == group]
         if hosts:
             groups.append({"group": group, "hosts": [dict((key, host[key]) for key in ("host", "outcome", "why", "next")) for host in hosts]})
