@@ -65,7 +65,7 @@ def _walked_gpu(gpu, seen, walked):
 
 
 def _inspected_gpu(gpu):
-    picked = _pick(gpu, _GPU_FIELDS)
+    picked = dict((field, gpu.get(field)) for field in _GPU_FIELDS)  # a lost GPU's unknown figures are None, never missing
     picked["bars"] = [memory_bar("now", gpu.get("memory_total_mib"), gpu.get("memory_used_mib"), gpu.get("unattributed_mib"),
                                  gpu.get("memory_reserved_mib"))]
     return picked

@@ -6,6 +6,8 @@ import sys
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
+# .../ansible_collections/gpuops/remediation/tests/unit/helpers: the directory above ansible_collections, as imported
+COLLECTIONS_ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), *[os.pardir] * 6))
 PLAYBOOK_MAIN = "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])"
 
 
