@@ -75,6 +75,7 @@ ul{margin:4px 0;padding-left:20px}li{margin:2px 0}.plan-line{color:var(--mute);f
 .tgroup h2{margin:0 0 4px}.tgroup li{margin:4px 0}.tgroup .next{display:block;color:var(--mute);font-size:13px}
 .g-needs_a_human{--g:#cf222e}.g-held_back{--g:#bf8700}.g-fixed,.g-would_be_fixed{--g:#1a7f37}.g-clean{--g:#0e7490}
 .tgroup{border-left-color:var(--g,var(--line))}
+.warning{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:0 0 10px}
 .gbadge{display:inline-block;color:#fff;background:var(--g);border-radius:4px;padding:1px 8px;font-size:12px;font-weight:600}
 """
 
@@ -133,7 +134,9 @@ def _triage(report):
         groups.append('<div class="tgroup %s" data-group="%s"><h2>%s <small>(%s)</small></h2><ul>%s</ul></div>' % (
             _group_class(group["group"]), _text(group["group"]), _figure(group["group"], path + ".group"),
             plural(len(group["hosts"]), "host"), items))
-    return '<section class="triage" data-scope="triage">%s</section>' % "".join(groups)
+    warnings = "".join('<p class="warning">warning: %s</p>' % _figure(warning, "fleet.warnings.%d" % at)
+                       for at, warning in enumerate(report["fleet"].get("warnings", [])))
+    return '<section class="triage" data-scope="triage">%s%s</section>' % (warnings, "".join(groups))
 
 
 def _bar(memory, css_class="bar"):

@@ -100,9 +100,6 @@ def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
     return {"host": host, "status": "not_reached", "msg": "failed or not reached before its inspection"}
 
 
-FLEET_GUARD = "fleet guard:"
-
-
 def triage_lines(groups):
     """The console's first lines: each group with its hosts, one line each saying why and what would allow the next step."""
     lines = []
@@ -114,11 +111,10 @@ def triage_lines(groups):
     return lines
 
 
-def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts=()):
+def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts=(), warnings=()):
     """The whole report: the hosts' lines and the fleet's totals, with the summary lines printed at the end of a run."""
-    refused_run = any(e.get("status") == "refused" and str(e.get("msg") or "").startswith(FLEET_GUARD) for e in entries)
     for entry in entries:
-        entry["triage"] = triage(entry, refused_run)
+        entry["triage"] = triage(entry)
     groups = fleet_triage(entries, conditional=check_mode or kind != "reset_gpu")
     by_status = dict((status, [e["host"] for e in entries if e.get("status") == status]) for status in STATUSES)
     fixed_by = {}
@@ -132,6 +128,7 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
     title = run_id if kind == "reset_gpu" else "gpu_report"
     summary = ["%s: %s%s" % (title, plural(len(entries), "host"), " (check mode: a plan, nothing changed)" if check_mode else "")]
     summary += triage_lines(groups)
+    summary += ["  warning: %s" % warning for warning in warnings]
     summary += ["  fixed by %s: %s" % (rung, ", ".join(names)) for rung, names in fixed_by.items()]
     if kind == "reset_gpu" and not check_mode:
         summary.append("  memory back: %d MiB" % freed)
@@ -140,7 +137,7 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
         "fleet": {"hosts": len(entries), "by_status": by_status, "fixed_by": fixed_by, "memory_freed_mib": freed,
                   "count_by_status": dict((status, len(names)) for status, names in by_status.items()),
                   "gpus": len(gpus), "ghost_mib": ghost, "seconds_longest": max(timed) if timed else None,
-                  "destructive_hosts": list(destructive_hosts), "triage": groups, "summary": summary},
+                  "destructive_hosts": list(destructive_hosts), "triage": groups, "warnings": list(warnings), "summary": summary},
     }
 
 
@@ -211,7 +208,8 @@ def render_markdown(report):
     """The report for people: one table of the hosts, the fleet's summary, then each host's holders, GPUs and rungs."""
     lines = ["# GPU memory report %s" % markdown_code(report["run_id"]), "",
              "Generated %s%s." % (_cell(report["generated"]), " in check mode: a plan, nothing was changed" if report["check_mode"] else ""),
-             ""] + _triage_markdown(report["fleet"].get("triage", [])) + ["| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |",
+             ""] + ["> **Warning:** %s" % _cell(warning) for warning in report["fleet"].get("warnings", [])] + (
+                 [""] if report["fleet"].get("warnings") else []) + _triage_markdown(report["fleet"].get("triage", [])) + ["| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |",
              "|---|---|---|---|---|---:|---:|"]
     for entry in report["hosts"]:
         lines.append(_row([entry["host"], entry.get("status"), entry.get("entry_rung"), entry.get("fixed_by"),

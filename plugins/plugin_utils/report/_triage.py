@@ -15,8 +15,10 @@ GROUPS = (NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN)
 # The rungs a run takes with the defaults (gpu_reclaim_max_rung=reload, no reboot): a verdict above them is held back.
 DEFAULT_RUNGS = ("kill", "reset", "reload", "wsl", "restart_adapter")
 LOST_NEXT = ("a reboot (gpu_reclaim_max_rung=reboot and gpu_reclaim_allow_reboot=true); if the GPU stays lost, send it back "
-             "by its serial and bus id")
+             "by the identity the report keeps (bus id, UUID)")
 UNKILLABLE_NEXT = "a process in uninterruptible sleep waits on the kernel: a reboot (gpu_reclaim_max_rung=reboot, gpu_reclaim_allow_reboot=true)"
+FLEET_GUARD = "fleet guard:"
+BUSY_NEXT = "gpu_reclaim_end_running_jobs=true (a destructive step), or end the working program its owner's way"
 FLEET_NEXT = "narrow the run with --limit, or raise gpu_remediate_max_destructive_percent"
 
 
@@ -53,16 +55,14 @@ def _by_verdict(entry):
     return _grade("would be fixed by %s" % rung, FIXED, "the ladder would take the %s rung: %s" % (rung, why))
 
 
-def triage(entry, refused_run=False):
-    """The grade of one host of the report (host_entry's shape). refused_run: the whole run was refused (the fleet guard),
-    so a host it would not have touched is graded by its verdict, not as refused."""
+def triage(entry):
+    """The grade of one host of the report (host_entry's shape)."""
     status, msg = entry.get("status"), entry.get("msg") or ""
     holders = entry.get("held_by") or []
-    if status == "inspected" or (status == "refused" and refused_run):
-        graded = _by_verdict(entry)
-        if status == "refused" and graded["group"] != CLEAN:
-            return _grade("refused", NEEDS_A_HUMAN, msg.split(". ")[0], FLEET_NEXT)
-        return graded
+    if status == "inspected":
+        return _by_verdict(entry)
+    if status == "refused" and msg.startswith(FLEET_GUARD):
+        return _grade("refused", NEEDS_A_HUMAN, msg.split(". ")[0], FLEET_NEXT)
     if _lost(entry) and status != "fixed":
         return _grade("lost GPU", NEEDS_A_HUMAN, "%s fell off the bus: %s" % (_lost(entry), msg), LOST_NEXT)
     if status == "fixed":
@@ -81,8 +81,8 @@ def triage(entry, refused_run=False):
                       allow)
     if status == "failed" and any(holder.get("class") == "unkillable" for holder in holders):
         return _grade("unkillable", NEEDS_A_HUMAN, msg, UNKILLABLE_NEXT)
-    if status == "failed" and _allowing(msg) and any(holder.get("class") == BUSY_CLASS for holder in holders):
-        return _grade("busy", HELD_BACK, msg, _allowing(msg))
+    if status == "failed" and any(holder.get("class") == BUSY_CLASS for holder in holders):
+        return _grade("busy", HELD_BACK, msg, _allowing(msg) or BUSY_NEXT)
     if status == "failed" and IN_USE in _gpu_states(entry) and _allowing(msg):
         return _grade("in use", HELD_BACK, msg, _allowing(msg))
     if status == "not_reached":

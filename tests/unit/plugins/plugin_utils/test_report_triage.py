@@ -23,6 +23,8 @@ NODES = {
     "ghost2": "{gpus: [{ghost_mib: 2048}]}",
     "serving": "{gpus: [{}], holders: [{kind: fd, gpus: [0], memory_mib: 4096, name: llm-serve, running: true}]}",
     "idle": "{gpus: [{}]}",
+    "busy": "{gpus: [{ghost_mib: 2048}], holders: [{kind: fd, gpus: [0], memory_mib: 4096, name: llm-serve, running: true}]}",
+    "xid79": "{gpus: [{}], xid: [{xid: 79, gpu: 0}]}",
 }
 SETUP = """
 - hosts: localhost
@@ -80,8 +82,7 @@ def _playbook(fleet, collection_root, collections_root, name, *args):
 def _summary(stdout):
     """The lines of the task that shows the fleet summary, as the console printed them."""
     block = stdout.split("TASK [gpuops.remediation.gpu_remediate : Show the fleet summary]", 1)[1].split("PLAY RECAP")[0]
-    shown = block[block.index("=> {") + 3:block.rindex("}") + 1]
-    return json.loads(shown)["msg"]
+    return json.JSONDecoder().raw_decode(block[block.index("=> {") + 3:])[0]["msg"]
 
 
 def test_the_read_only_report_triages_by_verdict(fleet, collection_root, collections_root, tmp_path):
@@ -143,3 +144,37 @@ def test_a_plan_speaks_in_the_conditional(fleet, collection_root, collections_ro
     assert rung_lines and all(": would " in line for line in rung_lines), rung_lines
     outcome = json.loads((tmp_path / "reports" / "latest-plan.json").read_text())["hosts"][0]
     assert [line for line in outcome["summary"] if line.startswith("  rung ")] == ["  rung reset: would change"], outcome["summary"]
+
+
+def test_a_protect_entry_that_protects_nobody_is_a_warning_said_once(fleet, collection_root, collections_root, tmp_path):
+    run = _playbook(fleet, collection_root, collections_root, "reset_gpu.yml", "-l", "serving,idle", "--check",
+                    "-e", '{"gpu_reclaim_protect_names": ["llm-serv", "llm-serve"]}', "-e", "gpu_remediate_report_dir=%s" % (tmp_path / "reports"))
+    assert run.returncode == 0, run.stdout[-4000:]
+    warning = "gpu_reclaim_protect_names: 'llm-serv' matches no process holding a GPU on any host of this run; did you mean 'llm-serve'?"
+    assert _summary(run.stdout).count("  warning: " + warning) == 1
+    assert run.stdout.count(warning) == 1, run.stdout[-4000:]
+    report = json.loads((tmp_path / "reports" / "latest-plan.json").read_text())
+    assert report["fleet"]["warnings"] == [warning]
+    assert "> **Warning:** " in (tmp_path / "reports" / "latest-plan.md").read_text()
+
+
+def test_a_real_run_over_a_lost_a_refused_a_busy_a_fixed_and_a_clean_node(fleet, collection_root, collections_root, tmp_path):
+    """The picture of docs/report.md comes from this run (GPUOPS_REPORT_PICTURE=PATH keeps the screenshot there)."""
+    run = _playbook(fleet, collection_root, collections_root, "reset_gpu.yml", "-l", "lost,xid79,busy,ghost1,idle",
+                    "-e", "gpu_remediate_max_destructive_percent=100", "-e", "gpu_remediate_report_dir=%s" % (tmp_path / "reports"))
+    report = json.loads((tmp_path / "reports" / "latest.json").read_text())
+    grades = dict((entry["host"], (entry["triage"]["group"], entry["triage"]["outcome"])) for entry in report["hosts"])
+    assert grades == {"lost": ("needs a human", "lost GPU"), "xid79": ("held back", "above max rung"), "busy": ("held back", "busy"),
+                      "ghost1": ("fixed", "fixed"), "idle": ("clean", "clean")}, (grades, run.stdout[-6000:])
+    nexts = dict((entry["host"], entry["triage"]["next"]) for entry in report["hosts"])
+    assert "gpu_reclaim_max_rung" in nexts["xid79"] and "end_running_jobs" in nexts["busy"], nexts
+    lines = _summary(run.stdout)
+    assert [line for line in lines if not line.startswith("    ")][:5] == [
+        lines[0], "  needs a human (1 host):", "  held back (2 hosts):", "  fixed (1 host):", "  clean (1 host):"], lines
+    picture = str(tmp_path / "report.png")
+    dom = render(str(tmp_path / "reports" / "latest.html"), picture)
+    checked = check(dom, report)
+    assert checked["mismatches"] == [] and checked["missing"] == [] and checked["scripts"] == 0, checked
+    if os.environ.get("GPUOPS_REPORT_PICTURE"):
+        with open(picture, "rb") as source, open(os.environ["GPUOPS_REPORT_PICTURE"], "wb") as target:
+            target.write(source.read())
