@@ -318,6 +318,25 @@ def _lost_bus_ids(gpus, events):
             gpu.update(pci_bus_id=bus, pci_bus_id_from="kernel_log")
 
 
+def _remembered_identities(gpus, layout):
+    """Give a lost GPU the UUID, serial, name and bus id the watch last saw it with (its state file, root's, on this
+    node; identity_from names it): a GPU off the bus answers nothing, and a vendor takes it back by these."""
+    lost = [gpu for gpu in gpus if gpu.get("lost")]
+    if not lost:
+        return
+    from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import (  # pylint: disable=import-outside-toplevel
+        DEFAULT_STATE_FILE, load_state, remembered_identity)
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath  # pylint: disable=import-outside-toplevel
+    try:
+        state, dummy_problem = load_state(os.path.join(layout.sim_root or "/", DEFAULT_STATE_FILE))
+    except UnsafePath:
+        return  # another user's file is never believed
+    for gpu in lost:
+        remembered = remembered_identity(gpu, state)
+        if remembered:
+            gpu.update(remembered, identity_from="watch_state")
+
+
 def reset_blockers(holders):
     """Holders of /dev/nvidiactl and no GPU device (nv-fabricmanager, nv-hostengine, a monitoring agent, a stray
     NVML client): a client of the whole driver, which keeps every GPU from being reset."""
@@ -389,6 +408,7 @@ def take_snapshot(module, layout, options):
     boot_epoch = _boot_epoch()
     events, log_report = probe_kernel_log(module, layout, options, boot_epoch)
     _lost_bus_ids(gpus, events)
+    _remembered_identities(gpus, layout)
     selected = select_gpus(gpus, options.gpus)
 
     gpus_in_view = [gpu for gpu in gpus if gpu["index"] in selected]

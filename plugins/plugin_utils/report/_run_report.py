@@ -55,17 +55,26 @@ def _snapshot_gpus(snapshot):
     return dict((gpu.get("index"), gpu) for gpu in (snapshot or {}).get("gpus", []))
 
 
+def _identity(gpu):
+    """What a vendor takes a lost GPU back by: its UUID and serial, and where they came from when the driver could not
+    say them (the watch's state); nothing more for a GPU the driver answers for."""
+    if not gpu.get("lost") and gpu.get("state") != "lost":
+        return {}
+    return dict((field, gpu.get(field)) for field in ("uuid", "serial", "identity_from"))
+
+
 def _walked_gpu(gpu, seen, walked):
     """A GPU of a ladder's outcome with its bars: before, and after when a rung ran; its total from the host's snapshot."""
     total, reserved = seen.get("memory_total_mib"), seen.get("memory_reserved_mib")
     bars = [memory_bar("before", total, gpu.get("memory_used_mib_before"), gpu.get("ghost_mib_before"), reserved)]
     if walked and gpu.get("memory_used_mib_after") is not None:
         bars.append(memory_bar("after", total, gpu["memory_used_mib_after"], None, reserved))
-    return dict(gpu, memory_total_mib=total, bars=bars)
+    return dict(gpu, memory_total_mib=total, bars=bars, **_identity(seen))
 
 
 def _inspected_gpu(gpu):
     picked = dict((field, gpu.get(field)) for field in _GPU_FIELDS)  # a lost GPU's unknown figures are None, never missing
+    picked.update(_identity(gpu))
     picked["bars"] = [memory_bar("now", gpu.get("memory_total_mib"), gpu.get("memory_used_mib"), gpu.get("unattributed_mib"),
                                  gpu.get("memory_reserved_mib"))]
     return picked

@@ -34,7 +34,16 @@ def _allowing(msg):
 
 def _lost(entry):
     lost = [gpu for gpu in entry.get("gpus") or [] if "lost" in (gpu.get("state"), gpu.get("state_before"), gpu.get("state_after"))]
-    return ", ".join("GPU %s (%s)" % (gpu.get("index"), gpu.get("pci_bus_id") or "bus id unknown") for gpu in lost)
+    return ", ".join("GPU %s (%s)" % (gpu.get("index"), ", ".join(_known_identity(gpu))) for gpu in lost)
+
+
+def _known_identity(gpu):
+    """Bus id, UUID and serial as far as known, and from where when the driver could not say them."""
+    known = [gpu.get("pci_bus_id") or "bus id unknown"]
+    known += ["%s %s" % (label, gpu[field]) for field, label in (("uuid", "UUID"), ("serial", "serial")) if gpu.get(field)]
+    if gpu.get("identity_from") == "watch_state":
+        known.append("as the watch last saw it")
+    return known
 
 
 def _grade(outcome, group, why, allow=""):
