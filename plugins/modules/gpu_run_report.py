@@ -58,7 +58,7 @@ options:
   protect_names:
     description:
       - The run's protected process names (the role passes C(gpu_reclaim_protect_names)). An entry that no GPU holder of any
-        host of the run goes by protected nobody: the report says so once, as a warning naming the closest holder name.
+        host of the run goes by protected nobody; the report says so once, as a warning naming the closest holder name.
     type: list
     elements: str
     default: []
