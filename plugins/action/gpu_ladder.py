@@ -53,19 +53,20 @@ class ActionModule(ControllerAction):
             state = walk.continue_after(args["continue_after"], args["state"], args["controller_result"])
         else:
             state = walk.start(snapshot)
-        state["run_id"] = args["run_id"]
+        state.run_id = args["run_id"]
+        ended = state.pending is None
         return dict(
             run_id=args["run_id"],
-            changed=any(step["changed"] for step in state["tried"][steps_before:]),
-            pending=state["pending"], pending_rung=state["pending_rung"], modules_run=walk.modules_run,
+            changed=any(step["changed"] for step in state.tried[steps_before:]),
+            pending=state.pending, pending_rung=state.pending_rung, modules_run=walk.modules_run,
             module_seconds=walk.module_seconds,
-            slurm_drain_state=slurm_drain_state(state) if state["pending"] == "drain" else None,
-            drain_followup=state.get("drain_followup") if state["pending"] is None else None,
-            slurm_state=SLURM_STATES.get(state.get("drain_followup")) if state["pending"] is None else None,
-            hold_reason=hold_reason(state) if state["pending"] is None else None,
-            outcome=state.get("outcome") if state["pending"] is None else None,
-            host_fails=host_fails(state.get("outcome")) if state["pending"] is None else False,
-            state=state,
+            slurm_drain_state=slurm_drain_state(state) if state.pending == "drain" else None,
+            drain_followup=state.scheduler.followup if ended else None,
+            slurm_state=SLURM_STATES.get(state.scheduler.followup) if ended else None,
+            hold_reason=hold_reason(state) if ended else None,
+            outcome=state.outcome if ended else None,
+            host_fails=host_fails(state.outcome) if ended else False,
+            state=state.to_json(),
         )
 
     def _platform(self, args, task_vars):

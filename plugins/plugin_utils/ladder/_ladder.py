@@ -5,7 +5,8 @@
 Pure Python: `execute(module_name, module_args)` runs one of the collection's modules on the node and returns its
 result, which is all the walk knows of Ansible (the action plugin gpu_ladder passes ActionBase._execute_module).
 The walk pauses where the controller must act itself, a scheduler drain before the first destructive rung and the
-reboot, and continues from the state it returned (a plain JSON dict). Every question the walk asks is one named
+reboot, and continues from the state it returned (a WalkState, _walk_state.py; the action plugin hands its JSON form
+to the play and back). Every question the walk asks is one named
 function here or in module_utils/_verdict.py; the roles only call it.
 """
 
@@ -19,11 +20,12 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_
     drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, reach, undrain_outcome,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
-    HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, RUNG_MODULES, SCOPE_OPTIONS, STATE_VERSION, WalkError,
+    HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, RUNG_MODULES, SCOPE_OPTIONS, WalkError,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import (
     kill_plan_lines, outcome, reset_plan_lines, step_result, unique_lines,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import STATE_VERSION, WalkState, walk_state
 
 
 class LadderWalk:
@@ -66,96 +68,97 @@ class LadderWalk:
             if snapshot.get("failed"):
                 raise WalkError("the first inspection failed: %s" % snapshot.get("msg"))
         floor, refused, beyond = reach(snapshot, entry_floor(snapshot["verdict"]["rung"], self.options.rungs), self.options)
-        state = {
-            "version": STATE_VERSION, "started": self.clock(), "first": snapshot, "last": snapshot, "floor": floor,
-            "tried": [], "inspections": [_inspection(snapshot, None)], "pending": None, "pending_rung": None,
-            "refused": refused, "beyond": beyond, "error": "", "drain_taken": False, "drained": "",
-            "drain_notes": [], "undrained": "", "undrain_taken": False, "options": self.options.kept,
-        }
-        if state["refused"]:
+        state = WalkState(started=self.clock(), first=snapshot, last=snapshot, floor=floor,
+                          inspections=[_inspection(snapshot, None)], refused=refused, beyond=beyond, options=self.options.kept)
+        if state.refused:
             return self._end(state)
         return self._climb(state)
 
     def continue_after(self, step, state, controller_result):
-        """Go on after the controller took `step` (drain, reboot, undrain), whose result it passes."""
-        if not state or state.get("version") != STATE_VERSION:
+        """Go on after the controller took `step` (drain, reboot, undrain), whose result it passes; `state`, what an
+        earlier call returned (a WalkState, or its JSON form as the play hands it back)."""
+        state = walk_state(state)
+        if state.version != STATE_VERSION:
             raise WalkError("continue_after=%s needs state, the state an earlier call of this walk returned" % step)
-        expected = "undrain" if state["pending"] is None and state.get("drain_followup") else state["pending"]
+        expected = "undrain" if state.pending is None and state.scheduler.followup else state.pending
         if step != expected:
             raise WalkError("continue_after=%s, but the walk waits for %s" % (step, expected or "nothing"))
-        changed = [name for name in KEPT_OPTIONS if state["options"].get(name) != self.options.kept[name]]
+        changed = [name for name in KEPT_OPTIONS if state.options.get(name) != self.options.kept[name]]
         if changed:
             raise WalkError("continue_after=%s: %s must stay as the walk started with them (%s)" % (
-                step, ", ".join(changed), ", ".join("%s=%r" % (name, state["options"][name]) for name in changed)))
+                step, ", ".join(changed), ", ".join("%s=%r" % (name, state.options[name]) for name in changed)))
         if step in ("drain", "undrain") and controller_result.get("scheduler") != self.options.drain:
             raise WalkError("controller_result: the result of the %s tasks of scheduler %r (drain=%s), got scheduler=%r" % (
                 step, self.options.drain, self.options.drain, controller_result.get("scheduler")))
-        state["pending"] = None
+        state.pending = None
         after_step = {"drain": self._after_drain, "reboot": self._after_reboot, "undrain": self._after_undrain}
         return after_step[step](state, controller_result)
 
     def _after_drain(self, state, drain):
-        rung, state["pending_rung"] = state["pending_rung"], None
-        state["drain_checked"] = rung
-        if state["drain_taken"]:  # the drain checked again before a later destructive rung: ours stays as it was
+        rung, state.pending_rung = state.pending_rung, None
+        scheduler = state.scheduler
+        scheduler.checked = rung
+        if scheduler.taken:  # the drain checked again before a later destructive rung: ours stays as it was
             dummy, error, notes = drain_outcome(drain, self.check_mode, label="slurm check before the %s rung" % rung)
-            state["drain_notes"] = state["drain_notes"] + notes
+            scheduler.notes = scheduler.notes + notes
         else:
             drained, error, notes = drain_outcome(drain, self.check_mode)
-            state.update(drain_taken=True, drained=drained, drain_notes=state["drain_notes"] + notes)
+            scheduler.taken, scheduler.drained, scheduler.notes = True, drained, scheduler.notes + notes
         if error:
             # No destructive rung without the drain.
-            state["drain_error"] = error
-            state["tried"].append({"rung": rung, "changed": False, "failed": True, "msg": error, "plan": []})
+            scheduler.error = error
+            state.tried.append({"rung": rung, "changed": False, "failed": True, "msg": error, "plan": []})
             return self._end(state)
         return self._climb(state)
 
     def _after_reboot(self, state, reboot):
-        state["pending_rung"] = None
+        state.pending_rung = None
         plan = [] if reboot.get("failed") else ["%s the node" % ("would reboot" if self.check_mode else "rebooted")]
-        state["tried"].append(step_result("reboot", reboot, plan))
+        state.tried.append(step_result("reboot", reboot, plan))
         if not self.check_mode and not reboot.get("failed"):
             self._inspect(state, "reboot")
         return self._end(state)
 
     def _after_undrain(self, state, undrain):
-        undrained, notes, error = undrain_outcome(state["drain_followup"], undrain)
-        state["undrained"] = undrained
-        state["undrain_error"] = error
-        state["drain_notes"] = state["drain_notes"] + notes
-        state["undrain_taken"] = True
+        scheduler = state.scheduler
+        undrained, notes, error = undrain_outcome(scheduler.followup, undrain)
+        scheduler.undrained = undrained
+        scheduler.undrain_error = error
+        scheduler.notes = scheduler.notes + notes
+        scheduler.undrain_taken = True
         return self._end(state)
 
     def _climb(self, state):
-        while memory_held(state["last"], self.options.end_running_jobs) and not state["error"]:
-            rung = next_rung(state["floor"], state["tried"], self.options.ceiling, self.options.rungs)
+        while memory_held(state.last, self.options.end_running_jobs) and not state.error:
+            rung = next_rung(state.floor, state.tried, self.options.ceiling, self.options.rungs)
             if rung is None:
                 break
             if needs_drain(rung, self.options, state) or rung == "reboot":
-                state["pending"] = "drain" if needs_drain(rung, self.options, state) else "reboot"
-                state["pending_rung"] = rung
+                state.pending = "drain" if needs_drain(rung, self.options, state) else "reboot"
+                state.pending_rung = rung
                 return state
             self._take(state, rung)
-            if self.check_mode and not state["tried"][-1]["failed"]:
+            if self.check_mode and not state.tried[-1]["failed"]:
                 # The modules only predicted: the node did not change, so only the first rung that would work can be
                 # planned. A rung that would fail leaves the node as the real run's would: the plan climbs on as it does.
                 break
         return self._end(state)
 
     def _end(self, state):
-        held = memory_held(state["last"], self.options.end_running_jobs)
-        if "health_check" not in state:  # once per walk: the end after the undrain has it already
-            state["health_check"] = self._health_gate(state, held)
-        followup = drain_followup(self.options.drain, state["drained"], held, self.check_mode,
-                                  health_gate_failed(state["health_check"]))
-        state["drain_followup"] = None if state.get("undrain_taken") else followup
-        state["outcome"] = outcome(state, self.options, self.check_mode, self.clock(), self.host)
+        held = memory_held(state.last, self.options.end_running_jobs)
+        if not state.ended:  # the health gate once per walk: the end after the undrain has it already
+            state.health_check = self._health_gate(state, held)
+        followup = drain_followup(self.options.drain, state.scheduler.drained, held, self.check_mode,
+                                  health_gate_failed(state.health_check))
+        state.scheduler.followup = None if state.scheduler.undrain_taken else followup
+        state.outcome = outcome(state, self.options, self.check_mode, self.clock(), self.host)
+        state.ended = True
         return state
 
     def _health_gate(self, state, held):
         """The health check of the GPUs after the rung that got the memory back (health_gate), or None."""
-        last = state["tried"][-1] if state["tried"] else {}
-        action = health_gate(last.get("rung"), last.get("failed") or bool(state["error"]), held,
+        last = state.tried[-1] if state.tried else {}
+        action = health_gate(last.get("rung"), last.get("failed") or bool(state.error), held,
                              self.options.health_check, self.check_mode)
         level = self.options.health_check_level
         if action is None:
@@ -172,8 +175,8 @@ class LadderWalk:
         gate = result.get("health_check") if not result.get("failed") else None
         if gate is None:
             gate = health_check(level, "fail", "the health check could not run: %s" % (result.get("msg") or "no result"))
-        if health_gate_failed(gate) and state["drained"] == "kubernetes":
-            state["drain_notes"] = state["drain_notes"] + [
+        if health_gate_failed(gate) and state.scheduler.drained == "kubernetes":
+            state.scheduler.notes = state.scheduler.notes + [
                 "kubernetes: left cordoned, the GPUs failed the health check; uncordon the node by hand once they are repaired"]
         return gate
 
@@ -181,31 +184,31 @@ class LadderWalk:
         """The GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does); all when it was not scoped."""
         if self.options.snapshot_args.get("gpus") is None:
             return []
-        return [gpu["index"] for gpu in state["first"]["gpus"]]
+        return [gpu["index"] for gpu in state.first["gpus"]]
 
     def rung_takers(self):
         """{rung: the method that takes it}: one per rung of the platform's ladder but the reboot (the controller's)."""
         return {"kill": self._take_kill, "reset": self._take_reset, "reload": self._take_reload, "graphics": self._take_graphics}
 
     def _take(self, state, rung):
-        step, after = self.rung_takers()[rung](state["last"])
-        state["tried"].append(step)
+        step, after = self.rung_takers()[rung](state.last)
+        state.tried.append(step)
         if not self.check_mode:
             if after and not after.get("failed") and "gpus" in after:
-                state["last"] = after
-                state["inspections"].append(_inspection(after, rung))
-                state["floor"] = max(state["floor"], entry_floor(after["verdict"]["rung"], self.options.rungs))
+                state.last = after
+                state.inspections.append(_inspection(after, rung))
+                state.floor = max(state.floor, entry_floor(after["verdict"]["rung"], self.options.rungs))
             else:
                 self._inspect(state, rung)
 
     def _inspect(self, state, after_rung):
         snapshot = self.inspect()
         if snapshot.get("failed"):
-            state["error"] = "the inspection after the %s rung failed: %s" % (after_rung, snapshot.get("msg"))
+            state.error = "the inspection after the %s rung failed: %s" % (after_rung, snapshot.get("msg"))
             return
-        state["last"] = snapshot
-        state["inspections"].append(_inspection(snapshot, after_rung))
-        state["floor"] = max(state["floor"], entry_floor(snapshot["verdict"]["rung"], self.options.rungs))
+        state.last = snapshot
+        state.inspections.append(_inspection(snapshot, after_rung))
+        state.floor = max(state.floor, entry_floor(snapshot["verdict"]["rung"], self.options.rungs))
 
     def _module_args(self, *parts, **extra):
         args = dict(self.options.snapshot_args)

@@ -12,6 +12,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import PLATFORMS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 
@@ -28,15 +29,16 @@ def needs_drain(rung, options, state):
     """Whether the walk pauses for the scheduler before this rung: the first destructive rung of a walk that drains (the
     drain) - a rung that would end a running job's processes (end_running_jobs) is destructive, the kill rung too - and
     with Slurm every later destructive rung too (the drain checked again: an administrator's resume stops the walk)."""
-    if options.drain == "none" or state.get("drain_checked") == rung:
+    state = walk_state(state)
+    if options.drain == "none" or state.scheduler.checked == rung:
         return False
-    destructive = rung in options.destructive_rungs or ends_running_jobs(state["last"], options.end_running_jobs)
-    return destructive and (not state["drain_taken"] or options.drain == "slurm")
+    destructive = rung in options.destructive_rungs or ends_running_jobs(state.last, options.end_running_jobs)
+    return destructive and (not state.scheduler.taken or options.drain == "slurm")
 
 
 def slurm_drain_state(state):
     """What slurm_drain does at the pause before a destructive rung: V(drained) the first time, then V(confirmed)."""
-    return "confirmed" if state.get("drain_taken") else "drained"
+    return "confirmed" if walk_state(state).scheduler.taken else "drained"
 
 
 def ends_running_jobs(snapshot, end_running_jobs):
@@ -200,9 +202,10 @@ SLURM_STATES = {"resume": "resumed", "release": "released", "hold": "held"}
 def hold_reason(state):
     """Why the node stays out of service after the walk (the scheduler's hold), or None when it is not held: one line
     (a reason is read back whole, and slurm_drain refuses line breaks and control characters)."""
-    if state.get("drain_followup") != "hold":
+    state = walk_state(state)
+    if state.scheduler.followup != "hold":
         return None
-    return re.sub(r"[\x00-\x20\x7f]+", " ", state["health_check"]["reason"] or "").strip()
+    return re.sub(r"[\x00-\x20\x7f]+", " ", state.health_check["reason"] or "").strip()
 
 
 def cordon_is_ours(node_resources, annotation, reason):

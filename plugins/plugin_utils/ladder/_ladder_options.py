@@ -25,7 +25,6 @@ HEALTH_CHECKS = ("auto", "never")
 # Steps the controller takes between two calls of the walk.
 CONTROLLER_STEPS = ("drain", "reboot", "undrain")
 DRAINS = ("none", "slurm", "kubernetes")
-STATE_VERSION = 1
 # The walk's own options; the options of the modules it runs (snapshot, journal and lock, kill) pass through to them.
 LADDER_ARGUMENT_SPEC = dict(
     platform=dict(type="str", choices=list(PLATFORMS), default=LINUX.name),

@@ -9,6 +9,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._escape import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import HELD_STATES, IN_USE, NO_GPU_SELECTED, memory_held, undetermined
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import health_gate_failed
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._summary import holder_line
 
 _HOLDER_FIELDS = ("pid", "name", "user", "class", "state", "gpus", "used_mib", "ppid", "parent_name")
@@ -99,17 +100,18 @@ def partly_fixed(state, options, check_mode):
     "beyond", from _ladder_decisions.reach): "partly fixed" once every GPU it helped holds nothing more ("planned" in
     check mode), saying both - which GPU the rung fixed and how much came back, which GPU needs which rung and what
     would allow it; None for any other walk (and for one whose last rung failed or left a helped GPU held)."""
-    beyond = state.get("beyond") or []
-    if not beyond or not state["tried"] or state["tried"][-1]["failed"] or state["error"]:
+    state = walk_state(state)
+    beyond = state.beyond
+    if not beyond or not state.tried or state.tried[-1]["failed"] or state.error:
         return None
     outside = set(need["index"] for need in beyond)
     held = HELD_STATES + ((IN_USE,) if options.end_running_jobs else ())
-    if not check_mode and any(gpu["index"] not in outside and gpu.get("state") in held for gpu in state["last"]["gpus"]):
+    if not check_mode and any(gpu["index"] not in outside and gpu.get("state") in held for gpu in state.last["gpus"]):
         return None
-    rung = state["tried"][-1]["rung"]
+    rung = state.tried[-1]["rung"]
     named = "; ".join("GPU %s needs the %s rung (%s), which %s would allow" % (
         need["index"], need["rung"], "; ".join(need["reasons"]), need["allow"]) for need in beyond)
-    helped = [gpu for gpu in gpu_outcomes(state["first"], state["last"], check_mode)
+    helped = [gpu for gpu in gpu_outcomes(state.first, state.last, check_mode)
               if gpu["index"] not in outside and gpu["state_before"] in held]
     if check_mode:
         return "planned", "check mode: would take the %s rung for GPU %s; %s" % (rung, ", ".join(str(g["index"]) for g in helped), named)
@@ -121,43 +123,44 @@ def outcome_status(state, options, check_mode, freed_mib):
     """(status, message) of the walk: refused, clean, planned, fixed, failed or undetermined (no memory known held,
     but a GPU's state is unknown: never clean, never fixed). In check mode the same as the real run's wherever the plan
     fails (the node did not change, so the real run would end the same way): planned only when a rung would work."""
-    tried = [step["rung"] for step in state["tried"]]
-    held = memory_held(state["last"], options.end_running_jobs)
-    unknown = undetermined(state["last"]) if not held else []
-    if state["refused"] and not tried:
-        return "refused", state["refused"]
-    if state["error"]:
-        return "failed", state["error"]
+    state = walk_state(state)
+    tried = [step["rung"] for step in state.tried]
+    held = memory_held(state.last, options.end_running_jobs)
+    unknown = undetermined(state.last) if not held else []
+    if state.refused and not tried:
+        return "refused", state.refused
+    if state.error:
+        return "failed", state.error
     if not tried and unknown:
         return "undetermined", "undetermined: no GPU memory is known to be held, but %s" % "; ".join(unknown)
-    if not tried and ((state.get("first") or state["last"]).get("scope") or {}).get("gpus") == []:
+    if not tried and ((state.first or state.last).get("scope") or {}).get("gpus") == []:
         return "clean", NO_GPU_SELECTED
     if not tried:
         return ("failed", "memory held but no rung was allowed") if held else ("clean", "no GPU memory held: nothing to do")
-    if state.get("drain_error"):
+    if state.scheduler.error:
         before = ", ".join(tried[:-1])
         return "failed", "no %s rung ran, the walk stopped at the scheduler: %s%s" % (
-            tried[-1], state["drain_error"], "; after the %s rung(s), GPU memory is still held" % before if before and held else "")
+            tried[-1], state.scheduler.error, "; after the %s rung(s), GPU memory is still held" % before if before and held else "")
     partial = partly_fixed(state, options, check_mode)
     if partial:
         return partial
-    if check_mode and not state["tried"][-1]["failed"]:
+    if check_mode and not state.tried[-1]["failed"]:
         # The plan's outcome is the real run's: a rung that would fail is the real run's failure (below), not a plan.
-        failing = ["the %s rung, which would fail: %s" % (step["rung"], step["msg"]) for step in state["tried"][:-1]]
+        failing = ["the %s rung, which would fail: %s" % (step["rung"], step["msg"]) for step in state.tried[:-1]]
         return "planned", "check mode: would take %s" % "; then ".join(failing + ["the %s rung" % tried[-1]])
     if unknown:
         return "undetermined", "undetermined after the %s rung(s): no GPU memory is known to be held, but %s" % (
             ", ".join(tried), "; ".join(unknown))
-    if not held and not any(step["changed"] for step in state["tried"]):
+    if not held and not any(step["changed"] for step in state.tried):
         return "clean", "the memory was given back before any rung changed anything (%d MiB)" % freed_mib
-    if not held and health_gate_failed(state.get("health_check")):
+    if not held and health_gate_failed(state.health_check):
         return "failed", "the %s rung got the memory back (%d MiB), but the GPUs failed the health check, so the node stays " \
-            "out of service: %s" % (tried[-1], freed_mib, state["health_check"]["reason"])
+            "out of service: %s" % (tried[-1], freed_mib, state.health_check["reason"])
     if not held:
         return "fixed", "the %s rung got the memory back (%d MiB)" % (tried[-1], freed_mib)
     return "failed", "GPU memory still held after the %s rung(s); the heaviest rung allowed is %s (%s): %s" % (
         ", ".join(tried), options.rungs[options.ceiling], options.limits_text(),
-        "; ".join(r["reason"] for r in state["last"]["verdict"]["reasons"]))
+        "; ".join(r["reason"] for r in state.last["verdict"]["reasons"]))
 
 
 def held_by(snapshot):
@@ -188,23 +191,25 @@ def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None
 
 def outcome(state, options, check_mode, now, host):
     """The walk's outcome as the roles publish it (gpu_reclaim_outcome) and the run report reads it."""
-    gpus = gpu_outcomes(state["first"], state["last"], check_mode)
+    state = walk_state(state)
+    scheduler = state.scheduler
+    gpus = gpu_outcomes(state.first, state.last, check_mode)
     freed = sum(gpu["freed_mib"] for gpu in gpus)
     status, msg = outcome_status(state, options, check_mode, freed)
-    if state.get("undrain_error"):
-        status, msg = "failed", "%s; then %s" % (msg, state["undrain_error"])
-    holders = held_by(state["first"])
-    gate = state.get("health_check")
+    if scheduler.undrain_error:
+        status, msg = "failed", "%s; then %s" % (msg, scheduler.undrain_error)
+    holders = held_by(state.first)
+    gate = state.health_check
     entry = {
         "host": host, "status": status, "msg": msg, "check_mode": check_mode,
-        "entry_rung": state["first"]["verdict"]["rung"],
-        "reasons": [reason["reason"] for reason in state["first"]["verdict"]["reasons"]],
-        "fixed_by": state["tried"][-1]["rung"] if status in ("fixed", PARTLY_FIXED) else None,
-        "needs": [dict(need) for need in state.get("beyond") or []],
-        "rungs_tried": state["tried"], "held_by": holders, "gpus": gpus, "memory_freed_mib": freed,
-        "seconds": round(now - state["started"], 1), "drained": state["drained"] or None,
-        "undrained": state["undrained"] or None, "drain_notes": state["drain_notes"], "inspections": state["inspections"],
-        "summary": summary_lines(host, status, msg, holders, gpus, state["tried"], check_mode, gate, state["drain_notes"]),
+        "entry_rung": state.first["verdict"]["rung"],
+        "reasons": [reason["reason"] for reason in state.first["verdict"]["reasons"]],
+        "fixed_by": state.tried[-1]["rung"] if status in ("fixed", PARTLY_FIXED) else None,
+        "needs": [dict(need) for need in state.beyond],
+        "rungs_tried": state.tried, "held_by": holders, "gpus": gpus, "memory_freed_mib": freed,
+        "seconds": round(now - state.started, 1), "drained": scheduler.drained or None,
+        "undrained": scheduler.undrained or None, "drain_notes": scheduler.notes, "inspections": state.inspections,
+        "summary": summary_lines(host, status, msg, holders, gpus, state.tried, check_mode, gate, scheduler.notes),
     }
     if gate:
         entry["health_check"] = gate

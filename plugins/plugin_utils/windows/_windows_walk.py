@@ -110,14 +110,14 @@ class WindowsWalk(LadderWalk):
         # The reboot is the controller's (ansible.windows.win_reboot in the role): its intent line is written here, when
         # the walk pauses for it, and its outcome when the walk goes on after it.
         state = super()._climb(state)
-        if state["pending"] == "reboot" and not self.check_mode:
+        if state.pending == "reboot" and not self.check_mode:
             journal = self._journal()
-            journal.intent("reboot", reason="the walk reached the reboot rung", gpus=[g["index"] for g in state["last"]["gpus"]])
-            state["reboot_journal"] = journal.entries()[-1]
+            journal.intent("reboot", reason="the walk reached the reboot rung", gpus=[g["index"] for g in state.last["gpus"]])
+            state.reboot_journal = journal.entries()[-1]
         return state
 
     def _after_reboot(self, state, reboot):
-        intent = state.pop("reboot_journal", None)
+        intent, state.reboot_journal = state.reboot_journal, None
         if intent is not None:
             journal = self._journal()
             journal.resume(intent)
