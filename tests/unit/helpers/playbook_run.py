@@ -19,3 +19,34 @@ def ansible_playbook(args, collections_root, cwd, env=None, timeout=300):
     argv = [sys.executable, "-c", PLAYBOOK_MAIN] + list(args)
     return bounded.run(argv, "ansible-playbook %s" % " ".join(args), timeout=timeout, env=child_env, cwd=cwd,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+
+
+LOCALHOST_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - block:
+%(tasks)s
+        - ansible.builtin.copy:
+            content: "{{ %(written)s | to_json }}"
+            dest: %(out)s
+            mode: "0600"
+      always:
+        - gpuops.remediation.gpu_sim: {root: %(root)s, state: absent}
+"""
+
+
+def localhost_play(tmp_path, tasks, registered, collections_root):
+    """Run TASKS (a block's tasks against localhost, naming %(root)s, a simulated node's directory, removed at the end)
+    and return what they REGISTERED, once the run passed."""
+    import json  # pylint: disable=import-outside-toplevel
+    root, out = str(tmp_path / "node"), str(tmp_path / "out.json")
+    written = "{%s}" % ", ".join("'%s': %s" % (name, name) for name in registered)
+    (tmp_path / "play.yml").write_text(LOCALHOST_PLAY % {"tasks": tasks.rstrip("\n") % {"root": root}, "written": written, "out": out,
+                                                          "root": root})
+    run = ansible_playbook(["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
+                           collections_root, str(tmp_path))
+    assert run.returncode == 0, run.stdout[-4000:]
+    with open(out, encoding="utf-8") as handle:
+        return json.load(handle)

@@ -5,18 +5,11 @@ ansible-playbook run of gpu_holders_info and gpu_reset against a simulated node 
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
-from ansible_collections.gpuops.remediation.tests.unit.helpers.playbook_run import ansible_playbook
+from ansible_collections.gpuops.remediation.tests.unit.helpers.playbook_run import localhost_play
 
-PLAY = """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - block:
+TASKS = """
         - gpuops.remediation.gpu_sim: {root: %(root)s, gpus: [{}, {}]}
         - gpuops.remediation.gpu_holders_info: {}
           environment: {GPUOPS_SIM_ROOT: %(root)s}
@@ -29,24 +22,11 @@ PLAY = """
           environment: {GPUOPS_SIM_ROOT: %(root)s}
           register: reset
           ignore_errors: true
-        - ansible.builtin.copy:
-            content: "{{ {'node': node, 'info': info, 'reset': reset} | to_json }}"
-            dest: %(out)s
-            mode: "0600"
-      always:
-        - gpuops.remediation.gpu_sim: {root: %(root)s, state: absent}
 """
 
 
 def test_an_unknown_gpu_is_answered_with_the_gpus_there_are(tmp_path, collections_root):
-    root, out = str(tmp_path / "node"), str(tmp_path / "out.json")
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAY % {"root": root, "out": out})
-    run = ansible_playbook(["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(playbook)],
-                           collections_root, str(tmp_path))
-    assert run.returncode == 0, run.stdout[-3000:]
-    with open(out, encoding="utf-8") as handle:
-        result = json.load(handle)
+    result = localhost_play(tmp_path, TASKS, ["node", "info", "reset"], collections_root)
     gpus = result["node"]["gpus"]
     assert [gpu["index"] for gpu in gpus] == [0, 1]
     there = "; ".join("%d (%s, %s)" % (gpu["index"], gpu["uuid"], gpu["pci_bus_id"]) for gpu in gpus)
@@ -54,4 +34,4 @@ def test_an_unknown_gpu_is_answered_with_the_gpus_there_are(tmp_path, collection
     assert result["info"]["msg"].endswith("this node has: " + there)
     assert result["reset"]["failed"] and "named '0000:99:00.0'" in result["reset"]["msg"]
     assert result["reset"]["msg"].endswith("this node has: " + there)
-    assert not os.path.exists(root)
+    assert not os.path.exists(str(tmp_path / "node"))

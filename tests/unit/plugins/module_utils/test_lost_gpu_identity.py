@@ -7,55 +7,33 @@ a real ansible-playbook run."""
 
 from __future__ import annotations
 
-import json
-import sys
+from ansible_collections.gpuops.remediation.tests.unit.helpers.playbook_run import localhost_play
 
-from ansible_collections.gpuops.remediation.tests.unit.helpers.playbook_run import ansible_playbook
-
-PLAY = """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  vars:
-    state_file: %(root)s/var/lib/gpuops/watch_state.json
-  tasks:
-    - block:
+TASKS = """
         - gpuops.remediation.gpu_sim: {root: %(root)s, gpus: [{}, {}]}
         - gpuops.remediation.gpu_holders_info: {}
           environment: {GPUOPS_SIM_ROOT: %(root)s}
           register: before
         - gpuops.remediation.gpu_watch: {samples: 1, interval: 0, write_metrics: false}
           environment: {GPUOPS_SIM_ROOT: %(root)s}
-        - ansible.builtin.slurp: {src: "{{ state_file }}"}
+        - ansible.builtin.slurp: {src: "%(root)s/var/lib/gpuops/watch_state.json"}
           register: watch_state
         # GPU 1 falls off the bus: the node as the hardware now is, the watch's state file as the watch wrote it.
         - gpuops.remediation.gpu_sim: {root: %(root)s, state: absent}
         - gpuops.remediation.gpu_sim: {root: %(root)s, gpus: [{}, {lost: true}], xid: [{xid: 79, gpu: 1}]}
-        - ansible.builtin.file: {path: "{{ state_file | dirname }}", state: directory, mode: "0755"}
-        - ansible.builtin.copy: {content: "{{ watch_state.content | b64decode }}", dest: "{{ state_file }}", mode: "0600"}
+        - ansible.builtin.file: {path: "%(root)s/var/lib/gpuops", state: directory, mode: "0755"}
+        - ansible.builtin.copy: {content: "{{ watch_state.content | b64decode }}", dest: "%(root)s/var/lib/gpuops/watch_state.json", mode: "0600"}
         - gpuops.remediation.gpu_holders_info: {}
           environment: {GPUOPS_SIM_ROOT: %(root)s}
           register: after
         - ansible.builtin.set_fact: {gpu_inspect_snapshot: "{{ after }}"}
         - gpuops.remediation.gpu_run_report: {hosts: [localhost], write: false}
           register: report
-        - ansible.builtin.copy:
-            content: "{{ {'before': before, 'after': after, 'report': report} | to_json }}"
-            dest: %(out)s
-            mode: "0600"
-      always:
-        - gpuops.remediation.gpu_sim: {root: %(root)s, state: absent}
 """
 
 
 def test_a_lost_gpu_keeps_the_identity_it_was_last_seen_with(tmp_path, collections_root):
-    root, out = str(tmp_path / "node"), str(tmp_path / "out.json")
-    (tmp_path / "play.yml").write_text(PLAY % {"root": root, "out": out})
-    run = ansible_playbook(["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
-                           collections_root, str(tmp_path))
-    assert run.returncode == 0, run.stdout[-4000:]
-    with open(out, encoding="utf-8") as handle:
-        result = json.load(handle)
+    result = localhost_play(tmp_path, TASKS, ["before", "after", "report"], collections_root)
     seen = result["before"]["gpus"][1]
     assert seen["uuid"].startswith("GPU-") and seen["serial"] and seen["pci_bus_id"]
     lost = result["after"]["gpus"][1]
