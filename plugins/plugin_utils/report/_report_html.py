@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import html_text
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import rung_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import STATUSES
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import plural
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 # A bar's segments, in drawing order, with their legend.
 SEGMENTS = (

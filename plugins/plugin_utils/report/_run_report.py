@@ -19,7 +19,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files imp
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_RUNG
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import rung_result
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import fleet_triage, plural, triage
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import fleet_triage, triage
 
 STATUSES = ("fixed", "partly fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
 _GPU_FIELDS = ("index", "name", "pci_bus_id", "state", "memory_used_mib", "memory_total_mib", "unattributed_mib")

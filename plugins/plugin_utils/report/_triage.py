@@ -8,7 +8,6 @@ _report_html.py)."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, IN_USE, NO_RUNG
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural  # noqa: F401 (the report's formats use it from here)
 
 NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN = "needs a human", "held back", "fixed", "clean"
 GROUPS = (NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN)

@@ -7,6 +7,7 @@ first task, before any node is inspected (the inventory's one host has no node b
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -54,3 +55,22 @@ def test_a_host_variable_the_collection_reads_is_no_typo(tmp_path, collection_ro
     refusal = [line for line in run.stdout.splitlines() if line.startswith("[ERROR]") and "invalid input:" in line]
     assert len(refusal) == 1 and "gpuops_zzzz is no input of this playbook" in refusal[0], run.stdout[-3000:]
     assert "did you mean" not in refusal[0] and "gpuops_xid_policy" not in refusal[0]
+
+
+def _gpu_watch(tmp_path, collection_root, collections_root, *extra):
+    args = ["-i", "n01,", "-e", "gpuops_hosts=all", "-e", "ansible_connection=local", "-e", "ansible_python_interpreter=" + sys.executable,
+            "-e", '{"gpuops_environment": {"GPUOPS_SIM_ROOT": "%s"}}' % (tmp_path / "no-node")]
+    for item in extra:
+        args += ["-e", item]
+    return ansible_playbook(args + [os.path.join(collection_root, "playbooks", "gpu_watch.yml")], collections_root, str(tmp_path))
+
+
+def test_the_watch_takes_the_ladders_inputs_and_refuses_its_own_typos(tmp_path, collection_root, collections_root):
+    """gpu_watch.yml may run the ladder: its variables are inputs of the watch, in the playbook's check and the role's."""
+    refused = _gpu_watch(tmp_path, collection_root, collections_root, "gpu_reclaim_max_rung=reset", "gpu_watch_sample=3")
+    assert refused.returncode == 2 and "gpu_watch_sample is no input of this playbook; did you mean gpu_watch_samples?" in refused.stdout
+    assert "gpu_reclaim_max_rung is no input" not in refused.stdout
+    taken = _gpu_watch(tmp_path, collection_root, collections_root, "gpu_reclaim_max_rung=reset")
+    assert "is no input of this playbook" not in taken.stdout, taken.stdout[-3000:]
+    assert "TASK [gpuops.remediation.gpu_watch : Check the watch's inputs]" in taken.stdout, taken.stdout[-3000:]
+    assert "TASK [gpuops.remediation.gpu_watch : Sample the node and judge it across runs]" in taken.stdout, taken.stdout[-3000:]
