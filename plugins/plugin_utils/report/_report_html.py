@@ -209,7 +209,7 @@ def _rungs(entry):
         result = _text(rung_result(step, entry.get("check_mode")))
         plan = "".join('<li class="plan-line">%s</li>' % _text(line) for line in step.get("plan", []))
         items.append("<li><b>%s</b>: %s%s</li>" % (_text(step.get("rung")), result, "<ul>%s</ul>" % plan if plan else ""))
-    return "<h3>Rungs taken</h3><ul>%s</ul>" % "".join(items)
+    return "<h3>%s</h3><ul>%s</ul>" % ("Rungs it would take" if entry.get("check_mode") else "Rungs taken", "".join(items))
 
 
 def _health_check(entry, path):
