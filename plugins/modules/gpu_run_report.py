@@ -110,7 +110,7 @@ report:
     fleet:
       description:
         - The fleet's totals (C(hosts), C(by_status), C(count_by_status), C(fixed_by), C(memory_freed_mib), C(gpus), C(ghost_mib),
-          C(seconds_longest), C(destructive_hosts), C(triage), C(warnings), C(summary)).
+          C(seconds_longest), C(destructive_hosts), C(triage), C(warnings), C(totals), C(summary)).
         - C(triage) lists the groups that have hosts, what needs a human first, each with its hosts' C(host), C(outcome),
           C(why) and C(next).
         - Every GPU of a host has C(bars), its memory split in MiB (C(when), C(total_mib), C(attributed_mib), C(ghost_mib),

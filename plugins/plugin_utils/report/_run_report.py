@@ -136,18 +136,18 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
     ghost = sum(gpu["bars"][0]["ghost_mib"] or 0 for gpu in gpus if gpu.get("bars"))
     timed = [entry["seconds"] for entry in entries if entry.get("seconds") is not None]
     title = run_id if kind == "reset_gpu" else "gpu_report"
-    summary = ["%s: %s%s" % (title, plural(len(entries), "host"), " (check mode: a plan, nothing changed)" if check_mode else "")]
-    summary += triage_lines(groups)
-    summary += ["  warning: %s" % warning for warning in warnings]
-    summary += ["  fixed by %s: %s" % (rung, ", ".join(names)) for rung, names in fixed_by.items()]
+    # The run's totals (the Markdown's Fleet section); the console's summary has the grades and warnings between.
+    totals = ["%s: %s%s" % (title, plural(len(entries), "host"), " (check mode: a plan, nothing changed)" if check_mode else "")]
+    totals += ["  fixed by %s: %s" % (rung, ", ".join(names)) for rung, names in fixed_by.items()]
     if kind == "reset_gpu" and not check_mode:
-        summary.append("  memory back: %d MiB" % freed)
+        totals.append("  memory back: %d MiB" % freed)
+    summary = totals[:1] + triage_lines(groups) + ["  warning: %s" % warning for warning in warnings] + totals[1:]
     return {
         "run_id": run_id, "kind": kind, "generated": generated, "check_mode": check_mode, "hosts": entries,
         "fleet": {"hosts": len(entries), "by_status": by_status, "fixed_by": fixed_by, "memory_freed_mib": freed,
                   "count_by_status": dict((status, len(names)) for status, names in by_status.items()),
                   "gpus": len(gpus), "ghost_mib": ghost, "seconds_longest": max(timed) if timed else None,
-                  "destructive_hosts": list(destructive_hosts), "triage": groups, "warnings": list(warnings), "summary": summary},
+                  "destructive_hosts": list(destructive_hosts), "triage": groups, "warnings": list(warnings), "totals": totals, "summary": summary},
     }
 
 
@@ -225,7 +225,8 @@ def render_markdown(report):
         lines.append(_row([entry["host"], entry.get("status"), entry.get("entry_rung"), entry.get("fixed_by"),
                            ", ".join(step.get("rung", "") for step in entry.get("rungs_tried", [])),
                            entry.get("memory_freed_mib"), entry.get("seconds")]))
-    lines += ["", "## Fleet", ""] + ["    " + printable(line) for line in report["fleet"]["summary"]]  # a code block: text as it is
+    # a code block: text as it is; the hosts' grades are above, as Markdown
+    lines += ["", "## Fleet", ""] + ["    " + printable(line) for line in report["fleet"].get("totals", report["fleet"]["summary"])]
     for entry in report["hosts"]:
         lines += _host_markdown(entry)
     return "\n".join(lines) + "\n"
