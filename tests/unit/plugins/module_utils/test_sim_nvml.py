@@ -17,6 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.simulation impo
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as sim_rules
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded, sim_kinds
 
 MIB = 1024 * 1024
 
@@ -100,7 +101,7 @@ def test_memory_follows_a_live_holder_and_is_freed_when_it_is_killed(node_root):
 
 
 def test_every_holder_kind_is_listed_while_its_process_exists(node_root):
-    kinds = list(sim.HOLDER_KINDS)
+    kinds = sim_kinds.startable_holder_kinds()
     state = make_node(node_root, holders=[{"kind": kind, "gpus": [0], "memory_mib": 100 + n, "name": "job-" + kind}
                                           for n, kind in enumerate(kinds)])
     pynvml = nvml_for(node_root)
@@ -126,6 +127,15 @@ def test_every_holder_kind_is_listed_while_its_process_exists(node_root):
         assert gpu0 in maps.read()
     fd_dir = "/proc/%d/fd" % mapped
     assert gpu0 not in [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]  # mapped only
+
+
+@pytest.mark.parametrize("kind", sorted(sim_kinds.UNSHARING_KINDS))
+def test_a_holder_kind_that_unshares_is_listed_while_its_process_exists(node_root, kind):
+    bounded.require_unshare(sim_kinds.UNSHARING_KINDS[kind])
+    state = make_node(node_root, holders=[{"kind": kind, "gpus": [0], "memory_mib": 100, "name": "job-" + kind}])
+    pynvml = nvml_for(node_root)
+    listed = dict((p.pid, p.usedGpuMemory // MIB) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(0)))
+    assert listed == {holder_named(state, "job-" + kind)["pid"]: 100}
 
 
 def test_a_zombie_is_freed_when_its_parent_dies(node_root):

@@ -18,6 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import SERVICES
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded, sim_kinds
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
@@ -344,10 +345,20 @@ def test_driver_not_loaded_and_hung_nvidia_smi(tmp_path):
 
 
 def test_destroy_kills_every_process_and_removes_the_root(node_root):
-    state = sim.create_node(node_root, {"holders": [{"kind": kind, "gpus": [0]} for kind in sim.HOLDER_KINDS],
-                                        "services": sorted(SERVICES)})
+    _destroy_kills_every_process_and_removes_the_root(node_root, sim_kinds.startable_holder_kinds(), sorted(SERVICES), 2)
+
+
+@pytest.mark.parametrize("kind", sorted(sim_kinds.UNSHARING_KINDS))
+def test_destroy_kills_a_holder_kind_that_unshares(node_root, kind):
+    bounded.require_unshare(sim_kinds.UNSHARING_KINDS[kind])
+    _destroy_kills_every_process_and_removes_the_root(node_root, [kind], [], 1)
+
+
+def _destroy_kills_every_process_and_removes_the_root(node_root, kinds, services, helpers):
+    """helpers: the processes beyond one per holder and service (the supervisor, a zombie's parent)."""
+    state = sim.create_node(node_root, {"holders": [{"kind": kind, "gpus": [0]} for kind in kinds], "services": services})
     processes = [(p["pid"], p["start_time"]) for p in state["processes"]]
-    assert len(processes) >= len(sim.HOLDER_KINDS) + len(SERVICES) + 2
+    assert len(processes) >= len(kinds) + len(services) + helpers
     assert sim.destroy_node(node_root) is True
     assert not os.path.exists(node_root)
     leftovers = [(pid, record) for pid, record in ((pid, procscan.read_process(pid)) for pid, start in processes
