@@ -9,6 +9,7 @@ What it accepts is what operators send: yes/no as booleans or as the strings -e 
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 
@@ -188,7 +189,7 @@ def _number(value, kind):
         number = float(str(value).strip()) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):
         return None
-    if number != number or number in (float("inf"), float("-inf")):
+    if not math.isfinite(number):
         return None
     return number if kind == "float" or number == int(number) else None
 

@@ -71,7 +71,8 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .back{color:var(--fixed);font-weight:600}
 ul{margin:4px 0;padding-left:20px}li{margin:2px 0}.plan-line{color:var(--mute);font-size:13px}
 .na{color:var(--mute);font-style:italic}.none{color:var(--mute)}
-.triage{margin:0 0 18px}.tgroup{background:var(--card);border:1px solid var(--line);border-left:6px solid var(--line);border-radius:8px;padding:8px 14px;margin:0 0 10px}
+.triage{margin:0 0 18px}
+.tgroup{background:var(--card);border:1px solid var(--line);border-left:6px solid var(--line);border-radius:8px;padding:8px 14px;margin:0 0 10px}
 .tgroup h2{margin:0 0 4px}.tgroup li{margin:4px 0}.tgroup .next{display:block;color:var(--mute);font-size:13px}
 .g-needs_a_human{--g:#cf222e}.g-held_back{--g:#bf8700}.g-fixed,.g-would_be_fixed{--g:#1a7f37}.g-clean{--g:#0e7490}
 .tgroup{border-left-color:var(--g,var(--line))}

@@ -116,8 +116,8 @@ def triage_lines(groups):
     for group in groups:
         lines.append("  %s (%s):" % (group["group"], plural(len(group["hosts"]), "host")))
         for host in group["hosts"]:
-            lines.append("    %s: %s%s%s" % (host["host"], host["outcome"], " - " + host["why"] if host["why"] else "",
-                                                "; next: " + host["next"] if host["next"] else ""))
+            why = " - " + host["why"] if host["why"] else ""
+            lines.append("    %s: %s%s%s" % (host["host"], host["outcome"], why, "; next: " + host["next"] if host["next"] else ""))
     return lines
 
 
@@ -218,9 +218,10 @@ def render_markdown(report):
     """The report for people: one table of the hosts, the fleet's summary, then each host's holders, GPUs and rungs."""
     lines = ["# GPU memory report %s" % markdown_code(report["run_id"]), "",
              "Generated %s%s." % (_cell(report["generated"]), " in check mode: a plan, nothing was changed" if report["check_mode"] else ""),
-             ""] + ["> **Warning:** %s" % _cell(warning) for warning in report["fleet"].get("warnings", [])] + (
-                 [""] if report["fleet"].get("warnings") else []) + _triage_markdown(report["fleet"].get("triage", [])) + ["| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |",
-             "|---|---|---|---|---|---:|---:|"]
+             ""]
+    warnings = ["> **Warning:** %s" % _cell(warning) for warning in report["fleet"].get("warnings", [])]
+    lines += warnings + ([""] if warnings else []) + _triage_markdown(report["fleet"].get("triage", []))
+    lines += ["| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |", "|---|---|---|---|---|---:|---:|"]
     for entry in report["hosts"]:
         lines.append(_row([entry["host"], entry.get("status"), entry.get("entry_rung"), entry.get("fixed_by"),
                            ", ".join(step.get("rung", "") for step in entry.get("rungs_tried", [])),

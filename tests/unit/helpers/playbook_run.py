@@ -43,8 +43,8 @@ def localhost_play(tmp_path, tasks, registered, collections_root):
     import json  # pylint: disable=import-outside-toplevel
     root, out = str(tmp_path / "node"), str(tmp_path / "out.json")
     written = "{%s}" % ", ".join("'%s': %s" % (name, name) for name in registered)
-    (tmp_path / "play.yml").write_text(LOCALHOST_PLAY % {"tasks": tasks.rstrip("\n") % {"root": root}, "written": written, "out": out,
-                                                          "root": root})
+    values = {"tasks": tasks.rstrip("\n") % {"root": root}, "written": written, "out": out, "root": root}
+    (tmp_path / "play.yml").write_text(LOCALHOST_PLAY % values)
     run = ansible_playbook(["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")],
                            collections_root, str(tmp_path))
     assert run.returncode == 0, run.stdout[-4000:]
