@@ -151,14 +151,22 @@ VALUE_RULES.update(("gpu_watch_" + option, _watch_range(option)) for option in R
 VALUE_RULES.update((variable, _module_range(option)) for variable, option in MODULE_OPTION_OF.items())
 
 
+def _closest(name, known):
+    """The input of the same prefix whose rest is closest to the name's rest (the shared prefix alone makes no match)."""
+    prefix = max((prefix for prefix in PREFIXES if name.startswith(prefix)), key=len)
+    rests = dict((other[len(prefix):], other) for other in known if other.startswith(prefix))
+    close = difflib.get_close_matches(name[len(prefix):], sorted(rests), n=1, cutoff=0.6)
+    return rests[close[0]] if close else None
+
+
 def unknown_variables(names, known):
     """One message per name with one of the collection's prefixes that is no input of the playbook, naming the closest
     input there is: a misspelt variable would otherwise be ignored and its default (perhaps a weaker one) used."""
     errors = []
     for name in sorted(names):
         if name.startswith(PREFIXES) and name not in known and name not in READ_ELSEWHERE:
-            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-            errors.append("%s is no input of this playbook%s" % (name, "; did you mean %s?" % close[0] if close else ""))
+            close = _closest(name, known)
+            errors.append("%s is no input of this playbook%s" % (name, "; did you mean %s?" % close if close else ""))
     return errors
 
 
