@@ -132,6 +132,7 @@ bench: collection
 	$(BIN)/python bench/snapshot_cost.py
 	$(BIN)/python bench/fleet.py
 	$(BIN)/python bench/reclaim_time.py
+	$(BIN)/python bench/alert_loop.py
 
 clean:
 	rm -rf .build .collections $(dir $(BUILD_ROOT)) tests/output importer_result.json

@@ -63,6 +63,15 @@ install_packages() {
     command -v docker >/dev/null 2>&1 || die "docker.io is installed but no docker CLI is on PATH"
 }
 
+# dockerd's own last words, on one line: its "failed to start daemon: ..." (exit status 4 in an unprivileged container,
+# where it cannot create its iptables chains), else the log's last line.
+why_dockerd_exited() {
+    local line
+    line=$(grep -a '^failed to start daemon' "$LOG_FILE" | tail -1)
+    [[ -n $line ]] || line=$(grep -a . "$LOG_FILE" | tail -1)
+    printf '%s (log: %s)' "${line//$'\r'/}" "$LOG_FILE"
+}
+
 start_dockerd() {
     mkdir -p "$STATE_DIR"
     if pgrep -x dockerd >/dev/null 2>&1; then
@@ -77,7 +86,7 @@ start_dockerd() {
     echo "$pid $ticks" > "$PID_FILE"
     local waited=0
     until engine_answers; do
-        kill -0 "$pid" 2>/dev/null || die "dockerd exited; last lines of $LOG_FILE: $(tail -5 "$LOG_FILE")"
+        kill -0 "$pid" 2>/dev/null || die "dockerd exited: $(why_dockerd_exited)"
         ((waited < READY_TIMEOUT * 2)) || die "dockerd not ready after ${READY_TIMEOUT}s; see $LOG_FILE"
         sleep 0.5
         waited=$((waited + 1))

@@ -17,7 +17,7 @@ import os
 import stat
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, open_in
 
 DEFAULT_LOCK_PATH = "/run/gpuops.lock"
@@ -41,8 +41,8 @@ def describe_holder(holder):
     pid = holder["pid"]
     details = []
     start = holder.get("start_time")
-    if start is not None and _procscan.same_process(pid, start):
-        info = _procscan.read_process(pid)
+    if start is not None and _process.same_process(pid, start):
+        info = _process.read_process(pid)
         if info and info.get("name"):
             details.append(info["name"])
     if start is not None:
@@ -103,7 +103,7 @@ def holder_of(fd):
     pids = [pid for pid in lock_holders(fd) if pid != os.getpid()]
     if not pids or written.get("pid") in pids:
         return written or None
-    return {"pid": pids[0], "start_time": _procscan.start_time(pids[0])}
+    return {"pid": pids[0], "start_time": _process.start_time(pids[0])}
 
 
 def flock_within(fd, operation, timeout, path):
@@ -171,7 +171,7 @@ class NodeLock:
 
     def _write_holder(self):
         pid = os.getpid()
-        holder = {"pid": pid, "start_time": _procscan.start_time(pid),
+        holder = {"pid": pid, "start_time": _process.start_time(pid),
                   "acquired": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, json.dumps(holder).encode("utf-8"), 0)

@@ -17,9 +17,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY, probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import (
-    attribution, boot_time, read_process, scan_processes, start_time_epoch,
-)
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import attribution
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import boot_time, read_process, start_time_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, NO_GPU_SELECTED, NO_RUNG, answer_events, gpu_state, verdict

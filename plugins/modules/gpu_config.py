@@ -138,7 +138,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files 
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import read_process
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import UnknownGpu, select_gpus, unknown_gpu_message
 
 ARGUMENT_SPEC = dict(

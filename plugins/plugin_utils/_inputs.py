@@ -18,12 +18,12 @@ import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_check import PLAYBOOK_VARIABLE, kind_error
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import range_of, within
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import control_character
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_ranges import RANGED_OPTIONS, out_of_range
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-YES_NO = frozenset(["true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f"])
 MAX_HOSTS_PER_BATCH = 1000000
 # An extra variable with one of these prefixes is meant for this collection: one it does not know is a typo.
 PREFIXES = ("gpu_reclaim_", "gpu_inspect_", "gpu_remediate_", "gpu_watch_", "gpu_node_prep_", "gpuops_")
@@ -37,6 +37,10 @@ PLAYBOOK_OPTIONS = {
     "gpuops_environment": {"type": "dict"},
     # The event's one host, passed by the rulebooks (plugin_utils/eda/_event_target.py).
     "gpuops_event_host": {"type": "str"},
+    # What the event's source decided of an Xid (its code, "site" or "catalog", the rung): the run's policy must agree.
+    "gpuops_event_xid": {"type": "raw"},
+    "gpuops_event_policy": {"type": "str"},
+    "gpuops_event_rung": {"type": "str"},
 }
 # Variables of the collection's prefixes read where the input check does not type them: a host's own (the simulated
 # Windows node's directory, the Xid policy of group_vars) and the report the run hands AWX.
@@ -170,16 +174,11 @@ def unknown_variables(names, known):
     return errors
 
 
-def _kind_error(kind, value):
-    """What a value of this spec type must be, when it is not that; None when it is (or may be converted)."""
-    if kind == "bool" and not (isinstance(value, bool) or str(value).strip().lower() in YES_NO):
-        return "true or false"
-    if kind == "list" and (isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple))):
-        return "a list"
-    if kind == "dict" and not isinstance(value, dict):
-        return "a mapping"
+def _number_error(name, value, kind):
+    """A number variable's error, naming it and its value as written (Ansible's validator would name neither: "unable to
+    convert to float: <class '..._AnsibleTaggedStr'>"); None when the value is one, or the variable no number."""
     if kind in ("int", "float") and _number(value, kind) is None:
-        return "a whole number" if kind == "int" else "a number"
+        return "%s=%s (%s)" % (name, _as_written(value), "a whole number" if kind == "int" else "a number")
     return None
 
 
@@ -213,11 +212,13 @@ def input_errors(values, options):
         value = values[name]
         if value is None and not spec.get("required"):
             continue  # no answer (AWX's empty survey answer, ansible/awx#16205): the default applies
-        must_be = _kind_error(spec.get("type", "str"), value)
-        if must_be is None and name in VALUE_RULES:
+        kind = spec.get("type", "str")
+        error = kind_error(name, value, kind, PLAYBOOK_VARIABLE, shown=_as_written(value)) or _number_error(name, value, kind)
+        if error is None and name in VALUE_RULES:
             must_be = VALUE_RULES[name](value)
-        if must_be:
-            errors.append("%s=%s (%s)" % (name, _as_written(value), must_be))
+            error = "%s=%s (%s)" % (name, _as_written(value), must_be) if must_be else None
+        if error:
+            errors.append(error)
             named.add(name)
     rest = {name: values[name] for name in values if name in options and name not in named
             and (values[name] is not None or options[name].get("required"))}

@@ -27,8 +27,9 @@ def _receiver(func):
     return _name(func.value) if isinstance(func, ast.Attribute) else None
 
 
-def unbounded_calls(source, filename):
-    """(line, why) of every call in source that could wait for ever."""
+def unbounded_calls(source, filename, standalone=False):
+    """(line, why) of every call in source that could wait for ever; standalone: a script with no bounded.py to use,
+    which may start a helper with Popen but bounds each wait on it itself."""
     found = []
     tree = ast.parse(source, filename)
     # asyncio.wait_for(queue.get(), timeout) bounds the call it is given.
@@ -41,7 +42,12 @@ def unbounded_calls(source, filename):
         if receiver == "bounded":
             continue
         keywords = {keyword.arg for keyword in node.keywords}
-        if name in ONLY_THROUGH_BOUNDED:
+        if standalone and name == "Popen":
+            continue
+        if standalone and name == "communicate":
+            if "timeout" not in keywords and len(node.args) < 2:
+                found.append((node.lineno, "communicate() without a timeout"))
+        elif name in ONLY_THROUGH_BOUNDED:
             found.append((node.lineno, "%s outside %s" % (name, ONLY_THROUGH_BOUNDED[name])))
         elif name == "readline" and receiver in ("stdout", "stderr"):
             found.append((node.lineno, "a helper's %s.readline() outside bounded.line" % receiver))
@@ -65,6 +71,29 @@ def _test_sources():
             path = os.path.join(folder, name)
             if name.endswith(".py") and path != BOUNDED:
                 yield path
+
+
+INTEGRATION = os.path.join(os.path.dirname(UNIT), "integration")
+
+
+def _integration_helper_sources():
+    targets = os.path.join(INTEGRATION, "targets")
+    for name in sorted(os.listdir(targets)):
+        files = os.path.join(targets, name, "files")
+        if os.path.isdir(files):
+            for entry in sorted(os.listdir(files)):
+                if entry.endswith(".py"):
+                    yield os.path.join(files, entry)
+
+
+def test_no_integration_helper_waits_without_a_bound():
+    """The targets' helper scripts run alone: every wait carries its own timeout (run.py's deadline is the last resort)."""
+    offenders = []
+    for path in _integration_helper_sources():
+        with open(path, encoding="utf-8") as handle:
+            offenders += ["%s:%d: %s" % (os.path.relpath(path, INTEGRATION), line, why)
+                          for line, why in unbounded_calls(handle.read(), path, standalone=True)]
+    assert offenders == []
 
 
 def test_no_unit_test_waits_without_a_bound():
@@ -91,6 +120,18 @@ fcntl.flock(handle, fcntl.LOCK_EX)
 urllib.request.urlopen(url)
 """
     assert [line for line, _why in unbounded_calls(source, "example")] == list(range(2, 14))
+
+
+def test_the_standalone_scan_allows_popen_and_bounds_every_wait():
+    source = """
+proc = subprocess.Popen(["sleep", "1"])
+proc.communicate(timeout=5)
+proc.communicate()
+proc.wait()
+os.wait()
+fcntl.flock(handle, fcntl.LOCK_EX)
+"""
+    assert [line for line, _why in unbounded_calls(source, "example", standalone=True)] == [4, 5, 6, 7]
 
 
 def test_the_scan_lets_bounded_waits_through():

@@ -27,7 +27,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import read_process, same_process, scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units

@@ -20,7 +20,7 @@ busy, whoever its parent is now.
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import process_stat
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import process_stat
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import systemd_cgroup
 
 BUSY = "busy"

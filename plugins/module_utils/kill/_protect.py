@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import first_name_match, process_names
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectedUsers, primary_gid, process_gids
@@ -91,7 +92,7 @@ def _busy(pid, policy, role):
     it (end_running_jobs, or an explicit selection). A GPU daemon or a display server has refusals of its own."""
     if policy.end_running_jobs or policy.explicit:
         return None
-    attribution = _procscan.attribution(pid)
+    attribution = _cgroup.attribution(pid)
     job = policy.jobs.job_of(pid, attribution) if policy.jobs is not None else None
     if job and job["running"]:
         return job["why"]
@@ -102,7 +103,7 @@ def _busy(pid, policy, role):
 
 
 def _own_lineage(self_pid):
-    return set(_procscan.ancestors(self_pid) or ()) | {self_pid}
+    return set(_process.ancestors(self_pid) or ()) | {self_pid}
 
 
 def refusal(target, policy, self_pid=None, ending=True):
@@ -114,9 +115,9 @@ def refusal(target, policy, self_pid=None, ending=True):
         return "pid 1"
     if pid < 1:
         return "invalid pid %d" % pid
-    if _procscan.is_kernel_thread(pid):
+    if _process.is_kernel_thread(pid):
         return "kernel thread"
-    info = _procscan.read_process(pid)
+    info = _process.read_process(pid)
     if info is None:
         return "exited"
     if info.get("start_time") != target.start_time:
@@ -159,7 +160,7 @@ def live_children(pid, proc_root="/proc"):
         except (OSError, ValueError):
             continue
     return sorted(child for child in children
-                  if (_procscan.read_process(child, proc_root) or {}).get("state") not in (None, "Z", "X"))
+                  if (_process.read_process(child, proc_root) or {}).get("state") not in (None, "Z", "X"))
 
 
 def supervisor(parent):
@@ -174,10 +175,10 @@ def supervisor(parent):
 
 def parent_of(pid):
     """{"pid", "name", "start_time"} of pid's parent (name and start time None when unreadable), or None."""
-    info = _procscan.read_process(pid)
+    info = _process.read_process(pid)
     if info is None:
         return None
-    parent = _procscan.read_process(info["ppid"]) if info.get("ppid") else None
+    parent = _process.read_process(info["ppid"]) if info.get("ppid") else None
     parent = parent or {}
     return {"pid": info.get("ppid"), "name": parent.get("name"), "start_time": parent.get("start_time")}
 
@@ -194,7 +195,7 @@ def triage(targets, policy, self_pid):
             continue
         seen.add(target.pid)
         reason = refusal(target, policy, self_pid)
-        info = _procscan.read_process(target.pid) or {}
+        info = _process.read_process(target.pid) or {}
         if reason:
             skipped.append(target.skipped(reason, info.get("name") if info.get("start_time") == target.start_time else None))
         elif info.get("state") in ("Z", "X"):  # a real zombie: a leader-exited group has a live thread's state

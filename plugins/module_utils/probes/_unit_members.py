@@ -11,7 +11,7 @@ nvidia-persistenced or Xorg (prctl, exec -a): such a name protects nothing and h
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 
 DAEMON = "gpu_daemon"
@@ -84,7 +84,7 @@ class UnitMembers:
             state = self.states.get(unit)
             if unit == DISPLAY_MANAGER:
                 if ancestors is None:
-                    ancestors = _procscan.ancestors(pid, self.proc_root)
+                    ancestors = _process.ancestors(pid, self.proc_root)
                 by = member_of(pid, state, cgroup, ancestors)
             else:
                 by = member_of(pid, state, cgroup)

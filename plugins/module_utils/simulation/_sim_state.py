@@ -5,7 +5,7 @@
 The state (<root>/state.json) is the only truth the simulated NVML and tools read and write. The simulated
 NVML imports only this file on every snapshot of a simulated node; the kernel's rules are in _sim_rules.py,
 building and destroying a node in _sim_build.py, its processes in _sim_processes.py and _sim_programs.py.
-Whether a process still exists is read with the real process identity code (_procscan, copied into the node's
+Whether a process still exists is read with the real process identity code (_process, copied into the node's
 lib/ with the simulation).
 """
 
@@ -17,10 +17,10 @@ import json
 import os
 
 try:
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import same_process
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import same_process
     from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic
 except ImportError:  # running from <root>/lib as a plain module
-    from _procscan import same_process  # type: ignore[no-redef] # pylint: disable=import-error
+    from _process import same_process  # type: ignore[no-redef] # pylint: disable=import-error
     from _safe_files import write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
 
 DEVICE_SIZE = 4096  # bytes of each regular file standing in for a device node

@@ -188,7 +188,8 @@ def test_journal_is_started_again_after_its_cursor_and_trusts_only_kernel_and_ro
     fake.chmod(0o755)
 
     source = _source("gpu_kernel_log")
-    args = {"source": "journal", "host": "node7", "journalctl": str(fake), "poll_interval": 0.05}
+    # answers_seconds 0: no read-back run of journalctl before the follow (test_eda_answers_recall.py has that one)
+    args = {"source": "journal", "host": "node7", "journalctl": str(fake), "poll_interval": 0.05, "answers_seconds": 0}
     events, _ticks, task = asyncio.run(_run(source.main, args, 0, until=lambda got: len(got) >= 3))
     assert task.cancelled()
     xids = [(event["gpuops"]["xid"], event["gpuops"]["pci_bus_id"]) for event in events if event["gpuops"]["type"] == "xid"]

@@ -17,25 +17,16 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_
     drain_followup, fleet_guard, health_gate, hold_reason, next_rung, slurm_drain_state,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
-    INSPECT_MODULE, WalkError, WalkOptions, check_options, walk_argument_spec,
+    INSPECT_MODULE, WalkError, check_options,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import kill_plan_lines
+
+from ansible_collections.gpuops.remediation.tests.unit.helpers.ladder_walk import walk_arguments as arguments, walk_options as options
 
 THRESHOLD = 256
 # The scope of a snapshot taken with the walk's default options.
 SCOPE = {"gpus": None, "ghost_threshold_mib": THRESHOLD, "kernel_log_source": "auto", "kernel_log_path": None, "kernel_log_window": None}
 PROBES = {"gpu": {"ok": True, "timed_out": False, "error": None}, "kernel_log": {"source": "none"}}
-
-
-def arguments(**overrides):
-    args = dict((name, spec.get("default")) for name, spec in walk_argument_spec().items())
-    args.update(option_names={"max_rung": "gpu_reclaim_max_rung", "allow_reboot": "gpu_reclaim_allow_reboot"}, run_id="run-1")
-    args.update(overrides)
-    return args
-
-
-def options(**overrides):
-    return WalkOptions(arguments(**overrides))
 
 
 class Node:

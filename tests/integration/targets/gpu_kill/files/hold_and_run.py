@@ -9,7 +9,7 @@ import sys
 
 device, report, command = sys.argv[1], sys.argv[2], sys.argv[3:]
 holder = open(device, "rb")  # pylint: disable=consider-using-with
-rc = subprocess.call(command)
+rc = subprocess.call(command, timeout=1200)  # the playbook run inside; past this, fail rather than hang
 with open(report) as handle:
     inner = json.load(handle)
 with open(report, "w") as handle:

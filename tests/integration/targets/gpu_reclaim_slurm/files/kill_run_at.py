@@ -64,7 +64,7 @@ def main(journal, action, timeout, argv):
     while not intent_seen(journal, action):
         if run.poll() is not None or time.monotonic() > deadline:
             run.kill()
-            sys.stdout.write(run.communicate()[0].decode("utf-8", "replace")[-4000:])
+            sys.stdout.write(run.communicate(timeout=60)[0].decode("utf-8", "replace")[-4000:])
             print("kill_run_at: no %s intent in %s before the run ended or %s s passed" % (action, journal, timeout))
             return 1
         time.sleep(0.1)
@@ -81,7 +81,7 @@ def main(journal, action, timeout, argv):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    run.wait()
+    run.wait(timeout=60)
     print("kill_run_at: killed %d processes once %s began" % (len(tree), action))
     return 0
 

@@ -37,8 +37,15 @@ def swap(directory, name, target, stop):
 
 def hold(path, stop):
     fd = os.open(path, os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
     deadline = time.monotonic() + LIMIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                sys.exit("attack: %s stayed locked by another for %d s" % (path, LIMIT))
+            time.sleep(0.05)
     while time.monotonic() < deadline and not os.path.exists(stop):
         time.sleep(0.05)
 
