@@ -21,8 +21,9 @@ description:
     runtime its cgroup names (docker, podman, crictl), since a killed process would be restarted. The runtime must
     confirm the container first; a cgroup name alone makes a plain process.
   - Never signals a pid whose start time no longer matches (a reused pid), PID 1, a kernel thread, this Ansible
-    run and its ancestors, a process in uninterruptible sleep (reported as unkillable, the evidence for a heavier
-    rung), a protected process, a display server unless O(allow_display), a GPU daemon unless O(allow_daemons).
+    run and its ancestors, a process the node journal says outlived SIGKILL (class unkillable, the evidence for a
+    heavier rung; uninterruptible sleep alone is no reason to leave a process alone), a protected process, a display
+    server unless O(allow_display), a GPU daemon unless O(allow_daemons).
   - Takes the node lock, then its snapshot, so that a run that waited for another sees the node as that one left it.
     Journals every signal before it is sent and after. A second run finds nothing to end.
   - A container stop that fails fails the module (with everything else it did reported), and so does a holder of a

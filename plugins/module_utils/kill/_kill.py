@@ -26,6 +26,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
@@ -72,10 +73,10 @@ def validate_kill_params(module, on_node=False):
     """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
     ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
     params = module.params
-    if params.get("kill_grace") is not None and params["kill_grace"] <= 0:
+    if params.get("kill_grace") is not None and not within("kill_grace", params["kill_grace"]):
         module.fail_json(msg="kill_grace must be more than 0 seconds, got %r: it is how long a process gets to be gone after "
                              "SIGKILL" % params["kill_grace"])
-    if params["grace"] <= 0:
+    if not within("grace", params["grace"]):
         module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
                              "(to end processes at once, set signals=[KILL])" % params["grace"])
     if not params["signals"]:

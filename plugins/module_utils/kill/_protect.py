@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who may be signalled: the rules that always hold (PID 1, kernel threads, this Ansible run's own lineage, a
-reused pid, uninterruptible sleep, another user's process without the capability), the policy's protected names,
+reused pid, another user's process without the capability; uninterruptible sleep is none of them), the policy's protected names,
 users and units, display servers and GPU daemons, and the triage that applies them before _terminate sends
 anything. Zombies met are reported with the parent that has to reap them.
 """

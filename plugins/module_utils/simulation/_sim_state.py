@@ -133,3 +133,9 @@ def gpu_memory(state, index):
 
 def driver_loaded(state):
     return bool(state["modules"].get("nvidia", {}).get("loaded"))
+
+
+def gpu_serial(gpu):
+    """The board serial a simulated GPU reports (nvidia-smi's <serial>, NVML's nvmlDeviceGetSerial): 13 digits, from its
+    bus and index, as stable as the real one."""
+    return "16501240%05d" % (int(gpu["pci_bus_id"][9:11], 16) * 10 + gpu["index"])

@@ -224,10 +224,6 @@ def _mig_text(gpu, key):
     return "Enabled" if mig.get(key) else "Disabled"
 
 
-def _serial(gpu):
-    return "16501240%05d" % (int(gpu["pci_bus_id"][9:11], 16) * 10 + gpu["index"])
-
-
 def _gpu_fields(state, gpu, mem):
     """--query-gpu field -> (value, unit or None)."""
     bus = gpu["pci_bus_id"]
@@ -236,7 +232,7 @@ def _gpu_fields(state, gpu, mem):
         "driver_version": (state["driver_version"], None),
         "count": (str(len(state["gpus"])), None),
         "name": (gpu["name"], None), "gpu_name": (gpu["name"], None),
-        "serial": (_serial(gpu), None), "gpu_serial": (_serial(gpu), None),
+        "serial": (node.gpu_serial(gpu), None), "gpu_serial": (node.gpu_serial(gpu), None),
         "uuid": (gpu["uuid"], None), "gpu_uuid": (gpu["uuid"], None),
         "pci.bus_id": (bus, None), "gpu_bus_id": (bus, None),
         "pci.domain": ("0x%s" % bus[4:8], None), "pci.bus": ("0x%s" % bus[9:11], None),
@@ -376,7 +372,7 @@ def _xml_gpu(state, gpu):
         ["\t\t<mig_devices>", "\t\t</mig_devices>"]
     lines += [_element(2, "accounting_mode", "Disabled"), _element(2, "accounting_mode_buffer_size", 4000)]
     lines += _block(2, "driver_model", [("current_dm", "N/A"), ("pending_dm", "N/A")])
-    lines += [_element(2, "serial", _serial(gpu)), _element(2, "uuid", gpu["uuid"]),
+    lines += [_element(2, "serial", node.gpu_serial(gpu)), _element(2, "uuid", gpu["uuid"]),
               _element(2, "minor_number", gpu.get("minor_number", gpu["index"])),
               _element(2, "vbios_version", "96.00.99.00.01"), _element(2, "multigpu_board", "No"),
               _element(2, "board_id", "0x%s" % bus[9:11].lstrip("0").lower() + "00"),

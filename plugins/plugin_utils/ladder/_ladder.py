@@ -25,15 +25,18 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import (
     kill_plan_lines, outcome, reset_plan_lines, step_result, unique_lines,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._progress import ended_line, started_line, step_of
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import STATE_VERSION, WalkState, walk_state
 
 
 class LadderWalk:
     """One host's walk. start() begins it; continue_after() goes on after a controller step. Both return the state."""
 
-    def __init__(self, options, execute, check_mode, host, clock=time.time):
+    def __init__(self, options, execute, check_mode, host, clock=time.time, say=None):
         self.options = options
         self.host = host
+        self.say = say or (lambda line: None)  # the progress lines (_progress.py)
+        self.rung = None  # the rung being taken
         self.modules_run = []  # by this call, in order
         self.module_seconds = []  # how long each took, transfer and run on the node (what bench/fleet.py reports)
         self._execute = execute
@@ -42,11 +45,18 @@ class LadderWalk:
 
     def execute(self, module_name, module_args):
         self.modules_run.append(module_name)
+        module = module_name.rsplit(".", 1)[-1]
+        step, gpus = step_of(module, self.rung), self.options.snapshot_args.get("gpus")
+        self.say(started_line(self.host, gpus, step, module, self.check_mode))
         started = time.monotonic()
+        result = {"failed": True, "msg": "it raised an error"}
         try:
-            return self._execute(module_name, module_args)
+            result = self._execute(module_name, module_args)
+            return result
         finally:
-            self.module_seconds.append(round(time.monotonic() - started, 4))
+            seconds = time.monotonic() - started
+            self.module_seconds.append(round(seconds, 4))
+            self.say(ended_line(self.host, gpus, step, module, seconds, result, self.check_mode))
 
     def usable(self, snapshot):
         """Whether a snapshot the caller gave can start the walk: taken with the same options its verdict depends on,
@@ -192,7 +202,11 @@ class LadderWalk:
         return {"kill": self._take_kill, "reset": self._take_reset, "reload": self._take_reload, "graphics": self._take_graphics}
 
     def _take(self, state, rung):
-        step, after = self.rung_takers()[rung](state.last)
+        self.rung = rung
+        try:
+            step, after = self.rung_takers()[rung](state.last)
+        finally:
+            self.rung = None
         state.tried.append(step)
         if not self.check_mode:
             if after and not after.get("failed") and "gpus" in after:

@@ -12,6 +12,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 
 # The decisions of the walk, one function each.
@@ -246,9 +247,9 @@ def fleet_guard(destructive_hosts, host_count, max_percent):
     allowed = max(1, int(host_count * max_percent / 100))
     if len(destructive_hosts) <= allowed:
         return ""
-    return ("fleet guard: %d of %d hosts would need a destructive rung (%s), more than the %s%% allowed (%d hosts, "
+    return ("fleet guard: %d of %s would need a destructive rung (%s), more than the %s%% allowed (%s, "
             "gpu_remediate_max_destructive_percent). Nothing was done. Narrow the run with --limit, or raise the percentage."
-            % (len(destructive_hosts), host_count, ", ".join(destructive_hosts), max_percent, allowed))
+            % (len(destructive_hosts), plural(host_count, "host"), ", ".join(destructive_hosts), max_percent, plural(allowed, "host")))
 
 
 # The outcomes that leave memory held or nothing done although memory is held: the host fails (undetermined fails none).

@@ -6,6 +6,7 @@ checks made before any rung, and the constants the walk and its callers share.""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import LEVELS as HEALTH_CHECK_LEVELS
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import ALL_RUNGS, LINUX, PLATFORMS, WINDOWS
 
@@ -173,7 +174,7 @@ def check_options(args):
     validate_snapshot_params(check)
     validate_kill_params(check)
     for name in ("kill_wait_timeout", "reload_grace", "lock_timeout", "snapshot_max_age"):
-        if args.get(name) is not None and args[name] < 0:
+        if args.get(name) is not None and not within("wait_timeout" if name == "kill_wait_timeout" else name, args[name]):
             raise WalkError("%s must be 0 or more seconds, got %r" % (name, args[name]))
-    if args.get("health_check_timeout") is not None and args["health_check_timeout"] <= 0:
+    if args.get("health_check_timeout") is not None and not within("health_check_timeout", args["health_check_timeout"]):
         raise WalkError("health_check_timeout must be more than 0 seconds, got %r" % args["health_check_timeout"])
