@@ -19,12 +19,14 @@ import time
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _pci as pci
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_dcgmi import dcgmi
+    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as mig
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as processes
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as rules
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as node
 except ImportError:  # running from <root>/lib as plain modules
     import _pci as pci  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_dcgmi import dcgmi  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_mig as mig  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_processes as processes  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_rules as rules  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
@@ -169,6 +171,8 @@ def nvidia_smi(argv, root, out):
     if not node.driver_loaded(state):
         out.say(NVSMI_DRIVER_FAILED)
         return RC_DRIVER_NOT_LOADED
+    if argv[:1] == ["mig"]:
+        return _nvidia_smi_mig(argv[1:], root, out)
     opts = _parse_smi_args(argv)
     if opts is None:
         out.say(NVSMI_BAD_ARGS)
@@ -196,6 +200,64 @@ def nvidia_smi(argv, root, out):
                  "query-compute-apps": _render_compute_apps, "table": _render_table}
     render_rc = renderers[opts["mode"]](state, healthy, opts, out)
     return render_rc or rc
+
+
+def _parse_mig_args(argv):
+    """nvidia-smi mig's options simulated: -i <gpu>, -lgi, -cgi <profiles> [-C]; None for anything else."""
+    opts = {"ids": None, "verb": None, "profiles": [], "with_ci": False}
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in ("-i", "--id") and args:
+            opts["ids"] = args.pop(0)
+        elif arg in ("-lgi", "--list-gpu-instances"):
+            opts["verb"] = "lgi"
+        elif arg in ("-cgi", "--create-gpu-instance") and args:
+            opts["verb"], opts["profiles"] = "cgi", [word.strip() for word in args.pop(0).split(",")]
+        elif arg in ("-C", "--default-compute-instance"):
+            opts["with_ci"] = True
+        else:
+            return None
+    return opts if opts["verb"] else None
+
+
+def _nvidia_smi_mig(argv, root, out):
+    opts = _parse_mig_args(argv)
+    if opts is None:
+        out.say(NVSMI_BAD_ARGS)
+        return RC_INVALID_ARG
+    gpus = _select_gpus(node.load_state(root), opts["ids"])
+    if gpus is None:
+        out.say("No devices were found\n")
+        return RC_NOT_FOUND
+    if opts["verb"] == "lgi":
+        out.say("".join(line + "\n" for line in mig.render_lgi(gpus)))
+        return RC_OK if any(gpu.get("gpu_instances") for gpu in gpus) else RC_NOT_FOUND
+    indexes = [gpu["index"] for gpu in gpus]
+    lines = []
+    node.update_state(root, lambda state: lines.extend(_create_instances(state, indexes, opts)))
+    out.say("".join(line + "\n" for line in lines))
+    return RC_OTHER if lines and lines[-1].startswith("Failed") else RC_OK
+
+
+def _create_instances(state, indexes, opts):
+    """nvidia-smi mig -cgi on each GPU in turn, stopping at the first refusal as the real tool does."""
+    lines = []
+    for index in indexes:
+        gpu = node.find_gpu(state, index)
+        for word in opts["profiles"]:
+            try:
+                profile = mig.profile_by_name_or_id(gpu["name"], word)
+                gi = mig.create_gpu_instance(gpu, profile["id"])
+            except mig.MigError as exc:
+                return lines + mig.create_failure_lines(index, word, str(exc))
+            lines.append("Successfully created GPU instance ID %2d on GPU %2d using profile MIG %s (ID %2d)"
+                         % (gi["id"], index, profile["name"], profile["id"]))
+            if opts["with_ci"]:
+                ci = mig.create_compute_instance(gpu, gi["id"])
+                lines.append("Successfully created compute instance ID %2d on GPU %2d GPU instance ID %2d using profile MIG %s (ID %2d)"
+                             % (ci["id"], index, gi["id"], profile["name"], ci["profile_id"]))
+    return lines
 
 
 def _render_list(state, gpus, opts, out):

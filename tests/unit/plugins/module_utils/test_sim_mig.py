@@ -1,0 +1,116 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The simulated node's MIG: real A100/H100 profiles and placements, the memory-slice rule, and
+nvidia-smi mig -cgi / -lgi run as the executables gpu_sim writes, compared with the real captures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as mig
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+
+A100 = "NVIDIA A100-SXM4-80GB"
+H100 = "NVIDIA H100 80GB HBM3"
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+REAL_MIG = os.path.join(FIXTURES, "nvidia-smi-mig")
+
+
+def mig_gpu(name=A100):
+    return {"index": 0, "name": name, "mig_mode": {"current": True, "pending": True}}
+
+
+def smi(root, *args):
+    return bounded.run([os.path.join(root, "bin", "nvidia-smi")] + list(args), "simulated nvidia-smi %s" % " ".join(args),
+                       capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("name", [A100, H100])
+def test_profiles_are_the_real_seven_with_their_placements(name):
+    table = mig.profiles(name)
+    names = sorted(profile["name"] for profile in table.values())
+    assert names == sorted(["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"])
+    assert table[19]["starts"] == (0, 1, 2, 3, 4, 5, 6) and table[19]["size"] == 1
+    assert table[9]["starts"] == (0, 4) and table[9]["size"] == 4
+    assert table[0]["starts"] == (0,) and table[0]["size"] == mig.MEMORY_SLICES
+
+
+def test_the_memory_of_a_2g_instance_is_the_real_a100_80gb_one():
+    # fb_memory_usage total of each 2g.20gb mig_device in the real A100-SXM4-80GB -q -x capture
+    with open(os.path.join(FIXTURES, "nvidia-smi-qx", "v12-a100-sxm4-mig-535.54.03.xml")) as handle:
+        assert "<total>19968 MiB</total>" in handle.read()
+    assert mig.profiles(A100)[14]["memory_mib"] == 19968
+
+
+def test_seven_1g_instances_fill_the_gpu_and_an_eighth_has_no_room():
+    gpu = mig_gpu()
+    starts = [mig.create_gpu_instance(gpu, 19)["start"] for _ in range(7)]
+    assert starts == [0, 1, 2, 3, 4, 5, 6]
+    with pytest.raises(mig.MigError, match="^Insufficient Resources$"):
+        mig.create_gpu_instance(gpu, 19)
+
+
+def test_a_placement_overlapping_an_instance_is_refused_and_the_free_one_is_taken():
+    gpu = mig_gpu(H100)
+    mig.create_gpu_instance(gpu, 19, start=0)
+    # 3g.40gb may start at 0 or 4 only: slice 0 is taken, so it goes to 4
+    assert mig.create_gpu_instance(gpu, 9)["start"] == 4
+    with pytest.raises(mig.MigError, match="Insufficient Resources"):
+        mig.create_gpu_instance(gpu, 9)  # the 4-slice placement at 0 overlaps the 1g at slice 0
+    with pytest.raises(mig.MigError, match="Invalid Argument"):
+        mig.create_gpu_instance(gpu, 9, start=2)  # not a placement of 3g.40gb
+
+
+def test_4g_plus_3g_use_all_seven_compute_slices():
+    gpu = mig_gpu()
+    assert (mig.create_gpu_instance(gpu, 5)["start"], mig.create_gpu_instance(gpu, 9)["start"]) == (0, 4)
+    with pytest.raises(mig.MigError, match="Insufficient Resources"):
+        mig.create_gpu_instance(gpu, 19)
+
+
+def test_only_one_media_extension_instance():
+    gpu = mig_gpu()
+    mig.create_gpu_instance(gpu, 20)
+    with pytest.raises(mig.MigError, match="Insufficient Resources"):
+        mig.create_gpu_instance(gpu, 20)
+
+
+def test_no_instance_without_mig_mode_and_a_gi_with_a_ci_is_not_destroyed():
+    with pytest.raises(mig.MigError, match="Not Supported"):
+        mig.create_gpu_instance({"index": 0, "name": A100, "mig_mode": None}, 19)
+    gpu = mig_gpu()
+    gi = mig.create_gpu_instance(gpu, 14)
+    mig.create_compute_instance(gpu, gi["id"])
+    with pytest.raises(mig.MigError, match="In use by another client"):
+        mig.destroy_gpu_instance(gpu, gi["id"])
+    gi["compute_instances"] = []
+    mig.destroy_gpu_instance(gpu, gi["id"])
+    assert gpu["gpu_instances"] == []
+
+
+def test_cgi_on_the_simulated_node_says_what_the_real_tool_says(node_root):
+    sim.create_node(node_root, {"gpus": [{"name": A100, "memory_mib": 81920, "mig_mode": True}]})
+    result = smi(node_root, "mig", "-cgi", "9,9,9", "-C")
+    lines = result.stdout.splitlines()
+    assert result.returncode != 0
+    assert lines[0] == "Successfully created GPU instance ID  1 on GPU  0 using profile MIG 3g.40gb (ID  9)"
+    assert lines[1] == "Successfully created compute instance ID  0 on GPU  0 GPU instance ID  1 using profile MIG 3g.40gb (ID  2)"
+    with open(os.path.join(REAL_MIG, "cgi-insufficient-resources-then-success.txt")) as handle:
+        real = handle.read().splitlines()
+    # the refusal is word for word the real one, with the profile as the operator wrote it
+    assert lines[4:] == [line.replace("20", "9") for line in real[1:3]]
+    state = sim_state.load_state(node_root)
+    assert [(gi["id"], gi["start"]) for gi in state["gpus"][0]["gpu_instances"]] == [(1, 0), (2, 4)]
+
+
+def test_lgi_lists_each_instance_with_its_placement(node_root):
+    sim.create_node(node_root, {"gpus": [{"name": H100, "memory_mib": 81559, "mig_mode": True}]})
+    assert smi(node_root, "mig", "-lgi").returncode != 0
+    assert smi(node_root, "mig", "-cgi", "1g.10gb,MIG 2g.20gb").returncode == 0
+    rows = [line for line in smi(node_root, "mig", "-lgi").stdout.splitlines() if "MIG " in line]
+    assert [row.split()[1:7] for row in rows] == [["0", "MIG", "1g.10gb", "19", "1", "0:1"],
+                                                 ["0", "MIG", "2g.20gb", "14", "2", "2:2"]]
