@@ -42,6 +42,35 @@ PRODUCTS = {
 }
 
 
+# The driver's nvidia-caps minors (/proc/driver/nvidia-caps/mig-minors): 1 config, 2 monitor, then per GPU 15
+# GPU instance slots of 9 minors each, the GI's own followed by its 8 compute instances'.
+_FIRST_GI_MINOR = 3
+_MINORS_PER_GI = 9
+_GI_SLOTS = 15
+
+
+def cap_minor(gpu_index, gi_id, ci_id=None):
+    """The nvidia-caps minor of GPU instance gi_id (or of its compute instance ci_id) on GPU gpu_index."""
+    base = _FIRST_GI_MINOR + gpu_index * _GI_SLOTS * _MINORS_PER_GI + gi_id * _MINORS_PER_GI
+    return base if ci_id is None else base + 1 + ci_id
+
+
+def capability_files(gpus):
+    """{relative path: text} of the capabilities access files the driver shows for these GPUs' instances."""
+    files = {}
+    for gpu in gpus:
+        for gi in gpu.get("gpu_instances", []):
+            gi_dir = "gpu%d/mig/gi%d" % (gpu["index"], gi["id"])
+            files[gi_dir + "/access"] = _access_text(cap_minor(gpu["index"], gi["id"]))
+            for ci in gi["compute_instances"]:
+                files["%s/ci%d/access" % (gi_dir, ci["id"])] = _access_text(cap_minor(gpu["index"], gi["id"], ci["id"]))
+    return files
+
+
+def _access_text(minor):
+    return "DeviceFileMinor: %d\nDeviceFileMode: 292\nDeviceFileModify: 1\n" % minor
+
+
 class MigError(Exception):
     """A MIG operation the driver refuses; str() is the driver's reason (e.g. Insufficient Resources)."""
 

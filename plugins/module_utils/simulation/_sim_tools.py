@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -236,8 +237,27 @@ def _nvidia_smi_mig(argv, root, out):
     indexes = [gpu["index"] for gpu in gpus]
     lines = []
     node.update_state(root, lambda state: lines.extend(_create_instances(state, indexes, opts)))
+    node.update_state(root, lambda state: _publish_mig(root, state))
     out.say("".join(line + "\n" for line in lines))
     return RC_OTHER if lines and lines[-1].startswith("Failed") else RC_OK
+
+
+def _publish_mig(root, state):
+    """What the driver shows of the instances: the capabilities access files and the nvidia-caps nodes."""
+    caps_dir = os.path.join(root, "proc", "driver", "nvidia", "capabilities")
+    nodes_dir = node.dev_path(root, "nvidia-caps")
+    for directory in (caps_dir, nodes_dir):
+        if os.path.isdir(directory):
+            shutil.rmtree(directory)
+    for relative, text in mig.capability_files(state["gpus"]).items():
+        path = os.path.join(caps_dir, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+        os.makedirs(nodes_dir, exist_ok=True)
+        minor = int(text.split()[1])
+        with open(os.path.join(nodes_dir, "nvidia-cap%d" % minor), "wb") as handle:
+            handle.write(b"\0" * node.DEVICE_SIZE)
 
 
 def _create_instances(state, indexes, opts):

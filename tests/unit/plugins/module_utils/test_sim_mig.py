@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _mig_caps as mig_caps
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as mig
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
@@ -114,3 +116,37 @@ def test_lgi_lists_each_instance_with_its_placement(node_root):
     rows = [line for line in smi(node_root, "mig", "-lgi").stdout.splitlines() if "MIG " in line]
     assert [row.split()[1:7] for row in rows] == [["0", "MIG", "1g.10gb", "19", "1", "0:1"],
                                                  ["0", "MIG", "2g.20gb", "14", "2", "2:2"]]
+
+
+def test_the_cap_minors_are_the_drivers_layout():
+    # the MIG user guide's example: gpu0/mig/gi1/access says DeviceFileMinor: 12; config 1 and monitor 2 come first
+    assert mig.cap_minor(0, 1) == 12
+    assert mig.cap_minor(0, 1, 0) == 13
+    assert mig.cap_minor(0, 0) == 3
+    assert mig.cap_minor(1, 0) == 3 + 135
+
+
+def test_created_instances_show_their_capabilities_files_and_cap_nodes(node_root):
+    sim.create_node(node_root, {"gpus": [{"name": H100, "memory_mib": 81559, "mig_mode": False},
+                                         {"name": H100, "memory_mib": 81559, "mig_mode": True}]})
+    assert smi(node_root, "mig", "-i", "1", "-cgi", "19,19", "-C").returncode == 0
+    layout = NodeLayout(node_root)
+    minors = mig_caps.instance_minors(layout.mig_capabilities_dir)
+    expected = {mig.cap_minor(1, 1): {"gpu": 1, "gi": 1, "ci": None}, mig.cap_minor(1, 1, 0): {"gpu": 1, "gi": 1, "ci": 0},
+                mig.cap_minor(1, 2): {"gpu": 1, "gi": 2, "ci": None}, mig.cap_minor(1, 2, 0): {"gpu": 1, "gi": 2, "ci": 0}}
+    assert minors == expected
+    nodes = sorted(mig_caps.cap_minor_from_name(name) for name in os.listdir(os.path.join(node_root, "dev", "nvidia-caps")))
+    assert nodes == sorted(expected)
+
+
+def test_an_access_file_without_a_minor_and_odd_names_are_skipped(tmp_path):
+    gi_dir = tmp_path / "gpu0" / "mig" / "gi3"
+    (gi_dir / "ci0").mkdir(parents=True)
+    (gi_dir / "access").write_text("DeviceFileMode: 292\n")
+    (gi_dir / "ci0" / "access").write_text("DeviceFileMinor: 40\nDeviceFileMode: 292\nDeviceFileModify: 1\n")
+    (tmp_path / "gpu0" / "mig" / "gi-x").mkdir()
+    (tmp_path / "notgpu").mkdir()
+    assert mig_caps.instance_minors(str(tmp_path)) == {40: {"gpu": 0, "gi": 3, "ci": 0}}
+    assert mig_caps.instance_minors(str(tmp_path / "missing")) == {}
+    assert mig_caps.cap_minor_from_name("/dev/nvidia-caps/nvidia-cap12") == 12
+    assert mig_caps.cap_minor_from_name("/dev/nvidia0") is None
