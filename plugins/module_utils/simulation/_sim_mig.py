@@ -14,6 +14,8 @@ The state holds, per GPU, "mig_mode": {"current": bool, "pending": bool} (None: 
 
 from __future__ import annotations
 
+import hashlib
+
 MEMORY_SLICES = 8
 COMPUTE_SLICES = 7
 INSUFFICIENT = "Insufficient Resources"
@@ -65,6 +67,25 @@ def capability_files(gpus):
             for ci in gi["compute_instances"]:
                 files["%s/ci%d/access" % (gi_dir, ci["id"])] = _access_text(cap_minor(gpu["index"], gi["id"], ci["id"]))
     return files
+
+
+def mig_uuid(gpu, gi_id, ci_id):
+    """A stable MIG device UUID (MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) for one compute instance of one GPU."""
+    digest = hashlib.sha1(("%s|%d|%d" % (gpu["uuid"], gi_id, ci_id)).encode()).hexdigest()
+    return "MIG-%s-%s-%s-%s-%s" % (digest[:8], digest[8:12], digest[12:16], digest[16:20], digest[20:32])
+
+
+def devices(gpu):
+    """The GPU's MIG devices (one per compute instance), numbered as nvidia-smi -L and -q -x number them."""
+    table = profiles(gpu["name"]) if gpu.get("gpu_instances") else {}
+    result = []
+    for gi in sorted(gpu.get("gpu_instances", []), key=lambda g: g["id"]):
+        profile = table[gi["profile_id"]]
+        for ci in sorted(gi["compute_instances"], key=lambda c: c["id"]):
+            result.append({"index": len(result), "gi": gi["id"], "ci": ci["id"], "name": profile["name"],
+                           "uuid": mig_uuid(gpu, gi["id"], ci["id"]), "memory_total_mib": profile["memory_mib"],
+                           "memory_used_mib": int(gi.get("ghost_mib", 0))})
+    return result
 
 
 def _access_text(minor):

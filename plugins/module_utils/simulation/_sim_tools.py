@@ -20,14 +20,14 @@ import time
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _pci as pci
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_dcgmi import dcgmi
-    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as mig
+    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as processes
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as rules
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as node
 except ImportError:  # running from <root>/lib as plain modules
     import _pci as pci  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_dcgmi import dcgmi  # type: ignore[no-redef] # pylint: disable=import-error
-    import _sim_mig as mig  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_mig as sim_mig  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_processes as processes  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_rules as rules  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
@@ -232,7 +232,7 @@ def _nvidia_smi_mig(argv, root, out):
         out.say("No devices were found\n")
         return RC_NOT_FOUND
     if opts["verb"] == "lgi":
-        out.say("".join(line + "\n" for line in mig.render_lgi(gpus)))
+        out.say("".join(line + "\n" for line in sim_mig.render_lgi(gpus)))
         return RC_OK if any(gpu.get("gpu_instances") for gpu in gpus) else RC_NOT_FOUND
     indexes = [gpu["index"] for gpu in gpus]
     lines = []
@@ -249,7 +249,7 @@ def _publish_mig(root, state):
     for directory in (caps_dir, nodes_dir):
         if os.path.isdir(directory):
             shutil.rmtree(directory)
-    for relative, text in mig.capability_files(state["gpus"]).items():
+    for relative, text in sim_mig.capability_files(state["gpus"]).items():
         path = os.path.join(caps_dir, relative)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as handle:
@@ -267,14 +267,14 @@ def _create_instances(state, indexes, opts):
         gpu = node.find_gpu(state, index)
         for word in opts["profiles"]:
             try:
-                profile = mig.profile_by_name_or_id(gpu["name"], word)
-                gi = mig.create_gpu_instance(gpu, profile["id"])
-            except mig.MigError as exc:
-                return lines + mig.create_failure_lines(index, word, str(exc))
+                profile = sim_mig.profile_by_name_or_id(gpu["name"], word)
+                gi = sim_mig.create_gpu_instance(gpu, profile["id"])
+            except sim_mig.MigError as exc:
+                return lines + sim_mig.create_failure_lines(index, word, str(exc))
             lines.append("Successfully created GPU instance ID %2d on GPU %2d using profile MIG %s (ID %2d)"
                          % (gi["id"], index, profile["name"], profile["id"]))
             if opts["with_ci"]:
-                ci = mig.create_compute_instance(gpu, gi["id"])
+                ci = sim_mig.create_compute_instance(gpu, gi["id"])
                 lines.append("Successfully created compute instance ID %2d on GPU %2d GPU instance ID %2d using profile MIG %s (ID %2d)"
                              % (ci["id"], index, gi["id"], profile["name"], ci["profile_id"]))
     return lines
@@ -283,6 +283,8 @@ def _create_instances(state, indexes, opts):
 def _render_list(state, gpus, opts, out):
     for gpu in gpus:
         out.say("GPU %d: %s (UUID: %s)\n" % (gpu["index"], gpu["name"], gpu["uuid"]))
+        for device in sim_mig.devices(gpu):
+            out.say("  %-15s Device %2d: (UUID: %s)\n" % ("MIG " + device["name"], device["index"], device["uuid"]))
     return RC_OK
 
 
@@ -442,6 +444,18 @@ def _block(indent, name, children):
     return ["%s<%s>" % (tabs, name)] + [_element(indent + 1, key, value) for key, value in children] + ["%s</%s>" % (tabs, name)]
 
 
+def _xml_mig_devices(gpu):
+    lines = []
+    for device in sim_mig.devices(gpu):
+        total, used = device["memory_total_mib"], device["memory_used_mib"]
+        lines += ["\t\t\t<mig_device>", _element(4, "index", device["index"]), _element(4, "gpu_instance_id", device["gi"]),
+                  _element(4, "compute_instance_id", device["ci"])]
+        lines += _block(4, "fb_memory_usage", [("total", "%d MiB" % total), ("reserved", "0 MiB"), ("used", "%d MiB" % used),
+                                               ("free", "%d MiB" % (total - used))])
+        lines.append("\t\t\t</mig_device>")
+    return lines
+
+
 def _xml_gpu(state, gpu):
     mem = node.gpu_memory(state, gpu["index"])
     bus = gpu["pci_bus_id"]
@@ -455,7 +469,7 @@ def _xml_gpu(state, gpu):
     lines += _block(2, "mig_mode", [("current_mig", _mig_text(gpu, "current").strip("[]")),
                                     ("pending_mig", _mig_text(gpu, "pending").strip("[]"))])
     lines += ["\t\t<mig_devices>", "\t\t\tNone", "\t\t</mig_devices>"] if not (mig and mig.get("current")) else \
-        ["\t\t<mig_devices>", "\t\t</mig_devices>"]
+        ["\t\t<mig_devices>"] + _xml_mig_devices(gpu) + ["\t\t</mig_devices>"]
     lines += [_element(2, "accounting_mode", "Disabled"), _element(2, "accounting_mode_buffer_size", 4000)]
     lines += _block(2, "driver_model", [("current_dm", "N/A"), ("pending_dm", "N/A")])
     lines += [_element(2, "serial", _serial(gpu)), _element(2, "uuid", gpu["uuid"]),

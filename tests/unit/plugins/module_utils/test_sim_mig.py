@@ -6,11 +6,13 @@ nvidia-smi mig -cgi / -lgi run as the executables gpu_sim writes, compared with 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _mig_caps as mig_caps
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _nvsmi
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as mig
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
@@ -150,3 +152,28 @@ def test_an_access_file_without_a_minor_and_odd_names_are_skipped(tmp_path):
     assert mig_caps.instance_minors(str(tmp_path / "missing")) == {}
     assert mig_caps.cap_minor_from_name("/dev/nvidia-caps/nvidia-cap12") == 12
     assert mig_caps.cap_minor_from_name("/dev/nvidia0") is None
+
+
+def test_list_names_each_mig_device_as_the_real_tool_does(node_root):
+    sim.create_node(node_root, {"gpus": [{"name": A100, "memory_mib": 81920, "mig_mode": True}]})
+    assert smi(node_root, "mig", "-cgi", "2g.20gb,1g.10gb", "-C").returncode == 0
+    lines = smi(node_root, "-L").stdout.splitlines()
+    with open(os.path.join(FIXTURES, "nvidia-smi-L", "linux-h200-mig-590.48.01.txt")) as handle:
+        real = handle.read().splitlines()
+    shape = re.compile(r"^  MIG (\S+) +Device +(\d+): \(UUID: (MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\)$")
+    assert all(shape.match(line) for line in real[1:])
+    found = [shape.match(line).groups()[:2] for line in lines[1:]]
+    assert found == [("2g.20gb", "0"), ("1g.10gb", "1")]
+    assert len(set(shape.match(line).group(3) for line in lines[1:])) == 2
+
+
+def test_query_xml_mig_devices_read_by_the_real_parser(node_root):
+    sim.create_node(node_root, {"gpus": [{"name": A100, "memory_mib": 81920, "mig_mode": True}]})
+    assert smi(node_root, "mig", "-cgi", "14,14,14", "-C").returncode == 0
+    simulated = _nvsmi.parse_query_xml(smi(node_root, "-q", "-x").stdout)["gpus"][0]["mig_devices"]
+    with open(os.path.join(FIXTURES, "nvidia-smi-qx", "v12-a100-sxm4-mig-535.54.03.xml")) as handle:
+        real = _nvsmi.parse_query_xml(handle.read())["gpus"][0]["mig_devices"]
+    assert set(simulated[0]) == set(real[0])
+    assert [(d["gpu_instance_id"], d["compute_instance_id"], d["memory_total_mib"]) for d in simulated] == \
+        [(1, 0, 19968), (2, 0, 19968), (3, 0, 19968)]
+    assert real[0]["memory_total_mib"] == 19968
