@@ -60,3 +60,19 @@ def cap_minor_from_name(name):
     """The minor a /dev/nvidia-caps node's name carries (nvidia-cap<N>), or None."""
     match = re.match(r"^nvidia-cap(\d{1,9})$", os.path.basename(name))
     return int(match.group(1)) if match else None
+
+
+def instances_held(device_paths, minors):
+    """The MIG instances a process holds: {(gpu, gi, ci or None)} of the nvidia-caps nodes among its devices.
+
+    device_paths are the devices a scan found open (DeviceTable names a cap node nvidia-caps/nvidia-cap<N> by
+    its device number); minors is instance_minors(). A cap node no instance owns (config, monitor) is no instance.
+    """
+    held = set()
+    for path in device_paths:
+        if os.path.basename(os.path.dirname(path)) != "nvidia-caps":
+            continue
+        owner = minors.get(cap_minor_from_name(path))
+        if owner is not None:
+            held.add((owner["gpu"], owner["gi"], owner["ci"]))
+    return held

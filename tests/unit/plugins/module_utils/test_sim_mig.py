@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import NodeLayout
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _mig_caps as mig_caps
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _nvsmi
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._device_nodes import DeviceTable
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as mig
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
@@ -177,3 +180,24 @@ def test_query_xml_mig_devices_read_by_the_real_parser(node_root):
     assert [(d["gpu_instance_id"], d["compute_instance_id"], d["memory_total_mib"]) for d in simulated] == \
         [(1, 0, 19968), (2, 0, 19968), (3, 0, 19968)]
     assert real[0]["memory_total_mib"] == 19968
+
+
+def test_a_process_holding_an_instance_cap_node_is_attributed_to_that_instance(node_root):
+    sim.create_node(node_root, {"gpus": [{"name": H100, "memory_mib": 81559, "mig_mode": True}]})
+    assert smi(node_root, "mig", "-cgi", "19,19,19", "-C").returncode == 0
+    layout = NodeLayout(node_root)
+    minors = mig_caps.instance_minors(layout.mig_capabilities_dir)
+    cap = os.path.join(node_root, "dev", "nvidia-caps", "nvidia-cap%d" % mig.cap_minor(0, 2, 0))
+    holder = bounded.start([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'rb'); print('ready', flush=True); sys.stdin.read()",
+                            cap], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert bounded.line(holder, "the holder opening its instance's cap node").strip() == "ready"
+        table = DeviceTable(os.path.join(node_root, "dev"), sys_dir=os.path.join(node_root, "sys"),
+                            nvidia_dri=layout.dri_node_rule)
+        fd_dir = "/proc/%d/fd" % holder.pid
+        devices = [table.device((st.st_mode, st.st_ino, st.st_dev, st.st_rdev))
+                   for st in (os.stat(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir) if fd not in ("0", "1", "2"))]
+        assert mig_caps.instances_held([d for d in devices if d], minors) == {(0, 2, 0)}
+    finally:
+        holder.kill()
+        bounded.wait(holder, "the holder after kill")
