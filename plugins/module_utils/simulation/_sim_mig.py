@@ -203,8 +203,8 @@ def render_lgi(gpus):
         table = profiles(gpu["name"])
         for gi in sorted(gpu.get("gpu_instances", []), key=lambda g: g["id"]):
             name = "MIG " + table[gi["profile_id"]]["name"]
-            rows.append("|  %-3d  %-16s %4d %8d %9s  |" % (gpu["index"], name, gi["profile_id"], gi["id"],
-                                                             "%d:%d" % (gi["start"], gi["size"])))
+            placement = "%d:%d" % (gi["start"], gi["size"])
+            rows.append("|  %-3d  %-16s %4d %8d %9s  |" % (gpu["index"], name, gi["profile_id"], gi["id"], placement))
     if not rows:
         return ["No GPU instances found: Not Found"]
     return lines + rows + [rule]

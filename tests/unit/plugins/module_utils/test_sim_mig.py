@@ -55,7 +55,7 @@ def test_the_memory_of_a_2g_instance_is_the_real_a100_80gb_one():
 
 def test_seven_1g_instances_fill_the_gpu_and_an_eighth_has_no_room():
     gpu = mig_gpu()
-    starts = [mig.create_gpu_instance(gpu, 19)["start"] for _ in range(7)]
+    starts = [mig.create_gpu_instance(gpu, 19)["start"] for _count in range(7)]
     assert starts == [0, 1, 2, 3, 4, 5, 6]
     with pytest.raises(mig.MigError, match="^Insufficient Resources$"):
         mig.create_gpu_instance(gpu, 19)
@@ -119,8 +119,8 @@ def test_lgi_lists_each_instance_with_its_placement(node_root):
     assert smi(node_root, "mig", "-lgi").returncode != 0
     assert smi(node_root, "mig", "-cgi", "1g.10gb,MIG 2g.20gb").returncode == 0
     rows = [line for line in smi(node_root, "mig", "-lgi").stdout.splitlines() if "MIG " in line]
-    assert [row.split()[1:7] for row in rows] == [["0", "MIG", "1g.10gb", "19", "1", "0:1"],
-                                                 ["0", "MIG", "2g.20gb", "14", "2", "2:2"]]
+    expected = [["0", "MIG", "1g.10gb", "19", "1", "0:1"], ["0", "MIG", "2g.20gb", "14", "2", "2:2"]]
+    assert [row.split()[1:7] for row in rows] == expected
 
 
 def test_the_cap_minors_are_the_drivers_layout():
