@@ -10,13 +10,15 @@ with a "DeviceFileMinor: <N>" line: a process holding the nvidia-caps node of mi
 from __future__ import annotations
 
 import os
-import re
 
-_GPU_DIR = re.compile(r"^gpu(\d{1,4})$")
-_GI_DIR = re.compile(r"^gi(\d{1,3})$")
-_CI_DIR = re.compile(r"^ci(\d{1,3})$")
-_MINOR_LINE = re.compile(r"^DeviceFileMinor:\s*(\d{1,9})\s*$", re.MULTILINE)
 _ACCESS_READ_LIMIT = 4096  # an access file is three short lines
+_MINOR_KEY = "DeviceFileMinor:"
+
+
+def _number_after(text, prefix, digits=9):
+    """The number text carries after prefix ("gi12" -> 12), or None when the rest is not 1..digits ASCII digits."""
+    rest = text[len(prefix):] if text.startswith(prefix) else ""
+    return int(rest) if rest.isascii() and rest.isdigit() and len(rest) <= digits else None
 
 
 def access_minor(path):
@@ -26,30 +28,33 @@ def access_minor(path):
             text = handle.read(_ACCESS_READ_LIMIT)
     except (IOError, OSError):
         return None
-    match = _MINOR_LINE.search(text)
-    return int(match.group(1)) if match else None
+    for line in text.splitlines():
+        minor = _number_after(line.replace(" ", "").replace("\t", ""), _MINOR_KEY)
+        if minor is not None:
+            return minor
+    return None
 
 
-def _numbered(directory, pattern):
+def _numbered(directory, prefix):
+    """(number, name) of the entries of directory named prefix<number>, in number order."""
     try:
         names = os.listdir(directory)
     except (IOError, OSError):
         return []
-    found = [(int(match.group(1)), name) for match, name in ((pattern.match(n), n) for n in names) if match]
-    return sorted(found)
+    return sorted((number, name) for number, name in ((_number_after(n, prefix, 4), n) for n in names) if number is not None)
 
 
 def instance_minors(capabilities_dir):
     """{minor: {"gpu": M, "gi": X, "ci": Y or None}} for every GPU and compute instance the driver lists."""
     minors = {}
-    for gpu, gpu_name in _numbered(capabilities_dir, _GPU_DIR):
+    for gpu, gpu_name in _numbered(capabilities_dir, "gpu"):
         mig_dir = os.path.join(capabilities_dir, gpu_name, "mig")
-        for gi, gi_name in _numbered(mig_dir, _GI_DIR):
+        for gi, gi_name in _numbered(mig_dir, "gi"):
             gi_dir = os.path.join(mig_dir, gi_name)
             minor = access_minor(os.path.join(gi_dir, "access"))
             if minor is not None:
                 minors[minor] = {"gpu": gpu, "gi": gi, "ci": None}
-            for ci, ci_name in _numbered(gi_dir, _CI_DIR):
+            for ci, ci_name in _numbered(gi_dir, "ci"):
                 minor = access_minor(os.path.join(gi_dir, ci_name, "access"))
                 if minor is not None:
                     minors[minor] = {"gpu": gpu, "gi": gi, "ci": ci}
@@ -58,8 +63,7 @@ def instance_minors(capabilities_dir):
 
 def cap_minor_from_name(name):
     """The minor a /dev/nvidia-caps node's name carries (nvidia-cap<N>), or None."""
-    match = re.match(r"^nvidia-cap(\d{1,9})$", os.path.basename(name))
-    return int(match.group(1)) if match else None
+    return _number_after(os.path.basename(name), "nvidia-cap")
 
 
 def instances_held(device_paths, minors):
