@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import templated
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import event_target_error
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import event_policy_error, event_target_error
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options, unknown_variables
 
 ROLES = ("gpu_inspect", "gpu_node_prep", "gpu_reclaim", "gpu_remediate", "gpu_watch")
 
@@ -29,11 +30,14 @@ class ActionModule(ControllerAction):
         options.update(role_options(args["roles"], args["entry_point"]))
         given = {name: task_vars[name] for name in options if name in task_vars}
         values = templated(self, given)
-        errors = input_errors(values, options)
+        # The -e and AWX survey variables (the same extra vars ansible-playbook parsed): a misspelt one would be ignored.
+        errors = unknown_variables(load_extra_vars(self._loader), options) + input_errors(values, options)
         if not errors:
             # A run an event started targets exactly the event's one inventory host (never a group its name stands for).
             target = event_target_error(values.get("gpuops_event_host"), task_vars.get("ansible_play_hosts_all"),
-                                        task_vars.get("groups"))
+                                        task_vars.get("groups")) or event_policy_error(
+                values.get("gpuops_event_xid"), values.get("gpuops_event_policy"), values.get("gpuops_event_rung"),
+                self._templar.template(task_vars.get("gpuops_xid_policy")))
             if target:
                 return dict(failed=True, msg=target, input_errors=[target], checked=sorted(values))
         if errors:

@@ -13,48 +13,9 @@ before anything runs, naming the option and the value.
 
 from __future__ import annotations
 
-import math
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.parsing.convert_bool import BOOLEANS
 
-
-def _finite_number_text(value):
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def wrong_kind(kind, value):
-    """Why value is not of the option type `kind` in this collection's strict sense, or None."""
-    if value is None:
-        return None
-    if kind in ("int", "float"):
-        if isinstance(value, bool):
-            return "a boolean is not a number"
-        if isinstance(value, str):
-            return None if _finite_number_text(value.strip()) else "not a (finite) number"
-        if not isinstance(value, (int, float)):
-            return "not a number"
-        if isinstance(value, float) and not math.isfinite(value):
-            return "not a finite number"
-        if kind == "int" and isinstance(value, float) and not value.is_integer():
-            return "not a whole number"
-        return None
-    if kind == "dict":
-        return None if isinstance(value, dict) else "not a mapping"
-    if kind in ("str", "path"):
-        if isinstance(value, (list, dict)):
-            return "a %s is not a string" % type(value).__name__
-        return "it holds a NUL byte" if isinstance(value, str) and "\x00" in value else None
-    if kind == "bool":
-        if isinstance(value, bool) or (isinstance(value, (int, float)) and value in (0, 1)):
-            return None
-        if isinstance(value, str) and value.strip().lower() in BOOLEANS:
-            return None
-        return "not a boolean (true/false, yes/no, 1/0)"
-    return None
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_check import kind_error
 
 
 def input_errors(argument_spec, params):
@@ -69,14 +30,14 @@ def input_errors(argument_spec, params):
                 continue
             value = params[name]
             if kind == "list" and isinstance(value, list) and isinstance(spec.get("elements"), str):
-                bad = [(position, element, wrong_kind(spec["elements"], element)) for position, element in enumerate(value)]
-                bad = ["%s[%d]: %r is not valid: %s" % (name, position, element, why) for position, element, why in bad if why]
+                bad = [kind_error("%s[%d]" % (name, position), element, spec["elements"]) for position, element in enumerate(value)]
+                bad = [error for error in bad if error]
                 if bad:
                     errors[name] = "; ".join(bad)
                 continue
-            why = wrong_kind(kind, value)
-            if why:
-                errors[name] = "%s: %r is not valid: %s" % (name, value, why)
+            error = kind_error(name, value, kind)
+            if error:
+                errors[name] = error
     return errors
 
 

@@ -1,17 +1,18 @@
 """Run every integration target through ansible-playbook against localhost (simulated GPU nodes).
 
-Targets keep the ansible-test layout (tests/integration/targets/<name>/tasks/main.yml); a target whose
-aliases file says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' or 'slurm' needs that
-engine: before its first such target the runner starts it for real (tools/docker_env.sh start, which uses an engine
-that answers or installs and starts one; tools/slurm_env.sh start and stop on a cluster of its own). Where it cannot
-start (no root, dockerd unable to create its iptables chains in an unprivileged container, slurmd unable to run),
-the target is reported "not run: <the tool's reason>" in the final summary and does not fail the run; where it
-starts, the target runs. A dockerd the runner started is stopped at the end. Pass target names to
-run only those. GPUOPS_TARGET_PYTHON=PATH runs the modules with that interpreter (tests/inventory). With
-GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output kept, and printed for a target that fails): the
-targets that share the machine's Docker engine form one lane, those that share its Slurm cluster another, run one
-after the other within it; every other target is a lane of its own. The shared lanes start first: they are the
-longest, and they spend much of their time waiting on their daemons.
+Targets keep the ansible-test layout (tests/integration/targets/<name>/tasks/main.yml); a target whose aliases file
+says 'disabled' or 'device' is not run here. A target whose aliases say 'docker' or 'slurm' needs that engine (or,
+'prometheus', Debian's Prometheus stack, installed when missing): before its first such target the runner starts it
+for real (tools/docker_env.sh start, which uses an engine that answers or installs and starts one; tools/slurm_env.sh
+start and stop on a cluster of its own). Where it cannot start (no root, dockerd unable to create its iptables chains
+in an unprivileged container, slurmd unable to run), the target is reported "not run: <the tool's reason>" in the
+final summary and does not fail the run; where it starts, the target runs. A dockerd the runner started is stopped at
+the end. Pass target names to run only those. GPUOPS_TARGET_PYTHON=PATH runs the modules with that interpreter
+(tests/inventory). With GPUOPS_INTEGRATION_JOBS=N, up to N lanes run at once (their output
+kept, and printed for a target that fails): the targets that share the machine's Docker engine form one lane, those
+that share its Slurm cluster another, the alert loop's a third, run one after the other within it; every other target
+is a lane of its own. The shared lanes start first: they are the longest, and they spend much of their time waiting on
+their daemons.
 """
 import os
 import shutil
@@ -97,6 +98,11 @@ class Engines:
             shutil.rmtree(directory, ignore_errors=True)
         return None if done.returncode == 0 else "Slurm cannot start here: %s" % _last_words(done)
 
+    def _start_prometheus(self):
+        # Nothing left running: the target starts its daemons itself, on ports of its own; only the packages are needed.
+        done = _tool(["bash", os.path.join(self.tools_dir, "debian_tools.sh"), "ensure", *PROMETHEUS_STACK])
+        return None if done.returncode == 0 else "the Prometheus stack cannot be installed here: %s" % _last_words(done)
+
     def stop(self):
         for argv in self.to_stop:
             _tool(argv, timeout=120)
@@ -174,7 +180,10 @@ def run_target(name, env, log_dir=None, deadline=None):
 
 
 # The resources a target takes for itself: targets naming the same one never run at the same time.
-SHARED_RESOURCES = ("slurm", "docker")
+SHARED_RESOURCES = ("slurm", "docker", "prometheus")
+# Debian's Prometheus stack and the Java of ansible-rulebook, for the alert loop (command:package).
+PROMETHEUS_STACK = ("prometheus:prometheus", "prometheus-alertmanager:prometheus-alertmanager",
+                    "prometheus-node-exporter:prometheus-node-exporter", "java:openjdk-17-jre-headless")
 
 
 def lanes_of(names):

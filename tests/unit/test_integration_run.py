@@ -49,10 +49,10 @@ def bare_path(tmp_path, monkeypatch):
 
 @pytest.fixture
 def targets(tmp_path, monkeypatch):
-    """A targets directory with one target that needs Docker and one that needs Slurm (neither is ever run here)."""
+    """A targets directory with one target that needs Docker, one Slurm and one the Prometheus stack (none is ever run here)."""
     runner = load_runner()
     directory = tmp_path / "targets"
-    for name, alias in (("needs_docker", "docker"), ("needs_slurm", "slurm")):
+    for name, alias in (("needs_docker", "docker"), ("needs_slurm", "slurm"), ("needs_prometheus", "prometheus")):
         (directory / name / "tasks").mkdir(parents=True)
         (directory / name / "tasks" / "main.yml").write_text("---\n- name: never run here\n  ansible.builtin.fail:\n")
         (directory / name / "aliases").write_text("%s\nneeds/root\n" % alias)
@@ -96,6 +96,18 @@ def test_without_slurm_or_apt_get_the_slurm_target_is_not_run_with_the_reason(ba
     lines = capsys.readouterr().out.strip().splitlines()
     assert [line.split(":")[0] for line in lines[-2:]] == ["integration target needs_slurm", "integration target needs_docker"]
     assert all(": not run: " in line for line in lines[-2:])
+
+
+def test_without_the_prometheus_stack_or_apt_get_the_alert_loop_is_not_run_with_the_reason(bare_path, targets, capsys):
+    """The alert loop's target (aliases: prometheus) needs Debian's prometheus, alertmanager, node_exporter and Java:
+    missing and not installable, it is not run, naming them; it runs in a lane of its own."""
+    engines = targets.Engines()
+    assert targets.why_not_here("needs_prometheus", engines) == (
+        "the Prometheus stack cannot be installed here: debian_tools: needs Debian's prometheus prometheus-alertmanager "
+        "prometheus-node-exporter openjdk-17-jre-headless, or root with apt-get to install them")
+    targets.main(["needs_prometheus"], engines=engines)
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("integration target needs_prometheus: not run: ")
+    assert targets.lanes_of(["needs_prometheus", "needs_docker", "other"]) == [["needs_docker"], ["needs_prometheus"], ["other"]]
 
 
 def test_a_slurmd_that_cannot_run_is_not_run_with_its_words(tmp_path, targets):

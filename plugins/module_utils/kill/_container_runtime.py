@@ -4,7 +4,7 @@
 
 A cgroup path is only a name: any user can create `docker-<id>.scope` in the subtree systemd delegates to them
 (`user@UID.service`), move a process there, and name a real container, whose id everyone can read. A claimed
-container (what `_procscan.attribution` read from the path) is confirmed only when:
+container (what `_cgroup.attribution` read from the path) is confirmed only when:
 
 1. the runtime knows the id and runs it, and names its main process (`docker|podman container inspect`:
    `State.Running`, `State.Pid`; `crictl inspect`: `status.state`, `info.pid`);
@@ -27,7 +27,8 @@ import re
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._containers import RUNTIME_CLIS, runtime_cli
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import _container, parse_cgroup, read_process
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import _container, parse_cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process
 
 USER_DELEGATED = re.compile(r"^user@\d+\.service$")
 DEFAULT_TIMEOUT = 10.0  # seconds for the runtime's answer when the module has no probe_timeout

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import own_cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import own_cgroup
 
-# runtime (as _procscan.attribution names it) -> the CLI that stops its containers
+# runtime (as _cgroup.attribution names it) -> the CLI that stops its containers
 RUNTIME_CLIS = {"docker": "docker", "podman": "podman", "containerd": "crictl", "cri-o": "crictl"}
 
 

@@ -1,16 +1,18 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who may be signalled: the rules that always hold (PID 1, kernel threads, this Ansible run's own lineage, a
-reused pid, uninterruptible sleep, another user's process without the capability), the policy's protected names,
+reused pid, another user's process without the capability; uninterruptible sleep is none of them), the policy's protected names,
 users and units, display servers and GPU daemons, and the triage that applies them before _terminate sends
 anything. Zombies met are reported with the parent that has to reap them.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import first_name_match, process_names
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectedUsers, primary_gid, process_gids
@@ -29,7 +31,10 @@ class Policy:
     told busy but a live job's). A busy process (a live job's, or a working program: _left_behind.holder_standing) is
     refused unless end_running_jobs, or the operator selected it (explicit: by pid, name, command line or user).
     compute_contexts: the (pid, start time) of the holders the snapshot classed as compute contexts (class compute or
-    busy): what they run under, a graphical session included, does not make them a display server.
+    busy): what they run under, a graphical session included, does not make them a display server. graphics_contexts:
+    {(pid, start time): GPU indexes} of the holders the driver lists with graphics contexts only (NVML or nvidia-smi type
+    G, class graphics_session): a display server (or a part of the desktop it draws) even in no unit of the init
+    system, as a hand-started Xorg or compositor (startx from a VT) is.
     """
 
     def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
@@ -48,6 +53,14 @@ class Policy:
         self.standing = standing
         self.explicit = explicit
         self.compute_contexts = set()
+        self.graphics_contexts = {}
+
+    def unselected(self):
+        """This policy for a process the operator did not select (the parent of a zombie they selected): their
+        selection is not its, so a busy one is ended only with end_running_jobs."""
+        other = copy.copy(self)
+        other.explicit = False
+        return other
 
 
 # --- who is this process --------------------------------------------------------------------------------
@@ -73,17 +86,30 @@ def _protection(pid, info, policy, ending=True):
             by = member_of(pid, state, cgroup)
             if by:
                 return "protected unit: %s (%s)" % (state.get("id") or wanted, by.replace("_", " "))
-    role = policy.members.role(pid) if policy.members is not None else None
-    if role and role["role"] == DISPLAY and (pid, info.get("start_time")) in policy.compute_contexts:
-        role = None  # a compute context: a graphical session it runs in makes it no display server
+    role = _display_or_daemon(pid, info, policy)
     busy = _busy(pid, policy, role) if ending else None
     if busy:
         return "busy: %s (end_running_jobs to end it)" % busy
     if role and role["role"] == DISPLAY and not policy.allow_display:
-        return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))
+        server = role["unit"] or "pid %d %s" % (pid, info.get("name") or "")
+        return "display server: %s (%s; allow_display to end it)" % (server, by_text(role))
     if role and role["role"] == DAEMON and not policy.allow_daemons:
         return "GPU daemon: %s (%s; allow_daemons to end it)" % (role["unit"], by_text(role))
     return None
+
+
+def _display_or_daemon(pid, info, policy):
+    """{"role": DISPLAY or DAEMON, "unit", "by"} from facts, or None: the init system's word for its GPU units (a compute
+    context is no display server, whatever session it runs in), else the driver's: a process whose only contexts are
+    graphics contexts is a display server in no unit (unit None)."""
+    identity = (pid, info.get("start_time"))
+    role = policy.members.role(pid) if policy.members is not None else None
+    if role and role["role"] == DISPLAY and identity in policy.compute_contexts:
+        role = None  # a compute context: a graphical session it runs in makes it no display server
+    if role is None and identity in policy.graphics_contexts:
+        gpus = ",".join(str(index) for index in policy.graphics_contexts[identity])
+        role = {"role": DISPLAY, "unit": None, "by": "graphics_context", "gpus": gpus}
+    return role
 
 
 def _busy(pid, policy, role):
@@ -91,7 +117,7 @@ def _busy(pid, policy, role):
     it (end_running_jobs, or an explicit selection). A GPU daemon or a display server has refusals of its own."""
     if policy.end_running_jobs or policy.explicit:
         return None
-    attribution = _procscan.attribution(pid)
+    attribution = _cgroup.attribution(pid)
     job = policy.jobs.job_of(pid, attribution) if policy.jobs is not None else None
     if job and job["running"]:
         return job["why"]
@@ -102,7 +128,7 @@ def _busy(pid, policy, role):
 
 
 def _own_lineage(self_pid):
-    return set(_procscan.ancestors(self_pid) or ()) | {self_pid}
+    return set(_process.ancestors(self_pid) or ()) | {self_pid}
 
 
 def refusal(target, policy, self_pid=None, ending=True):
@@ -114,9 +140,9 @@ def refusal(target, policy, self_pid=None, ending=True):
         return "pid 1"
     if pid < 1:
         return "invalid pid %d" % pid
-    if _procscan.is_kernel_thread(pid):
+    if _process.is_kernel_thread(pid):
         return "kernel thread"
-    info = _procscan.read_process(pid)
+    info = _process.read_process(pid)
     if info is None:
         return "exited"
     if info.get("start_time") != target.start_time:
@@ -159,7 +185,7 @@ def live_children(pid, proc_root="/proc"):
         except (OSError, ValueError):
             continue
     return sorted(child for child in children
-                  if (_procscan.read_process(child, proc_root) or {}).get("state") not in (None, "Z", "X"))
+                  if (_process.read_process(child, proc_root) or {}).get("state") not in (None, "Z", "X"))
 
 
 def supervisor(parent):
@@ -174,10 +200,10 @@ def supervisor(parent):
 
 def parent_of(pid):
     """{"pid", "name", "start_time"} of pid's parent (name and start time None when unreadable), or None."""
-    info = _procscan.read_process(pid)
+    info = _process.read_process(pid)
     if info is None:
         return None
-    parent = _procscan.read_process(info["ppid"]) if info.get("ppid") else None
+    parent = _process.read_process(info["ppid"]) if info.get("ppid") else None
     parent = parent or {}
     return {"pid": info.get("ppid"), "name": parent.get("name"), "start_time": parent.get("start_time")}
 
@@ -194,7 +220,7 @@ def triage(targets, policy, self_pid):
             continue
         seen.add(target.pid)
         reason = refusal(target, policy, self_pid)
-        info = _procscan.read_process(target.pid) or {}
+        info = _process.read_process(target.pid) or {}
         if reason:
             skipped.append(target.skipped(reason, info.get("name") if info.get("start_time") == target.start_time else None))
         elif info.get("state") in ("Z", "X"):  # a real zombie: a leader-exited group has a live thread's state

@@ -15,7 +15,7 @@ import os
 import signal
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._signal_state import HANDLER, TERM, plan, read_facts
 
 POLL_INTERVAL = 0.05
@@ -85,7 +85,7 @@ def send_checked(pid, start_time, signum):
     try:
         # With a pidfd open the pid cannot name another process until it is closed, so checking the start
         # time after opening it proves the signal reaches the process we mean.
-        current = _procscan.start_time(pid)
+        current = _process.start_time(pid)
         if current is None:
             return "exited"
         if current != start_time:
@@ -111,7 +111,7 @@ def _exit_state(pid, start_time):
 
     A thread group whose leader exited is running while a thread lives (read_process gives that thread's state).
     """
-    info = _procscan.read_process(pid)
+    info = _process.read_process(pid)
     if info is None or info.get("start_time") != start_time:
         return "gone"
     if info.get("state") in ("Z", "X"):
@@ -219,7 +219,7 @@ def _journal_wait_outcomes(entries, journal):
             details = {}
             if name == "KILL" and not entry["exited"]:
                 # The evidence the verdict reads (_journal.outlived_kill): this process outlived SIGKILL.
-                details = {"outlived_kill": True, "state": (_procscan.read_process(entry["pid"]) or {}).get("state")}
+                details = {"outlived_kill": True, "state": (_process.read_process(entry["pid"]) or {}).get("state")}
             journal.outcome(entry_id, True, pid=entry["pid"], signal=name, exited=entry["exited"],
                             zombie=entry.get("_zombie", False), seconds=entry["seconds"], **details)
 
@@ -287,7 +287,7 @@ def terminate(triaged, signals=("TERM", "KILL"), grace=10.0, journal=None, check
 def wait_gone(pid, start_time, grace):
     """Wait up to grace seconds for (pid, start time) to be gone (reaped, or the pid reused); whether it is."""
     deadline = time.monotonic() + grace
-    while _procscan.same_process(pid, start_time):
+    while _process.same_process(pid, start_time):
         if time.monotonic() >= deadline:
             return False
         time.sleep(POLL_INTERVAL)

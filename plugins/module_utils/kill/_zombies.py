@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import signal
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target, catches, send_checked, wait_gone
@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate
 
 def _predict_reap(parent, policy):
     # A stopped parent (T, or t under a tracer) runs no handler, and SIGCHLD gets no SIGCONT: it reaps nothing.
-    if catches(parent["pid"], signal.SIGCHLD) and (_procscan.read_process(parent["pid"]) or {}).get("state") not in ("T", "t"):
+    if catches(parent["pid"], signal.SIGCHLD) and (_process.read_process(parent["pid"]) or {}).get("state") not in ("T", "t"):
         return "sigchld"
     if not policy.allow_parents or supervisor(parent):
         return None
@@ -45,7 +45,8 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     changed something even when the zombie stays; in check mode, whether one would be sent)}.
     """
     self_pid = os.getpid() if self_pid is None else self_pid
-    info = _procscan.read_process(zombie_pid)
+    policy = policy.unselected()  # every rule below is asked of the parent, which the operator did not select
+    info = _process.read_process(zombie_pid)
     result = {"pid": zombie_pid, "start_time": zombie_start_time, "name": None, "parent": None,
               "reaped_by": None, "gone": False, "reason": None, "parent_result": None, "parent_signalled": False}
     if info is None or info.get("start_time") != zombie_start_time:
@@ -62,7 +63,7 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     parent = parent_of(zombie_pid)
     result["parent"] = parent
     # The parent is the source to record: it let its child's GPU memory sit in a zombie.
-    source = dict(holder_source(_procscan.read_process(parent["pid"]) or parent), zombie_child=info.get("name"))
+    source = dict(holder_source(_process.read_process(parent["pid"]) or parent), zombie_child=info.get("name"))
     parent_target = Target(parent["pid"], parent["start_time"], "parent of zombie %d" % zombie_pid, source=source)
     # SIGCHLD ends nothing: a busy parent (a working program) may get it; ending it is asked again below.
     why_not = refusal(parent_target, policy, self_pid, ending=False)

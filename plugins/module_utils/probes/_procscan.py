@@ -25,7 +25,7 @@ A process stuck with its mmap lock held (D state inside the driver) makes a read
 does for lsof and fuser: callers that must not hang run the scan under a deadline.
 
 Process identity (_process), cgroup attribution (_cgroup) and device identity (_device_nodes) live in files of
-their own; the names callers import from here are imported below so that those imports keep working.
+their own, where their callers import them from.
 """
 
 from __future__ import annotations
@@ -52,24 +52,6 @@ try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process
 except ImportError:  # copied flat into a simulated node's lib/, or run on its own
     from _process import read_process  # type: ignore[no-redef] # pylint: disable=import-error
-
-# What callers import from here, kept where it has always been found (noqa: the scan itself uses few of these).
-try:
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import (  # noqa: F401 # pylint: disable=unused-import
-        OwnCgroup, _container, attribution, own_cgroup, parse_cgroup)
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._device_nodes import (  # noqa: F401 # pylint: disable=unused-import
-        NVIDIA_PCI_VENDOR, SIM_REGISTRY, _DRIVER_MAJORS, device_identity)
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import (  # noqa: F401 # pylint: disable=unused-import
-        PF_KTHREAD, _read_stat, ancestors, boot_time, is_kernel_thread, live_thread, process_stat, same_process, start_time,
-        start_time_epoch)
-except ImportError:  # copied flat into a simulated node's lib/, or run on its own
-    from _cgroup import (  # type: ignore[no-redef] # noqa: F401 # pylint: disable=import-error,unused-import
-        OwnCgroup, _container, attribution, own_cgroup, parse_cgroup)
-    from _device_nodes import (  # type: ignore[no-redef] # noqa: F401 # pylint: disable=import-error,unused-import
-        NVIDIA_PCI_VENDOR, SIM_REGISTRY, _DRIVER_MAJORS, device_identity)
-    from _process import (  # type: ignore[no-redef] # noqa: F401 # pylint: disable=import-error,unused-import
-        PF_KTHREAD, _read_stat, ancestors, boot_time, is_kernel_thread, live_thread, process_stat, same_process, start_time,
-        start_time_epoch)
 
 # Kinds of evidence, in the order they are reported in a holder's "via".
 VIA_ORDER = ("fd", "mmap", "task_fd")
@@ -166,14 +148,20 @@ def _fd_devices(table_dir, table, found_nodes):
     return names, devices
 
 
+# The digits an inode's needle leaves out: inodes of nodes made at about the same time share the others.
+_INODE_DIGITS_LEFT_OUT = 4
+
+
 def _map_needles(map_fields):
     """[(needle, length of its MAJ:MIN part, {b"INODE": device path})] to search maps files with: b" MAJ:MIN "
-    and the inode's digits but its last two, so that the search (bytes.find, in C) stops at few lines even where
-    the device nodes share their filesystem with every library (a simulated node)."""
+    and the inode's digits but its last four, so that the search (bytes.find, in C) stops at few lines even where
+    the device nodes share their filesystem with every library (a simulated node), and one needle covers the nodes
+    of one filesystem made at about the same time: each needle is one more pass over every maps file, which costs
+    more than the few lines of other files it stops at (an exact inode match decides)."""
     groups = {}
     for dev_field, inodes in map_fields.items():
         for inode, device in inodes.items():
-            groups.setdefault((dev_field, inode[:-2]), {})[inode] = device
+            groups.setdefault((dev_field, inode[:-_INODE_DIGITS_LEFT_OUT]), {})[inode] = device
     return [(dev_field + prefix, len(dev_field), inodes) for (dev_field, prefix), inodes in sorted(groups.items())]
 
 

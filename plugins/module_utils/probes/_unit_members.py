@@ -11,7 +11,7 @@ nvidia-persistenced or Xorg (prctl, exec -a): such a name protects nothing and h
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 
 DAEMON = "gpu_daemon"
@@ -58,6 +58,8 @@ def member_of(pid, state, cgroup_path, ancestors=()):
 
 def by_text(role):
     """How a role was established, as a refusal says it: "main process", "in the control group", "started by"."""
+    if role["by"] == "graphics_context":
+        return "a graphics context (type G) on GPU %s, in no unit of the init system" % role.get("gpus")
     return {"main_pid": "its main process", "control_group": "in its control group",
             "started_by": "started by its main process"}.get(role["by"], role["by"])
 
@@ -84,7 +86,7 @@ class UnitMembers:
             state = self.states.get(unit)
             if unit == DISPLAY_MANAGER:
                 if ancestors is None:
-                    ancestors = _procscan.ancestors(pid, self.proc_root)
+                    ancestors = _process.ancestors(pid, self.proc_root)
                 by = member_of(pid, state, cgroup, ancestors)
             else:
                 by = member_of(pid, state, cgroup)

@@ -18,12 +18,12 @@ import time
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import frozen_cgroup
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import read_process
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import (
         SimError, dev_path, gpu_device, load_state, process_exists, update_state, write_json_atomic)
 except ImportError:  # running from <root>/lib as plain modules
     from _freezer import frozen_cgroup  # type: ignore[no-redef] # pylint: disable=import-error
-    from _procscan import read_process  # type: ignore[no-redef] # pylint: disable=import-error
+    from _process import read_process  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_state import (  # type: ignore[no-redef] # pylint: disable=import-error
         SimError, dev_path, gpu_device, load_state, process_exists, update_state, write_json_atomic)
 

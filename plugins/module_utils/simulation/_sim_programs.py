@@ -21,13 +21,13 @@ import threading
 import time
 
 try:
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import read_process, start_time
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, start_time
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import (
         SUPERVISOR_NAME, launch, program_path, send_signal)
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import (
         DEVICE_SIZE, load_state, process_exists, write_json_atomic)
 except ImportError:  # running from <root>/lib as plain modules
-    from _procscan import read_process, start_time  # type: ignore[no-redef] # pylint: disable=import-error
+    from _process import read_process, start_time  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_processes import (  # type: ignore[no-redef] # pylint: disable=import-error
         SUPERVISOR_NAME, launch, program_path, send_signal)
     from _sim_state import (  # type: ignore[no-redef] # pylint: disable=import-error

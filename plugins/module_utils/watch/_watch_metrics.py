@@ -52,7 +52,10 @@ def _number(value):
 
 
 def _gpu_labels(gpu):
-    return [("gpu", gpu.get("index")), ("uuid", gpu.get("uuid")), ("name", gpu.get("name")), ("pci_bus_id", gpu.get("pci_bus_id"))]
+    # UUID as dcgm-exporter writes it: `on(UUID)` joins the two exporters' series (docs/watch.md). Not its camelCase
+    # modelName: promtool's lint refuses it, and the join brings it from dcgm-exporter's side (group_left).
+    return [("gpu", gpu.get("index")), ("uuid", gpu.get("uuid")), ("name", gpu.get("name")), ("pci_bus_id", gpu.get("pci_bus_id")),
+            ("UUID", gpu.get("uuid"))]
 
 
 def _memory_series(gpu):
@@ -85,7 +88,7 @@ def metric_series(last_sample, state, findings, fresh_xids, remediation, now, re
     for finding in list(findings) + list(held):
         series.append(("gpuops_gpu_finding", [("kind", finding["kind"]), ("gpu", finding.get("gpu_index")),
                                               ("uuid", finding.get("gpu_uuid")),
-                                              ("pci_bus_id", finding.get("pci_bus_id"))], 1))
+                                              ("pci_bus_id", finding.get("pci_bus_id")), ("UUID", finding.get("gpu_uuid"))], 1))
     new_counts = {}
     for event in fresh_xids:
         key = (xid_gpu_key(event), str(event["xid"]))

@@ -1,7 +1,8 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The gpu_alert_webhook event source's decisions: a request's signature and age, and the firing alerts of an
-Alertmanager or gpu_watch webhook body as events, each naming one inventory host or reported as a problem.
+"""The gpu_alert_webhook event source's decisions: a request's credentials (an HMAC signature and its age, or the
+bearer token or basic auth of Alertmanager's http_config), where it listens, and the firing alerts of an Alertmanager
+or gpu_watch webhook body as events, each naming one inventory host or reported as a problem.
 """
 
 from __future__ import annotations
@@ -50,6 +51,70 @@ def verify(secret, headers, body, now, window_seconds):
     if not hmac.compare_digest(sign(secret, stamp, body).encode("ascii"), given.encode("ascii", "replace")):
         return "bad signature"
     return None
+
+
+AUTH_SCHEMES = ("hmac", "bearer", "basic")
+
+
+def _loopback(host):
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to any address
+
+
+def listen_address(host, auth, tls):
+    """(address, None) where the webhook listens, or (None, why not).
+
+    Unset, it listens on 127.0.0.1 without TLS and on every address with it. A bearer token or a password sent in clear
+    over the network can be read and replayed by anyone on the way (an HMAC signature is dated and used once): those
+    schemes listen beyond the loopback only over TLS."""
+    if host is None:
+        return ("0.0.0.0" if tls else "127.0.0.1"), None
+    if auth != "hmac" and not tls and not _loopback(host):
+        return None, ("option host %s with auth %s needs TLS (options certfile and keyfile): the %s would cross the "
+                      "network in clear" % (host, auth, "token" if auth == "bearer" else "password"))
+    return host, None
+
+
+def _same(expected, given):
+    import hmac
+
+    return hmac.compare_digest(expected.encode("utf-8"), given.encode("utf-8", "replace"))
+
+
+def verify_authorization(auth, secret, username, headers):
+    """None when the Authorization header carries the bearer token (auth "bearer") or the user and password (auth
+    "basic") Alertmanager's http_config sends, else why the request is rejected. Compared in constant time: the user
+    and the password are both compared whichever differs."""
+    import base64
+    import binascii
+
+    if hasattr(headers, "getall"):  # aiohttp's headers: every Authorization line
+        given = headers.getall("Authorization", [])
+    else:
+        given = [headers[name] for name in headers if name.lower() == "authorization"]
+    if not given:
+        return "no Authorization header: %s credentials are required" % auth
+    if len(given) > 1:
+        return "Authorization given %d times: one is required" % len(given)
+    scheme, _space, credentials = given[0].strip().partition(" ")
+    wanted = "Bearer" if auth == "bearer" else "Basic"
+    if scheme.lower() != wanted.lower():
+        return "Authorization is not %s" % wanted
+    credentials = credentials.strip()
+    if auth == "bearer":
+        return None if _same(secret, credentials) else "wrong bearer token"
+    try:
+        user, colon, password = base64.b64decode(credentials, validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return "Basic credentials are not base64 of user:password"
+    user_ok, password_ok = _same(username, user), _same(secret, password)
+    return None if user_ok and password_ok and colon else "wrong user or password"
 
 
 def _instance_host(instance):

@@ -6,10 +6,14 @@ ansible-rulebook limits the playbook (or job template) to the event's meta.hosts
 group, or as a host and a group alike, limits the run to every host of that group: an alert whose host label names
 `gpu_nodes` would walk the ladder on the whole fleet. The rulebooks pass the event's host (gpuops_event_host), and
 gpu_input_check asks event_target_error before any node is touched; gpu_alert_webhook, given the inventory, asks
-inventory_host_problem before it makes the event.
+inventory_host_problem before it makes the event. A run an Xid event started also checks that its own policy is the
+one the event's source applied (event_policy_error).
 """
 
 from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 SHOWN = 8
 
@@ -26,10 +30,10 @@ def inventory_host_problem(host, groups):
     inventory = set(groups.get("all") or [])
     group = groups.get(host)
     if group is not None and host in inventory:
-        return "%r names both a host and a group of the inventory (%d hosts: %s): ambiguous, and a limit to it takes the group" % (
-            host, len(group), _names(group))
+        return "%r names both a host and a group of the inventory (%s: %s): ambiguous, and a limit to it takes the group" % (
+            host, plural(len(group), "host"), _names(group))
     if group is not None:
-        return "%r names a group of the inventory (%d hosts: %s), not one host" % (host, len(group), _names(group))
+        return "%r names a group of the inventory (%s: %s), not one host" % (host, plural(len(group), "host"), _names(group))
     if host not in inventory:
         return "%r is no host of the inventory" % (host,)
     return None
@@ -52,3 +56,31 @@ def event_target_error(event_host, play_hosts, groups):
                 "(a pattern, or no limit at all). Nothing was done; run it limited to %s"
                 % (event_host, len(targets), _names(targets), event_host))
     return None
+
+
+def _decided(policy, rung):
+    return "the site policy's %s" % rung if policy == "site" else "NVIDIA's catalog (no site entry)"
+
+
+def event_policy_error(xid, source_policy, source_rung, run_policy):
+    """Why a run an Xid event started must not go on, or None: the source decided the Xid's rung with `source_policy`
+    ("site" or "catalog") as `source_rung`, and the run's own gpuops_xid_policy must decide it the same way - else the
+    event asked for one rung and the walk would enter at another. `xid` None: not started by an Xid event."""
+    if xid is None or xid == "":
+        return None
+    try:
+        code = int(str(xid).strip())
+    except ValueError:
+        return "gpuops_event_xid must be an Xid code, got %r" % (xid,)
+    try:
+        policy = parse_policy(run_policy, "gpuops_xid_policy")
+    except PolicyError as exc:
+        return str(exc)
+    run = ("site", policy[code]) if code in policy else ("catalog", None)
+    source = ("site", source_rung) if source_policy == "site" else ("catalog", None)
+    if run == source:
+        return None
+    return ("Xid %d: the event's source applied %s, but this run's gpuops_xid_policy applies %s. Nothing was done: one "
+            "policy per host, the same in the source and in the run - keep gpuops_xid_policy in the inventory file given to "
+            "ansible-rulebook -i, and give the source the same (docs/eda.md, \"Per-Xid policy\")"
+            % (code, _decided(*source), _decided(*run)))

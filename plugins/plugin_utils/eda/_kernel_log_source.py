@@ -167,6 +167,18 @@ class KernelLines:
         self.held = []
         self.dropped = []
 
+    def recall(self, lines, now, window):
+        """Record the remediations these lines report, dated within `window` seconds before now (and not after it): at
+        its start, the source reads back the answers it knew before a restart, so that a late copy of an Xid a reset
+        already answered starts no second run. Returns how many; the lines make no event."""
+        count = 0
+        for line in lines:
+            done = remediation_of(line, self.host)
+            if done and done["epoch"] is not None and now - window <= done["epoch"] <= now + CLOCK_SKEW_SECONDS:
+                self.answers.record(done)
+                count += 1
+        return count
+
     def feed(self, lines, now, final=False, since=None):
         """Events of these complete lines (a multi-line message cut at the end is held for the next call). With `since`
         (the epoch the source started; given when a file that appeared or was replaced after it was read from its
@@ -351,6 +363,30 @@ def journal_argv(journalctl, cursor=None, since=None):
     where = ["--after-cursor=%s" % cursor] if cursor else ["--since=@%d" % int(since)] if since is not None else ["--lines=0"]
     return [journalctl, "--follow", "--output=json", "--no-pager"] + where + [
         "_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=%s" % SYSLOG_IDENTIFIER]
+
+
+def recall_argv(journalctl, since):
+    """journalctl reading (not following) the remediation lines written since `since` (epoch): what recall takes at the
+    start. journal_lines trusts only root's (_UID 0) of them."""
+    return [journalctl, "--output=json", "--no-pager", "--since=@%d" % int(since), "SYSLOG_IDENTIFIER=%s" % SYSLOG_IDENTIFIER]
+
+
+# How much of a log file's end recall reads at the start (the remediation lines of the window are near the end).
+RECALL_BYTES = 16 * 1024 * 1024
+
+
+def recall_file_lines(path):
+    """The lines at the end of a log file (its last RECALL_BYTES) holding our identifier, or [] when it cannot be read
+    (the follow reports that)."""
+    try:
+        handle = open_log_file(path)
+    except OSError:
+        return []
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        handle.seek(max(0, size - RECALL_BYTES))
+        data = handle.read(RECALL_BYTES).decode("utf-8", "replace")
+    return [line for line in _split_lines(data) if SYSLOG_IDENTIFIER in line and len(line) <= MAX_LINE_CHARS]
 
 
 def _journal_text(value):

@@ -11,28 +11,16 @@ sources themselves (extensions/eda/plugins/event_source/) only read their input,
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 import re
 import socket
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_check import RULEBOOK_OPTION, kind_error
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
 
 
 class OptionError(ValueError):
     """A source option with a bad value; the message names the source, the option and the value."""
-
-
-def _kind_ok(value, kind):
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":  # nan passes every "min" (asyncio.sleep(nan) returns at once: a source spinning), inf never ends
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "str":
-        return isinstance(value, str) and "\0" not in value
-    return isinstance(value, {"dict": dict, "list": list}[kind])
 
 
 def check_args(source, args, spec):
@@ -52,8 +40,10 @@ def check_args(source, args, spec):
             continue
         if rule["type"] == "float" and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not _kind_ok(value, rule["type"]):
-            raise OptionError("%s: option %s must be a %s, got %r" % (source, name, rule["type"], value))
+        # a float option refuses nan (it passes every "min": asyncio.sleep(nan) returns at once, a source spinning) and inf
+        wrong = kind_error("%s: option %s" % (source, name), value, rule["type"], RULEBOOK_OPTION)
+        if wrong:
+            raise OptionError(wrong)
         if "choices" in rule and value not in rule["choices"]:
             raise OptionError("%s: option %s must be one of %s, got %r" % (source, name, ", ".join(rule["choices"]), value))
         if "min" in rule and value < rule["min"]:

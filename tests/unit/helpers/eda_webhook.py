@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the webhook source's tests share: waiting until the source listens on its 127.0.0.1 port."""
+"""What the webhook source's tests share: waiting until the source listens on its 127.0.0.1 port, and one raw HTTP
+exchange with it."""
 
 from __future__ import annotations
 
@@ -21,3 +22,14 @@ async def until_listening(port, seconds=30.0):
             continue
         writer.close()
         return
+
+
+async def exchange(port, data, wait=5, context=None):
+    """The bytes 127.0.0.1:port answers to `data` (over TLS with `context`), within `wait` seconds."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    writer.write(data)
+    await writer.drain()
+    try:
+        return await asyncio.wait_for(reader.read(65536), wait)
+    finally:
+        writer.close()

@@ -51,6 +51,8 @@ options:
     description:
       - Several hosts' files (a log collector's), a mapping of inventory host name to a file or a list of files (its
         kernel log and its syslog, where they are apart). Overrides O(path) and O(host).
+      - Left out (or null), O(path) for O(host). An empty mapping (what a filter that matched nothing gives) names no
+        host, and the source refuses to start, saying so.
     type: dict
   host:
     description: The inventory name of the node whose log this is (C(meta.hosts)). Defaults to the machine's host name.
@@ -75,6 +77,14 @@ options:
     description: The journalctl of O(source=journal).
     type: str
     default: journalctl
+  answers_seconds:
+    description:
+      - At its start, the source reads back the remediations of the last O(answers_seconds) (root's
+        C(gpuops-remediation) journal entries with O(source=journal); the lines of the followed files with
+        O(source=file)) before it takes events, so that after a restart a late copy of an Xid a reset already answered
+        starts no second run. V(0) reads nothing back. O(source=kmsg) has no remediation lines.
+    type: float
+    default: 3600
   inventory:
     description:
       - The inventory the rulebook runs the playbooks with (the file given to C(ansible-rulebook -i)). Given, every
@@ -135,7 +145,10 @@ SPEC = {
     "xid_policy": {"type": "dict"},
     "xid_policy_file": {"type": "str"},
     "journalctl": {"type": "str", "default": "journalctl"},
+    "answers_seconds": {"type": "float", "default": 3600.0, "min": 0},
 }
+# How long the start's read-back of the journal may take (journalctl of an hour's remediation lines).
+RECALL_SECONDS = 60.0
 
 
 def _boot_time():
@@ -284,6 +297,41 @@ async def _follow_journal(queue, lines_of, options, shared, kernel):
         await asyncio.sleep(delay)
 
 
+def _recall_files(kernel, tails, window):
+    """The remediation lines of each followed file within `window` seconds, read once before the follow starts."""
+    now = time.time()
+    for lines_of, files in tails if window else []:
+        count = sum(lines_of.recall(kernel.recall_file_lines(tail.path), now, window) for tail in files)
+        LOGGER.info("%s: %s: %d remediations of the last %d s read back", SOURCE, lines_of.host, count, window)
+
+
+async def _recall_journal(queue, lines_of, options, shared, kernel):
+    """The remediation lines root wrote within answers_seconds, read once before the follow starts; a journalctl that
+    does not end in RECALL_SECONDS is reported (one missing, by the follow), and the source goes on without them."""
+    now = time.time()
+    argv = kernel.recall_argv(options["journalctl"], now - options["answers_seconds"])
+    try:
+        process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    except OSError as exc:  # the follow that comes next reports it (once), and keeps trying
+        LOGGER.warning("%s: cannot read back the remediations: cannot run %s: %s", SOURCE, argv[0], exc.strerror or exc)
+        return
+    try:
+        out, _err = await asyncio.wait_for(process.communicate(), RECALL_SECONDS)
+    except asyncio.TimeoutError:
+        process.kill()
+        await process.wait()
+        await _problem(queue, shared, lines_of.host, "cannot read back the remediations: %s did not end within %d s" % (argv[0], RECALL_SECONDS))
+        return
+    lines = []
+    for raw in out.decode("utf-8", "replace").splitlines():
+        try:
+            lines += kernel.journal_lines(json.loads(raw))
+        except ValueError:
+            continue
+    count = lines_of.recall(lines, now, options["answers_seconds"])
+    LOGGER.info("%s: %s: %d remediations of the last %d s read back", SOURCE, lines_of.host, count, options["answers_seconds"])
+
+
 async def main(queue, args):
     """Put the events of the log on the queue until cancelled."""
     shared, kernel = _import_collection()
@@ -292,6 +340,10 @@ async def main(queue, args):
     throttle = shared.Throttle(options["throttle_seconds"])
     boot = _boot_time()
     groups = shared.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
+    if options["paths"] == {}:
+        # An empty selection selects nothing: never the one file of path and host.
+        raise shared.OptionError("%s: option paths is an empty mapping: it names no host's file to follow (leave paths out, or "
+                                 "null, to follow path for host)" % SOURCE)
     if options["paths"]:
         if options["source"] != "file":
             raise shared.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
@@ -302,13 +354,18 @@ async def main(queue, args):
                 raise shared.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
             host = shared.checked_host(SOURCE, "paths", host, groups)
             tails.append((kernel.KernelLines(host, policy, throttle, boot), [kernel.FileTail(path) for path in files]))
+        _recall_files(kernel, tails, options["answers_seconds"])
         await _follow_files(queue, tails, options)
     lines_of = kernel.KernelLines(shared.checked_host(SOURCE, "host", options["host"] or shared.default_host(), groups), policy, throttle, boot)
     if options["source"] == "file":
-        await _follow_files(queue, [(lines_of, [kernel.FileTail(options["path"])])], options)
-    elif options["source"] == "kmsg":
+        tails = [(lines_of, [kernel.FileTail(options["path"])])]
+        _recall_files(kernel, tails, options["answers_seconds"])
+        await _follow_files(queue, tails, options)
+    elif options["source"] == "kmsg":  # no remediation lines in the kernel's ring buffer: nothing to read back
         await _follow_kmsg(queue, lines_of, options, shared, kernel)
     else:
+        if options["answers_seconds"]:
+            await _recall_journal(queue, lines_of, options, shared, kernel)
         await _follow_journal(queue, lines_of, options, shared, kernel)
 
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
 
@@ -79,7 +79,7 @@ class Processes:
 
     @staticmethod
     def target_for(pid, reason="test"):
-        return Target(pid, _procscan.start_time(pid), reason)
+        return Target(pid, _process.start_time(pid), reason)
 
     @staticmethod
     def wait_until(predicate, timeout=5.0):
@@ -111,6 +111,8 @@ class Processes:
                             text=True)
         child = int(bounded.line(parent, "parent"))
         assert self.state_of(child) == "Z"  # the leader's stat
+        # The group's state is its live thread's: wait until it sleeps (just started, it may still run, state R).
+        self.wait_until(lambda: _process.read_process(child)["state"] == "S", timeout=bounded.DEADLINE)
         return parent, child
 
 

@@ -21,7 +21,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import (
     ContainerWitness, confirm_holders, delegated_subtree, inspect_argv, judge, namespace_init, namespace_members, parse_inspect, within)
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import parse_cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import parse_cgroup
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers.docker_captures import (
     CLAIMED, CONTAINER_ID, FAKE_CGROUP, MAIN_CGROUP, OTHER_ID, RUNNING, fixture,

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import JobProbe
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import parse_cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import parse_cgroup
 
 POD = "0043435f-1854-4327-b76b-730f681a781d"
 REAL_POD = "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/cri-containerd-%s.scope\n" % (

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import HolderKiller
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
 
@@ -27,7 +27,7 @@ class Witness:
 
 
 def _holder(proc, name):
-    return {"pid": proc.pid, "start_time": _procscan.start_time(proc.pid), "name": name, "class": "compute", "gpus": [0],
+    return {"pid": proc.pid, "start_time": _process.start_time(proc.pid), "name": name, "class": "compute", "gpus": [0],
             "devices": ["/dev/nvidia0"], "seen_by": ["fd"], "container": dict(CONTAINER), "visible": True}
 
 

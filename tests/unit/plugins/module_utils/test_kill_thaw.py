@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import frozen_cgroup, parse_mountinfo
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import HolderKiller
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
@@ -72,13 +72,13 @@ def frozen_sleep(spawn, procs):
 @pytest.mark.parametrize("thaw_frozen", [False, True])
 def test_a_protected_process_in_a_frozen_cgroup_is_neither_thawed_nor_a_reason_to_refuse(frozen_sleep, thaw_frozen):
     proc, cgroup = frozen_sleep
-    target = Target(proc.pid, _procscan.start_time(proc.pid))
+    target = Target(proc.pid, _process.start_time(proc.pid))
     assert _killer(thaw_frozen, Policy(protect_names=["sleep"]))._thaw([target], check_mode=False) == []
     assert frozen_cgroup(proc.pid) is not None  # still frozen: the run left it alone
 
 
 def test_a_process_the_run_may_end_still_refuses_without_thaw_frozen(frozen_sleep):
     proc, cgroup = frozen_sleep
-    target = Target(proc.pid, _procscan.start_time(proc.pid))
+    target = Target(proc.pid, _process.start_time(proc.pid))
     with pytest.raises(Failed, match="thaw_frozen"):
         _killer(False, Policy())._thaw([target], check_mode=False)

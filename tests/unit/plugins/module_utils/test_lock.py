@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock, read_holder
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
@@ -51,7 +51,7 @@ def test_second_process_waits_then_times_out_naming_the_holder(holder):
     message = str(raised.value)
     assert path in message and "pid %d" % proc.pid in message
     assert raised.value.holder["pid"] == proc.pid
-    assert raised.value.holder["start_time"] == _procscan.start_time(proc.pid)
+    assert raised.value.holder["start_time"] == _process.start_time(proc.pid)
 
 
 def test_sigkilled_holder_releases_the_lock(holder):
@@ -71,7 +71,7 @@ def test_holder_record_and_release(tmp_path):
         with open(path) as handle:
             record = json.load(handle)
         assert record["pid"] == os.getpid()
-        assert record["start_time"] == _procscan.start_time(os.getpid())
+        assert record["start_time"] == _process.start_time(os.getpid())
     assert read_holder(path) is None  # emptied on release
     with NodeLock(path, timeout=0.0) as lock:  # free again at once
         assert lock.held

@@ -19,6 +19,9 @@ import time
 
 import pytest
 
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _cgroup
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _device_nodes
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _threads
 
@@ -27,7 +30,7 @@ from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 
 # The scan and the files it imports (standard library only), as a simulated node's lib/ holds them.
-SCAN_FILES = ["_procscan.py", "_proc_files.py", "_device_nodes.py", "_threads.py", "_process.py", "_cgroup.py"]
+SCAN_FILES = ["_procscan.py", "_proc_files.py", "_device_nodes.py", "_threads.py", "_process.py"]
 DEVICE_FILES = ["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "dri/card1"]
 
 
@@ -56,7 +59,7 @@ class Children:
         return proc, bounded.line(proc, "the child's first line")
 
     def adopt(self, pid):
-        self.strays.append((pid, procscan.start_time(pid)))
+        self.strays.append((pid, _process.start_time(pid)))
 
     def close(self):
         for proc in self.procs:
@@ -70,9 +73,9 @@ class Children:
             proc.stdout.close()
         deadline = time.monotonic() + 10
         for pid, started in self.strays:
-            while procscan.same_process(pid, started) and time.monotonic() < deadline:
+            while _process.same_process(pid, started) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            if procscan.same_process(pid, started):
+            if _process.same_process(pid, started):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -86,18 +89,18 @@ def children():
 def wait_for_state(pid, state, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        record = procscan.read_process(pid)
+        record = _process.read_process(pid)
         if record and record["state"] == state:
             return record
         time.sleep(0.01)
-    raise AssertionError("pid %d never reached state %s: %r" % (pid, state, procscan.read_process(pid)))
+    raise AssertionError("pid %d never reached state %s: %r" % (pid, state, _process.read_process(pid)))
 
 
 def wait_for_leader_state(pid, state, timeout=5.0):
     """Waits until the stat of pid (its thread-group leader) shows state."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        stat = procscan._read_stat(pid)  # pylint: disable=protected-access
+        stat = _process._read_stat(pid)  # pylint: disable=protected-access
         if stat and stat["state"] == state:
             return stat
         time.sleep(0.01)
@@ -183,11 +186,11 @@ def test_open_fd_holder_and_its_identity(children, dev_dir):
     assert holder["cmdline"] == [sys.executable, "-c", HOLD_OPEN, device]
     with open("/proc/%d/comm" % pid) as handle:
         assert holder["name"] == handle.read().rstrip("\n")
-    assert holder["start_time"] == procscan.start_time(pid)
-    assert procscan.same_process(pid, holder["start_time"])
-    assert not procscan.same_process(pid, holder["start_time"] + 1)
-    assert not procscan.same_process(pid, None)
-    assert procscan.read_process(pid) == {key: holder[key] for key in holder if key not in ("via", "devices")}
+    assert holder["start_time"] == _process.start_time(pid)
+    assert _process.same_process(pid, holder["start_time"])
+    assert not _process.same_process(pid, holder["start_time"] + 1)
+    assert not _process.same_process(pid, None)
+    assert _process.read_process(pid) == {key: holder[key] for key in holder if key not in ("via", "devices")}
 
 
 def test_map_without_fd_is_a_holder(children, dev_dir):
@@ -210,7 +213,7 @@ def test_fd_inherited_from_a_parent_that_exited(children, dev_dir):
     assert proc.pid not in holders
     assert holders[grandchild]["via"] == ["fd"]
     assert holders[grandchild]["ppid"] != proc.pid  # reparented to init or a subreaper
-    assert procscan.ancestors(grandchild)[-1] == 1
+    assert _process.ancestors(grandchild)[-1] == 1
 
 
 def test_zombie_is_described_but_holds_nothing(children, dev_dir):
@@ -224,7 +227,7 @@ def test_zombie_is_described_but_holds_nothing(children, dev_dir):
     assert record["cmdline"] == []
     assert zombie not in report["holders"]
     assert report["holders"][proc.pid]["via"] == ["fd"]
-    assert procscan.ancestors(zombie)[:2] == [proc.pid, os.getpid()]
+    assert _process.ancestors(zombie)[:2] == [proc.pid, os.getpid()]
 
 
 def test_fds_of_a_live_thread_after_the_leader_exited(children, dev_dir):
@@ -245,8 +248,8 @@ def test_fds_of_a_live_thread_after_the_leader_exited(children, dev_dir):
     assert holder["cmdline"] == [sys.executable, "-c", LEADER_EXITS, device]
     with open("/proc/%d/comm" % pid) as handle:
         assert holder["name"] == handle.read().rstrip("\n")
-    assert holder["start_time"] == procscan.start_time(pid)
-    assert procscan.live_thread(pid)[0] != pid
+    assert holder["start_time"] == _process.start_time(pid)
+    assert _process.live_thread(pid)[0] != pid
 
 
 def test_a_real_zombie_has_no_live_thread(children, dev_dir):
@@ -254,19 +257,19 @@ def test_a_real_zombie_has_no_live_thread(children, dev_dir):
     zombie = int(line)
     record = wait_for_state(zombie, "Z")
     assert record["leader_exited"] is False
-    assert procscan.live_thread(zombie) is None
+    assert _process.live_thread(zombie) is None
 
 
 def test_a_leader_exited_group_whose_last_thread_ended_is_a_real_zombie(children, dev_dir):
     proc, line = children.start(LEADER_EXITS, os.path.join(dev_dir, "nvidia0"))
     pid = int(line)
     wait_for_leader_state(pid, "Z")
-    assert procscan.read_process(pid)["leader_exited"] is True
+    assert _process.read_process(pid)["leader_exited"] is True
     proc.stdin.close()  # the live thread's read returns: the last thread exits, the group is a zombie
     deadline = time.monotonic() + 5
-    while procscan.live_thread(pid) is not None and time.monotonic() < deadline:
+    while _process.live_thread(pid) is not None and time.monotonic() < deadline:
         time.sleep(0.01)
-    record = procscan.read_process(pid)
+    record = _process.read_process(pid)
     assert record is None or (record["state"] == "Z" and record["leader_exited"] is False)
 
 
@@ -292,7 +295,7 @@ def test_start_time_is_when_the_process_started():
     proc = bounded.start([sys.executable, "-c", "import os; os.read(0, 1)"], stdin=subprocess.PIPE)
     after = time.time()
     try:
-        started = procscan.start_time_epoch(procscan.start_time(proc.pid))
+        started = _process.start_time_epoch(_process.start_time(proc.pid))
     finally:
         bounded.communicate(proc, "the child reading stdin", b"x")
     tick = 1.0 / os.sysconf("SC_CLK_TCK")
@@ -300,7 +303,7 @@ def test_start_time_is_when_the_process_started():
     assert before - 1 - tick <= started <= after + 1 + tick
     with open("/proc/stat") as handle:
         btime = [int(line.split()[1]) for line in handle if line.startswith("btime ")][0]
-    assert procscan.boot_time() == btime
+    assert _process.boot_time() == btime
 
 
 def test_every_device_kind_and_nothing_else(children, dev_dir, tmp_path):
@@ -329,7 +332,7 @@ def test_every_device_kind_and_nothing_else(children, dev_dir, tmp_path):
 def test_deleted_device_file_of_a_simulated_node_stays_known_through_its_registry(children, dev_dir, tmp_path):
     # The simulated node's registry (hard links under sys/, made when it is built) keeps the inode of a device
     # file deleted from dev/, as the kernel keeps a device whose node was deleted.
-    registry = tmp_path / "sys" / procscan.SIM_REGISTRY
+    registry = tmp_path / "sys" / _device_nodes.SIM_REGISTRY
     registry.mkdir(parents=True)
     device = os.path.join(dev_dir, "nvidia1")
     os.link(device, str(registry / "nvidia1"))
@@ -351,11 +354,11 @@ def _table(dev_dir, tmp_path, vendors=(), devices_text=None):
     proc_root.mkdir(exist_ok=True)
     if devices_text is not None:
         (proc_root / "devices").write_text(devices_text)
-    return procscan.DeviceTable(dev_dir, str(sys_dir), proc_root=str(proc_root))
+    return _device_nodes.DeviceTable(dev_dir, str(sys_dir), proc_root=str(proc_root))
 
 
 def _device(table, path):
-    return table.device(procscan._stat_fields(os.stat(path)))  # pylint: disable=protected-access
+    return table.device(_device_nodes._stat_fields(os.stat(path)))  # pylint: disable=protected-access
 
 
 def test_dri_nodes_count_only_for_nvidia_cards(dev_dir, tmp_path):
@@ -383,7 +386,7 @@ def test_a_character_device_is_known_by_its_number_through_the_drivers_majors(tm
     assert _device(table, str(tmp_path)) is None
     for name, minor, node in (("nvidia-frontend", 255, "nvidiactl"), ("nvidia-frontend", 254, "nvidia-modeset"),
                               ("nvidia-uvm", 1, "nvidia-uvm-tools"), ("nvidia-caps", 2, "nvidia-caps/nvidia-cap2")):
-        assert procscan._DRIVER_MAJORS[name](minor) == node  # pylint: disable=protected-access
+        assert _device_nodes._DRIVER_MAJORS[name](minor) == node  # pylint: disable=protected-access
 
 
 def test_a_node_of_regular_files_never_takes_the_drivers_majors(dev_dir, tmp_path):
@@ -468,7 +471,7 @@ def _blocked_in_read(pid, timeout=bounded.DEADLINE):
     """Wait until the helper sleeps in its read of stdin: between its line and the read it may still run (state R),
     and two scans taken across that instant differ in state alone."""
     deadline = time.monotonic() + timeout
-    while procscan.read_process(pid)["state"] != "S":
+    while _process.read_process(pid)["state"] != "S":
         if time.monotonic() > deadline:
             pytest.fail("helper %d did not block in its read within %ss" % (pid, timeout), pytrace=False)
         time.sleep(0.01)
@@ -533,41 +536,41 @@ def test_a_scan_as_another_user_reports_what_it_cannot_read(children, world_read
 def test_processes_that_are_gone():
     proc = bounded.start([sys.executable, "-c", "pass"])
     bounded.wait(proc, "proc")
-    assert procscan.read_process(proc.pid) is None
-    assert procscan.start_time(proc.pid) is None
-    assert not procscan.same_process(proc.pid, 12345)
-    assert procscan.ancestors(proc.pid) == []
-    assert not procscan.is_kernel_thread(proc.pid)
-    assert procscan.attribution(proc.pid) == {"container": None, "kubernetes_pod_uid": None, "slurm_job": None,
-                                              "systemd_unit": None}
+    assert _process.read_process(proc.pid) is None
+    assert _process.start_time(proc.pid) is None
+    assert not _process.same_process(proc.pid, 12345)
+    assert _process.ancestors(proc.pid) == []
+    assert not _process.is_kernel_thread(proc.pid)
+    assert _cgroup.attribution(proc.pid) == {"container": None, "kubernetes_pod_uid": None, "slurm_job": None,
+                                             "systemd_unit": None}
 
 
 def test_ancestors_and_kernel_threads():
-    chain = procscan.ancestors(os.getpid())
+    chain = _process.ancestors(os.getpid())
     assert chain[0] == os.getppid()
     assert chain[-1] == 1
-    assert not procscan.is_kernel_thread(os.getpid())
-    assert not procscan.is_kernel_thread(1)
-    kthreadd = procscan.read_process(2)
+    assert not _process.is_kernel_thread(os.getpid())
+    assert not _process.is_kernel_thread(1)
+    kthreadd = _process.read_process(2)
     if kthreadd is None or kthreadd["name"] != "kthreadd":
         pytest.skip("pid 2 is not kthreadd here (a PID namespace)")
-    assert procscan.is_kernel_thread(2)
+    assert _process.is_kernel_thread(2)
     workers = [int(name) for name in os.listdir("/proc") if name.isdigit()
-               and (procscan.read_process(int(name)) or {}).get("ppid") == 2]
-    assert workers and all(procscan.is_kernel_thread(pid) for pid in workers)
+               and (_process.read_process(int(name)) or {}).get("ppid") == 2]
+    assert workers and all(_process.is_kernel_thread(pid) for pid in workers)
 
 
 def test_attribution_of_this_process_reads_its_cgroup_file():
     with open("/proc/self/cgroup") as handle:
         text = handle.read()
     # Whatever container this test runs in, it is our own: a process of it is not "in a container".
-    assert procscan.attribution(os.getpid()) == dict(procscan.parse_cgroup(text), container=None)
-    assert procscan.own_cgroup() is procscan.own_cgroup()  # read once per process
+    assert _cgroup.attribution(os.getpid()) == dict(_cgroup.parse_cgroup(text), container=None)
+    assert _cgroup.own_cgroup() is _cgroup.own_cgroup()  # read once per process
 
 
 def test_a_child_in_our_own_cgroups_is_in_no_container(children, dev_dir):
     pid = int(children.start(HOLD_OPEN, os.path.join(dev_dir, "nvidia0"))[1])
-    assert procscan.attribution(pid)["container"] is None
+    assert _cgroup.attribution(pid)["container"] is None
 
 
 def test_attribution_reads_the_own_cgroup_of_its_proc_root(tmp_path):
@@ -577,9 +580,9 @@ def test_attribution_reads_the_own_cgroup_of_its_proc_root(tmp_path):
     for pid, text in ((100, own), (200, own.replace("/docker/%s" % DOCKER_ID, "/docker/%s/docker/%s" % (DOCKER_ID, OTHER_ID)))):
         (tmp_path / str(pid)).mkdir()
         (tmp_path / str(pid) / "cgroup").write_text(text)
-    assert procscan.attribution(100, str(tmp_path))["container"] is None
-    assert procscan.attribution(200, str(tmp_path))["container"] == {"runtime": "docker", "id": OTHER_ID}
-    assert procscan.own_cgroup(str(tmp_path)).containers == [{"runtime": "docker", "id": DOCKER_ID}]
+    assert _cgroup.attribution(100, str(tmp_path))["container"] is None
+    assert _cgroup.attribution(200, str(tmp_path))["container"] == {"runtime": "docker", "id": OTHER_ID}
+    assert _cgroup.own_cgroup(str(tmp_path)).containers == [{"runtime": "docker", "id": DOCKER_ID}]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -704,7 +707,7 @@ CGROUP_SAMPLES = [
 
 @pytest.mark.parametrize("text,expected", CGROUP_SAMPLES, ids=["sample%02d" % i for i in range(len(CGROUP_SAMPLES))])
 def test_cgroup_attribution(text, expected):
-    assert procscan.parse_cgroup(text) == dict(NONE, **expected)
+    assert _cgroup.parse_cgroup(text) == dict(NONE, **expected)
 
 
 DOCKER_ID = "31cb02944da7a12196a193cf0e0f6c226d7c453a1db62e65ba98287593a2ee30"
@@ -755,21 +758,21 @@ OWN_CONTAINER_CASES = [
 
 @pytest.mark.parametrize("own, text, expected", OWN_CONTAINER_CASES, ids=["own%02d" % i for i in range(len(OWN_CONTAINER_CASES))])
 def test_container_is_relative_to_the_modules_own(own, text, expected):
-    assert procscan.parse_cgroup(text, procscan.OwnCgroup(own)) == dict(NONE, **expected)
+    assert _cgroup.parse_cgroup(text, _cgroup.OwnCgroup(own)) == dict(NONE, **expected)
 
 
 def test_without_an_own_cgroup_the_module_own_container_would_be_named():
     # What attribution gave before it read its own cgroup: the module's container as the holder's.
-    assert procscan.parse_cgroup(CGROUP_SAMPLES[0][0])["container"] == CGROUP_SAMPLES[0][1]["container"]
-    assert procscan.OwnCgroup(PROCESS_API).containers == []
-    assert procscan.OwnCgroup(CGROUP_SAMPLES[0][0]).containers == [CGROUP_SAMPLES[0][1]["container"]]
+    assert _cgroup.parse_cgroup(CGROUP_SAMPLES[0][0])["container"] == CGROUP_SAMPLES[0][1]["container"]
+    assert _cgroup.OwnCgroup(PROCESS_API).containers == []
+    assert _cgroup.OwnCgroup(CGROUP_SAMPLES[0][0]).containers == [CGROUP_SAMPLES[0][1]["container"]]
 
 
 def test_cgroup_of_a_real_process_on_this_machine():
     """The capture of this machine's own /proc/self/cgroup (a Firecracker VM, cgroup v1 with a v2 line)."""
     text = ("9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n"
             "4:memory:/process_api/ceed705c574dfab8a4f0cd3a95ee7db5\n3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n")
-    assert procscan.parse_cgroup(text) == NONE
+    assert _cgroup.parse_cgroup(text) == NONE
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -925,3 +928,43 @@ def test_a_mapped_file_whose_path_spells_a_devices_numbers_is_no_holder(children
     with open("/proc/%d/maps" % pid) as handle:
         assert str(decoy) in handle.read()
     assert pid not in procscan.scan_holders(dev_dir)
+
+
+def test_nodes_made_together_are_searched_with_one_needle():
+    # Each needle is one more pass over every maps file: the nodes of one filesystem whose inodes differ only in their
+    # last four digits share one, and only an exact inode names a device.
+    fields = {b" fe:00 ": {b"2746459": "/dev/nvidia0", b"2747137": "/dev/nvidia-uvm", b"2749999": "/dev/nvidiactl"},
+              b" 00:05 ": {b"1034": "/dev/nvidia1", b"1210": "/dev/nvidia2"}}
+    needles = procscan._map_needles(fields)  # pylint: disable=protected-access
+    assert sorted(needle for needle, _at, _inodes in needles) == [b" 00:05 ", b" fe:00 274"]
+    for needle, inode_at, inodes in needles:
+        assert needle[:inode_at] in fields and inodes == fields[needle[:inode_at]]
+
+
+def test_a_mapped_file_that_shares_a_devices_needle_is_no_holder(children, tmp_path):
+    # A file of the devices' filesystem whose inode, as a maps line shows it, differs from nvidia0's only in its last
+    # four digits: its line holds the needle nvidia0 is searched with, and it is still no device. Made right after the
+    # node, in its directory (a file the table does not take for one), where the filesystem gives the next inode;
+    # again in a new directory (nothing removed, so no inode is reused) when the two fall across a ten-thousand boundary.
+    as_mapped = _device_nodes._fields_as_mapped  # pylint: disable=protected-access
+    for attempt in range(20):
+        dev_dir = tmp_path / ("dev%d" % attempt)
+        dev_dir.mkdir()
+        for name in ("nvidia0", "decoy"):
+            (dev_dir / name).write_bytes(b"\0" * 4096)
+        (dev_field, inode), decoy_fields = as_mapped(str(dev_dir / "nvidia0")), as_mapped(str(dev_dir / "decoy"))
+        if decoy_fields[0] == dev_field and decoy_fields[1][:-4] == inode[:-4] and len(decoy_fields[1]) == len(inode):
+            break
+    else:
+        raise AssertionError("no file of %s got an inode sharing all but the last four digits of its node's" % tmp_path)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(dev_dir / "decoy"))
+    decoy_pid = int(line)
+    _proc, line = children.start(MAP_THEN_CLOSE, str(dev_dir / "nvidia0"))
+    mapped = int(line)
+    with open("/proc/%d/maps" % decoy_pid, "rb") as handle:
+        assert dev_field + inode[:-4] in handle.read()
+
+    holders = procscan.scan_holders(str(dev_dir))
+
+    assert decoy_pid not in holders
+    assert holders[mapped]["via"] == ["mmap"] and holders[mapped]["devices"] == [os.path.realpath(str(dev_dir)) + "/nvidia0"]

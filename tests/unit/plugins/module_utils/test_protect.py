@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill import _terminate
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, refusal, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
@@ -46,9 +46,9 @@ def test_our_parent_and_ourselves_refused(procs):
     result = terminate_permitted([parent], Policy(), grace=0.2)
     assert result["signalled"] == []
     assert result["skipped"] == [{"pid": parent.pid, "start_time": parent.start_time,
-                                  "name": _procscan.read_process(parent.pid)["name"],
+                                  "name": _process.read_process(parent.pid)["name"],
                                   "reason": "ancestor of this Ansible run"}]
-    assert _procscan.same_process(parent.pid, parent.start_time)
+    assert _process.same_process(parent.pid, parent.start_time)
 
 
 def test_exited_process_refused(spawn, procs):
@@ -141,7 +141,7 @@ def test_protected_group(procs):
 
 def test_wrong_start_time_survives_as_reused(spawn, procs):
     proc = spawn(["sleep", "60"])
-    real = _procscan.start_time(proc.pid)
+    real = _process.start_time(proc.pid)
     result = terminate_permitted([Target(proc.pid, real - 1, "stale snapshot")], Policy(), grace=0.5)
     assert result["signalled"] == []
     assert result["skipped"][0]["reason"] == "pid reused: start time %d, expected %d" % (real, real - 1)
@@ -161,7 +161,7 @@ def test_terminate_reports_a_target_that_already_is_a_zombie(spawn, procs):
 def test_leader_exited_group_is_running_not_a_zombie(procs):
     parent, child = procs.leader_exited_group()
     try:
-        info = _procscan.read_process(child)
+        info = _process.read_process(child)
         assert info["leader_exited"] is True and info["state"] == "S"
         assert refusal(procs.target_for(child), Policy()) is None
         assert _terminate._exit_state(child, info["start_time"]) is None  # pylint: disable=protected-access
@@ -178,10 +178,10 @@ def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_fo
             sys.path.insert(0, sys.argv[2])
             from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import refusal, Policy
             from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
-            from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+            from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
             os.setgid(65534); os.setuid(65534)
             pid = int(sys.argv[1])
-            print(refusal(Target(pid, _procscan.start_time(pid)), Policy()))
+            print(refusal(Target(pid, _process.start_time(pid)), Policy()))
         """)
         sleeper = spawn(["sleep", "30"])
         out = subprocess.run([sys.executable, "-c", code, str(sleeper.pid), collections_root], env=child_env,
@@ -190,4 +190,4 @@ def test_a_process_this_run_may_not_signal_is_refused_alike_in_check_mode_and_fo
     else:
         init_like = [p for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == 0 and p != "1"]
         pid = int(init_like[0])
-        assert refusal(Target(pid, _procscan.start_time(pid)), Policy()).startswith("not permitted")
+        assert refusal(Target(pid, _process.start_time(pid)), Policy()).startswith("not permitted")

@@ -53,9 +53,9 @@ def _outcomes(report):
 
 def test_the_filter_refuses_unshare_and_kcmp_and_the_scan_sees_kcmp_refused(child_env):
     code = ("import ctypes, errno, os\n"
-            "from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan\n"
+            "from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _threads\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "print(libc.unshare(0x400), errno.errorcode.get(ctypes.get_errno()), _procscan._kcmp_files()(os.getpid(), os.getpid()))\n")
+            "print(libc.unshare(0x400), errno.errorcode.get(ctypes.get_errno()), _threads._kcmp_files()(os.getpid(), os.getpid()))\n")
     status, out = _refused("unshare,kcmp", [sys.executable, "-c", code], child_env, "the probe under the filter")
     assert (status, out.split()) == (0, ["-1", "EPERM", "None"]), out
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as sim_rules
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
@@ -109,7 +109,7 @@ def test_every_holder_kind_is_listed_while_its_process_exists(node_root):
     # An O_PATH holder never opened a device: the driver lists it nowhere (the scan must not take it for a holder).
     expected = dict((holder_named(state, "job-" + kind)["pid"], 100 + n) for n, kind in enumerate(kinds) if kind != "o_path")
     assert listed == expected
-    processes = dict((kind, procscan.read_process(holder_named(state, "job-" + kind)["pid"])) for kind in kinds)
+    processes = dict((kind, _process.read_process(holder_named(state, "job-" + kind)["pid"])) for kind in kinds)
     assert processes["zombie"]["state"] == "Z"  # an exited child its parent never reaps
     assert not processes["zombie"]["leader_exited"]
     assert processes["leader_exited"]["leader_exited"]  # the leader is gone, a thread holds the files

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan as procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import SERVICES
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
@@ -361,7 +361,7 @@ def _destroy_kills_every_process_and_removes_the_root(node_root, kinds, services
     assert len(processes) >= len(kinds) + len(services) + helpers
     assert sim.destroy_node(node_root) is True
     assert not os.path.exists(node_root)
-    leftovers = [(pid, record) for pid, record in ((pid, procscan.read_process(pid)) for pid, start in processes
+    leftovers = [(pid, record) for pid, record in ((pid, _process.read_process(pid)) for pid, start in processes
                                                    if sim_state.process_exists(pid, start))
                  if record and record["state"] != "Z"]
     assert leftovers == []

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill import _terminate
@@ -107,7 +107,7 @@ def test_shell_metacharacters_in_the_name_reach_no_shell(tmp_path, procs):
         time.sleep(60)
     """, argv0=evil)
     assert line == "ready"
-    info = _procscan.read_process(proc.pid)
+    info = _process.read_process(proc.pid)
     assert info["name"] == evil[:15] and info["cmdline"][0] == evil
     journal = Journal(str(tmp_path / "journal.jsonl"))
     result = terminate_permitted([procs.target_for(proc.pid, evil)], Policy(), grace=5.0, journal=journal)
@@ -196,7 +196,7 @@ def test_leader_exited_group_is_ended_by_term_and_its_parent_is_left_alone(procs
     [entry] = result["signalled"]
     assert entry["pid"] == child and entry["signals"] == ["TERM"] and entry["exited"] is True
     # Now a real zombie of a parent that never reaps: only then is it reported as one.
-    assert procs.state_of(child) == "Z" and _procscan.live_thread(child) is None
+    assert procs.state_of(child) == "Z" and _process.live_thread(child) is None
     assert [(z["pid"], z["parent"]["pid"]) for z in result["zombies"]] == [(child, parent.pid)]
     assert parent.poll() is None
 
@@ -206,7 +206,7 @@ def test_leader_exited_group_that_ignores_term_gets_kill(procs):
     target = procs.target_for(child)
     predicted = terminate_permitted([target], Policy(), grace=0.5, check_mode=True)
     assert predicted["signalled"][0]["signals"] == ["KILL"]
-    assert _procscan.read_process(child)["leader_exited"] is True  # check mode sent nothing
+    assert _process.read_process(child)["leader_exited"] is True  # check mode sent nothing
     result = terminate_permitted([target], Policy(), grace=0.5)
     [entry] = result["signalled"]
     assert entry["signals"] == ["KILL"] and entry["exited"] is True

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import frozen_cgroup, parse_mountinfo
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import KILL_GRACE, Target, _wait_after, terminate
 
@@ -80,7 +80,7 @@ def test_the_wait_after_sigkill_is_at_least_kill_grace_and_only_what_is_never_go
 
 def test_a_process_sigkill_ends_only_after_the_grace_is_waited_for_up_to_kill_grace(frozen_sleep):
     proc, cgroup = frozen_sleep
-    target = Target(proc.pid, _procscan.start_time(proc.pid))
+    target = Target(proc.pid, _process.start_time(proc.pid))
     thread = _thaw_later(proc, cgroup, after_pending_s=1.0)
     started = time.monotonic()
     outcome = terminate([(target, "sleep")], signals=("KILL",), grace=0.2, kill_grace=15.0)
@@ -92,7 +92,7 @@ def test_a_process_sigkill_ends_only_after_the_grace_is_waited_for_up_to_kill_gr
 
 def test_without_the_floor_the_same_process_would_have_been_called_a_survivor(frozen_sleep):
     proc, cgroup = frozen_sleep
-    target = Target(proc.pid, _procscan.start_time(proc.pid))
+    target = Target(proc.pid, _process.start_time(proc.pid))
     thread = _thaw_later(proc, cgroup, after_pending_s=1.0)
     outcome = terminate([(target, "sleep")], signals=("KILL",), grace=0.2, kill_grace=0.2)
     [entry] = outcome["signalled"]
@@ -102,7 +102,7 @@ def test_without_the_floor_the_same_process_would_have_been_called_a_survivor(fr
 
 def test_the_floor_is_bounded_a_process_never_gone_is_given_up_after_kill_grace(frozen_sleep):
     proc, dummy = frozen_sleep
-    target = Target(proc.pid, _procscan.start_time(proc.pid))
+    target = Target(proc.pid, _process.start_time(proc.pid))
     started = time.monotonic()
     outcome = terminate([(target, "sleep")], signals=("KILL",), grace=0.1, kill_grace=0.5)
     [entry] = outcome["signalled"]

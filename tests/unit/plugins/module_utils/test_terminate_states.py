@@ -26,6 +26,20 @@ def _same(predicted, real):
     assert [[e[k] for k in KEYS] for e in real["signalled"]] == [[e[k] for k in KEYS] for e in predicted["signalled"]]
 
 
+def _predicted_and_real(target, grace):
+    """What terminate_permitted (TERM, then KILL after the grace) predicts in check mode, and what it then does."""
+    predicted = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=grace, check_mode=True)
+    return predicted, terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=grace)
+
+
+def _stopped(proc, procs):
+    """The target of `proc` once SIGSTOP has stopped it (state T), its exit reaped in the background."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    procs.wait_until(lambda: procs.state_of(proc.pid) == "T")
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return procs.target_for(proc.pid)
+
+
 def test_a_stopped_process_gets_cont_and_its_term_handler_runs(procs, tmp_path):
     marker = tmp_path / "checkpoint"
     proc, line = procs.python_child("""
@@ -39,12 +53,8 @@ def test_a_stopped_process_gets_cont_and_its_term_handler_runs(procs, tmp_path):
             time.sleep(1)
     """ % str(marker))
     assert line == "ready"
-    os.kill(proc.pid, signal.SIGSTOP)
-    procs.wait_until(lambda: procs.state_of(proc.pid) == "T")
-    threading.Thread(target=proc.wait, daemon=True).start()
-    target = procs.target_for(proc.pid)
-    predicted = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=5.0, check_mode=True)
-    real = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=5.0)
+    target = _stopped(proc, procs)
+    predicted, real = _predicted_and_real(target, 5.0)
     [entry] = real["signalled"]
     assert entry["signals"] == ["TERM", "CONT"] and entry["exited"] is True and entry["expected"] == "handler"
     assert marker.read_text() == "saved"
@@ -61,8 +71,7 @@ def test_the_init_of_a_pid_namespace_without_a_handler_gets_kill_at_once(spawn, 
     init = int(open("/proc/%d/task/%d/children" % (outer.pid, outer.pid)).read().split()[0])
     procs.wait_until(lambda: os.readlink("/proc/%d/exe" % init).endswith("sleep"))  # exec'd: no handler of unshare's
     target = procs.target_for(init)
-    predicted = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=5.0, check_mode=True)
-    real = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=5.0)
+    predicted, real = _predicted_and_real(target, 5.0)
     [entry] = real["signalled"]
     assert entry["expected"] == "kill_needed" and entry["signals"] == ["KILL"] and entry["exited"] is True
     _same(predicted, real)
@@ -88,8 +97,7 @@ def test_a_process_its_tracer_stopped_gets_kill_at_once(spawn, procs):
     assert bounded.line(tracer, "the tracer's attach") == "attached"
     procs.wait_until(lambda: procs.state_of(tracee.pid) == "t")
     target = procs.target_for(tracee.pid)
-    predicted = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=5.0, check_mode=True)
-    real = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=5.0)
+    predicted, real = _predicted_and_real(target, 5.0)
     tracer.kill()  # the tracee's exit goes to its tracer first: end the tracer so that its parent can reap it
     bounded.wait(tracer, "tracer")
     [entry] = real["signalled"]
@@ -99,12 +107,8 @@ def test_a_process_its_tracer_stopped_gets_kill_at_once(spawn, procs):
 
 def test_a_stopped_process_that_blocks_term_gets_cont_then_kill_after_the_grace(spawn, procs):
     proc = spawn(["sleep", "60"], preexec_fn=procs.block_term)
-    os.kill(proc.pid, signal.SIGSTOP)
-    procs.wait_until(lambda: procs.state_of(proc.pid) == "T")
-    threading.Thread(target=proc.wait, daemon=True).start()
-    target = procs.target_for(proc.pid)
-    predicted = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=0.5, check_mode=True)
-    real = terminate_permitted([target], Policy(), signals=["TERM", "KILL"], grace=0.5)
+    target = _stopped(proc, procs)
+    predicted, real = _predicted_and_real(target, 0.5)
     [entry] = real["signalled"]
     assert entry["expected"] == "pending" and entry["signals"] == ["TERM", "CONT", "KILL"] and entry["exited"] is True
     _same(predicted, real)

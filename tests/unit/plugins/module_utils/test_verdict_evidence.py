@@ -11,7 +11,7 @@ import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._nvsmi import parse_query_xml
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import boot_time, read_process, start_time_epoch
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import boot_time, read_process, start_time_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
     SnapshotOptions, _finish_gpu, _lost_bus_ids, build_holders, reset_blockers,
 )

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
@@ -417,7 +417,7 @@ def test_the_probe_names_the_holder_of_the_node_lock_without_waiting_or_keeping_
     began = time.monotonic()
     holder = probe_node_lock(path)
     assert time.monotonic() - began < 0.5
-    assert holder["pid"] == proc.pid and holder["start_time"] == _procscan.start_time(proc.pid)
+    assert holder["pid"] == proc.pid and holder["start_time"] == _process.start_time(proc.pid)
     assert holder["description"].startswith("pid %d (" % proc.pid)
     proc.stdin.close()
     proc.wait(timeout=10)

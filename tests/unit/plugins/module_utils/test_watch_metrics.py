@@ -73,8 +73,8 @@ def test_every_family_has_help_and_type_and_promtool_accepts_the_file():
     assert lines_of(text, "gpuops_last_remediation_timestamp_seconds") == [
         'gpuops_last_remediation_timestamp_seconds{rung="reset"} %r' % (T0 - 60)]
     assert lines_of(text, "gpuops_gpu_finding") == [
-        'gpuops_gpu_finding{kind="ghost_memory",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0"} 1',
-        'gpuops_gpu_finding{kind="xid",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0"} 1']
+        'gpuops_gpu_finding{kind="ghost_memory",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0",UUID="GPU-0"} 1',
+        'gpuops_gpu_finding{kind="xid",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0",UUID="GPU-0"} 1']
     families = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")]
     assert len(families) == len(set(families)) == len([line for line in text.splitlines() if line.startswith("# HELP")])
 
@@ -87,7 +87,7 @@ def test_a_failed_probe_writes_no_memory_gauge_and_keeps_the_last_success():
     assert lines_of(text, "gpuops_watch_last_success_timestamp_seconds") == ["gpuops_watch_last_success_timestamp_seconds %r" % T0]
     assert "gpuops_gpu_memory" not in text and "gpuops_gpu_holders" not in text
     # The hung GPU keeps the identity the state knows: the same series as when it answered.
-    assert 'gpuops_gpu_finding{kind="unresponsive",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0"} 1' in text
+    assert 'gpuops_gpu_finding{kind="unresponsive",gpu="0",uuid="GPU-0",pci_bus_id="00000000:18:00.0",UUID="GPU-0"} 1' in text
 
 
 def test_a_node_never_answered_has_no_last_success_gauge():
@@ -116,5 +116,5 @@ def test_a_lost_gpu_has_no_holders_gauge_that_reads_as_idle():
     text = run_metrics([answered(gpu(0), lost)])[0]
     assert lines_of(text, "gpuops_watch_probe_success") == ["gpuops_watch_probe_success 1"]
     assert [line for line in text.splitlines() if 'gpu="1"' in line] == [
-        'gpuops_gpu_finding{kind="unresponsive",gpu="1",uuid="",pci_bus_id=""} 1']
+        'gpuops_gpu_finding{kind="unresponsive",gpu="1",uuid="",pci_bus_id="",UUID=""} 1']
     assert promtool_check(text)[0] == 0

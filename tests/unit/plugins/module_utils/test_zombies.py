@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _procscan
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_journal
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy
@@ -48,7 +48,7 @@ def zombie_with_parent(procs, mode):
 def test_zombie_reaped_by_sigchld_to_its_parent(tmp_path, procs):
     parent, zombie = zombie_with_parent(procs, "reaps")
     journal = Journal(str(tmp_path / "journal.jsonl"))
-    result = reap_zombie(zombie, _procscan.start_time(zombie), Policy(), grace=3.0, journal=journal)
+    result = reap_zombie(zombie, _process.start_time(zombie), Policy(), grace=3.0, journal=journal)
     assert result["reaped_by"] == "sigchld" and result["gone"] is True and result["parent_signalled"] is True
     assert result["parent"]["pid"] == parent.pid
     assert procs.state_of(zombie) is None
@@ -58,7 +58,7 @@ def test_zombie_reaped_by_sigchld_to_its_parent(tmp_path, procs):
 
 def test_zombie_of_a_parent_that_never_reaps(procs):
     parent, zombie = zombie_with_parent(procs, "never")
-    born = _procscan.start_time(zombie)
+    born = _process.start_time(zombie)
     kept = reap_zombie(zombie, born, Policy(), grace=0.5)
     assert kept["reaped_by"] is None and kept["gone"] is False
     assert kept["parent_signalled"] is True  # SIGCHLD was sent: the run did something, though it stays
@@ -81,7 +81,7 @@ def test_zombie_of_a_parent_that_never_reaps(procs):
 def test_zombie_whose_parent_is_this_run_is_left_alone(spawn, procs):
     proc = spawn(["true"])
     procs.wait_until(lambda: procs.state_of(proc.pid) == "Z")
-    result = reap_zombie(proc.pid, _procscan.start_time(proc.pid), Policy(allow_parents=True), grace=0.2)
+    result = reap_zombie(proc.pid, _process.start_time(proc.pid), Policy(allow_parents=True), grace=0.2)
     assert result["reaped_by"] is None
     assert result["reason"] == "parent refused: ancestor of this Ansible run"
     assert result["parent_signalled"] is False
@@ -91,7 +91,7 @@ def test_zombie_whose_parent_is_this_run_is_left_alone(spawn, procs):
 
 def test_reap_zombie_refuses_a_leader_exited_group_and_never_touches_its_parent(tmp_path, procs):
     parent, child = procs.leader_exited_group()
-    born = _procscan.start_time(child)
+    born = _process.start_time(child)
     journal = Journal(str(tmp_path / "journal.jsonl"))
     for check_mode in (True, False):
         result = reap_zombie(child, born, Policy(allow_parents=True), grace=0.5, journal=journal, check_mode=check_mode)
@@ -99,7 +99,7 @@ def test_reap_zombie_refuses_a_leader_exited_group_and_never_touches_its_parent(
         assert result["parent_signalled"] is False
         assert result["reason"].startswith("not a zombie: its leader exited")
     assert read_journal(journal.path) == []
-    assert parent.poll() is None and _procscan.read_process(child)["leader_exited"] is True
+    assert parent.poll() is None and _process.read_process(child)["leader_exited"] is True
     os.kill(child, signal.SIGKILL)
 
 
@@ -123,7 +123,7 @@ def test_a_zombie_whose_parent_supervises_others_never_gets_that_parent_ended(sp
     # What a zombie rank of a Slurm step has for a parent: slurmstepd, with the step's other ranks alive.
     parent, zombie, worker = _parent_of_a_zombie(spawn, "any-name", True)
     procs.wait_until(lambda: procs.state_of(zombie) == "Z")
-    born = _procscan.start_time(zombie)
+    born = _process.start_time(zombie)
     predicted = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5, check_mode=True)
     assert predicted["reaped_by"] is None
     real = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5)
@@ -137,7 +137,7 @@ def test_a_name_alone_makes_no_supervisor(spawn, procs):
     """A parent that calls itself slurmstepd and supervises nothing is ended when allow_parents says so."""
     parent, zombie, dummy = _parent_of_a_zombie(spawn, "slurmstepd", False)
     procs.wait_until(lambda: procs.state_of(zombie) == "Z")
-    born = _procscan.start_time(zombie)
+    born = _process.start_time(zombie)
     predicted = reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.5, check_mode=True)
     # init reaps orphans on its own schedule (up to ~2 s on some VMs), hence the longer grace.
     real = reap_zombie(zombie, born, Policy(allow_parents=True), grace=4.0)

@@ -40,3 +40,21 @@ def test_every_rule_is_throttled_per_host_and_never_allows_reboot_itself():
         extra = rule["action"]["run_playbook"]["extra_vars"]
         assert "gpu_reclaim_allow_reboot" not in extra  # the inventory's word, never the event's
         assert extra["gpu_reclaim_max_rung"] in ("reset", "reboot")
+
+
+def test_hosts_run_in_parallel_one_hosts_runs_in_order():
+    """ansible-rulebook's parallel strategy with each run's lock its host: different hosts at once (up to
+    --max-concurrent-actions), one host's runs one after the other in the order their events came (asyncio's lock is
+    first come, first served)."""
+    for name, action in (("gpu_remediation.yml", "run_playbook"), ("gpu_remediation_controller.yml", "run_job_template")):
+        rulebook = _load(name)
+        assert rulebook["execution_strategy"] == "parallel"
+        runs = [rule["action"][action] for rule in rulebook["rules"] if action in rule["action"]]
+        assert len(runs) == 3 and all(run["lock"] == "{{ event.gpuops.host }}" for run in runs), name
+
+
+def test_the_webhooks_listen_on_the_loopback_unless_tls_and_alertmanager_needs_no_relay():
+    webhooks = [source for source in _load("gpu_remediation.yml")["sources"] if "gpuops.remediation.gpu_alert_webhook" in source]
+    options = [source["gpuops.remediation.gpu_alert_webhook"] for source in webhooks]
+    assert [option.get("auth", "hmac") for option in options] == ["bearer", "hmac"]
+    assert all("host" not in option and "certfile" not in option for option in options)  # so 127.0.0.1

@@ -46,6 +46,12 @@ def _ghost_state(epoch):
                                "identity": {"index": 0, "uuid": "GPU-1", "name": "H100", "pci_bus_id": "00000000:18:00.0"}}}}
 
 
+def _state_file_options(path, tmp_path):
+    """The gpu_snapshot source's options that follow the state file at path, polling fast, throttling repeats."""
+    return {"mode": "state_file", "host": "node07", "state_path": str(path), "journal_path": str(tmp_path / "none.jsonl"),
+            "duration_seconds": 0, "poll_interval": 0.05, "throttle_seconds": 3600}
+
+
 def test_snapshot_does_not_believe_a_state_file_anyone_can_write(tmp_path):
     """A world-writable watch state file: anyone could write ghost memory into it and start a GPU reset (the jobs on that
     GPU killed). gpu_snapshot reports it once, makes no ghost_memory event, and reads it again once it is fixed."""
@@ -60,9 +66,7 @@ def test_snapshot_does_not_believe_a_state_file_anyone_can_write(tmp_path):
 
     async def run():
         queue = asyncio.Queue()
-        task = asyncio.ensure_future(module.main(queue, {
-            "mode": "state_file", "host": "node07", "state_path": str(path), "journal_path": str(tmp_path / "none.jsonl"),
-            "duration_seconds": 0, "poll_interval": 0.05, "throttle_seconds": 3600}))
+        task = asyncio.ensure_future(module.main(queue, _state_file_options(path, tmp_path)))
         try:
             await asyncio.sleep(0.6)
             first = []
@@ -91,9 +95,7 @@ def test_snapshot_state_file_that_cannot_be_read_is_said_once_not_hidden(tmp_pat
 
     async def run():
         queue = asyncio.Queue()
-        task = asyncio.ensure_future(module.main(queue, {
-            "mode": "state_file", "host": "node07", "state_path": str(path), "journal_path": str(tmp_path / "none.jsonl"),
-            "duration_seconds": 0, "poll_interval": 0.05, "throttle_seconds": 3600}))
+        task = asyncio.ensure_future(module.main(queue, _state_file_options(path, tmp_path)))
         try:
             await asyncio.sleep(0.6)
             first = [queue.get_nowait() for _index in range(queue.qsize())]

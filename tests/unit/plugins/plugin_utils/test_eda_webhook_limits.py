@@ -12,20 +12,10 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import ODD_ALERTS, SECRET, _alert, _free_port, _source
-from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import exchange as _raw, until_listening
 
 
 # ---------------------------------------------------------------- the webhook over a real socket
-
-async def _raw(port, data, wait):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(data)
-    await writer.drain()
-    try:
-        return await asyncio.wait_for(reader.read(4096), wait)
-    finally:
-        writer.close()
-
 
 def test_webhook_body_that_stops_half_way_is_answered_408_and_the_next_request_served():
     """Slowloris: a sender that announces a body and stops half-way held its request (and the connection) for ever; it

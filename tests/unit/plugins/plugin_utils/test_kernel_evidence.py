@@ -11,12 +11,10 @@ through Ansible (gpu_holders_info, gpu_watch), in check mode too.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,6 +24,8 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import kernel_line, parse_kernel_log
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Throttle
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import FileTail, KernelLines, journal_lines
+
+from ansible_collections.gpuops.remediation.tests.unit.helpers.playbook import run_playbook
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "kernel-xid")
 XID79 = "NVRM: Xid (PCI:0000:01:00): 79, pid=1234, name=trainer, GPU has fallen off the bus."
@@ -204,13 +204,7 @@ def test_a_users_logger_lines_are_no_xid_for_the_modules_and_the_kernels_are(sta
 def _run_modules(staged, log, collections_root):
     root = os.path.join(staged, "node")
     out = os.path.join(staged, "out.json")
-    playbook = os.path.join(staged, "play.yml")
-    with open(playbook, "w", encoding="utf-8") as handle:
-        handle.write("""
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
+    return run_playbook(staged, collections_root, """
     - gpuops.remediation.gpu_sim:
         root: %(root)s
         gpus: [{name: NVIDIA H100 80GB HBM3, memory_mib: 81559, pci_bus_id: "0000:01:00.0"}]
@@ -238,16 +232,7 @@ def _run_modules(staged, log, collections_root):
             mode: "0600"
       always:
         - gpuops.remediation.gpu_sim: {root: %(root)s, state: absent}
-""" % {"root": root, "log": log, "out": out})
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1")
-    argv = [sys.executable, "-c", "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])",
-            "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, playbook]
-    run = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                         cwd=staged, timeout=300, check=False)
-    assert run.returncode == 0, run.stdout[-4000:]
-    with open(out, encoding="utf-8") as handle:
-        return json.load(handle)
+""" % {"root": root, "log": log, "out": out}, out)
 
 
 # ---------------------------------------------------------------- a FIFO where the kernel log file is read

@@ -6,14 +6,14 @@ naming the option and the owner, in check mode too, and writes nothing into it."
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import pytest
+
+from ansible_collections.gpuops.remediation.tests.unit.helpers.playbook import run_playbook
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"), reason="needs root and runuser for a second account")
 
@@ -33,13 +33,7 @@ def _as_nobody(*argv):
 
 def _gpu_sim(staged, root, collections_root, check):
     out = os.path.join(staged, "out.json")
-    playbook = os.path.join(staged, "play.yml")
-    with open(playbook, "w", encoding="utf-8") as handle:
-        handle.write("""
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
+    return run_playbook(staged, collections_root, """
     - gpuops.remediation.gpu_sim:
         root: %(root)s
         gpus: [{name: NVIDIA H100 80GB HBM3, memory_mib: 81559, pci_bus_id: "0000:01:00.0"}]
@@ -50,16 +44,7 @@ def _gpu_sim(staged, root, collections_root, check):
         content: "{{ node | to_json }}"
         dest: %(out)s
         mode: "0600"
-""" % {"root": root, "out": out, "check": "true" if check else "false"})
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1")
-    argv = [sys.executable, "-c", "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])",
-            "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, playbook]
-    run = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                         cwd=staged, timeout=300, check=False)
-    assert run.returncode == 0, run.stdout[-4000:]
-    with open(out, encoding="utf-8") as handle:
-        return json.load(handle)
+""" % {"root": root, "out": out, "check": "true" if check else "false"}, out)
 
 
 @pytest.mark.parametrize("check", [False, True])

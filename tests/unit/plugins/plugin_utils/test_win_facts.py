@@ -1,13 +1,13 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 18 (review18) rules on the real-host path: TargetNode answered with the real captures of
+"""The Windows host's facts on the real-host path: TargetNode answered with the real captures of
 tests/unit/plugins/fixtures/windows, re-encoded as the tools write them (the host's OEM code page; UTF-16LE with and
 without a BOM), and the simulated node where a rule acts.
 
 1 sessions from the session API, quser read by its columns where Add-Type is refused; 2 the host's OEM code page;
-3 protect_users fails closed; 4 the tree fallback never takes a child born after the tree was read; 5 an adapter's
-state from ConfigManagerErrorCode, not pnputil's words; 6 the journal folder made with its DACL, links refused;
-7 the PCI domain compared where both sides state it."""
+4 the tree fallback never takes a child born after the tree was read; 5 an adapter's state from ConfigManagerErrorCode,
+not pnputil's words; 6 the journal folder made with its DACL, links refused; 7 the PCI domain compared where both sides
+state it. (3, protect_users failing closed, is the protect rule's: test_win_protected_on_every_path.py.)"""
 
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs i
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding, _remote_node, _powershell_scripts
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _windows_walk, _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _pnputil_adapters, _interactive_sessions
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _who_may_end
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode, WindowsNodeError
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation._simulated_state import _spawn, locked_state
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers.powershell_grammar import Script
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import ScriptAnswers
 
 QUSER = ("windows", "quser")
 HEADER_CAPTURES = ["header-console-current-marker-phoebe.txt", "header-console-no-marker-over-ssh.txt",
@@ -35,32 +35,6 @@ HEADER_CAPTURES = ["header-console-current-marker-phoebe.txt", "header-console-n
 NAMES = [(437, "john smith"), (850, "jos\u00e9 mar\u00eda"), (866, "\u041a\u0438\u0440\u0438\u043b\u043b \u0418\u0432\u0430\u043d\u043e\u0432"),
          (932, "\u5c71\u7530 \u592a\u90ce"), (866, "\u0442\u0438\u0431"), (1252, "Ren\u00e9e O'Neil")]
 NOT_ELEVATED = "Cannot add type. Definition of new types is not supported in this language mode."
-
-
-class Task:
-    check_mode, delegate_to = False, None
-
-
-class HostAction:
-    """Ansible's ActionBase plumbing for TargetNode: win_command answered with bytes as the tool wrote them (transported
-    as win_command hands them over), win_powershell by script name; every call counted."""
-
-    def __init__(self, commands=None, scripts=None):
-        self._task = Task()
-        self.commands, self.scripts, self.calls = commands or {}, scripts or {}, []
-
-    def _execute_module(self, module_name, module_args, task_vars):
-        del task_vars
-        if module_name == _remote_node.WIN_COMMAND:
-            self.calls.append(("command", module_args["argv"][0]))
-            rc, out, err = self.commands[module_args["argv"][0]]
-            return {"rc": rc, "stdout": _simulated_node.transported(out), "stderr": _simulated_node.transported(err)}
-        name = next(name for name, text in _powershell_scripts.SCRIPTS.items() if text == module_args["script"])
-        self.calls.append(("script", name))
-        answer = self.scripts[name]
-        if isinstance(answer, Exception):
-            return {"failed": True, "error": [{"message": str(answer)}]}
-        return {"result": answer, "changed": False}
 
 
 def renamed(text, name):
@@ -78,8 +52,8 @@ def renamed(text, name):
 @pytest.mark.parametrize("code_page, name", NAMES)
 def test_quser_in_the_hosts_oem_code_page_read_by_its_columns_where_the_session_api_cannot_compile(captures, capture, code_page, name):
     text = renamed(captures.text(*(QUSER + (capture,))), name)
-    action = HostAction({"quser": (0, text.encode("cp%d" % code_page), b"")},
-                        {"sessions": {"unavailable": NOT_ELEVATED, "sessions": "[]"}, "code_page": {"oem": str(code_page), "ansi": "1252"}})
+    action = ScriptAnswers({"quser": (0, text.encode("cp%d" % code_page), b"")},
+                           {"sessions": {"unavailable": NOT_ELEVATED, "sessions": "[]"}, "code_page": {"oem": str(code_page), "ansi": "1252"}})
     node = _remote_node.TargetNode(action, {})
     found = _interactive_sessions.read(node)
     again = _interactive_sessions.read(node)
@@ -114,8 +88,8 @@ def wts_answer(*sessions):
 
 def test_the_session_api_gives_whole_names_in_any_language_and_quser_is_never_read():
     long_name = "Administrateur-du-domaine-principal"  # quser cuts it at 20 characters, the API does not
-    action = HostAction({}, {"sessions": wts_answer((1, 0, "Console", "jos\u00e9 mar\u00eda"), (2, 4, "", "john smith"),
-                                                    (3, 0, "RDP-Tcp#0", long_name))})
+    action = ScriptAnswers({}, {"sessions": wts_answer((1, 0, "Console", "jos\u00e9 mar\u00eda"), (2, 4, "", "john smith"),
+                                                       (3, 0, "RDP-Tcp#0", long_name))})
     found = _interactive_sessions.read(_remote_node.TargetNode(action, {}))
     assert found.source == "wts" and [(s["id"], s["user"], s["state"], s["session_name"]) for s in found.sessions] == [
         (1, "jos\u00e9 mar\u00eda", "Active", "Console"), (2, "john smith", "Disc", None), (3, long_name, "Active", "RDP-Tcp#0")]
@@ -124,7 +98,7 @@ def test_the_session_api_gives_whole_names_in_any_language_and_quser_is_never_re
 
 
 def test_a_domain_prefix_names_the_sessions_domain_where_the_api_gave_one():
-    action = HostAction({}, {"sessions": wts_answer((1, 0, "Console", "ada"), (2, 0, "RDP-Tcp#0", "bob"))})
+    action = ScriptAnswers({}, {"sessions": wts_answer((1, 0, "Console", "ada"), (2, 0, "RDP-Tcp#0", "bob"))})
     sessions = _interactive_sessions.read(_remote_node.TargetNode(action, {})).sessions
     sessions[1]["domain"] = "CORP"
     assert [s["id"] for s in _interactive_sessions.sessions_of(sessions, "WS12\\ADA")] == [1]
@@ -159,7 +133,7 @@ def test_code_page_bytes_that_happen_to_be_utf8_are_read_in_the_hosts_code_page(
 
 def test_where_the_code_page_cannot_be_read_437_is_used_and_said():
     listing = b" USERNAME  SESSIONNAME  ID  STATE  IDLE TIME  LOGON TIME\r\n>jos\x82  console  1  Active  none  1/1/2026 1:00\r\n"
-    action = HostAction({"quser": (0, listing, b"")}, {"code_page": WindowsNodeError("access denied")})
+    action = ScriptAnswers({"quser": (0, listing, b"")}, {"code_page": WindowsNodeError("access denied")})
     answer = _remote_node.TargetNode(action, {}).command(["quser"], read_only=True)
     assert "jos\u00e9" in answer.stdout and answer.encoding.startswith("cp437 (the host's OEM code page not known")
 
@@ -167,60 +141,12 @@ def test_where_the_code_page_cannot_be_read_437_is_used_and_said():
 @pytest.mark.parametrize("bom", [b"", codecs.BOM_UTF16_LE])
 def test_wsl_exe_utf16_with_or_without_bom_never_asks_for_the_code_page(bom):
     text = "Es werden keine Distributionen ausgef\u00fchrt.\r\n"
-    action = HostAction({"wsl.exe": (-1, bom + text.encode("utf-16-le"), b"")}, {})
+    action = ScriptAnswers({"wsl.exe": (-1, bom + text.encode("utf-16-le"), b"")}, {})
     answer = _remote_node.TargetNode(action, {}).command(["wsl.exe", "--list", "--running"], read_only=True)
     assert answer.stdout == text.replace("\r\n", "\n") and action.calls == [("command", "wsl.exe")]
 
 
 # ---- 3: protect_users fails closed ---------------------------------------------------------------------------------
-
-def hidden_owner_node(tmp_path, **scenario):
-    root = str(tmp_path / "ws12")
-    spec = dict({"hostname": "WS12", "gpus": [{"ghost_mib": 2048}],
-                 "processes": [{"name": "render.exe", "memory_mib": 1024, "owner_known": False}]}, **scenario)
-    _simulated_node.write_node(root, _simulated_node.build_state(spec))
-    return SimulatedNode(root, "ada")
-
-
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_kill_called_on_its_own_never_ends_a_holder_whose_owner_is_not_known_while_protect_users_is_set(tmp_path, check_mode):
-    node = hidden_owner_node(tmp_path)
-    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
-    assert holder["user"] is None
-    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder], "protect_users": ["bob"]}, check_mode=check_mode)
-    assert not done["changed"] and done["processes"][0]["outcome"] == "refused"
-    reason = done["processes"][0]["reason"]
-    assert ("pid %s" % holder["pid"]) in reason and "owner is not known" in reason and "run elevated" in reason
-    assert holder["pid"] in [p["pid"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]
-
-
-def test_without_protect_users_the_same_holder_is_ended(tmp_path):
-    node = hidden_owner_node(tmp_path)
-    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
-    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
-    assert done["changed"] and done["ended_pids"] == [holder["pid"]]
-
-
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_restart_adapter_is_refused_when_a_holder_of_the_gpu_has_no_known_owner_and_protect_users_is_set(tmp_path, check_mode):
-    node = hidden_owner_node(tmp_path)
-    done = _reset_dispatch.run(node, {"method": "restart_adapter", "protect_users": ["bob"]}, check_mode=check_mode)
-    assert done["failed"] and not done["changed"] and "owner is not known" in done["msg"]
-    assert _simulated_node.snapshot_of_state(node.root)["gpus"][0]["restarts"] == 0
-
-
-def test_the_walk_leaves_a_holder_without_a_known_owner_when_protect_users_is_set():
-    holders = [{"pid": 10, "name": "python.exe", "user": None, "class": "compute"}, {"pid": 11, "name": "job.exe", "user": "WS12\\ada", "class": "compute"}]
-    may, left = _windows_walk.protected_split(holders, {"protect_users": ["bob"], "protect_names": []})
-    assert [h["pid"] for h in may] == [11] and [h["pid"] for h, dummy in left] == [10]
-
-
-def test_a_tree_member_without_a_known_owner_refuses_the_tree():
-    processes = {100: {"pid": 100, "ppid": 1, "name": "python.exe", "user": "WS12\\ada", "creation_time_ms": 5000},
-                 101: {"pid": 101, "ppid": 100, "name": "helper.exe", "user": None, "creation_time_ms": 6000}}
-    why = _who_may_end.tree_refusal(processes, processes[100], _who_may_end.Policy(protect_users=["bob"]))
-    assert "pid 101 (helper.exe)" in why and "owner is not known" in why
-
 
 # ---- 4: the tree fallback ------------------------------------------------------------------------------------------
 
@@ -450,7 +376,7 @@ def test_win_gpu_sim_documents_every_option_its_action_checks():
 
 def test_a_sessions_script_that_fails_leaves_quser_to_answer(captures):
     text = captures.text(*(QUSER + ("header-rdp-current-marker-dot-idle.txt",)))
-    action = HostAction({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
+    action = ScriptAnswers({"quser": (0, text.encode("ascii"), b"")}, {"sessions": WindowsNodeError("Win32Exception: Access is denied")})
     found = _interactive_sessions.read(_remote_node.TargetNode(action, {}))
     assert found.status == "ok" and found.source == "quser" and "Access is denied" in found.message
     assert [s["user"] for s in found.sessions] == ["administrator"]

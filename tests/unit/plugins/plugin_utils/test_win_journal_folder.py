@@ -178,12 +178,12 @@ def plant(root, tmp_path, how):
 def real_host_target(root):
     """TargetNode whose module calls the simulated node answers, a script that throws answered as win_powershell answers
     it (failed, its error records)."""
-    from .test_win_wsl_rung import HostAction
+    from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import SimulatedHost
 
-    class Failing(HostAction):
+    class Failing(SimulatedHost):
         def _execute_module(self, module_name, module_args, task_vars):
             try:
-                return HostAction._execute_module(self, module_name, module_args, task_vars)
+                return SimulatedHost._execute_module(self, module_name, module_args, task_vars)
             except _simulated_node.WinSimError as exc:
                 return {"failed": True, "error": [{"message": str(exc)}]}
     return _remote_node.TargetNode(Failing(root), {}, "ada")

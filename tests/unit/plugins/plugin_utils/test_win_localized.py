@@ -20,6 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node im
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch, _end_by_handle, _wsl_shutdown
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import live_processes as live, simulated_root as build
 
 # The zh-CN line of the issue (taskkill /T on a child), and its siblings in the same wording.
 ZH_CHILD = "成功: 已终止 PID {pid} (属于 PID {parent} 子进程)的进程。"
@@ -70,16 +71,6 @@ class LocalizedAction:
 
 class Task:
     check_mode, delegate_to = False, None
-
-
-def build(tmp_path, **scenario):
-    root = str(tmp_path / "ws")
-    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12"}, **scenario)))
-    return root
-
-
-def live(root):
-    return dict((p["pid"], p) for p in _simulated_node.snapshot_of_state(root)["processes"])
 
 
 @pytest.mark.parametrize("select", [("python.exe",), ("python.exe", "worker.exe"), ("worker.exe", "python.exe")])

@@ -4,16 +4,20 @@
 own (kill, logoff, restart_adapter, restart_explorer) and the walk, in check mode and for real; protect_users in the
 forms Windows writes (and refused where it names a group or a SID); what quser cannot show proven by the processes' owners;
 the run's own process, a Hyper-V VM's memory process and a system process never ended, a user's program that only
-borrows their names ended by the kill rung."""
+borrows their names ended by the kill rung; protect_users failing closed where a holder's owner is not known; the
+desktop ended only with allow_display; a protected user's WSL VM. The rule itself: test_win_who_may_be_ended.py."""
 
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import WindowsWalk, windows_executor
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot, _windows_walk
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _who_may_end
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal
-from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import build, windows_walk_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import (
+    build, command_log, recording_walk, running, stops, windows_walk_options, wsl_node, wsl_walk,
+)
 
 
 def options(**overrides):
@@ -21,17 +25,12 @@ def options(**overrides):
 
 
 def walk(node, check_mode=False, **overrides):
-    executor = windows_executor(node, check_mode, 256)
-    calls = []
-
-    def execute(module_name, args):
-        calls.append((module_name.rsplit(".", 1)[-1], args.get("method")))
-        return executor(module_name, args)
-    return WindowsWalk(options(**overrides), execute, check_mode, "ws12"), calls
+    return recording_walk(node, check_mode, lambda name, args: (name, args.get("method")), **overrides)
 
 
 def commands(node):
-    return [entry["argv"] for entry in _simulated_node.snapshot_of_state(node.root)["command_log"]]
+    """The commands the simulated node ran (given the node, or its root)."""
+    return command_log(getattr(node, "root", node))
 
 
 @pytest.mark.parametrize("check_mode", [True, False])
@@ -271,3 +270,151 @@ def test_the_plan_of_a_walk_whose_rungs_refuse_is_the_real_runs_failure(tmp_path
     assert planned["status"] == done["status"] == "failed"
     assert planned["msg"] == done["msg"]
     assert [(step["rung"], step["msg"]) for step in planned["rungs_tried"]] == [(step["rung"], step["msg"]) for step in done["rungs_tried"]]
+
+
+# ---- protect_users fails closed: a holder whose owner is not known is never ended while it is set --------------------
+
+def hidden_owner_node(tmp_path, **scenario):
+    root = str(tmp_path / "ws12")
+    spec = dict({"hostname": "WS12", "gpus": [{"ghost_mib": 2048}],
+                 "processes": [{"name": "render.exe", "memory_mib": 1024, "owner_known": False}]}, **scenario)
+    _simulated_node.write_node(root, _simulated_node.build_state(spec))
+    return SimulatedNode(root, "ada")
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_kill_called_on_its_own_never_ends_a_holder_whose_owner_is_not_known_while_protect_users_is_set(tmp_path, check_mode):
+    node = hidden_owner_node(tmp_path)
+    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
+    assert holder["user"] is None
+    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder], "protect_users": ["bob"]}, check_mode=check_mode)
+    assert not done["changed"] and done["processes"][0]["outcome"] == "refused"
+    reason = done["processes"][0]["reason"]
+    assert ("pid %s" % holder["pid"]) in reason and "owner is not known" in reason and "run elevated" in reason
+    assert holder["pid"] in [p["pid"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]
+
+
+def test_without_protect_users_the_same_holder_is_ended(tmp_path):
+    node = hidden_owner_node(tmp_path)
+    holder = next(h for h in _node_snapshot.take(node)["holders"] if h["name"] == "render.exe")
+    done = _reset_dispatch.run(node, {"method": "kill", "holders": [holder]}, check_mode=False)
+    assert done["changed"] and done["ended_pids"] == [holder["pid"]]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_restart_adapter_is_refused_when_a_holder_of_the_gpu_has_no_known_owner_and_protect_users_is_set(tmp_path, check_mode):
+    node = hidden_owner_node(tmp_path)
+    done = _reset_dispatch.run(node, {"method": "restart_adapter", "protect_users": ["bob"]}, check_mode=check_mode)
+    assert done["failed"] and not done["changed"] and "owner is not known" in done["msg"]
+    assert _simulated_node.snapshot_of_state(node.root)["gpus"][0]["restarts"] == 0
+
+
+def test_the_walk_leaves_a_holder_without_a_known_owner_when_protect_users_is_set():
+    holders = [{"pid": 10, "name": "python.exe", "user": None, "class": "compute"}, {"pid": 11, "name": "job.exe", "user": "WS12\\ada", "class": "compute"}]
+    may, left = _windows_walk.protected_split(holders, {"protect_users": ["bob"], "protect_names": []})
+    assert [h["pid"] for h in may] == [11] and [h["pid"] for h, dummy in left] == [10]
+
+
+def test_a_tree_member_without_a_known_owner_refuses_the_tree():
+    processes = {100: {"pid": 100, "ppid": 1, "name": "python.exe", "user": "WS12\\ada", "creation_time_ms": 5000},
+                 101: {"pid": 101, "ppid": 100, "name": "helper.exe", "user": None, "creation_time_ms": 6000}}
+    why = _who_may_end.tree_refusal(processes, processes[100], _who_may_end.Policy(protect_users=["bob"]))
+    assert "pid 101 (helper.exe)" in why and "owner is not known" in why
+
+
+# ---- the walk: the display, protected processes and users, an idle distribution --------------------------------------
+
+# A desktop is a destructive step: the restart of the shell and the logoff end it only with allow_display (issue 26, rule 3).
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_restart_of_the_shell_refuses_without_allow_display(tmp_path, check_mode):
+    node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
+    before = _simulated_node.snapshot_of_state(node.root)
+    ladder, dummy = recording_walk(node, check_mode=check_mode, max_rung="kill")
+    outcome = ladder.start()["outcome"]
+    failed = [step for step in outcome["rungs_tried"] if step["failed"]]
+    assert outcome["status"] == "failed", outcome["summary"]
+    assert failed and "would end the desktop of session 1 (display server pid" in failed[-1]["msg"], outcome["rungs_tried"]
+    assert "dwm.exe" in failed[-1]["msg"] and "allow_dwm=true (gpu_reclaim_allow_display through the roles)" in failed[-1]["msg"]
+    after = _simulated_node.snapshot_of_state(node.root)
+    assert after["processes"] == before["processes"] and after["sessions"] == before["sessions"]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+@pytest.mark.parametrize("method", ["logoff", "restart_explorer"])
+def test_win_gpu_reset_ends_no_desktop_without_allow_dwm(tmp_path, check_mode, method):
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _reset_dispatch
+    node = build(tmp_path, sessions=[{"user": "ada", "explorer_memory_mib": 1024}])
+    before = _simulated_node.snapshot_of_state(node.root)
+    [dwm] = [p["pid"] for p in before["processes"] if p["name"] == "dwm.exe"]
+    done = _reset_dispatch.run(node, {"method": method, "user": "ada"}, check_mode=check_mode)
+    assert done["failed"] and not done["changed"]
+    assert "would end the desktop of session 1 (display server pid %s (dwm.exe)); allow_dwm=true" % dwm in done["msg"]
+    after = _simulated_node.snapshot_of_state(node.root)
+    assert after["processes"] == before["processes"] and after["sessions"] == before["sessions"]
+    allowed = _reset_dispatch.run(node, {"method": method, "user": "ada", "allow_dwm": True}, check_mode=True)
+    assert not allowed["failed"] and allowed["changed"], allowed
+
+
+def test_protected_processes_are_left_alone_and_no_heavier_rung_takes_the_gpu_from_them(tmp_path):
+    node = build(tmp_path, processes=[{"name": "render.exe", "memory_mib": 2048}, {"name": "python.exe", "memory_mib": 1024}])
+    ladder, calls = recording_walk(node, protect_names=["RENDER"], max_rung="restart_adapter")
+    state = ladder.start()
+    tried = state["outcome"]["rungs_tried"]
+    assert [step["rung"] for step in tried] == ["kill", "wsl", "restart_adapter"]  # wsl: nothing ran, nothing done
+    assert tried[0]["plan"][0].startswith("left pid ") and "render.exe: protected name: render.exe" in tried[0]["plan"][0]
+    assert not tried[1]["changed"]
+    assert tried[2]["failed"] and "protected processes too" in tried[2]["msg"] and "render.exe" in tried[2]["msg"]
+    assert calls.count("win_gpu_reset") == 1  # the kill of python.exe; the adapter restart was never sent
+    holders = [h["name"] for h in _node_snapshot.take(node)["holders"]]
+    assert "render.exe" in holders and "python.exe" not in holders
+    assert state["outcome"]["status"] == "failed"
+
+
+def test_protected_users_match_with_or_without_the_domain(tmp_path):
+    node = build(tmp_path, processes=[{"name": "python.exe", "memory_mib": 1024}])
+    ladder, calls = recording_walk(node, protect_users=["ADA"], max_rung="kill")
+    state = ladder.start()
+    assert calls == ["win_gpu_holders_info"]  # nothing to end: the only holder is ada's
+    assert state["outcome"]["rungs_tried"][0]["plan"][0].endswith("protected user: WS12\\ada")
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_idle_distribution_is_never_stopped_for_a_protected_holder(tmp_path, check_mode):
+    # Issue 18, defect 1: the walk climbed to the wsl rung and shut down a distribution holding nothing, then refused
+    # restart_adapter anyway. A rung runs only when what it acts on holds GPU memory it can get back.
+    node = build(tmp_path, processes=[{"name": "render.exe", "memory_mib": 2048}, {"name": "python.exe", "memory_mib": 1024}],
+                 distributions=[{"name": "Ubuntu-22.04", "memory_mib": 0}])
+    ladder, calls = recording_walk(node, check_mode=check_mode, protect_names=["render"], max_rung="restart_adapter")
+    state = ladder.start()
+    assert "wsl_shutdown" not in calls
+    assert _node_snapshot.take(node)["wsl"]["running"] == ["Ubuntu-22.04"]
+    log = [entry["argv"] for entry in _simulated_node.snapshot_of_state(node.root)["command_log"]]
+    assert not [argv for argv in log if argv[0].lower().endswith("wsl.exe") and "--list" not in argv]
+    tried = state["outcome"]["rungs_tried"]
+    if not check_mode:
+        assert [step["rung"] for step in tried] == ["kill", "wsl", "restart_adapter"]
+        assert not tried[1]["changed"] and not [line for line in tried[1]["plan"] if "WSL" in line or "wsl" in line]
+        assert tried[2]["failed"] and "render.exe" in tried[2]["msg"]
+
+
+# ---- the wsl rung and the adapter restart: a protected user's WSL VM -------------------------------------------------
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_the_wsl_rung_is_refused_for_a_protected_user_before_the_kill_runs(tmp_path, check_mode):
+    node = wsl_node(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}], processes=[{"name": "python.exe", "memory_mib": 512}])
+    outcome = wsl_walk(node, check_mode=check_mode, protect_users=["WS12\\ADA"])
+    assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
+    assert "python.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]  # no lighter side effect
+    [rung] = outcome["rungs_tried"]
+    assert rung["failed"] and rung["msg"].startswith("refused: the wsl rung would stop the WSL distributions of a protected user")
+    assert "protected user: WS12\\ada" in rung["msg"]
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_an_adapter_restart_is_refused_while_a_protected_user_s_wsl_vm_holds_the_gpu(tmp_path, check_mode):
+    # the VM runs as its own account; its hold is its user's, whom the caller protects
+    node = wsl_node(tmp_path, gpus=[{"ghost_mib": 2048}], distributions=[{"name": "Ubuntu", "memory_mib": 1024, "gpu_probe": False}])
+    outcome = wsl_walk(node, check_mode=check_mode, protect_users=["bob", "ada"], max_rung="restart_adapter")
+    assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
+    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
+    assert [r for r in outcome["rungs_tried"] if r["msg"].startswith("refused")]

@@ -25,8 +25,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._window
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect._who_may_end import Policy, refusal
 
-from .test_win_facts import HostAction as ScriptAnswers
-from .test_win_wsl_rung import target, walk
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import ScriptAnswers, target
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import wsl_walk as walk
 
 FAKE = "C:\\Users\\ada\\Downloads\\explorer.exe"
 

@@ -18,9 +18,9 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import outcome_status
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
 
-from .test_ladder import options as linux_options
-from .test_win_wsl_rung import options as windows_options
-from .test_win_wsl_rung import target, walk
+from ansible_collections.gpuops.remediation.tests.unit.helpers.ladder_walk import walk_options as linux_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import target
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import wsl_walk as walk, wsl_walk_options as windows_options
 
 BUS = "00000000:01:00.0"
 

@@ -17,48 +17,19 @@ import json
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import wsl_plan
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding, _remote_node, _powershell_scripts
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node import _output_encoding, _remote_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.simulation import _simulated_node
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows import _node_snapshot
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.tools import _wsl_cli
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.protect import _wsl_vm_identity
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.rungs import _wsl_shutdown
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows._windows_walk import WindowsWalk, windows_executor
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.windows.node._remote_node import SimulatedNode
-from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import windows_walk_options
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_host import SimulatedHost, target
+from ansible_collections.gpuops.remediation.tests.unit.helpers.win_walk import command_log as commands, running, stops, wsl_node as build, wsl_walk as walk
 
 HYPERV_VM = "1C1B3E9B-8F1B-4C8A-9C73-9E0A0A6D1E2F"
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------------
-
-def options(**overrides):
-    return windows_walk_options("wsl", **overrides)
-
-
-def build(tmp_path, user="ada", **scenario):
-    root = str(tmp_path / "ws12")
-    _simulated_node.write_node(root, _simulated_node.build_state(dict({"hostname": "WS12", "sessions": [{"user": "ada"}, {"user": "bob"}],
-                                                                       "administrators": ["ada"]}, **scenario)))
-    return SimulatedNode(root, user)
-
-
-def walk(node, check_mode=False, **overrides):
-    return WindowsWalk(options(**overrides), windows_executor(node, check_mode, 256), check_mode, "ws12").start()["outcome"]
-
-
-def commands(root):
-    return [entry["argv"] for entry in _simulated_node.snapshot_of_state(root)["command_log"]]
-
-
-def stops(root):
-    """The wsl.exe commands that stop something, in order."""
-    return [argv[1:] for argv in commands(root) if argv[0].lower().endswith("wsl.exe") and argv[1] in ("--terminate", "--shutdown")]
-
-
-def running(root, owner="ada"):
-    return [d["name"] for d in _simulated_node.snapshot_of_state(root)["distributions"] if d["running"] and d["owner"] == owner]
-
 
 def plan_lines(outcome):
     return [line for rung in outcome["rungs_tried"] for line in rung["plan"]]
@@ -288,65 +259,7 @@ def test_a_wsl_vm_whose_owner_is_not_known_is_never_shut_down(tmp_path):
     assert [line for line in plan_lines(outcome) if "whose WSL VM it is is not known" in line]
 
 
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_the_wsl_rung_is_refused_for_a_protected_user_before_the_kill_runs(tmp_path, check_mode):
-    node = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}], processes=[{"name": "python.exe", "memory_mib": 512}])
-    outcome = walk(node, check_mode=check_mode, protect_users=["WS12\\ADA"])
-    assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert "python.exe" in [p["name"] for p in _simulated_node.snapshot_of_state(node.root)["processes"]]  # no lighter side effect
-    [rung] = outcome["rungs_tried"]
-    assert rung["failed"] and rung["msg"].startswith("refused: the wsl rung would stop the WSL distributions of a protected user")
-    assert "protected user: WS12\\ada" in rung["msg"]
-
-
-@pytest.mark.parametrize("check_mode", [True, False])
-def test_an_adapter_restart_is_refused_while_a_protected_user_s_wsl_vm_holds_the_gpu(tmp_path, check_mode):
-    # the VM runs as its own account; its hold is its user's, whom the caller protects
-    node = build(tmp_path, gpus=[{"ghost_mib": 2048}], distributions=[{"name": "Ubuntu", "memory_mib": 1024, "gpu_probe": False}])
-    outcome = walk(node, check_mode=check_mode, protect_users=["bob", "ada"], max_rung="restart_adapter")
-    assert stops(node.root) == [] and running(node.root) == ["Ubuntu"]
-    assert not [argv for argv in commands(node.root) if "/restart-device" in argv]
-    assert [r for r in outcome["rungs_tried"] if r["msg"].startswith("refused")]
-
-
 # ---- rule 3: judged by facts; a host without WSL is skipped -----------------------------------------------------------
-
-class Task:
-    check_mode, delegate_to = False, None
-
-
-class HostAction:
-    """Ansible's ActionBase plumbing for TargetNode, answered by the simulated node: wsl.exe's words in the host's
-    language (UTF-16LE, a BOM or not), and wsl.exe lying where `lie` says (its exit status, or doing nothing)."""
-
-    def __init__(self, root, user="ada", sentence=None, bom=False, lie=None):
-        self._task = Task()
-        self.root, self.user, self.sentence, self.bom, self.lie = root, user, sentence, bom, lie
-
-    def _execute_module(self, module_name, module_args, task_vars):
-        del task_vars
-        if module_name == _remote_node.WIN_COMMAND:
-            argv = module_args["argv"]
-            verb = argv[1] if len(argv) > 1 else None
-            if self.lie == "did_nothing" and verb in ("--terminate", "--shutdown"):
-                return {"rc": 0, "stdout": "", "stderr": ""}
-            answer = _simulated_node.run_command(self.root, argv, self.user)
-            out, rc = answer.stdout, answer.rc
-            if self.lie == "failed" and verb in ("--terminate", "--shutdown"):
-                rc, out = -1, "Catastrophic failure\r\nError code: Wsl/Service/E_UNEXPECTED\r\n".encode("utf-16-le")
-            if self.sentence is not None and argv[0].lower().endswith("wsl.exe") and verb in ("--list", "--status") and (rc != 0 or not out):
-                # a wsl.exe that says "nothing runs" in words and exit -1 (as without --quiet), in the host's language
-                rc, out = -1, self.sentence.replace("\n", "\r\n").encode("utf-16-le")
-            if self.bom and argv[0].lower().endswith("wsl.exe") and out and verb != "--distribution":  # not Linux's own output
-                out = codecs.BOM_UTF16_LE + out
-            return {"rc": rc, "stdout": _simulated_node.transported(out), "stderr": _simulated_node.transported(answer.stderr)}
-        name = next(name for name, text in _powershell_scripts.SCRIPTS.items() if text == module_args["script"])
-        return {"result": _simulated_node.run_script(self.root, name, module_args["parameters"], self.user), "changed": False}
-
-
-def target(root, **how):
-    return _remote_node.TargetNode(HostAction(root, **how), {}, how.get("user", "ada"))
-
 
 def verbose_capture_scenario(captures, name):
     """The distributions of a published `wsl -l -v` capture (its STATE column is English in every language), each
@@ -444,7 +357,7 @@ def test_a_terminate_the_facts_say_failed_ends_the_run_before_any_shutdown(tmp_p
 def test_unreadable_facts_after_a_terminate_are_a_failure_with_its_outcome_journaled(tmp_path):
     root = build(tmp_path, distributions=[{"name": "Ubuntu", "memory_mib": 1024}, {"name": "Debian"}]).root
 
-    class Blind(HostAction):
+    class Blind(SimulatedHost):
         calls = 0
 
         def _execute_module(self, module_name, module_args, task_vars):
@@ -453,7 +366,7 @@ def test_unreadable_facts_after_a_terminate_are_a_failure_with_its_outcome_journ
                 Blind.calls += 1
                 if Blind.calls > 1:  # after the terminate, the list answers garbage
                     return {"rc": 0, "stdout": "\u00ff\u00fe not names ; --", "stderr": ""}
-            return HostAction._execute_module(self, module_name, module_args, task_vars)
+            return SimulatedHost._execute_module(self, module_name, module_args, task_vars)
     done = _wsl_shutdown.stop(_remote_node.TargetNode(Blind(root), {}, "ada"), "Ubuntu", False)
     assert done["failed"] and "what it did is not known" in done["msg"]
     outcome = [line for line in done["journal"] if line["phase"] == "outcome"]
