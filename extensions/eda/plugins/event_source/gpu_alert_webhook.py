@@ -160,6 +160,11 @@ def _options(shared, alert, server, args):
     if not secret:
         raise shared.OptionError("%s: no secret: set option secret, or the environment variable %s (option secret_env)"
                                  % (SOURCE, options["secret_env"]))
+    if options["auth"] != "hmac" and (secret != secret.strip() or not secret.isprintable()):
+        # A header's value is trimmed and carries no control character: every request would be 401, saying nothing.
+        raise shared.OptionError("%s: the secret in %s has spaces or control characters (a newline?) at its ends or inside: no "
+                                 "Authorization header can carry it" % (SOURCE, "option secret" if options["secret"] else
+                                                                        "%s (option secret_env)" % options["secret_env"]))
     if (options["auth"] == "basic") != bool(options["username"]):
         raise shared.OptionError("%s: option username goes with auth basic (and only with it): got auth %s, username %r"
                                  % (SOURCE, options["auth"], options["username"]))

@@ -272,3 +272,27 @@ def test_wrong_credentials_are_refused_before_the_body_is_read():
     answer, events = _serve({"auth": "bearer", "secret": "tok3n"}, exchange)
     assert _status(answer) == 401, answer
     assert not events
+
+
+@pytest.mark.parametrize("auth, secret", [("bearer", "tok3n\n"), ("bearer", " tok3n"), ("basic", "pass word\r\n")])
+def test_a_secret_no_header_can_carry_stops_the_source(monkeypatch, auth, secret):
+    """A token file read into the environment with its newline (or spaces around it): no Authorization header can
+    carry it (the header's value is trimmed), so every Alertmanager request would be 401 with no word of why. The source
+    does not start, naming the variable, and never the secret itself."""
+    monkeypatch.setenv("GPUOPS_TEST_TOKEN", secret)
+    module = _source("gpu_alert_webhook")
+    options = {"auth": auth, "secret_env": "GPUOPS_TEST_TOKEN", "port": _free_port()}
+    if auth == "basic":
+        options["username"] = "am"
+    with pytest.raises(OptionError, match="gpu_alert_webhook: the secret in GPUOPS_TEST_TOKEN .option secret_env. has") as raised:
+        asyncio.run(asyncio.wait_for(module.main(asyncio.Queue(), options), 10))  # a source that started: TimeoutError
+    assert secret.strip() not in str(raised.value)
+
+
+def test_a_certificate_and_a_key_that_do_not_match_stop_the_source(tmp_path):
+    certfile, dummy = _certificate(str(tmp_path / "one") if os.mkdir(str(tmp_path / "one")) is None else None)
+    dummy, keyfile = _certificate(str(tmp_path / "two") if os.mkdir(str(tmp_path / "two")) is None else None)
+    module = _source("gpu_alert_webhook")
+    with pytest.raises(OptionError, match="options certfile %s / keyfile %s: " % (certfile, keyfile)):
+        asyncio.run(asyncio.wait_for(module.main(asyncio.Queue(), {"secret": SECRET, "certfile": certfile, "keyfile": keyfile,
+                                                                   "port": _free_port()}), 10))
