@@ -21,32 +21,42 @@ ANSIBLE_TEST = $(BIN)/python tools/offline_get_pip.py --install-cache && cd $(BU
 TEST_PYTHON = $$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 ANSIBLE_TEST_ARGS = --venv --python $(TEST_PYTHON) --color no
 
-.PHONY: help venv collection demo test checks-ansible-test checks-playbooks units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer bench device-check clean
+.PHONY: help runtime venv collection-runtime collection demo test checks-ansible-test checks-playbooks units units-ansible-test integration integration-ansible-test molecule sanity lint docs build importer bench device-check clean
 
 help:
 	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
 	@echo "make test   - every test (units, integration, molecule, sanity, lint, docs, build, importer)"
 	@echo "make bench  - the benchmarks under bench/"
 
-$(VENV)/.installed: requirements.txt requirements-test.txt tools/check_python.py
+# The runtime (requirements.txt: what the demo and the playbooks need) and, on top of it, the test toolchain.
+$(VENV)/.runtime: requirements.txt tools/check_python.py
 	@$(PYTHON) tools/check_python.py
-	$(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.runtime requirements-test.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@
+
+runtime: $(VENV)/.runtime
 
 venv: $(VENV)/.installed
 
 # ansible-playbook and ansible-doc find the collection through this link (see ansible.cfg).
-collection: venv $(VENDORED)
+collection-runtime: runtime $(VENDORED)
 	@mkdir -p $(dir $(COLL_LINK))
 	@ln -sfn ../../.. $(COLL_LINK)
 
+collection: venv collection-runtime
+
 # One collection per rule: adding one to VENDORED_COLLECTIONS vendors only that one.
-.collections/ansible_collections/%/MANIFEST.json: tools/vendor_collections.py | venv
+.collections/ansible_collections/%/MANIFEST.json: tools/vendor_collections.py | runtime
 	$(BIN)/python tools/vendor_collections.py --dest .collections --ansible $(ANSIBLE_PACKAGE) $(subst /,.,$*)
 	@touch $@
 
-demo: collection
+# Only the runtime requirements: the test toolchain is make test's.
+demo: collection-runtime
 	$(BIN)/ansible-playbook playbooks/demo.yml
 
 # The unit tests run once, through ansible-test (the layout it needs is the one make units reads too).

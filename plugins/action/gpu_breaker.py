@@ -11,6 +11,7 @@ import time
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
@@ -70,13 +71,13 @@ class ActionModule(ControllerAction):
     def act(self, args, task_vars):
         if args["state"] == "released":
             return self._release(args)
-        if not 0 <= args["max_percent"] <= 100:
+        if not within("max_percent", args["max_percent"]):
             raise AnsibleActionFail("max_percent (gpu_remediate_breaker_max_percent) must be 0..100, got %r" % args["max_percent"])
-        if args["max_count"] < 0:
+        if not within("max_count", args["max_count"]):
             raise AnsibleActionFail("max_count (gpu_remediate_breaker_max_count) must be 0 or more, got %r" % args["max_count"])
-        if args["window_minutes"] < 1:
+        if not within("window_minutes", args["window_minutes"]):
             raise AnsibleActionFail("window_minutes (gpu_remediate_breaker_window_minutes) must be 1 or more, got %r" % args["window_minutes"])
-        if args["lock_timeout"] < 0:
+        if not within("lock_timeout", args["lock_timeout"]):
             raise AnsibleActionFail("lock_timeout must be 0 or more seconds, got %r" % args["lock_timeout"])
         if args["fleet_size"] < 1:
             raise AnsibleActionFail("fleet_size must be 1 or more, got %r (does the group gpu_remediate_breaker_group name the fleet?)"

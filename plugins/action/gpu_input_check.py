@@ -6,10 +6,11 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
+from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import event_policy_error, event_target_error
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options, unknown_variables
 
 ROLES = ("gpu_inspect", "gpu_node_prep", "gpu_reclaim", "gpu_remediate", "gpu_watch")
 
@@ -28,7 +29,8 @@ class ActionModule(ControllerAction):
         options.update(role_options(args["roles"], args["entry_point"]))
         given = {name: task_vars[name] for name in options if name in task_vars}
         values = self._templar.template(given)
-        errors = input_errors(values, options)
+        # The -e and AWX survey variables (the same extra vars ansible-playbook parsed): a misspelt one would be ignored.
+        errors = unknown_variables(load_extra_vars(self._loader), options) + input_errors(values, options)
         if not errors:
             # A run an event started targets exactly the event's one inventory host (never a group its name stands for).
             target = event_target_error(values.get("gpuops_event_host"), task_vars.get("ansible_play_hosts_all"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 
 from ansible.errors import AnsibleActionFail
+from ansible.utils.display import Display
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder import LadderWalk
@@ -18,6 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_
 )
 
 REQUIRED_SNAPSHOT_KEYS = ("gpus", "holders", "verdict")
+display = Display()
 
 
 def walk_run_id(given, state, now):
@@ -46,7 +48,8 @@ class ActionModule(ControllerAction):
         args["run_id"] = walk_run_id(args.get("run_id"), args["state"] if args["continue_after"] else None,
                                      datetime.datetime.now(datetime.timezone.utc))
         walk_class, execute = self._platform(args, task_vars)
-        walk = walk_class(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"))
+        # Each step's progress, as it starts and as it ends: Ansible's display (default verbosity; a job event under AWX).
+        walk = walk_class(WalkOptions(args), execute, self._task.check_mode, task_vars.get("inventory_hostname"), say=display.display)
         steps_before = len(args["state"].get("tried") or []) if args["continue_after"] else 0  # changed: this call's own
         check_options(args)
         if args["continue_after"]:

@@ -12,6 +12,7 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import plain
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._protect_check import protect_warnings
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._report_html import render_html
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import (
     build_report, host_entry, latest_name, render_markdown, report_lines, report_name, write_report)
@@ -25,6 +26,7 @@ ARGUMENT_SPEC = {
     "dest": {"type": "path"},
     "write": {"type": "bool", "default": True},
     "destructive_hosts": {"type": "list", "elements": "str", "default": []},
+    "protect_names": {"type": "list", "elements": "str", "default": []},
 }
 
 
@@ -48,7 +50,7 @@ class ActionModule(ControllerAction):
         now = datetime.datetime.now(datetime.timezone.utc)
         run_id = args["run_id"] or "%s-%s" % (args["kind"], now.strftime("%Y%m%dT%H%M%S.%fZ"))
         report = build_report(entries, run_id, args["kind"], bool(self._task.check_mode), now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                              args["destructive_hosts"])
+                              args["destructive_hosts"], protect_warnings(entries, args["protect_names"]))
         # The report is the controller's record of the run: written in check mode too (it is the plan then), never a change.
         # The controller's ansible-playbook process (this worker's parent): the same for every batch of this run.
         name = report_name(run_id, args["hosts"], task_vars.get("awx_job_id"), os.getppid())

@@ -32,10 +32,14 @@ def _platform(platform, filter_name):
 
 
 def _end_running_jobs(value, filter_name):
+    return _flag(value, filter_name, "gpu_reclaim_end_running_jobs")
+
+
+def _flag(value, filter_name, variable):
     try:
         return boolean(value, strict=True)
     except TypeError:
-        raise AnsibleFilterError("%s: gpu_reclaim_end_running_jobs must be a boolean, got %r" % (filter_name, value)) from None
+        raise AnsibleFilterError("%s: %s must be a boolean, got %r" % (filter_name, variable, value)) from None
 
 
 def ladder_entry_rung(snapshot, platform="linux", end_running_jobs=False):
@@ -46,13 +50,17 @@ def ladder_entry_rung(snapshot, platform="linux", end_running_jobs=False):
 
 
 def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", windows_destructive_rungs=None,
-                           end_running_jobs=False):
-    """destructive_rungs as the walk reads it (its argument spec: a list, or a comma-separated string); a Windows host
-    reads windows_destructive_rungs, as the walk does. end_running_jobs: gpu_reclaim_end_running_jobs."""
+                           end_running_jobs=False, max_rung=None, allow_reboot=False, windows_max_rung=None):
+    """Whether the walk of this host starts with a destructive rung under the run's options, as the walk decides it:
+    destructive_rungs and max_rung as the walk reads them (its argument spec: a list, or a comma-separated string); a
+    Windows host reads windows_destructive_rungs and windows_max_rung, as the walk does; unset, the platform's defaults.
+    end_running_jobs: gpu_reclaim_end_running_jobs; allow_reboot: gpu_reclaim_allow_reboot."""
     from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import destructive_entry
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import WalkOptions
 
     platform = _platform(platform, "needs_destructive_rung")
-    dummy, rungs = platform.rungs_of(dict(destructive_rungs=destructive_rungs, windows=dict(destructive_rungs=windows_destructive_rungs)))
+    ceiling, rungs = platform.rungs_of(dict(max_rung=max_rung, destructive_rungs=destructive_rungs,
+                                            windows=dict(max_rung=windows_max_rung, destructive_rungs=windows_destructive_rungs)))
     try:
         rungs = check_type_list(rungs)
     except TypeError:
@@ -61,8 +69,13 @@ def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", w
     if unknown:
         raise AnsibleFilterError("needs_destructive_rung: %s names no rung %s of the %s ladder (%s)"
                                  % (platform.destructive_rungs_variable, ", ".join(map(repr, unknown)), platform.name, ", ".join(platform.rungs)))
-    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), rungs, platform.name,
-                             _end_running_jobs(end_running_jobs, "needs_destructive_rung"))
+    if ceiling not in platform.rungs:
+        raise AnsibleFilterError("needs_destructive_rung: %s must be a rung of the %s ladder (%s), got %r"
+                                 % (platform.max_rung_variable, platform.name, ", ".join(platform.rungs), ceiling))
+    options = WalkOptions.before_walk(platform=platform.name, max_rung=ceiling, destructive_rungs=rungs,
+                                      allow_reboot=_flag(allow_reboot, "needs_destructive_rung", "gpu_reclaim_allow_reboot"),
+                                      end_running_jobs=_end_running_jobs(end_running_jobs, "needs_destructive_rung"))
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), options)
 
 
 def host_platform(given, connection="", shell_type="", os_family=""):

@@ -17,8 +17,12 @@ import os
 import stat
 import time
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
-from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, open_in
+try:
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, open_in
+except ImportError:  # copied flat into a simulated node's lib/: its state lock is a lock like the product's
+    import _process  # type: ignore[no-redef] # pylint: disable=import-error
+    from _safe_files import open_dir, open_in  # type: ignore[no-redef] # pylint: disable=import-error
 
 DEFAULT_LOCK_PATH = "/run/gpuops.lock"
 RETRY_INTERVAL = 0.1
@@ -27,11 +31,11 @@ RETRY_INTERVAL = 0.1
 class LockTimeout(Exception):
     """The lock stayed held by another process for the whole timeout."""
 
-    def __init__(self, path, timeout, holder):
+    def __init__(self, path, timeout, holder, what="node lock"):
         self.path = path
         self.timeout = timeout
         self.holder = holder
-        super().__init__("node lock %s is still held by %s after waiting %.1fs" % (path, describe_holder(holder), timeout))
+        super().__init__("%s %s is still held by %s after waiting %.1fs" % (what, path, describe_holder(holder), timeout))
 
 
 def describe_holder(holder):
@@ -106,9 +110,9 @@ def holder_of(fd):
     return {"pid": pids[0], "start_time": _process.start_time(pids[0])}
 
 
-def flock_within(fd, operation, timeout, path):
+def flock_within(fd, operation, timeout, path, what="node lock"):
     """flock(fd, operation) within timeout seconds, polling without blocking (a lock held for ever never keeps the run
-    past its timeout); LockTimeout names path and the process holding it."""
+    past its timeout); LockTimeout names `what`, path and the process holding it."""
     deadline = time.monotonic() + max(0.0, timeout)
     pause = 0.01
     while True:
@@ -120,7 +124,7 @@ def flock_within(fd, operation, timeout, path):
                 raise
         left = deadline - time.monotonic()
         if left <= 0:
-            raise LockTimeout(path, timeout, holder_of(fd))
+            raise LockTimeout(path, timeout, holder_of(fd), what)
         time.sleep(min(pause, left))
         pause = min(pause * 2, RETRY_INTERVAL)
 

@@ -28,6 +28,8 @@ class NodeLayout:
         self.sys_dir = os.path.join(root, "sys")
         # What lsmod prints, read without starting it.
         self.modules_file = os.path.join(root, "proc", "modules")
+        # Which MIG instance each /dev/nvidia-caps node stands for (Linux only: Windows has no MIG).
+        self.mig_capabilities_dir = os.path.join(root, "proc", "driver", "nvidia", "capabilities")
         # A real node has no single kernel log file: the journal or dmesg is read instead.
         self.kernel_log_file = os.path.join(sim_root, "kernel.log") if sim_root else None
         # Where the remediation modules journal their actions and take the node's lock.

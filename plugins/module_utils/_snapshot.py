@@ -11,6 +11,7 @@ import time
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
@@ -77,11 +78,11 @@ MEMORY_MAPS_ARGUMENT_SPEC = dict(
 def validate_snapshot_params(module):
     """Fail before anything runs when an option is out of range, naming it and its value."""
     params = module.params
-    if params["probe_timeout"] <= 0:
+    if not within("probe_timeout", params["probe_timeout"]):
         module.fail_json(msg="probe_timeout must be greater than 0, got %r" % params["probe_timeout"])
-    if params["kernel_log_window"] is not None and params["kernel_log_window"] <= 0:
+    if params["kernel_log_window"] is not None and not within("kernel_log_window", params["kernel_log_window"]):
         module.fail_json(msg="kernel_log_window must be a positive number of minutes, got %r" % params["kernel_log_window"])
-    if params["ghost_threshold_mib"] < 0:
+    if not within("ghost_threshold_mib", params["ghost_threshold_mib"]):
         module.fail_json(msg="ghost_threshold_mib must be 0 or more, got %r" % params["ghost_threshold_mib"])
     try:
         parse_policy(params.get("xid_policy"))
@@ -94,11 +95,19 @@ def validate_snapshot_params(module):
 
 
 class UnknownGpu(ValueError):
-    pass
+    """A selection naming no GPU of the node; keeps the GPUs the node has, for the message."""
+
+    def __init__(self, name, gpus=()):
+        super().__init__(name)
+        self.name = name
+        self.gpus = list(gpus)
 
 
 def unknown_gpu_message(error):
-    return "gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id)" % str(error)
+    """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
+    there = "; ".join("%s (%s, %s)" % (gpu["index"], gpu.get("uuid") or "no UUID", gpu.get("pci_bus_id") or "no bus id")
+                      for gpu in error.gpus) or "none"
+    return "gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id); this node has: %s" % (error.name, there)
 
 
 def select_gpus(gpus, wanted):
@@ -111,7 +120,7 @@ def select_gpus(gpus, wanted):
         key = str(name).strip()
         match = [gpu["index"] for gpu in gpus if _names_gpu(gpu, key)]
         if not match:
-            raise UnknownGpu(key)
+            raise UnknownGpu(key, gpus)
         selected.extend(index for index in match if index not in selected)
     return sorted(selected)
 
@@ -309,6 +318,25 @@ def _lost_bus_ids(gpus, events):
             gpu.update(pci_bus_id=bus, pci_bus_id_from="kernel_log")
 
 
+def _remembered_identities(gpus, layout):
+    """Give a lost GPU the UUID, serial, name and bus id the watch last saw it with (its state file, root's, on this
+    node; identity_from names it): a GPU off the bus answers nothing, and a vendor takes it back by these."""
+    lost = [gpu for gpu in gpus if gpu.get("lost")]
+    if not lost:
+        return
+    from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import (  # pylint: disable=import-outside-toplevel
+        DEFAULT_STATE_FILE, load_state, remembered_identity)
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath  # pylint: disable=import-outside-toplevel
+    try:
+        state, dummy_problem = load_state(os.path.join(layout.sim_root or "/", DEFAULT_STATE_FILE))
+    except UnsafePath:
+        return  # another user's file is never believed
+    for gpu in lost:
+        remembered = remembered_identity(gpu, state)
+        if remembered:
+            gpu.update(remembered, identity_from="watch_state")
+
+
 def reset_blockers(holders):
     """Holders of /dev/nvidiactl and no GPU device (nv-fabricmanager, nv-hostengine, a monitoring agent, a stray
     NVML client): a client of the whole driver, which keeps every GPU from being reset."""
@@ -380,6 +408,7 @@ def take_snapshot(module, layout, options):
     boot_epoch = _boot_epoch()
     events, log_report = probe_kernel_log(module, layout, options, boot_epoch)
     _lost_bus_ids(gpus, events)
+    _remembered_identities(gpus, layout)
     selected = select_gpus(gpus, options.gpus)
 
     gpus_in_view = [gpu for gpu in gpus if gpu["index"] in selected]

@@ -56,10 +56,20 @@ def rung_index(rung, rungs=RUNGS):
 def memory_held(snapshot, end_running_jobs=False):
     """Whether the node still holds GPU memory the ladder should get back: a GPU in a held state, evidence that only a
     reboot answers (a lost GPU may be missing from the GPU list altogether), or unanswered kernel evidence asking for a
-    reset (unanswered_evidence); with end_running_jobs, a GPU that running jobs hold (in_use) too."""
+    reset (evidence_to_act_on); with end_running_jobs, a GPU that running jobs hold (in_use) too."""
     held = HELD_STATES + ((IN_USE,) if end_running_jobs else ())
     return (any(gpu.get("state") in held for gpu in snapshot["gpus"]) or snapshot["verdict"]["rung"] == "reboot"
-            or bool(unanswered_evidence(snapshot)))
+            or bool(evidence_to_act_on(snapshot, end_running_jobs)))
+
+
+def evidence_to_act_on(snapshot, end_running_jobs=False):
+    """The unanswered evidence (unanswered_evidence) the walk may act on: on a GPU that working programs hold (in_use),
+    only with end_running_jobs - without it such a GPU is refused naming them (the ladder's busy_evidence_refusal), its
+    reset never taken silently; evidence naming no GPU, only where no GPU is in use."""
+    in_use = set(gpu["index"] for gpu in snapshot["gpus"] if gpu.get("state") == IN_USE)
+    if end_running_jobs or not in_use:
+        return unanswered_evidence(snapshot)
+    return [event for event in unanswered_evidence(snapshot) if event.get("gpu_index") is not None and event["gpu_index"] not in in_use]
 
 
 def unanswered_evidence(snapshot):

@@ -140,6 +140,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._module import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import UnknownGpu, select_gpus, unknown_gpu_message
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_GPU_SELECTED
 
 ARGUMENT_SPEC = dict(
     ACTION_ARGUMENT_SPEC,
@@ -260,6 +261,8 @@ class GpuConfigWorker:
         return now
 
     def run(self):
+        if self.params["gpus"] == []:
+            self.result["msg"] = NO_GPU_SELECTED  # an empty selection selects nothing: nothing is set
         plan = self.plan(self.select(self.read_gpus()))
         if self.module.check_mode:
             self.result["changed"] = any(changes for gpu, changes in plan)

@@ -170,7 +170,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._display i
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import beyond_selection, refuse_outside
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import node_reset_evidence
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_GPU_SELECTED, node_reset_evidence
 
 GRAPHICAL = "graphical.target"
 MULTI_USER = "multi-user.target"
@@ -225,8 +225,11 @@ class GraphicsRestartWorker:
         holders = self.result["graphics_holders"] = graphics_holders(snapshot)
         self.result["gpus"] = memory_before_after(snapshot, None)
         systemctl = self.run.layout.command(self.module, "systemctl", required=True)
-        reason, why_not = self._reason(systemctl, snapshot, holders)
+        # An empty selection selects nothing, force or not: the restart of the whole graphics stack is for no GPU.
+        reason, why_not = (None, NO_GPU_SELECTED) if self.params["gpus"] == [] else self._reason(systemctl, snapshot, holders)
         self.result["reason"] = reason or why_not
+        if self.params["gpus"] == []:
+            self.result["msg"] = NO_GPU_SELECTED
         if not reason:
             if not self.module.check_mode:
                 self.result["snapshot_after"] = self.run.snapshot_after(snapshot)

@@ -47,10 +47,11 @@ options:
     default: 300.0
   gpus:
     description:
-      - DCGM GPU ids to test (C(dcgmi diag -i)); all the node's GPUs when empty. DCGM numbers GPUs as NVML does.
+      - DCGM GPU ids to test (C(dcgmi diag -i)). DCGM numbers GPUs as NVML does.
+      - Left out (or null), every GPU of the node. An empty list (what a filter that matched nothing gives) selects no
+        GPU, so nothing runs; RV(health_check.result) is V(not_run) and RV(health_check.reason) says so.
     type: list
     elements: int
-    default: []
   run_id:
     description: The run's identifier, written into the node journal with the check's intent and outcome.
     type: str
@@ -94,7 +95,7 @@ health_check:
       type: int
       sample: 1
     result:
-      description: V(pass), V(fail), V(not_installed) or V(not_run) (check mode).
+      description: V(pass), V(fail), V(not_installed) or V(not_run) (check mode, or O(gpus) an empty list).
       type: str
       sample: fail
     tests:
@@ -128,12 +129,13 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadlin
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_GPU_SELECTED
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import GATE_ACTION
 
 ARGUMENT_SPEC = dict(
     level=dict(type="int", choices=[1, 2, 3, 4], default=1),
     timeout=dict(type="float", default=300.0),
-    gpus=dict(type="list", elements="int", default=[]),
+    gpus=dict(type="list", elements="int"),
     run_id=dict(type="str"),
     journal_path=dict(type="path"),
 )
@@ -160,9 +162,11 @@ def main():
     level, timeout, gpus = module.params["level"], module.params["timeout"], module.params["gpus"]
     if timeout <= 0:
         module.fail_json(msg="timeout must be more than 0 seconds, got %r" % timeout)
-    negative = [gpu for gpu in gpus if gpu < 0]
+    negative = [gpu for gpu in gpus or [] if gpu < 0]
     if negative:
         module.fail_json(msg="gpus: %s not a GPU id (0 or more)" % ", ".join(map(str, negative)))
+    if gpus == []:
+        module.exit_json(changed=False, health_check=health_check(level, "not_run", NO_GPU_SELECTED))
     dcgmi = current_layout().command(module, TOOL)
     if dcgmi is None:
         check = not_installed(level)

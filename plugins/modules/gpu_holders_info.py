@@ -97,7 +97,15 @@ gpus:
   contains:
     index: {description: "NVML index.", type: int, returned: always}
     uuid: {description: "GPU UUID.", type: str, returned: always}
+    serial: {description: "The board's serial number; null where the board has none (N/A) or the driver cannot say it.", type: str, returned: always}
     name: {description: "Product name.", type: str, returned: always}
+    identity_from:
+      description:
+        - Set on a lost GPU whose C(uuid), C(serial), C(name) or C(pci_bus_id) the driver could not say and the watch's state
+          file (C(/var/lib/gpuops/watch_state.json), root's) remembers from the last time it saw the GPU - V(watch_state).
+          What a vendor takes the GPU back by.
+      type: str
+      returned: when a lost GPU's identity came from the watch's state
     pci_bus_id:
       description:
         - PCI bus id, normalised to 8 domain digits.

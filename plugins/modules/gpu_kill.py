@@ -21,8 +21,9 @@ description:
     runtime its cgroup names (docker, podman, crictl), since a killed process would be restarted. The runtime must
     confirm the container first; a cgroup name alone makes a plain process.
   - Never signals a pid whose start time no longer matches (a reused pid), PID 1, a kernel thread, this Ansible
-    run and its ancestors, a process in uninterruptible sleep (reported as unkillable, the evidence for a heavier
-    rung), a protected process, a display server unless O(allow_display), a GPU daemon unless O(allow_daemons).
+    run and its ancestors, a process the node journal says outlived SIGKILL (class unkillable, the evidence for a
+    heavier rung; uninterruptible sleep alone is no reason to leave a process alone), a protected process, a display
+    server unless O(allow_display), a GPU daemon unless O(allow_daemons).
   - Takes the node lock, then its snapshot, so that a run that waited for another sees the node as that one left it.
     Journals every signal before it is sent and after. A second run finds nothing to end.
   - A container stop that fails fails the module (with everything else it did reported), and so does a holder of a
@@ -75,6 +76,7 @@ options:
       - Holders of class V(unkillable) and V(busy) (a working program) are selected whatever this says, and left
         alone with the reason (V(busy) ones unless O(end_running_jobs), or named by O(holders), O(name_pattern),
         O(cmdline_pattern) or O(users)).
+      - An empty list selects no holder, those included.
     type: list
     elements: str
     choices: [compute, graphics_session, gpu_daemon, zombie]
@@ -245,7 +247,7 @@ class GpuKillWorker:
         snapshot = self.run.snapshot(gpus=None)
         gpu_indexes = set(self.run.selected_gpus(snapshot))
         holders, left_alone = self.selection.select(snapshot, gpu_indexes)
-        empty = [name for name in ("holders", "gpus", "users") if self.params[name] == []]
+        empty = [name for name in ("holders", "gpus", "users", "classes") if self.params[name] == []]
         if empty:
             self.result["msg"] = "%s=[]: no holder selected, nothing to end" % "=[], ".join(empty)
         killer = HolderKiller(self.module, self.run.journal)

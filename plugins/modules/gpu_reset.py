@@ -46,7 +46,7 @@ options:
       - Without it, the module refuses while they run.
       - With O(gpus) set, the run is narrowed to those GPUs, and it refuses, naming them, to end a holder that holds none of
         them or holds another GPU too (a job on another GPU or an NVLink peer, a client of the whole driver, the parent
-        of a zombie, a process of a container to stop). Leave O(gpus) empty to allow it.
+        of a zombie, a process of a container to stop). Leave O(gpus) out (every GPU) to allow it.
     type: bool
     default: false
   force:

@@ -55,6 +55,13 @@ options:
     type: list
     elements: str
     default: []
+  protect_names:
+    description:
+      - The run's protected process names (the role passes C(gpu_reclaim_protect_names)). An entry that no GPU holder of any
+        host of the run goes by protected nobody; the report says so once, as a warning naming the closest holder name.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - gpuops.remediation.attributes
   - gpuops.remediation.attributes.CONTROLLER_ACTION
@@ -93,13 +100,19 @@ report:
       type: str
       sample: gpu_report
     hosts:
-      description: One line per host, in the order of O(hosts), with C(status) and what the host's variables told.
+      description:
+        - One line per host, in the order of O(hosts), with C(status) and what the host's variables told.
+        - C(triage), the host's grade - C(group) (needs a human, held back, fixed, clean; "would be fixed" in a plan or a
+          read-only report), C(outcome) (lost GPU, unkillable, refused, failed, busy, in use, above max rung, ...), C(why)
+          and C(next), what would allow the next step.
       type: list
       elements: dict
     fleet:
       description:
         - The fleet's totals (C(hosts), C(by_status), C(count_by_status), C(fixed_by), C(memory_freed_mib), C(gpus), C(ghost_mib),
-          C(seconds_longest), C(destructive_hosts), C(summary)).
+          C(seconds_longest), C(destructive_hosts), C(triage), C(warnings), C(totals), C(summary)).
+        - C(triage) lists the groups that have hosts, what needs a human first, each with its hosts' C(host), C(outcome),
+          C(why) and C(next).
         - Every GPU of a host has C(bars), its memory split in MiB (C(when), C(total_mib), C(attributed_mib), C(ghost_mib),
           C(in_use_mib), C(reserved_mib), C(free_mib); null when unknown).
       type: dict
@@ -111,17 +124,19 @@ paths:
   sample: [/root/.gpuops/reports/gpu_report-20261129T213000Z.json, /root/.gpuops/reports/gpu_report-20261129T213000Z.md,
            /root/.gpuops/reports/gpu_report-20261129T213000Z.html]
 summary:
-  description: The fleet's summary, a line per status and per rung that fixed hosts.
+  description: The fleet's summary - what needs a human first, each group with a line per host (why, and what would allow
+    the next step), the warnings, then a line per rung that fixed hosts and the memory back.
   returned: always
   type: list
   elements: str
-  sample: ["gpu_report: 2 host(s)", "  inspected: node01, node02"]
+  sample: ["gpu_report: 2 hosts", "  would be fixed (1 host):", "    node01: would be fixed by reset - the ladder would take the reset rung: ...",
+           "  clean (1 host):", "    node02: clean - no GPU memory held"]
 lines:
   description: What the run shows at its end - RV(summary), then a line naming the report's Markdown and HTML files, or
     saying that it was not written (O(write=false)).
   returned: always
   type: list
   elements: str
-  sample: ["gpu_report: 2 host(s)", "  inspected: node01, node02",
+  sample: ["gpu_report: 2 hosts", "  clean (2 hosts):", "    node01: clean - no GPU memory held", "    node02: clean - no GPU memory held",
            "report: /root/.gpuops/reports/gpu_report-20261129T213000Z.md, /root/.gpuops/reports/gpu_report-20261129T213000Z.html"]
 """

@@ -269,12 +269,12 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
     SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import (
-    FINDING_KINDS, Thresholds, alert_of, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,
+    DEFAULT_STATE_FILE, FINDING_KINDS, Thresholds, alert_of, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_metrics import metric_series, render
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_ranges import RANGED_OPTIONS, out_of_range
 
-STATE_FILE = os.path.join("var", "lib", "gpuops", "watch_state.json")
+STATE_FILE = DEFAULT_STATE_FILE
 METRICS_FILE = os.path.join("var", "lib", "node_exporter", "textfile_collector", "gpuops.prom")
 
 ARGUMENT_SPEC = dict(

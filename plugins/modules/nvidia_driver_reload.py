@@ -57,7 +57,7 @@ options:
       - O(grace) is also how long to wait for a stopped service's processes to go.
       - With O(gpus) set, the run is narrowed to those GPUs, and it refuses, naming them, to end a holder that holds none of
         them or holds another GPU too (a job on another GPU or an NVLink peer, a client of the whole driver, the parent
-        of a zombie, a process of a container to stop). Leave O(gpus) empty to allow it.
+        of a zombie, a process of a container to stop). Leave O(gpus) out (every GPU) to allow it.
     type: bool
     default: false
 seealso:
@@ -188,7 +188,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill impo
     KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, acted, refuse_beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import node_reset_evidence
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_GPU_SELECTED, node_reset_evidence
 
 
 class ReloadFailed(Exception):
@@ -261,6 +261,10 @@ class DriverReloadWorker:
 
     def _plan_and_act(self):
         snapshot = self._snapshot = self.run.snapshot(gpus=None)
+        if self.params["gpus"] == []:
+            # An empty selection selects nothing: the reload of the whole driver is for no GPU.
+            self.result["msg"] = self.result["reason"] = NO_GPU_SELECTED
+            return
         reason = node_reset_evidence(snapshot, self.params["ghost_threshold_mib"])
         if self.params["force"]:
             reason = "force=true"

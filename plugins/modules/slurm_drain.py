@@ -185,6 +185,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import (
     SlurmNodeUnknown, admin_flags, as_drained, as_resumed, control_character, describe_reason, drain_argv, drain_reason,
     drain_run, gate_unfinished, hands_off, hold_reason, is_drained, out_of_service, parse_node, parse_squeue, reason_run_id,
@@ -466,7 +467,7 @@ def main():
         required_if=[("state", "held", ["hold_reason"])],
     )
     for option in ("job_timeout", "stale_drain_after"):
-        if module.params[option] < 0:
+        if not within(option, module.params[option]):
             module.fail_json(msg="%s must be 0 or more seconds, got %r" % (option, module.params[option]))
     if module.params["poll_interval"] <= 0:
         module.fail_json(msg="poll_interval must be more than 0 seconds, got %r" % module.params["poll_interval"])

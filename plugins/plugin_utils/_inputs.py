@@ -8,6 +8,8 @@ What it accepts is what operators send: yes/no as booleans or as the strings -e 
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import re
 
@@ -15,12 +17,16 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import signal_number
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_check import PLAYBOOK_VARIABLE, kind_error
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import range_of, within
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import control_character
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_ranges import RANGED_OPTIONS, out_of_range
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_HOSTS_PER_BATCH = 1000000
+# An extra variable with one of these prefixes is meant for this collection: one it does not know is a typo.
+PREFIXES = ("gpu_reclaim_", "gpu_inspect_", "gpu_remediate_", "gpu_watch_", "gpu_node_prep_", "gpuops_")
 
 # The playbooks' own variables (each playbook's header documents them).
 PLAYBOOK_OPTIONS = {
@@ -36,6 +42,9 @@ PLAYBOOK_OPTIONS = {
     "gpuops_event_policy": {"type": "str"},
     "gpuops_event_rung": {"type": "str"},
 }
+# Variables of the collection's prefixes read where the input check does not type them: a host's own (the simulated
+# Windows node's directory, the Xid policy of group_vars) and the report the run hands AWX.
+READ_ELSEWHERE = frozenset(["gpuops_windows_sim_root", "gpuops_xid_policy", "gpuops_report"])
 
 
 def role_options(roles, entry_point="main", roles_dir=None):
@@ -89,6 +98,50 @@ def _watch_range(option):
     return check
 
 
+def _module_range(option):
+    """The limit of the module option the variable feeds (module_utils/_option_ranges.py)."""
+    def check(value):
+        return None if within(option, float(value)) else range_of(option)
+    return check
+
+
+def _signals(value):
+    if not value:
+        return "at least one signal name (TERM, INT, KILL, ...)"
+    wrong = []
+    for name in value:
+        try:
+            signal_number(str(name))
+        except (AttributeError, ValueError):
+            wrong.append(str(name))
+    return "signal names (TERM, INT, KILL, ...); not one: %s" % ", ".join(wrong) if wrong else None
+
+
+# {role variable: the module option it feeds}: each is checked against that option's own range.
+MODULE_OPTION_OF = {
+    "gpu_inspect_probe_timeout": "probe_timeout",
+    "gpu_reclaim_probe_timeout": "probe_timeout",
+    "gpu_watch_probe_timeout": "probe_timeout",
+    "gpu_inspect_kernel_log_window": "kernel_log_window",
+    "gpu_reclaim_kernel_log_window": "kernel_log_window",
+    "gpu_inspect_ghost_threshold_mib": "ghost_threshold_mib",
+    "gpu_reclaim_ghost_threshold_mib": "ghost_threshold_mib",
+    "gpu_watch_ghost_threshold_mib": "ghost_threshold_mib",
+    "gpu_reclaim_kill_grace": "grace",
+    "gpu_reclaim_kill_wait_timeout": "wait_timeout",
+    "gpu_reclaim_lock_timeout": "lock_timeout",
+    "gpu_reclaim_reload_grace": "reload_grace",
+    "gpu_reclaim_health_check_timeout": "health_check_timeout",
+    "gpu_reclaim_reboot_timeout": "reboot_timeout",
+    "gpu_reclaim_slurm_job_timeout": "job_timeout",
+    "gpu_reclaim_slurm_stale_drain_after": "stale_drain_after",
+    "gpu_remediate_breaker_max_percent": "max_percent",
+    "gpu_remediate_breaker_max_count": "max_count",
+    "gpu_remediate_breaker_window_minutes": "window_minutes",
+    "gpu_watch_webhook_timeout": "webhook_timeout",
+}
+
+
 # Values the types let through but the run cannot use: {variable: check(value) -> what it must be, or None}.
 VALUE_RULES = {
     "gpuops_max_fail_percentage": _percent,
@@ -96,8 +149,56 @@ VALUE_RULES = {
     "gpu_remediate_max_destructive_percent": _percent,
     "gpu_reclaim_windows_journal_path": _windows_journal_path,
     "gpu_reclaim_drain_reason": _one_line,
+    "gpu_reclaim_kill_signals": _signals,
 }
 VALUE_RULES.update(("gpu_watch_" + option, _watch_range(option)) for option in RANGED_OPTIONS)
+VALUE_RULES.update((variable, _module_range(option)) for variable, option in MODULE_OPTION_OF.items())
+
+
+def _closest(name, known):
+    """The input of the same prefix whose rest is closest to the name's rest (the shared prefix alone makes no match)."""
+    prefix = max((prefix for prefix in PREFIXES if name.startswith(prefix)), key=len)
+    rests = dict((other[len(prefix):], other) for other in known if other.startswith(prefix))
+    close = difflib.get_close_matches(name[len(prefix):], sorted(rests), n=1, cutoff=0.6)
+    return rests[close[0]] if close else None
+
+
+def unknown_variables(names, known):
+    """One message per name with one of the collection's prefixes that is no input of the playbook, naming the closest
+    input there is: a misspelt variable would otherwise be ignored and its default (perhaps a weaker one) used."""
+    errors = []
+    for name in sorted(names):
+        if name.startswith(PREFIXES) and name not in known and name not in READ_ELSEWHERE:
+            close = _closest(name, known)
+            errors.append("%s is no input of this playbook%s" % (name, "; did you mean %s?" % close if close else ""))
+    return errors
+
+
+def _number_error(name, value, kind):
+    """A number variable's error, naming it and its value as written (Ansible's validator would name neither: "unable to
+    convert to float: <class '..._AnsibleTaggedStr'>"); None when the value is one, or the variable no number."""
+    if kind in ("int", "float") and _number(value, kind) is None:
+        return "%s=%s (%s)" % (name, _as_written(value), "a whole number" if kind == "int" else "a number")
+    return None
+
+
+def _whole(text):
+    digits = text.strip()
+    digits = digits[1:] if digits[:1] in ("-", "+") else digits
+    return digits.isascii() and digits.isdigit()
+
+
+def _number(value, kind):
+    """The number a value of an int or float spec stands for, as the argument spec would convert it; None if none."""
+    if isinstance(value, bool) or (kind == "int" and isinstance(value, str) and not _whole(value)):
+        return None
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number):
+        return None
+    return number if kind == "float" or number == int(number) else None
 
 
 def input_errors(values, options):
@@ -111,8 +212,9 @@ def input_errors(values, options):
         value = values[name]
         if value is None and not spec.get("required"):
             continue  # no answer (AWX's empty survey answer, ansible/awx#16205): the default applies
-        error = kind_error(name, value, spec.get("type", "str"), PLAYBOOK_VARIABLE, shown=_as_written(value))
-        if error is None and name in VALUE_RULES and _kind_error_free(spec, value):
+        kind = spec.get("type", "str")
+        error = kind_error(name, value, kind, PLAYBOOK_VARIABLE, shown=_as_written(value)) or _number_error(name, value, kind)
+        if error is None and name in VALUE_RULES:
             must_be = VALUE_RULES[name](value)
             error = "%s=%s (%s)" % (name, _as_written(value), must_be) if must_be else None
         if error:
@@ -129,16 +231,6 @@ def input_errors(values, options):
 def _as_written(value):
     """The value as the operator wrote it, on one line: a text with a line break or control character as repr() shows it."""
     return repr(value) if isinstance(value, str) and control_character(value) else value
-
-
-def _kind_error_free(spec, value):
-    """The type's own conversion accepts it (a range is checked only on a value of the right type)."""
-    if spec.get("type") in ("int", "float"):
-        try:
-            float(value)
-        except (TypeError, ValueError):
-            return False
-    return True
 
 
 def _validator_spec(spec):

@@ -26,6 +26,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
@@ -72,10 +73,10 @@ def validate_kill_params(module, on_node=False):
     """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
     ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
     params = module.params
-    if params.get("kill_grace") is not None and params["kill_grace"] <= 0:
+    if params.get("kill_grace") is not None and not within("kill_grace", params["kill_grace"]):
         module.fail_json(msg="kill_grace must be more than 0 seconds, got %r: it is how long a process gets to be gone after "
                              "SIGKILL" % params["kill_grace"])
-    if params["grace"] <= 0:
+    if not within("grace", params["grace"]):
         module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
                              "(to end processes at once, set signals=[KILL])" % params["grace"])
     if not params["signals"]:
@@ -187,8 +188,9 @@ class HolderSelection:
         params = self.params
         if params["gpus"] is not None and not set(holder["gpus"]) & gpu_indexes:
             return False
-        # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason.
-        if holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
+        # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason; no class
+        # (an empty list) selects none.
+        if not params["classes"] or holder["class"] not in params["classes"] and holder["class"] not in ("unkillable", BUSY_CLASS):
             return False
         if params["users"] is not None and not set(params["users"]) & set([str(holder.get("user")), str(holder.get("uid"))]):
             return False
@@ -314,7 +316,7 @@ class HolderKiller:
         """Split holders into plain targets, zombies and containers to stop; the others are left alone."""
         targets, zombies, containers = [], [], {}
         left_alone = result["left_alone"]
-        self._know_compute_contexts(holders)
+        self._know_contexts(holders)
         blocked = self._blocked_containers(holders)
         for holder in holders:
             kind, confirmation = self._kind(holder)
@@ -342,10 +344,12 @@ class HolderKiller:
                                       source=holder_source(holder)))
         return targets, zombies, containers
 
-    def _know_compute_contexts(self, holders):
-        """Tell the policy which holders are compute contexts: a display manager's session they run in makes them no
-        display server."""
+    def _know_contexts(self, holders):
+        """Tell the policy which holders are compute contexts (a display manager's session they run in makes them no
+        display server) and which hold graphics contexts only (a display server, in a unit or not)."""
         self.policy.compute_contexts = set((h["pid"], h.get("start_time")) for h in holders if h["class"] in ("compute", BUSY_CLASS))
+        self.policy.graphics_contexts = dict(((h["pid"], h.get("start_time")), h.get("gpus") or []) for h in holders
+                                             if h["class"] == "graphics_session")
 
     def _blocked_containers(self, holders):
         """{(runtime, id): (pid, why)} of the confirmed containers to stop that hold a process of `holders` the rules
@@ -414,7 +418,7 @@ class HolderKiller:
         """
         by_pid = dict((h["pid"], h) for h in snapshot["holders"])
         ended = {}
-        self._know_compute_contexts(holders)
+        self._know_contexts(holders)
         blocked = self._blocked_containers(holders)
 
         def add(pid, start_time, name, why):
@@ -460,7 +464,7 @@ class HolderKiller:
         parent = parent_of(zombie["pid"])
         if not parent or parent.get("start_time") is None or supervisor(parent):
             return None
-        if refusal(Target(parent["pid"], parent["start_time"]), self.policy):
+        if refusal(Target(parent["pid"], parent["start_time"]), self.policy.unselected()):
             return None
         return parent
 
@@ -548,7 +552,7 @@ def refuse_outside(module, outside, selected):
     """Fail, changing nothing, naming each process of beyond_selection() and why it would end; nothing when none."""
     if outside:
         module.fail_json(changed=False, beyond_selection=outside, msg=(
-            "refused: gpus=%s narrows this run to GPU %s, but it would end %s; leave gpus empty, or select those GPUs "
+            "refused: gpus=%s narrows this run to GPU %s, but it would end %s; leave gpus out (every GPU), or select those GPUs "
             "too, to allow it" % (module.params["gpus"], ",".join(str(index) for index in sorted(selected)), "; ".join(
                 "pid %s (%s, on %s; %s)" % (p["pid"], p.get("name"), p["outside"], p["why"]) for p in outside))))
 

@@ -11,8 +11,9 @@ inactive or failed, or of a login session that logind says is closing or gone. E
 makes it so is named ("its process group leader 4412 (python) runs"). A zombie is left behind too, through its
 parent: the snapshot classes it before this is asked.
 
-Identity, not pid: a leader is the process whose pid is the group's (or session's) id and that still leads it (its own
-pgid or sid says so); the kernel never reuses a pid that is still a group's or a session's id. A daemon that
+Identity, not pid: a leader is the live process whose pid is the group's (or session's) id, wherever it is now (a
+leader that moved to another group with setpgid has not exited); the kernel never reuses a pid that is still a group's
+or a session's id. A daemon that
 double-forked on purpose is its own session leader (it started itself), or the main process of its active systemd unit:
 busy, whoever its parent is now.
 """
@@ -35,12 +36,13 @@ def _what(stat):
     return "%d (%s)" % (stat["pid"], stat["name"])
 
 
-def _leader(leader_pid, key, proc_root):
-    """The stat of the live process that leads a group (key pgid) or session (key sid) of that id, or None: the pid
-    must be there, not a zombie, and still lead it. Its start time says nothing: the kernel never gives a pid that is
-    still a group's or a session's id to another process, and a holder may join the group of a later process."""
+def _leader(leader_pid, proc_root):
+    """The stat of the live process that led a group or session of that id, or None when it exited (gone, or a zombie).
+    The process with that pid is it, whatever its start time and wherever it is now: the kernel never gives a pid that
+    is still a group's or a session's id to another process, a holder may join the group of a later process, and a
+    leader that moved to another group of its session (setpgid) has not exited: its workers are not left behind."""
     leader = process_stat(leader_pid, proc_root)
-    if leader is None or leader["state"] in ("Z", "X") or leader[key] != leader_pid:
+    if leader is None or leader["state"] in ("Z", "X"):
         return None
     return leader
 
@@ -50,17 +52,19 @@ def _process_facts(stat, proc_root):
     pid, pgid, sid = stat["pid"], stat["pgid"], stat["sid"]
     if sid == pid:
         return BUSY, "it leads its own session (it started itself, as a service or a daemon does)"
-    if pgid > 0 and pgid != pid and _leader(pgid, "pgid", proc_root) is None:
+    group_leader = _leader(pgid, proc_root) if pgid > 0 and pgid != pid else None
+    if pgid > 0 and pgid != pid and group_leader is None:
         return LEFT_BEHIND, "its process group leader %d has exited while it lives on" % pgid
-    if sid > 0 and _leader(sid, "sid", proc_root) is None:
+    if sid > 0 and _leader(sid, proc_root) is None:
         return LEFT_BEHIND, "its session leader %d has exited while it lives on" % sid
     parent = process_stat(stat["ppid"], proc_root) if stat["ppid"] > 0 else None
     # Not a session leader, it inherited its session from the parent that started it: a parent of another session
     # (init, a subreaper) is one it was re-parented to when that parent exited.
     if parent is not None and parent["sid"] != sid:
         return LEFT_BEHIND, "its parent exited: it was re-parented to %s, which did not start it" % _what(parent)
-    if pgid != pid:
-        return BUSY, "its process group leader %s runs" % _what(process_stat(pgid, proc_root))
+    if group_leader is not None:
+        moved = ", in group %d now" % group_leader["pgid"] if group_leader["pgid"] != pgid else ""
+        return BUSY, "its process group leader %s runs%s" % (_what(group_leader), moved)
     parent_text = _what(parent) if parent is not None else str(stat["ppid"])
     return BUSY, "it leads its own process group, started by %s, which runs" % parent_text
 

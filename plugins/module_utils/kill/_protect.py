@@ -1,13 +1,14 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who may be signalled: the rules that always hold (PID 1, kernel threads, this Ansible run's own lineage, a
-reused pid, uninterruptible sleep, another user's process without the capability), the policy's protected names,
+reused pid, another user's process without the capability; uninterruptible sleep is none of them), the policy's protected names,
 users and units, display servers and GPU daemons, and the triage that applies them before _terminate sends
 anything. Zombies met are reported with the parent that has to reap them.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _cgroup
@@ -30,7 +31,10 @@ class Policy:
     told busy but a live job's). A busy process (a live job's, or a working program: _left_behind.holder_standing) is
     refused unless end_running_jobs, or the operator selected it (explicit: by pid, name, command line or user).
     compute_contexts: the (pid, start time) of the holders the snapshot classed as compute contexts (class compute or
-    busy): what they run under, a graphical session included, does not make them a display server.
+    busy): what they run under, a graphical session included, does not make them a display server. graphics_contexts:
+    {(pid, start time): GPU indexes} of the holders the driver lists with graphics contexts only (NVML or nvidia-smi type
+    G, class graphics_session): a display server (or a part of the desktop it draws) even in no unit of the init
+    system, as a hand-started Xorg or compositor (startx from a VT) is.
     """
 
     def __init__(self, protect_names=(), protect_users=(), protect_units=(), allow_display=False,
@@ -49,6 +53,14 @@ class Policy:
         self.standing = standing
         self.explicit = explicit
         self.compute_contexts = set()
+        self.graphics_contexts = {}
+
+    def unselected(self):
+        """This policy for a process the operator did not select (the parent of a zombie they selected): their
+        selection is not its, so a busy one is ended only with end_running_jobs."""
+        other = copy.copy(self)
+        other.explicit = False
+        return other
 
 
 # --- who is this process --------------------------------------------------------------------------------
@@ -74,17 +86,30 @@ def _protection(pid, info, policy, ending=True):
             by = member_of(pid, state, cgroup)
             if by:
                 return "protected unit: %s (%s)" % (state.get("id") or wanted, by.replace("_", " "))
-    role = policy.members.role(pid) if policy.members is not None else None
-    if role and role["role"] == DISPLAY and (pid, info.get("start_time")) in policy.compute_contexts:
-        role = None  # a compute context: a graphical session it runs in makes it no display server
+    role = _display_or_daemon(pid, info, policy)
     busy = _busy(pid, policy, role) if ending else None
     if busy:
         return "busy: %s (end_running_jobs to end it)" % busy
     if role and role["role"] == DISPLAY and not policy.allow_display:
-        return "display server: %s (%s; allow_display to end it)" % (role["unit"], by_text(role))
+        server = role["unit"] or "pid %d %s" % (pid, info.get("name") or "")
+        return "display server: %s (%s; allow_display to end it)" % (server, by_text(role))
     if role and role["role"] == DAEMON and not policy.allow_daemons:
         return "GPU daemon: %s (%s; allow_daemons to end it)" % (role["unit"], by_text(role))
     return None
+
+
+def _display_or_daemon(pid, info, policy):
+    """{"role": DISPLAY or DAEMON, "unit", "by"} from facts, or None: the init system's word for its GPU units (a compute
+    context is no display server, whatever session it runs in), else the driver's: a process whose only contexts are
+    graphics contexts is a display server in no unit (unit None)."""
+    identity = (pid, info.get("start_time"))
+    role = policy.members.role(pid) if policy.members is not None else None
+    if role and role["role"] == DISPLAY and identity in policy.compute_contexts:
+        role = None  # a compute context: a graphical session it runs in makes it no display server
+    if role is None and identity in policy.graphics_contexts:
+        gpus = ",".join(str(index) for index in policy.graphics_contexts[identity])
+        role = {"role": DISPLAY, "unit": None, "by": "graphics_context", "gpus": gpus}
+    return role
 
 
 def _busy(pid, policy, role):

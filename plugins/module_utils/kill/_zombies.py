@@ -45,6 +45,7 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     changed something even when the zombie stays; in check mode, whether one would be sent)}.
     """
     self_pid = os.getpid() if self_pid is None else self_pid
+    policy = policy.unselected()  # every rule below is asked of the parent, which the operator did not select
     info = _process.read_process(zombie_pid)
     result = {"pid": zombie_pid, "start_time": zombie_start_time, "name": None, "parent": None,
               "reaped_by": None, "gone": False, "reason": None, "parent_result": None, "parent_signalled": False}

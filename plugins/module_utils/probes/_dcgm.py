@@ -31,7 +31,7 @@ MAX_REASON = 600
 
 
 def diag_argv(dcgmi, level, gpus):
-    """dcgmi diag at `level` on `gpus` (DCGM GPU ids; all when empty), with JSON output."""
+    """dcgmi diag at `level` on `gpus` (DCGM GPU ids; every GPU when None: gpu_health_check runs nothing for an empty list), with JSON output."""
     argv = [dcgmi, "diag", "-r", str(level), "-j"]
     if gpus:
         argv += ["-i", ",".join(str(gpu) for gpu in gpus)]

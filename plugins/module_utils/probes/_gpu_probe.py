@@ -29,6 +29,12 @@ def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+def _serial(value):
+    """The board serial, or None where the board has none (N/A on GeForce boards)."""
+    text = _text(value)
+    return None if not text or text.strip() in ("N/A", "[N/A]") else text.strip()
+
+
 def _mib(value):
     return None if value is None else int(value // MIB)
 
@@ -107,6 +113,7 @@ class _NvmlReader:
             "index": index,
             "uuid": _text(nvml.nvmlDeviceGetUUID(handle)),
             "name": _text(nvml.nvmlDeviceGetName(handle)),
+            "serial": _serial(self.optional(nvml.nvmlDeviceGetSerial, handle)),
             "pci_bus_id": normalize_bus_id(_text(nvml.nvmlDeviceGetPciInfo(handle).busId)),
             "minor_number": self.optional(nvml.nvmlDeviceGetMinorNumber, handle),
             "persistence_mode": _flag(self.optional(nvml.nvmlDeviceGetPersistenceMode, handle)),

@@ -175,6 +175,7 @@ def _gpu(element, position):
         "index": position,
         "minor_number": _int_or_none(_text(element, "minor_number")),
         "uuid": _text(element, "uuid"),
+        "serial": _text(element, "serial"),
         "name": _text(element, "product_name"),
         "pci_bus_id": normalize_bus_id(_text(element, "pci/pci_bus_id") or element.get("id")),
         "persistence_mode": _enabled(_text(element, "persistence_mode")),

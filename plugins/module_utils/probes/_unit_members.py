@@ -58,6 +58,8 @@ def member_of(pid, state, cgroup_path, ancestors=()):
 
 def by_text(role):
     """How a role was established, as a refusal says it: "main process", "in the control group", "started by"."""
+    if role["by"] == "graphics_context":
+        return "a graphics context (type G) on GPU %s, in no unit of the init system" % role.get("gpus")
     return {"main_pid": "its main process", "control_group": "in its control group",
             "started_by": "started by its main process"}.get(role["by"], role["by"])
 

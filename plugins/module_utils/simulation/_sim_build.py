@@ -4,7 +4,7 @@
 
 A node lives under one directory (the root):
   state.json   the only truth the simulated NVML and tools read and write (schema in docs/simulation.md)
-  state.lock   flock'ed around every read-modify-write
+  state.lock   flock'ed around every read-modify-write (mode 0600, a bounded wait: _sim_state.node_lock)
   dev/         regular 4096-byte files standing in for /dev/nvidia*, /dev/dri/*
   sys/         module/: loaded modules and their parameters, like /sys/module; class/drm/: the dri nodes' vendor
   proc/modules the loaded modules, like /proc/modules
@@ -55,9 +55,10 @@ DEFAULT_GPU_RESERVED_MIB = 552
 DEFAULT_BUS_NUMBERS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 # What the node's lib/ holds (paths under module_utils; copied flat): everything its tools, its NVML and its processes import, and nothing else.
 LIB_FILES = ("simulation/_sim_state.py", "simulation/_sim_rules.py", "simulation/_sim_processes.py", "simulation/_sim_programs.py",
-             "simulation/_sim_tools.py", "simulation/_sim_dcgmi.py", "simulation/_sim_nvml.py", "probes/_procscan.py", "probes/_pci.py",
+             "simulation/_sim_tools.py", "simulation/_sim_dcgmi.py", "simulation/_sim_mig.py", "simulation/_sim_nvml.py",
+             "probes/_procscan.py", "probes/_pci.py",
              "probes/_proc_files.py", "probes/_device_nodes.py", "probes/_threads.py", "probes/_process.py",
-             "kill/_freezer.py", "_safe_files.py")
+             "kill/_freezer.py", "_safe_files.py", "_lock.py")
 DIAG_RESULTS = ("pass", "warn", "fail")
 # DCGM's command line, installed only on a node built with dcgm (a node without DCGM has no gate to pass).
 DCGM_COMMANDS = ("dcgmi",)

@@ -208,6 +208,10 @@ class SimNvmlLibrary:
         _state, gpu, rc = self._device(handle, "nvmlDeviceGetUUID")
         return rc if rc else _fill_string(buffer, size, gpu["uuid"])
 
+    def nvmlDeviceGetSerial(self, handle, buffer, size):
+        _state, gpu, rc = self._device(handle, "nvmlDeviceGetSerial")
+        return rc if rc else _fill_string(buffer, size, node.gpu_serial(gpu))
+
     def nvmlDeviceGetMinorNumber(self, handle, ref):
         _state, gpu, rc = self._device(handle, "nvmlDeviceGetMinorNumber")
         if rc:

@@ -18,12 +18,17 @@ import os
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import same_process
-    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic
+    from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, flock_within, open_lock
+    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
 except ImportError:  # running from <root>/lib as a plain module
     from _process import same_process  # type: ignore[no-redef] # pylint: disable=import-error
-    from _safe_files import write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
+    from _lock import LockTimeout, flock_within, open_lock  # type: ignore[no-redef] # pylint: disable=import-error
+    from _safe_files import UnsafePath, write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
 
 DEVICE_SIZE = 4096  # bytes of each regular file standing in for a device node
+# How long one read-modify-write waits for the state lock: the node's tools answer in milliseconds, so a longer wait is
+# someone holding it; shorter than the probe deadline (probe_timeout, 10 s by default), so the run says who.
+LOCK_TIMEOUT = 5.0
 
 
 class SimError(Exception):
@@ -57,11 +62,20 @@ def write_json_atomic(path, data):
 
 
 @contextlib.contextmanager
-def node_lock(root):
-    """Exclusive flock on <root>/state.lock for one read-modify-write."""
-    fd = os.open(os.path.join(root, "state.lock"), os.O_RDWR | os.O_CREAT, 0o666)
+def node_lock(root, timeout=LOCK_TIMEOUT):
+    """Exclusive flock on <root>/state.lock for one read-modify-write, as the product's own locks are taken
+    (_lock.open_lock: mode 0600, so that nobody else can open it to hold it, never through a link; an older node's lock
+    is made 0600), waiting at most `timeout` seconds: SimError names the lock and the process holding it."""
+    path = os.path.join(root, "state.lock")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fd = open_lock(path, "simulated node lock")
+    except UnsafePath as exc:
+        raise SimError(str(exc))
+    try:
+        try:
+            flock_within(fd, fcntl.LOCK_EX, timeout, path, what="simulated node lock")
+        except LockTimeout as exc:
+            raise SimError(str(exc))
         yield
     finally:
         os.close(fd)
@@ -119,3 +133,9 @@ def gpu_memory(state, index):
 
 def driver_loaded(state):
     return bool(state["modules"].get("nvidia", {}).get("loaded"))
+
+
+def gpu_serial(gpu):
+    """The board serial a simulated GPU reports (nvidia-smi's <serial>, NVML's nvmlDeviceGetSerial): 13 digits, from its
+    bus and index, as stable as the real one."""
+    return "16501240%05d" % (int(gpu["pci_bus_id"][9:11], 16) * 10 + gpu["index"])

@@ -13,18 +13,21 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import sys
 import time
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _pci as pci
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_dcgmi import dcgmi
+    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as processes
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as rules
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as node
 except ImportError:  # running from <root>/lib as plain modules
     import _pci as pci  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_dcgmi import dcgmi  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_mig as sim_mig  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_processes as processes  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_rules as rules  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
@@ -169,6 +172,8 @@ def nvidia_smi(argv, root, out):
     if not node.driver_loaded(state):
         out.say(NVSMI_DRIVER_FAILED)
         return RC_DRIVER_NOT_LOADED
+    if argv[:1] == ["mig"]:
+        return _nvidia_smi_mig(argv[1:], root, out)
     opts = _parse_smi_args(argv)
     if opts is None:
         out.say(NVSMI_BAD_ARGS)
@@ -198,9 +203,88 @@ def nvidia_smi(argv, root, out):
     return render_rc or rc
 
 
+def _parse_mig_args(argv):
+    """nvidia-smi mig's options simulated: -i <gpu>, -lgi, -cgi <profiles> [-C]; None for anything else."""
+    opts = {"ids": None, "verb": None, "profiles": [], "with_ci": False}
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in ("-i", "--id") and args:
+            opts["ids"] = args.pop(0)
+        elif arg in ("-lgi", "--list-gpu-instances"):
+            opts["verb"] = "lgi"
+        elif arg in ("-cgi", "--create-gpu-instance") and args:
+            opts["verb"], opts["profiles"] = "cgi", [word.strip() for word in args.pop(0).split(",")]
+        elif arg in ("-C", "--default-compute-instance"):
+            opts["with_ci"] = True
+        else:
+            return None
+    return opts if opts["verb"] else None
+
+
+def _nvidia_smi_mig(argv, root, out):
+    opts = _parse_mig_args(argv)
+    if opts is None:
+        out.say(NVSMI_BAD_ARGS)
+        return RC_INVALID_ARG
+    gpus = _select_gpus(node.load_state(root), opts["ids"])
+    if gpus is None:
+        out.say("No devices were found\n")
+        return RC_NOT_FOUND
+    if opts["verb"] == "lgi":
+        out.say("".join(line + "\n" for line in sim_mig.render_lgi(gpus)))
+        return RC_OK if any(gpu.get("gpu_instances") for gpu in gpus) else RC_NOT_FOUND
+    indexes = [gpu["index"] for gpu in gpus]
+    lines = []
+    node.update_state(root, lambda state: lines.extend(_create_instances(state, indexes, opts)))
+    node.update_state(root, lambda state: _publish_mig(root, state))
+    out.say("".join(line + "\n" for line in lines))
+    return RC_OTHER if lines and lines[-1].startswith("Failed") else RC_OK
+
+
+def _publish_mig(root, state):
+    """What the driver shows of the instances: the capabilities access files and the nvidia-caps nodes."""
+    caps_dir = os.path.join(root, "proc", "driver", "nvidia", "capabilities")
+    nodes_dir = node.dev_path(root, "nvidia-caps")
+    for directory in (caps_dir, nodes_dir):
+        if os.path.isdir(directory):
+            shutil.rmtree(directory)
+    for relative, text in sim_mig.capability_files(state["gpus"]).items():
+        path = os.path.join(caps_dir, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write(text)
+        os.makedirs(nodes_dir, exist_ok=True)
+        minor = int(text.split()[1])
+        with open(os.path.join(nodes_dir, "nvidia-cap%d" % minor), "wb") as handle:
+            handle.write(b"\0" * node.DEVICE_SIZE)
+
+
+def _create_instances(state, indexes, opts):
+    """nvidia-smi mig -cgi on each GPU in turn, stopping at the first refusal as the real tool does."""
+    lines = []
+    for index in indexes:
+        gpu = node.find_gpu(state, index)
+        for word in opts["profiles"]:
+            try:
+                profile = sim_mig.profile_by_name_or_id(gpu["name"], word)
+                gi = sim_mig.create_gpu_instance(gpu, profile["id"])
+            except sim_mig.MigError as exc:
+                return lines + sim_mig.create_failure_lines(index, word, str(exc))
+            lines.append("Successfully created GPU instance ID %2d on GPU %2d using profile MIG %s (ID %2d)"
+                         % (gi["id"], index, profile["name"], profile["id"]))
+            if opts["with_ci"]:
+                ci = sim_mig.create_compute_instance(gpu, gi["id"])
+                lines.append("Successfully created compute instance ID %2d on GPU %2d GPU instance ID %2d using profile MIG %s (ID %2d)"
+                             % (ci["id"], index, gi["id"], profile["name"], ci["profile_id"]))
+    return lines
+
+
 def _render_list(state, gpus, opts, out):
     for gpu in gpus:
         out.say("GPU %d: %s (UUID: %s)\n" % (gpu["index"], gpu["name"], gpu["uuid"]))
+        for device in sim_mig.devices(gpu):
+            out.say("  %-15s Device %2d: (UUID: %s)\n" % ("MIG " + device["name"], device["index"], device["uuid"]))
     return RC_OK
 
 
@@ -224,10 +308,6 @@ def _mig_text(gpu, key):
     return "Enabled" if mig.get(key) else "Disabled"
 
 
-def _serial(gpu):
-    return "16501240%05d" % (int(gpu["pci_bus_id"][9:11], 16) * 10 + gpu["index"])
-
-
 def _gpu_fields(state, gpu, mem):
     """--query-gpu field -> (value, unit or None)."""
     bus = gpu["pci_bus_id"]
@@ -236,7 +316,7 @@ def _gpu_fields(state, gpu, mem):
         "driver_version": (state["driver_version"], None),
         "count": (str(len(state["gpus"])), None),
         "name": (gpu["name"], None), "gpu_name": (gpu["name"], None),
-        "serial": (_serial(gpu), None), "gpu_serial": (_serial(gpu), None),
+        "serial": (node.gpu_serial(gpu), None), "gpu_serial": (node.gpu_serial(gpu), None),
         "uuid": (gpu["uuid"], None), "gpu_uuid": (gpu["uuid"], None),
         "pci.bus_id": (bus, None), "gpu_bus_id": (bus, None),
         "pci.domain": ("0x%s" % bus[4:8], None), "pci.bus": ("0x%s" % bus[9:11], None),
@@ -360,6 +440,18 @@ def _block(indent, name, children):
     return ["%s<%s>" % (tabs, name)] + [_element(indent + 1, key, value) for key, value in children] + ["%s</%s>" % (tabs, name)]
 
 
+def _xml_mig_devices(gpu):
+    lines = []
+    for device in sim_mig.devices(gpu):
+        total, used = device["memory_total_mib"], device["memory_used_mib"]
+        lines += ["\t\t\t<mig_device>", _element(4, "index", device["index"]), _element(4, "gpu_instance_id", device["gi"]),
+                  _element(4, "compute_instance_id", device["ci"])]
+        lines += _block(4, "fb_memory_usage", [("total", "%d MiB" % total), ("reserved", "0 MiB"), ("used", "%d MiB" % used),
+                                               ("free", "%d MiB" % (total - used))])
+        lines.append("\t\t\t</mig_device>")
+    return lines
+
+
 def _xml_gpu(state, gpu):
     mem = node.gpu_memory(state, gpu["index"])
     bus = gpu["pci_bus_id"]
@@ -373,10 +465,10 @@ def _xml_gpu(state, gpu):
     lines += _block(2, "mig_mode", [("current_mig", _mig_text(gpu, "current").strip("[]")),
                                     ("pending_mig", _mig_text(gpu, "pending").strip("[]"))])
     lines += ["\t\t<mig_devices>", "\t\t\tNone", "\t\t</mig_devices>"] if not (mig and mig.get("current")) else \
-        ["\t\t<mig_devices>", "\t\t</mig_devices>"]
+        ["\t\t<mig_devices>"] + _xml_mig_devices(gpu) + ["\t\t</mig_devices>"]
     lines += [_element(2, "accounting_mode", "Disabled"), _element(2, "accounting_mode_buffer_size", 4000)]
     lines += _block(2, "driver_model", [("current_dm", "N/A"), ("pending_dm", "N/A")])
-    lines += [_element(2, "serial", _serial(gpu)), _element(2, "uuid", gpu["uuid"]),
+    lines += [_element(2, "serial", node.gpu_serial(gpu)), _element(2, "uuid", gpu["uuid"]),
               _element(2, "minor_number", gpu.get("minor_number", gpu["index"])),
               _element(2, "vbios_version", "96.00.99.00.01"), _element(2, "multigpu_board", "No"),
               _element(2, "board_id", "0x%s" % bus[9:11].lstrip("0").lower() + "00"),

@@ -77,7 +77,7 @@ def sample_of(snapshot, epoch, lock_holder=None):
     probe = snapshot["probes"]["gpu"]
     gpus = []
     for gpu in snapshot["gpus"]:
-        gpus.append({"key": gpu_key(gpu), "index": gpu.get("index"), "uuid": gpu.get("uuid"), "name": gpu.get("name"),
+        gpus.append({"key": gpu_key(gpu), "index": gpu.get("index"), "uuid": gpu.get("uuid"), "serial": gpu.get("serial"), "name": gpu.get("name"),
                      "pci_bus_id": gpu.get("pci_bus_id"), "memory_total_mib": gpu.get("memory_total_mib"),
                      "memory_used_mib": gpu.get("memory_used_mib"), "attributed_mib": gpu.get("attributed_mib"),
                      "unattributed_mib": gpu.get("unattributed_mib"), "holders": len(gpu.get("holders") or []),
@@ -134,11 +134,19 @@ def _step_gpu(track, gpu, epoch, thresholds, hold_ghost=False):
         above = ghost > thresholds.ghost_threshold_mib
         track["ghost_samples"] = int(track.get("ghost_samples") or 0) + 1 if above else 0
     track["last_ghost_mib"] = ghost
-    track["identity"] = dict((name, gpu[name]) for name in ("index", "uuid", "name", "pci_bus_id"))
+    track["identity"] = dict((name, gpu.get(name)) for name in IDENTITY_FIELDS)
     return track
 
 
-IDENTITY_FIELDS = ("index", "uuid", "name", "pci_bus_id")
+# What the state remembers of each GPU: what a GPU lost to the driver can no longer say (gpu_holders_info reads it back).
+IDENTITY_FIELDS = ("index", "uuid", "serial", "name", "pci_bus_id")
+DEFAULT_STATE_FILE = os.path.join("var", "lib", "gpuops", "watch_state.json")
+
+
+def remembered_identity(gpu, state):
+    """The fields of this GPU's identity it lacks that the state remembers ({} when it remembers none or another GPU)."""
+    filled = _identified(gpu, _known_identities(state))
+    return dict((name, filled[name]) for name in IDENTITY_FIELDS if gpu.get(name) is None and filled.get(name) is not None)
 
 
 def _known_identities(state):

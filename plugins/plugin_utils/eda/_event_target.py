@@ -13,6 +13,7 @@ one the event's source applied (event_policy_error).
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 SHOWN = 8
 
@@ -29,10 +30,10 @@ def inventory_host_problem(host, groups):
     inventory = set(groups.get("all") or [])
     group = groups.get(host)
     if group is not None and host in inventory:
-        return "%r names both a host and a group of the inventory (%d hosts: %s): ambiguous, and a limit to it takes the group" % (
-            host, len(group), _names(group))
+        return "%r names both a host and a group of the inventory (%s: %s): ambiguous, and a limit to it takes the group" % (
+            host, plural(len(group), "host"), _names(group))
     if group is not None:
-        return "%r names a group of the inventory (%d hosts: %s), not one host" % (host, len(group), _names(group))
+        return "%r names a group of the inventory (%s: %s), not one host" % (host, plural(len(group), "host"), _names(group))
     if host not in inventory:
         return "%r is no host of the inventory" % (host,)
     return None

@@ -17,7 +17,7 @@ import time
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import command_text, health_check
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_floor, kill_targets, memory_held
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
-    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, reach, undrain_outcome,
+    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, undrain_outcome, walk_reach,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, RUNG_MODULES, SCOPE_OPTIONS, WalkError,
@@ -25,15 +25,18 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import (
     kill_plan_lines, outcome, reset_plan_lines, step_result, unique_lines,
 )
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._progress import ended_line, started_line, step_of
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import STATE_VERSION, WalkState, walk_state
 
 
 class LadderWalk:
     """One host's walk. start() begins it; continue_after() goes on after a controller step. Both return the state."""
 
-    def __init__(self, options, execute, check_mode, host, clock=time.time):
+    def __init__(self, options, execute, check_mode, host, clock=time.time, say=None):
         self.options = options
         self.host = host
+        self.say = say or (lambda line: None)  # the progress lines (_progress.py)
+        self.rung = None  # the rung being taken
         self.modules_run = []  # by this call, in order
         self.module_seconds = []  # how long each took, transfer and run on the node (what bench/fleet.py reports)
         self._execute = execute
@@ -42,11 +45,18 @@ class LadderWalk:
 
     def execute(self, module_name, module_args):
         self.modules_run.append(module_name)
+        module = module_name.rsplit(".", 1)[-1]
+        step, gpus = step_of(module, self.rung), self.options.snapshot_args.get("gpus")
+        self.say(started_line(self.host, gpus, step, module, self.check_mode))
         started = time.monotonic()
+        result = {"failed": True, "msg": "it raised an error"}
         try:
-            return self._execute(module_name, module_args)
+            result = self._execute(module_name, module_args)
+            return result
         finally:
-            self.module_seconds.append(round(time.monotonic() - started, 4))
+            seconds = time.monotonic() - started
+            self.module_seconds.append(round(seconds, 4))
+            self.say(ended_line(self.host, gpus, step, module, seconds, result, self.check_mode))
 
     def usable(self, snapshot):
         """Whether a snapshot the caller gave can start the walk: taken with the same options its verdict depends on,
@@ -67,7 +77,7 @@ class LadderWalk:
             snapshot = self.inspect()
             if snapshot.get("failed"):
                 raise WalkError("the first inspection failed: %s" % snapshot.get("msg"))
-        floor, refused, beyond = reach(snapshot, entry_floor(snapshot["verdict"]["rung"], self.options.rungs), self.options)
+        floor, refused, beyond = walk_reach(snapshot, self.options)
         state = WalkState(started=self.clock(), first=snapshot, last=snapshot, floor=floor,
                           inspections=[_inspection(snapshot, None)], refused=refused, beyond=beyond, options=self.options.kept)
         if state.refused:
@@ -171,7 +181,7 @@ class LadderWalk:
         # The journal too: the module writes the check's start before dcgmi runs (slurm_drain reads it before a resume).
         journaled = dict((name, self.options.action_args[name]) for name in ("run_id", "journal_path") if name in self.options.action_args)
         result = self.execute(HEALTH_MODULE, dict(journaled, level=level, timeout=self.options.health_check_timeout,
-                                                  gpus=self._gate_gpus(state)))
+                                                  **self._gate_scope(state)))
         gate = result.get("health_check") if not result.get("failed") else None
         if gate is None:
             gate = health_check(level, "fail", "the health check could not run: %s" % (result.get("msg") or "no result"))
@@ -180,18 +190,23 @@ class LadderWalk:
                 "kubernetes: left cordoned, the GPUs failed the health check; uncordon the node by hand once they are repaired"]
         return gate
 
-    def _gate_gpus(self, state):
-        """The GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does); all when it was not scoped."""
+    def _gate_scope(self, state):
+        """{"gpus": the GPUs the walk was scoped to, by index (DCGM numbers GPUs as NVML does)}; {} (every GPU: the option
+        left out, as an empty list would select none) when it was not scoped."""
         if self.options.snapshot_args.get("gpus") is None:
-            return []
-        return [gpu["index"] for gpu in state.first["gpus"]]
+            return {}
+        return {"gpus": [gpu["index"] for gpu in state.first["gpus"]]}
 
     def rung_takers(self):
         """{rung: the method that takes it}: one per rung of the platform's ladder but the reboot (the controller's)."""
         return {"kill": self._take_kill, "reset": self._take_reset, "reload": self._take_reload, "graphics": self._take_graphics}
 
     def _take(self, state, rung):
-        step, after = self.rung_takers()[rung](state.last)
+        self.rung = rung
+        try:
+            step, after = self.rung_takers()[rung](state.last)
+        finally:
+            self.rung = None
         state.tried.append(step)
         if not self.check_mode:
             if after and not after.get("failed") and "gpus" in after:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
-    IN_USE, NO_RUNG, RUNGS, entry_floor, entry_rung, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
+    IN_USE, NO_RUNG, RUNGS, entry_floor, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import PLATFORMS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 
 # The decisions of the walk, one function each.
@@ -31,8 +31,13 @@ def needs_drain(rung, options, state):
     state = walk_state(state)
     if options.drain == "none" or state.scheduler.checked == rung:
         return False
-    destructive = rung in options.destructive_rungs or ends_running_jobs(state.last, options.end_running_jobs)
-    return destructive and (not state.scheduler.taken or options.drain == "slurm")
+    return destructive(rung, state.last, options) and (not state.scheduler.taken or options.drain == "slurm")
+
+
+def destructive(rung, snapshot, options):
+    """Whether taking `rung` on this snapshot is destructive: one of destructive_rungs, or any rung that would end a
+    running job's processes (end_running_jobs)."""
+    return rung in options.destructive_rungs or ends_running_jobs(snapshot, options.end_running_jobs)
 
 
 def slurm_drain_state(state):
@@ -99,6 +104,11 @@ def gpu_needs(snapshot, options):
             rung = options.rungs[entry_floor(alone["verdict"]["rung"], options.rungs)]
             needs.append({"index": gpu["index"], "rung": rung, "reasons": [r["reason"] for r in alone["verdict"]["reasons"]]})
     return needs
+
+
+def walk_reach(snapshot, options):
+    """reach() from the floor the snapshot's evidence sets: what a walk starting on this snapshot may do."""
+    return reach(snapshot, entry_floor(snapshot["verdict"]["rung"], options.rungs), options)
 
 
 def reach(snapshot, floor, options):
@@ -214,11 +224,22 @@ def cordon_is_ours(node_resources, annotation, reason):
     return marks == [reason]
 
 
-def destructive_entry(snapshot, destructive_rungs, platform="linux", end_running_jobs=False):
-    """Whether walking this snapshot would start with a destructive rung (what the fleet guard counts): one of
-    destructive_rungs, or any rung that would end a running job's processes (end_running_jobs)."""
-    rung = entry_rung(snapshot, PLATFORMS[platform].rungs, end_running_jobs)
-    return rung in destructive_rungs or (rung != NO_RUNG and ends_running_jobs(snapshot, end_running_jobs))
+def first_rung(snapshot, options):
+    """The rung a walk of this snapshot under `options` takes first, or None when it takes none (no memory held, or
+    refused whole). Where only some GPUs are helped by the allowed rungs (partly fixed), the rung the walk takes for
+    them: the walk's own answers (walk_reach, next_rung), never a node-wide verdict."""
+    if not memory_held(snapshot, options.end_running_jobs):
+        return None
+    floor, refused, dummy = walk_reach(snapshot, options)
+    return None if refused else next_rung(floor, [], options.ceiling, options.rungs)
+
+
+def destructive_entry(snapshot, options):
+    """Whether the walk of this snapshot under `options` (the run's max_rung, allow_reboot, destructive rungs and
+    end_running_jobs) starts with a destructive rung: what the fleet guard counts. A host the walk refuses, or will
+    fix only partly with light rungs, takes no destructive one."""
+    rung = first_rung(snapshot, options)
+    return rung is not None and destructive(rung, snapshot, options)
 
 
 def fleet_guard(destructive_hosts, host_count, max_percent):
@@ -226,9 +247,9 @@ def fleet_guard(destructive_hosts, host_count, max_percent):
     allowed = max(1, int(host_count * max_percent / 100))
     if len(destructive_hosts) <= allowed:
         return ""
-    return ("fleet guard: %d of %d hosts would need a destructive rung (%s), more than the %s%% allowed (%d hosts, "
+    return ("fleet guard: %d of %s would need a destructive rung (%s), more than the %s%% allowed (%s, "
             "gpu_remediate_max_destructive_percent). Nothing was done. Narrow the run with --limit, or raise the percentage."
-            % (len(destructive_hosts), host_count, ", ".join(destructive_hosts), max_percent, allowed))
+            % (len(destructive_hosts), plural(host_count, "host"), ", ".join(destructive_hosts), max_percent, plural(allowed, "host")))
 
 
 # The outcomes that leave memory held or nothing done although memory is held: the host fails (undetermined fails none).

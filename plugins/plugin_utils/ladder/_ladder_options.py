@@ -6,6 +6,7 @@ checks made before any rung, and the constants the walk and its callers share.""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import LEVELS as HEALTH_CHECK_LEVELS
+from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import ALL_RUNGS, LINUX, PLATFORMS, WINDOWS
 
@@ -97,6 +98,15 @@ class WalkOptions:
         # Ending a live scheduler job's processes (busy) is asked for: the kill rung then ends a running job.
         self.end_running_jobs = bool(args.get("end_running_jobs"))
 
+    @classmethod
+    def before_walk(cls, **given):
+        """The options of a walk not started yet, as a question asked before it (the fleet guard's) sees them: the
+        walk's own defaults, with the values `given` (platform, max_rung, allow_reboot, destructive_rungs,
+        end_running_jobs)."""
+        args = dict((name, spec.get("default")) for name, spec in LADDER_ARGUMENT_SPEC.items())
+        args.update(given)
+        return cls(args)
+
     @property
     def ceiling(self):
         return ceiling_index(self.max_rung, self.allow_reboot, self.rungs)
@@ -164,7 +174,7 @@ def check_options(args):
     validate_snapshot_params(check)
     validate_kill_params(check)
     for name in ("kill_wait_timeout", "reload_grace", "lock_timeout", "snapshot_max_age"):
-        if args.get(name) is not None and args[name] < 0:
+        if args.get(name) is not None and not within("wait_timeout" if name == "kill_wait_timeout" else name, args[name]):
             raise WalkError("%s must be 0 or more seconds, got %r" % (name, args[name]))
-    if args.get("health_check_timeout") is not None and args["health_check_timeout"] <= 0:
+    if args.get("health_check_timeout") is not None and not within("health_check_timeout", args["health_check_timeout"]):
         raise WalkError("health_check_timeout must be more than 0 seconds, got %r" % args["health_check_timeout"])

@@ -57,6 +57,15 @@ def unique_lines(lines):
     return [line for line in lines if not (line in seen or seen.add(line))]
 
 
+def rung_result(step, check_mode):
+    """What a rung did, or in a plan would do, in words: every format of the report says it this way."""
+    if step.get("failed"):
+        return "%s: %s" % ("would fail" if check_mode else "failed", step.get("msg"))
+    if step.get("changed"):
+        return "would change" if check_mode else "changed"
+    return "would do nothing" if check_mode else "nothing to do"
+
+
 def step_result(rung, result, plan):
     return {"rung": rung, "changed": bool(result.get("changed")), "failed": bool(result.get("failed")),
             "msg": result.get("msg") or "", "plan": plan}
@@ -164,8 +173,7 @@ def summary_lines(host, status, msg, holders, gpus, tried, check_mode, gate=None
     lines += [holder_line(holder) for holder in holders]
     lines += ["  ghost memory on GPU %s: %s MiB" % (gpu["index"], gpu["ghost_mib_before"]) for gpu in gpus if gpu["ghost_mib_before"]]
     for step in tried:
-        done = ": failed - " + step["msg"] if step["failed"] else ": changed" if step["changed"] else ": nothing to do"
-        lines.append("  rung %s%s" % (step["rung"], done))
+        lines.append("  rung %s: %s" % (step["rung"], rung_result(step, check_mode)))
         lines += ["    " + line for line in step["plan"]]
     for gpu in gpus:
         before = gpu["memory_used_mib_before"] if gpu["memory_used_mib_before"] is not None else "?"

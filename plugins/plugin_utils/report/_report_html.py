@@ -11,7 +11,9 @@ user and GPU names, messages) is hostile data and goes through `_text`.
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import html_text
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import rung_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import STATUSES
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 # A bar's segments, in drawing order, with their legend.
 SEGMENTS = (
@@ -69,6 +71,13 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .back{color:var(--fixed);font-weight:600}
 ul{margin:4px 0;padding-left:20px}li{margin:2px 0}.plan-line{color:var(--mute);font-size:13px}
 .na{color:var(--mute);font-style:italic}.none{color:var(--mute)}
+.triage{margin:0 0 18px}
+.tgroup{background:var(--card);border:1px solid var(--line);border-left:6px solid var(--line);border-radius:8px;padding:8px 14px;margin:0 0 10px}
+.tgroup h2{margin:0 0 4px}.tgroup li{margin:4px 0}.tgroup .next{display:block;color:var(--mute);font-size:13px}
+.g-needs_a_human{--g:#cf222e}.g-held_back{--g:#bf8700}.g-fixed,.g-would_be_fixed{--g:#1a7f37}.g-clean{--g:#0e7490}
+.tgroup{border-left-color:var(--g,var(--line))}
+.warning{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:0 0 10px}
+.gbadge{display:inline-block;color:#fff;background:var(--g);border-radius:4px;padding:1px 8px;font-size:12px;font-weight:600}
 """
 
 
@@ -104,6 +113,31 @@ def _colour(status):
 
 def _badge(status, path):
     return '<span class="badge" style="background:%s">%s</span>' % (_colour(status), _figure(status, path))
+
+
+def _group_class(group):
+    return "g-" + str(group).replace(" ", "_")
+
+
+def _triage(report):
+    """What needs a human first: each group with its hosts, one line why and what would allow the next step."""
+    groups = []
+    for number, group in enumerate(report["fleet"].get("triage", [])):
+        at = dict((entry["host"], index) for index, entry in enumerate(report["hosts"]))
+        path = "fleet.triage.%d" % number
+        items = "".join(
+            '<li class="%s"><a href="#host-%d"><b>%s</b></a> <span class="gbadge">%s</span> %s%s</li>' % (
+                _group_class(group["group"]), at.get(host["host"], 0), _figure(host["host"], "%s.hosts.%d.host" % (path, i)),
+                _figure(host["outcome"], "%s.hosts.%d.outcome" % (path, i)),
+                _figure(host["why"], "%s.hosts.%d.why" % (path, i)) if host["why"] else "",
+                '<span class="next">next: %s</span>' % _figure(host["next"], "%s.hosts.%d.next" % (path, i)) if host["next"] else "")
+            for i, host in enumerate(group["hosts"]))
+        groups.append('<div class="tgroup %s" data-group="%s"><h2>%s <small>(%s)</small></h2><ul>%s</ul></div>' % (
+            _group_class(group["group"]), _text(group["group"]), _figure(group["group"], path + ".group"),
+            plural(len(group["hosts"]), "host"), items))
+    warnings = "".join('<p class="warning">warning: %s</p>' % _figure(warning, "fleet.warnings.%d" % at)
+                       for at, warning in enumerate(report["fleet"].get("warnings", [])))
+    return '<section class="triage" data-scope="triage">%s%s</section>' % (warnings, "".join(groups))
 
 
 def _bar(memory, css_class="bar"):
@@ -173,10 +207,10 @@ def _rungs(entry):
         return ""
     items = []
     for step in entry["rungs_tried"]:
-        result = "failed: %s" % _text(step.get("msg")) if step.get("failed") else ("changed" if step.get("changed") else "nothing to do")
+        result = _text(rung_result(step, entry.get("check_mode")))
         plan = "".join('<li class="plan-line">%s</li>' % _text(line) for line in step.get("plan", []))
         items.append("<li><b>%s</b>: %s%s</li>" % (_text(step.get("rung")), result, "<ul>%s</ul>" % plan if plan else ""))
-    return "<h3>Rungs taken</h3><ul>%s</ul>" % "".join(items)
+    return "<h3>%s</h3><ul>%s</ul>" % ("Rungs it would take" if entry.get("check_mode") else "Rungs taken", "".join(items))
 
 
 def _health_check(entry, path):
@@ -225,10 +259,13 @@ def _host(entry, at):
         body = '<p class="none">no GPU found on this host</p>'
     else:
         body = '<p class="none">no GPU figures: the host left no snapshot</p>'
-    opened = "" if status in ("clean", "inspected") and not entry.get("held_by") else " open"
-    return ('<details class="host" id="host-%d" data-host="%s" style="border-left-color:%s"%s><summary><h2>%s</h2>%s'
-            '<span class="msg">%s</span><span class="facts">%s</span></summary><div class="body">%s%s%s%s%s%s</div></details>' % (
-                at, _text(entry.get("host")), _colour(status), opened, _figure(entry.get("host"), path + ".host"),
+    grade = entry.get("triage") or {}
+    opened = "" if grade.get("group") == "clean" and not entry.get("held_by") else " open"
+    return ('<details class="host %s" id="host-%d" data-host="%s" style="border-left-color:var(--g, %s)"%s><summary><h2>%s</h2>'
+            '<span class="gbadge">%s</span>%s<span class="msg">%s</span><span class="facts">%s</span></summary>'
+            '<div class="body">%s%s%s%s%s%s</div></details>' % (
+                _group_class(grade.get("group")), at, _text(entry.get("host")), _colour(status), opened,
+                _figure(entry.get("host"), path + ".host"), _figure(grade.get("outcome"), path + ".triage.outcome"),
                 _badge(status, path + ".status"), _text(entry.get("msg")), " &middot; ".join(facts), body, _holders(entry, path),
                 _rungs(entry), _scheduler(entry), _health_check(entry, path), _reasons(entry)))
 
@@ -281,5 +318,5 @@ def render_html(report):
         '<th>GPU memory at the start</th><th class="n">back (MiB)</th><th class="n">time (s)</th></tr></thead><tbody>%s</tbody></table></div>'
         '%s</main></body></html>\n' % (
             _text(title), CSS, _text(report["run_id"]), _figure(report["run_id"], "run_id"), _figure(report["kind"], "kind"),
-            _figure(report["generated"], "generated"), plan, _summary(report), _legend(),
+            _figure(report["generated"], "generated"), plan + _triage(report), _summary(report), _legend(),
             overview or '<tr><td colspan="8" class="none">no hosts</td></tr>', "".join(_host(entry, at) for at, entry in enumerate(hosts))))

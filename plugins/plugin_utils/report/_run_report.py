@@ -17,6 +17,10 @@ import os
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import markdown, markdown_code, printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, write_atomic_in
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_RUNG
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import rung_result
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import fleet_triage, triage
 
 STATUSES = ("fixed", "partly fixed", "clean", "planned", "failed", "refused", "inspected", "not_reached", "undetermined")
 _GPU_FIELDS = ("index", "name", "pci_bus_id", "state", "memory_used_mib", "memory_total_mib", "unattributed_mib")
@@ -52,17 +56,26 @@ def _snapshot_gpus(snapshot):
     return dict((gpu.get("index"), gpu) for gpu in (snapshot or {}).get("gpus", []))
 
 
+def _identity(gpu):
+    """What a vendor takes a lost GPU back by: its UUID and serial, and where they came from when the driver could not
+    say them (the watch's state); nothing more for a GPU the driver answers for."""
+    if not gpu.get("lost") and gpu.get("state") != "lost":
+        return {}
+    return dict((field, gpu.get(field)) for field in ("uuid", "serial", "identity_from"))
+
+
 def _walked_gpu(gpu, seen, walked):
     """A GPU of a ladder's outcome with its bars: before, and after when a rung ran; its total from the host's snapshot."""
     total, reserved = seen.get("memory_total_mib"), seen.get("memory_reserved_mib")
     bars = [memory_bar("before", total, gpu.get("memory_used_mib_before"), gpu.get("ghost_mib_before"), reserved)]
     if walked and gpu.get("memory_used_mib_after") is not None:
         bars.append(memory_bar("after", total, gpu["memory_used_mib_after"], None, reserved))
-    return dict(gpu, memory_total_mib=total, bars=bars)
+    return dict(gpu, memory_total_mib=total, bars=bars, **_identity(seen))
 
 
 def _inspected_gpu(gpu):
-    picked = _pick(gpu, _GPU_FIELDS)
+    picked = dict((field, gpu.get(field)) for field in _GPU_FIELDS)  # a lost GPU's unknown figures are None, never missing
+    picked.update(_identity(gpu))
     picked["bars"] = [memory_bar("now", gpu.get("memory_total_mib"), gpu.get("memory_used_mib"), gpu.get("unattributed_mib"),
                                  gpu.get("memory_reserved_mib"))]
     return picked
@@ -87,16 +100,32 @@ def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
                         if holder.get("class") != "gpu_daemon"],
             "summary": list(summary or []),
         }
-        if refusal:
+        if refusal and entry["entry_rung"] != NO_RUNG:
             entry.update(status="refused", msg=refusal)
+        elif refusal:  # a fleet-wide refusal: this host needed nothing, it stays clean
+            entry.update(status="clean", msg="no GPU memory held: nothing to do")
         return entry
     if refusal:
         return {"host": host, "status": "refused", "msg": refusal}
     return {"host": host, "status": "not_reached", "msg": "failed or not reached before its inspection"}
 
 
-def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts=()):
+def triage_lines(groups):
+    """The console's first lines: each group with its hosts, one line each saying why and what would allow the next step."""
+    lines = []
+    for group in groups:
+        lines.append("  %s (%s):" % (group["group"], plural(len(group["hosts"]), "host")))
+        for host in group["hosts"]:
+            why = " - " + host["why"] if host["why"] else ""
+            lines.append("    %s: %s%s%s" % (host["host"], host["outcome"], why, "; next: " + host["next"] if host["next"] else ""))
+    return lines
+
+
+def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts=(), warnings=()):
     """The whole report: the hosts' lines and the fleet's totals, with the summary lines printed at the end of a run."""
+    for entry in entries:
+        entry["triage"] = triage(entry)
+    groups = fleet_triage(entries, conditional=check_mode or kind != "reset_gpu")
     by_status = dict((status, [e["host"] for e in entries if e.get("status") == status]) for status in STATUSES)
     fixed_by = {}
     for entry in entries:
@@ -107,17 +136,18 @@ def build_report(entries, run_id, kind, check_mode, generated, destructive_hosts
     ghost = sum(gpu["bars"][0]["ghost_mib"] or 0 for gpu in gpus if gpu.get("bars"))
     timed = [entry["seconds"] for entry in entries if entry.get("seconds") is not None]
     title = run_id if kind == "reset_gpu" else "gpu_report"
-    summary = ["%s: %d host(s)%s" % (title, len(entries), " (check mode: a plan, nothing changed)" if check_mode else "")]
-    summary += ["  %s: %s" % (status, ", ".join(by_status[status])) for status in STATUSES if by_status[status]]
-    summary += ["  fixed by %s: %s" % (rung, ", ".join(names)) for rung, names in fixed_by.items()]
+    # The run's totals (the Markdown's Fleet section); the console's summary has the grades and warnings between.
+    totals = ["%s: %s%s" % (title, plural(len(entries), "host"), " (check mode: a plan, nothing changed)" if check_mode else "")]
+    totals += ["  fixed by %s: %s" % (rung, ", ".join(names)) for rung, names in fixed_by.items()]
     if kind == "reset_gpu" and not check_mode:
-        summary.append("  memory back: %d MiB" % freed)
+        totals.append("  memory back: %d MiB" % freed)
+    summary = totals[:1] + triage_lines(groups) + ["  warning: %s" % warning for warning in warnings] + totals[1:]
     return {
         "run_id": run_id, "kind": kind, "generated": generated, "check_mode": check_mode, "hosts": entries,
         "fleet": {"hosts": len(entries), "by_status": by_status, "fixed_by": fixed_by, "memory_freed_mib": freed,
                   "count_by_status": dict((status, len(names)) for status, names in by_status.items()),
                   "gpus": len(gpus), "ghost_mib": ghost, "seconds_longest": max(timed) if timed else None,
-                  "destructive_hosts": list(destructive_hosts), "summary": summary},
+                  "destructive_hosts": list(destructive_hosts), "triage": groups, "warnings": list(warnings), "totals": totals, "summary": summary},
     }
 
 
@@ -160,7 +190,7 @@ def _host_markdown(entry):
                                gpu.get("ghost_mib_before", gpu.get("unattributed_mib")), gpu.get("freed_mib")]))
         lines.append("")
     for step in entry.get("rungs_tried", []):
-        result = "failed: %s" % _cell(step.get("msg")) if step.get("failed") else ("changed" if step.get("changed") else "nothing to do")
+        result = _cell(rung_result(step, entry.get("check_mode")))
         lines.append("- rung **%s**: %s" % (_cell(step.get("rung")), result))
         lines += ["  - %s" % _cell(line) for line in step.get("plan", [])]
     if entry.get("rungs_tried"):
@@ -173,17 +203,31 @@ def _host_markdown(entry):
     return lines
 
 
+def _triage_markdown(groups):
+    """What needs a human first: a heading per group, one item per host with why and what would allow the next step."""
+    lines = []
+    for group in groups:
+        lines += ["## %s (%s)" % (group["group"].capitalize(), plural(len(group["hosts"]), "host")), ""]
+        lines += ["- **%s**: %s%s%s" % (_cell(host["host"]), _cell(host["outcome"]), " - " + _cell(host["why"]) if host["why"] else "",
+                                        "; next: " + _cell(host["next"]) if host["next"] else "") for host in group["hosts"]]
+        lines.append("")
+    return lines + ["## Hosts", ""] if lines else lines
+
+
 def render_markdown(report):
     """The report for people: one table of the hosts, the fleet's summary, then each host's holders, GPUs and rungs."""
     lines = ["# GPU memory report %s" % markdown_code(report["run_id"]), "",
              "Generated %s%s." % (_cell(report["generated"]), " in check mode: a plan, nothing was changed" if report["check_mode"] else ""),
-             "", "| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |",
-             "|---|---|---|---|---|---:|---:|"]
+             ""]
+    warnings = ["> **Warning:** %s" % _cell(warning) for warning in report["fleet"].get("warnings", [])]
+    lines += warnings + ([""] if warnings else []) + _triage_markdown(report["fleet"].get("triage", []))
+    lines += ["| host | status | entry rung | fixed by | rungs tried | memory back (MiB) | seconds |", "|---|---|---|---|---|---:|---:|"]
     for entry in report["hosts"]:
         lines.append(_row([entry["host"], entry.get("status"), entry.get("entry_rung"), entry.get("fixed_by"),
                            ", ".join(step.get("rung", "") for step in entry.get("rungs_tried", [])),
                            entry.get("memory_freed_mib"), entry.get("seconds")]))
-    lines += ["", "## Fleet", ""] + ["    " + printable(line) for line in report["fleet"]["summary"]]  # a code block: text as it is
+    # a code block: text as it is; the hosts' grades are above, as Markdown
+    lines += ["", "## Fleet", ""] + ["    " + printable(line) for line in report["fleet"].get("totals", report["fleet"]["summary"])]
     for entry in report["hosts"]:
         lines += _host_markdown(entry)
     return "\n".join(lines) + "\n"

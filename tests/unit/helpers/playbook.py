@@ -21,6 +21,10 @@ PLAY = """
 """
 
 
+# ansible-playbook as this interpreter runs it: ansible-test's units venv has Ansible's modules but not its scripts.
+ANSIBLE_PLAYBOOK = [sys.executable, "-c", "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])"]
+
+
 def run_playbook(directory, collections_root, tasks, out):
     """Write a play of `tasks` (YAML, indented as a play's task list) on localhost to `directory`/play.yml, run it with
     ansible-playbook from `directory`, fail the test with its output unless it succeeds, and return the JSON the play
@@ -30,8 +34,7 @@ def run_playbook(directory, collections_root, tasks, out):
         handle.write(PLAY + tasks.lstrip("\n"))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1")
-    argv = [sys.executable, "-c", "import sys; from ansible.cli.playbook import main; main(['ansible-playbook'] + sys.argv[1:])",
-            "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, playbook]
+    argv = ANSIBLE_PLAYBOOK + ["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable, playbook]
     run = bounded.run(argv, "ansible-playbook %s" % playbook, timeout=PLAYBOOK_DEADLINE, env=env, stdout=subprocess.PIPE,
                       stderr=subprocess.STDOUT, universal_newlines=True, cwd=directory)
     assert run.returncode == 0, run.stdout[-4000:]

@@ -105,9 +105,13 @@ def expected_paths(report):
     paths = ["run_id", "fleet.hosts", "fleet.gpus", "fleet.ghost_mib"] + ["fleet.count_by_status." + s for s in report["fleet"]["count_by_status"]]
     if report["kind"] == "reset_gpu":
         paths += ["fleet.memory_freed_mib", "fleet.seconds_longest"]
+    for number, group in enumerate(report["fleet"]["triage"]):
+        paths += ["fleet.triage.%d.group" % number]
+        paths += ["fleet.triage.%d.hosts.%d.%s" % (number, i, key) for i, host in enumerate(group["hosts"])
+                  for key in ("host", "outcome", "why", "next") if host[key]]
     for at, entry in enumerate(report["hosts"]):
         host = "hosts.%d" % at
-        paths += [host + ".host", host + ".status"]
+        paths += [host + ".host", host + ".status", host + ".triage.outcome"]
         paths += [host + "." + key for key in ("memory_freed_mib", "seconds", "entry_rung", "fixed_by") if entry.get(key) is not None]
         for i, gpu in enumerate(entry.get("gpus", [])):
             paths += ["%s.gpus.%d.memory_total_mib" % (host, i)]

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build
-from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded, playbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -57,8 +57,7 @@ def reset_gpu(directory, root, collections_root, policy=None, extra=()):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCAL_TEMP=os.path.join(directory, "ansible-local"))
     env.pop("GPUOPS_SIM_ROOT", None)
-    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-            os.path.join(ROOT, "playbooks", "reset_gpu.yml")] + list(extra)
+    argv = playbook.ANSIBLE_PLAYBOOK + ["-i", inventory, os.path.join(ROOT, "playbooks", "reset_gpu.yml")] + list(extra)
     run = bounded.run(argv, "reset_gpu.yml", timeout=300, env=env, capture_output=True, text=True)
     report = None
     if os.path.exists(os.path.join(reports, "latest.json")):

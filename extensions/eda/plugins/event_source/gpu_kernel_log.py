@@ -51,6 +51,8 @@ options:
     description:
       - Several hosts' files (a log collector's), a mapping of inventory host name to a file or a list of files (its
         kernel log and its syslog, where they are apart). Overrides O(path) and O(host).
+      - Left out (or null), O(path) for O(host). An empty mapping (what a filter that matched nothing gives) names no
+        host, and the source refuses to start, saying so.
     type: dict
   host:
     description: The inventory name of the node whose log this is (C(meta.hosts)). Defaults to the machine's host name.
@@ -338,6 +340,10 @@ async def main(queue, args):
     throttle = shared.Throttle(options["throttle_seconds"])
     boot = _boot_time()
     groups = shared.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
+    if options["paths"] == {}:
+        # An empty selection selects nothing: never the one file of path and host.
+        raise shared.OptionError("%s: option paths is an empty mapping: it names no host's file to follow (leave paths out, or "
+                                 "null, to follow path for host)" % SOURCE)
     if options["paths"]:
         if options["source"] != "file":
             raise shared.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))

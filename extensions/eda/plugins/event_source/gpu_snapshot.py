@@ -50,6 +50,8 @@ options:
     description:
       - Several nodes, a list of mappings with C(host) and C(state_path) (and C(journal_path)), or C(host) and
         C(environment). Overrides O(host), O(state_path), O(environment).
+      - Left out (or null), the one node of O(host) and O(state_path). An empty list (what a filter that matched
+        nothing gives) names no node, and the source refuses to start, saying so.
     type: list
     elements: dict
   ghost_threshold_mib:
@@ -192,8 +194,12 @@ def _state_view(node):
 
 
 def _nodes(options, shared):
-    if not options["nodes"]:
+    if options["nodes"] is None:
         return [dict((key, options[key]) for key in NODE_KEYS if key != "host"), ]
+    if not options["nodes"]:
+        # An empty selection selects nothing: never the one node of host and state_path.
+        raise shared.OptionError("%s: option nodes is an empty list: it names no node to watch (leave nodes out, or null, "
+                                 "to watch the node of host and state_path)" % SOURCE)
     nodes = []
     for index, node in enumerate(options["nodes"]):
         if not isinstance(node, dict) or not isinstance(node.get("host"), str) or not node["host"]:

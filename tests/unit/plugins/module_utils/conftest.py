@@ -111,6 +111,8 @@ class Processes:
                             text=True)
         child = int(bounded.line(parent, "parent"))
         assert self.state_of(child) == "Z"  # the leader's stat
+        # The group's state is its live thread's: wait until it sleeps (just started, it may still run, state R).
+        self.wait_until(lambda: _process.read_process(child)["state"] == "S", timeout=bounded.DEADLINE)
         return parent, child
 
 

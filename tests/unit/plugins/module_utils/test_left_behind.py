@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,13 +109,14 @@ def test_a_leader_started_after_the_holder_is_its_leader(tmp_path):
     assert answer == {"standing": BUSY, "why": "its process group leader 500 (python3) runs"}
 
 
-def test_a_zombie_leader_or_one_that_left_its_group_is_not_the_leader(tmp_path):
+def test_a_zombie_leader_is_not_the_leader_one_that_left_its_group_still_is(tmp_path):
     zombie = _fake_proc(tmp_path / "z", _stat_line(1, "S", 0, 1, 1, 1), _stat_line(500, "Z", 1, 500, 1, 100),
                         _stat_line(700, "S", 500, 500, 1, 200))
     assert holder_standing(700, zombie)["standing"] == LEFT_BEHIND
     moved = _fake_proc(tmp_path / "m", _stat_line(1, "S", 0, 1, 1, 1), _stat_line(500, "S", 1, 900, 1, 100),
                        _stat_line(700, "S", 500, 500, 1, 200))
-    assert holder_standing(700, moved)["standing"] == LEFT_BEHIND
+    # It moved to group 900 (setpgid) and runs: it has not exited (the real processes: below).
+    assert holder_standing(700, moved) == {"standing": BUSY, "why": "its process group leader 500 (python3) runs, in group 900 now"}
 
 
 def test_the_scheduler_and_the_init_system_come_first(tmp_path):
@@ -224,3 +227,71 @@ def test_a_users_own_service_is_not_the_system_unit_of_the_same_name(tmp_path):
         (tmp_path / name / "proc" / "901" / "cgroup").write_text(cgroup)
         answer = StandingProbe(_Node(), systemctl=str(systemctl)).standing(901, unit="rsync.service", proc_root=root)
         assert answer["standing"] == standing, (name, answer)
+
+
+MOVING_LEADER = """
+import os, sys, time
+worker = os.fork()
+if worker == 0:
+    time.sleep(600)
+    os._exit(0)
+print(worker, flush=True)
+os.setpgid(0, int(sys.stdin.readline()))
+print("moved", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_worker_whose_group_leader_moved_to_another_group_is_busy_while_the_leader_runs(procs):
+    """The leader of the worker's group calls setpgid later (into another group of its session): it has not exited, it
+    is the worker's parent and runs; the kernel keeps its pid for it while the group lives, so that pid is its. Only
+    once it exits is the worker left behind."""
+    leader = procs.spawn([sys.executable, "-c", MOVING_LEADER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         process_group=0)
+    worker = int(bounded.line(leader, "the leader's worker"))
+    worker_started = _start_time(worker)
+    try:
+        leader.stdin.write("%d\n" % os.getpgrp())
+        leader.stdin.flush()
+        assert bounded.line(leader, "the leader") == "moved"
+        assert os.getpgid(leader.pid) == os.getpgrp() and os.getpgid(worker) == leader.pid
+        assert holder_standing(worker) == {
+            "standing": BUSY, "why": "its process group leader %d (%s) runs, in group %d now" % (leader.pid, _comm(leader.pid), os.getpgrp())}
+        leader.kill()
+        procs.wait_until(lambda: procs.state_of(leader.pid) in (None, "Z"))
+        assert holder_standing(worker) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % leader.pid}
+    finally:
+        if _start_time(worker) == worker_started:
+            os.kill(worker, signal.SIGKILL)
+
+
+TMUX_PROGRAM = "import os, signal, sys, time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n" \
+               "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\nos.rename(sys.argv[1] + '.tmp', sys.argv[1])\ntime.sleep(600)"
+
+
+def test_a_program_in_a_tmux_pane_is_busy_until_its_pane_ends(tmp_path, procs):
+    """A real tmux (its server a daemon of its own session): a program a pane's shell started is a working program,
+    its group and session led by that shell, which runs. When the server is killed, the shell goes; the program (which
+    ignores SIGHUP, as nohup makes it) lives on with its leader gone: left behind."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        pytest.skip("not run: tmux is not installed")
+    socket = "gpuops-test-%d" % os.getpid()
+    pid_file = tmp_path / "program.pid"
+    shell_command = "%s -c %s %s; :" % (sys.executable, shlex.quote(TMUX_PROGRAM), shlex.quote(str(pid_file)))
+    bounded.run([tmux, "-L", socket, "-f", "/dev/null", "new-session", "-d", "sh", "-c", shell_command], "tmux new-session")
+    program = started = None
+    try:
+        procs.wait_until(pid_file.exists, timeout=20)
+        program = int(pid_file.read_text())
+        started = _start_time(program)
+        shell = int(procs.stat_fields(program)[1])  # its parent: the pane's shell
+        assert os.getsid(program) == shell and os.getpgid(program) == shell
+        assert holder_standing(program) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (shell, _comm(shell))}
+        bounded.run([tmux, "-L", socket, "kill-server"], "tmux kill-server")
+        procs.wait_until(lambda: procs.state_of(shell) in (None, "Z"), timeout=20)
+        assert holder_standing(program) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % shell}
+    finally:
+        subprocess.run([tmux, "-L", socket, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
+        if program is not None and _start_time(program) == started:
+            os.kill(program, signal.SIGKILL)

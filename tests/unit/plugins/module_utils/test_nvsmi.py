@@ -14,7 +14,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 QX = os.path.join(FIXTURES, "nvidia-smi-qx")
 BUS_ID = re.compile(r"^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$")
-GPU_KEYS = {"index", "minor_number", "uuid", "name", "pci_bus_id", "memory_total_mib", "memory_used_mib",
+GPU_KEYS = {"index", "minor_number", "uuid", "serial", "name", "pci_bus_id", "memory_total_mib", "memory_used_mib",
             "memory_free_mib", "memory_reserved_mib", "persistence_mode", "compute_mode", "mig_mode", "mig_devices",
             "recovery_action", "nvlink_peers", "processes"}
 PROCESS_KEYS = {"pid", "type", "used_mib", "name", "gpu_instance_id", "compute_instance_id"}
@@ -92,6 +92,7 @@ def test_parse_query_xml_shape(name):
         assert set(gpu) == GPU_KEYS
         assert BUS_ID.match(gpu["pci_bus_id"])
         assert gpu["uuid"].startswith("GPU-")
+        assert gpu["serial"] is None or (isinstance(gpu["serial"], str) and gpu["serial"].strip() == gpu["serial"] != ""), gpu["serial"]
         assert gpu["compute_mode"] == "Default"
         assert gpu["nvlink_peers"] == []
         assert set(gpu["mig_mode"]) == {"current", "pending"}

@@ -327,7 +327,7 @@ def test_webhook_with_the_inventory_reports_a_group_an_ambiguous_or_an_unknown_h
     assert [(event["gpuops"]["host"], event["meta"]) for event in made] == [("node07", {"hosts": "node07"})]
     assert [event["gpuops"]["message"] for event in _events_of(events, "source_problem")] == answers[0][1]["problems"] == [
         "alert 1 (GpuopsGhostMemory): its host 'gpu_nodes' names a group of the inventory (2 hosts: node07, node08), not one host",
-        "alert 2 (GpuopsGhostMemory): its host 'racks' names both a host and a group of the inventory (1 hosts: racks): ambiguous, "
+        "alert 2 (GpuopsGhostMemory): its host 'racks' names both a host and a group of the inventory (1 host: racks): ambiguous, "
         "and a limit to it takes the group",
         "alert 3 (GpuopsGhostMemory): its host 'ghost9' is no host of the inventory"]
 
@@ -348,7 +348,7 @@ def test_webhook_inventory_that_is_not_there_is_named(tmp_path):
     ("gpu_kernel_log", {"paths": {"node07": "/dev/null", "gpu_nodes": "/dev/null"}},
      "gpu_kernel_log: option paths: 'gpu_nodes' names a group of the inventory (2 hosts: node07, node08), not one host"),
     ("gpu_kernel_log", {"host": "racks", "path": "/dev/null"},
-     "gpu_kernel_log: option host: 'racks' names both a host and a group of the inventory (1 hosts: racks): ambiguous"),
+     "gpu_kernel_log: option host: 'racks' names both a host and a group of the inventory (1 host: racks): ambiguous"),
     ("gpu_snapshot", {"nodes": [{"host": "node07"}, {"host": "node99"}]},
      "gpu_snapshot: option nodes: 'node99' is no host of the inventory"),
 ])

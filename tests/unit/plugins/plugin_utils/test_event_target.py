@@ -22,7 +22,7 @@ def test_one_host_of_the_inventory_targeted_alone_goes_on():
     ("rack1", FLEET[:2], "gpuops_event_host='rack1' names a group of the inventory (2 hosts: f01, f02), not one host"),
     ("empty", [], "gpuops_event_host='empty' names a group of the inventory (0 hosts: ), not one host"),
     ("all", FLEET, "gpuops_event_host='all' names a group of the inventory (12 hosts"),
-    ("racks", ["racks"], "gpuops_event_host='racks' names both a host and a group of the inventory (1 hosts: racks): ambiguous"),
+    ("racks", ["racks"], "gpuops_event_host='racks' names both a host and a group of the inventory (1 host: racks): ambiguous"),
     ("ghost9", [], "gpuops_event_host='ghost9' is no host of the inventory"),
     ("f03", ["f03", "f04"], "the run started by the event for f03 targets 2 hosts (f03, f04), not that one alone"),
     ("f03", [], "the run started by the event for f03 targets 0 hosts (), not that one alone"),

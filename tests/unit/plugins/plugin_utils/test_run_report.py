@@ -47,13 +47,15 @@ def test_the_fleet_totals_and_summary_of_a_reset_run():
     assert fleet["by_status"]["fixed"] == ["node07"] and fleet["by_status"]["clean"] == ["node03"]
     assert fleet["by_status"]["not_reached"] == ["node09"] and fleet["fixed_by"] == {"reset": ["node07"]}
     assert fleet["memory_freed_mib"] == 6144 and fleet["destructive_hosts"] == ["node07"]
-    assert fleet["summary"] == ["reset_gpu-1: 3 host(s)", "  fixed: node07", "  clean: node03", "  not_reached: node09",
+    assert fleet["summary"] == ["reset_gpu-1: 3 hosts", "  needs a human (1 host):",
+                                "    node09: not reached - failed or not reached before its inspection; next: reach the host (its connection, "
+                                "its Python) and run again", "  fixed (1 host):", "    node07: fixed", "  clean (1 host):", "    node03: clean",
                                 "  fixed by reset: node07", "  memory back: 6144 MiB"]
 
 
 def test_check_mode_says_it_is_a_plan_and_claims_no_memory_back():
     report = build_report([host_entry("node07", outcome=dict(OUTCOME, status="planned"))], "r", "reset_gpu", True, "t")
-    assert report["fleet"]["summary"][0] == "r: 1 host(s) (check mode: a plan, nothing changed)"
+    assert report["fleet"]["summary"][0] == "r: 1 host (check mode: a plan, nothing changed)"
     assert not [line for line in report["fleet"]["summary"] if "memory back" in line]
     assert "in check mode: a plan, nothing was changed" in render_markdown(report)
 
