@@ -18,7 +18,8 @@ description:
     C(http_config.authorization) sends; V(basic) - C(Authorization: Basic) of O(username) and the secret, what
     C(http_config.basic_auth) sends (gpu_watch's own webhook sends what C(gpu_watch_webhook_headers) holds, such as
     the bearer token). Credentials are compared in constant time. A request without them, with wrong
-    ones, or with a credential header given twice is rejected with 401 and put on no queue (a bearer or basic request as soon as its headers are in, its body unread)."
+    ones, or with a credential header given twice is rejected with 401 and put on no queue (a bearer or basic request
+    as soon as its headers are in, its body unread)."
   - With O(certfile) and O(keyfile) it serves HTTPS (TLS 1.2 or later). A bearer token or password crosses the network
     only over TLS - O(auth) V(bearer) or V(basic) on an address other than the loopback without TLS is refused.
   - A body over 1 MiB is answered 413; one that does not arrive within 10 seconds (a sender that stops half-way) 408,
@@ -33,7 +34,8 @@ description:
   - An alert naming no host, or a host that is not one host name (C(meta.hosts) is the playbook's limit, where C(all),
     C(a,b), C(node*), C(~regex) or C(@file) would name other hosts), or a C(pci_bus_id) that is not a PCI bus id or a
     C(gpu) that is not an index (the playbook's extra vars are templated: a label must never carry a template to the
-    controller), is answered 422 and logged, never dropped silently. A timestamp that is no number of seconds (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
+    controller), is answered 422 and logged, never dropped silently. A timestamp that is no number of seconds
+    (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
 options:
   host:
     description:

@@ -242,8 +242,8 @@ def test_a_label_that_is_a_template_never_reaches_the_playbook():
               {"alerts": [{"status": "firing", "labels": dict(_alert("node07:9100")["alerts"][0]["labels"], gpu=forged)}]},
               {"host": "node07", "alerts": [{"kind": "ghost_memory", "pci_bus_id": forged}]},
               {"host": "node07", "alerts": [{"kind": "ghost_memory", "gpu_index": forged}]},
-              {"alerts": [{"status": "firing", "labels": dict(_alert("node07:9100")["alerts"][0]["labels"], pci_bus_id="0000:3b:00.0",
-                                                               gpu="2")}]}]
+              {"alerts": [{"status": "firing", "labels": dict(_alert("node07:9100")["alerts"][0]["labels"],
+                                                              pci_bus_id="0000:3b:00.0", gpu="2")}]}]
 
     async def exchange(port):
         answers = []
