@@ -33,7 +33,7 @@ description:
     or silent GPU, none otherwise), C(message), C(fingerprint)."
   - An alert naming no host, or a host that is not one host name (C(meta.hosts) is the playbook's limit, where C(all),
     C(a,b), C(node*), C(~regex) or C(@file) would name other hosts), or a C(pci_bus_id) that is not a PCI bus id or a
-    C(gpu) that is not an index (the playbook's extra vars are templated: a label must never carry a template to the
+    C(gpu) that is not an index (the playbook's extra vars are templated - a label must never carry a template to the
     controller), is answered 422 and logged, never dropped silently. A timestamp that is no number of seconds
     (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
 options:
