@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import host_problem
 
@@ -132,6 +133,17 @@ def _text(value):
     return value if isinstance(value, str) else None
 
 
+def _gpu_problem(gpu, gpu_index):
+    """Why an alert's GPU cannot go to the playbook, or None. The rulebook passes it as an extra var, which ansible-core
+    templates when the playbook reads it: anything but a bus id and an index (a Jinja template would run on the
+    controller) is refused, never passed on."""
+    if gpu and normalize_bus_id(gpu) is None:  # an empty label is Prometheus's absent one
+        return "its pci_bus_id %r is not a PCI bus id" % gpu[:80]
+    if gpu_index not in (None, "") and not (isinstance(gpu_index, int) or (gpu_index.isascii() and gpu_index.isdigit())):
+        return "its gpu %r is not a GPU index" % gpu_index[:80]
+    return None
+
+
 def alert_events(payload, host_label="instance", groups=None):
     """The firing alerts of an Alertmanager webhook body, or of gpu_watch's own, as events (resolved ones make none).
 
@@ -171,6 +183,10 @@ def alert_events(payload, host_label="instance", groups=None):
         why = inventory_host_problem(host, groups) if groups is not None else None
         if why:
             problems.append("alert %d (%s): its host %s" % (index, name, why))
+            continue
+        why = _gpu_problem(gpu, gpu_index)
+        if why:
+            problems.append("alert %d (%s) on %s: %s" % (index, name, host, why))
             continue
         body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
                 "rung": ALERT_RUNGS.get(name, "none"), "message": message,

@@ -367,8 +367,9 @@ def journal_argv(journalctl, cursor=None, since=None):
 
 def recall_argv(journalctl, since):
     """journalctl reading (not following) the remediation lines written since `since` (epoch): what recall takes at the
-    start. journal_lines trusts only root's (_UID 0) of them."""
-    return [journalctl, "--output=json", "--no-pager", "--since=@%d" % int(since), "SYSLOG_IDENTIFIER=%s" % SYSLOG_IDENTIFIER]
+    start, root's (_UID 0, which journald sets, not the sender) alone: a user logging forged ones without end would
+    otherwise fill the read-back's memory and cost it its deadline. journal_lines checks _UID again."""
+    return [journalctl, "--output=json", "--no-pager", "--since=@%d" % int(since), "SYSLOG_IDENTIFIER=%s" % SYSLOG_IDENTIFIER, "_UID=0"]
 
 
 # How much of a log file's end recall reads at the start (the remediation lines of the window are near the end).

@@ -18,7 +18,8 @@ description:
     C(http_config.authorization) sends; V(basic) - C(Authorization: Basic) of O(username) and the secret, what
     C(http_config.basic_auth) sends (gpu_watch's own webhook sends what C(gpu_watch_webhook_headers) holds, such as
     the bearer token). Credentials are compared in constant time. A request without them, with wrong
-    ones, or with a credential header given twice is rejected with 401 and put on no queue."
+    ones, or with a credential header given twice is rejected with 401 and put on no queue (a bearer or basic request
+    as soon as its headers are in, its body unread)."
   - With O(certfile) and O(keyfile) it serves HTTPS (TLS 1.2 or later). A bearer token or password crosses the network
     only over TLS - O(auth) V(bearer) or V(basic) on an address other than the loopback without TLS is refused.
   - A body over 1 MiB is answered 413; one that does not arrive within 10 seconds (a sender that stops half-way) 408,
@@ -31,8 +32,10 @@ description:
     C(gpu) and C(pci_bus_id), C(gpu_index), C(rung) (reset for ghost memory and a recovery action, reboot for a lost
     or silent GPU, none otherwise), C(message), C(fingerprint)."
   - An alert naming no host, or a host that is not one host name (C(meta.hosts) is the playbook's limit, where C(all),
-    C(a,b), C(node*), C(~regex) or C(@file) would name other hosts), is answered 422 and logged, never dropped
-    silently. A timestamp that is no number of seconds (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
+    C(a,b), C(node*), C(~regex) or C(@file) would name other hosts), or a C(pci_bus_id) that is not a PCI bus id or a
+    C(gpu) that is not an index (the playbook's extra vars are templated - a label must never carry a template to the
+    controller), is answered 422 and logged, never dropped silently. A timestamp that is no number of seconds
+    (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
 options:
   host:
     description:
@@ -159,6 +162,11 @@ def _options(shared, alert, server, args):
     if not secret:
         raise shared.OptionError("%s: no secret: set option secret, or the environment variable %s (option secret_env)"
                                  % (SOURCE, options["secret_env"]))
+    if options["auth"] != "hmac" and (secret != secret.strip() or not secret.isprintable()):
+        # A header's value is trimmed and carries no control character: every request would be 401, saying nothing.
+        raise shared.OptionError("%s: the secret in %s has spaces or control characters (a newline?) at its ends or inside: no "
+                                 "Authorization header can carry it" % (SOURCE, "option secret" if options["secret"] else
+                                                                        "%s (option secret_env)" % options["secret_env"]))
     if (options["auth"] == "basic") != bool(options["username"]):
         raise shared.OptionError("%s: option username goes with auth basic (and only with it): got auth %s, username %r"
                                  % (SOURCE, options["auth"], options["username"]))
@@ -186,15 +194,23 @@ async def main(queue, args):
         LOGGER.warning("%s: rejected a request from %s: %s", SOURCE, request.remote, why)
         return web.json_response({"rejected": why}, status=status, headers=headers)
 
+    def unauthorized(request, why):
+        scheme = {"bearer": "Bearer", "basic": "Basic"}.get(options["auth"])
+        return rejected(request, 401, why, {"WWW-Authenticate": scheme, "Connection": "close"} if scheme else None)
+
     def authenticate(request, body, now):
         if options["auth"] != "hmac":
-            return alert.verify_authorization(options["auth"], secret, options["username"], request.headers)
+            return None  # checked before the body was read
         why = alert.verify(secret, request.headers, body, now, options["window_seconds"])
         if why is None and request.headers.get(alert.SIGNATURE_HEADER) in seen:
             why = "replayed: this signature was already received"
         return why
 
     async def receive(request):
+        if options["auth"] != "hmac":  # the headers say it all: a stranger's body is never read
+            why = alert.verify_authorization(options["auth"], secret, options["username"], request.headers)
+            if why:
+                return unauthorized(request, why)
         try:
             body = await asyncio.wait_for(request.read(), BODY_SECONDS)
         except asyncio.TimeoutError:
@@ -202,8 +218,7 @@ async def main(queue, args):
         now = time.time()
         why = authenticate(request, body, now)
         if why:
-            return rejected(request, 401, why, {"WWW-Authenticate": "Bearer" if options["auth"] == "bearer" else "Basic"}
-                            if options["auth"] != "hmac" else None)
+            return unauthorized(request, why)
         try:
             payload = json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:

@@ -146,3 +146,63 @@ def test_a_restarted_journal_source_reads_back_roots_answers_only(tmp_path):
     since = [int(arg.split("@", 1)[1]) for arg in argvs[0] if arg.startswith("--since=@")]
     assert len(since) == 1 and int(now) - 3600 <= since[0] <= after - 3600, argvs[0]  # the window: answers_seconds back
     assert "--follow" in argvs[1]
+
+
+# journalctl's matches as journalctl applies them (FIELD=value terms of different fields ANDed, "+" between groups ORed),
+# over what the journal holds: root's answer, then a user's `logger -t gpuops-remediation` in a loop that never stops.
+FLOODED_JOURNALCTL = r'''#!%(python)s
+import json, sys, time
+groups = [[]]
+for arg in sys.argv[1:]:
+    if arg == "+":
+        groups.append([])
+    elif "=" in arg and not arg.startswith("-"):
+        groups[-1].append(arg.split("=", 1))
+def wanted(entry):
+    return any(all(entry.get(name) == value for name, value in group) for group in groups)
+if "--follow" in sys.argv:
+    sys.stdout.write(open(%(late)r).read())
+    sys.stdout.flush()
+    while True:
+        time.sleep(60)
+out = [json.loads(line) for line in open(%(held)r)]
+forged = out.pop()
+for entry in out:
+    if wanted(entry):
+        print(json.dumps(entry), flush=True)
+while wanted(forged):
+    sys.stdout.write((json.dumps(forged) + "\n") * 1000)
+'''
+
+
+def test_a_user_flooding_forged_answers_cannot_cost_the_read_back_its_deadline(tmp_path):
+    """A user logs forged remediation lines without end: the read-back asks journalctl for root's lines alone, so it
+    still ends in time with root's answer, and a late copy of the Xid root's reset answered makes no event."""
+    now = time.time()
+    held, late, fake = tmp_path / "held.jsonl", tmp_path / "late.json", tmp_path / "journalctl"
+    ours = "host=node7 action=gpu_reset gpus=%s epoch=%.3f run=r1"
+    held.write_text("\n".join(json.dumps(_entry(ours % (bus, now - 600), now - 600, _TRANSPORT="syslog", SYSLOG_IDENTIFIER="gpuops-remediation",
+                                                _UID=uid, _PID="991")) for bus, uid in (("00000000:3B:00.0", "0"), ("00000000:18:00.0", "1000"))) + "\n")
+    xid = "NVRM: Xid (PCI:0000:%s): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response"
+    # The late copy of the Xid root's reset answered, then a new Xid on af:00 (the sentinel: the follow has got here).
+    late.write_text("\n".join(json.dumps(_entry(xid % bus, when, _TRANSPORT="kernel")) for bus, when in (("3b:00", now - 660), ("af:00", now))) + "\n")
+    fake.write_text(FLOODED_JOURNALCTL % {"python": sys.executable, "held": str(held), "late": str(late)})
+    fake.chmod(0o755)
+    source = _source("gpu_kernel_log")
+    source.RECALL_SECONDS = 5.0
+    args = {"source": "journal", "host": "node7", "journalctl": str(fake), "poll_interval": 0.05, "throttle_seconds": 0}
+
+    async def until_sentinel():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(source.main(queue, args))
+        events = []
+        try:
+            while not [event for event in events if event["gpuops"].get("pci_bus_id") == "00000000:AF:00.0"]:
+                events.append(await asyncio.wait_for(queue.get(), 60))
+            return events
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    events = asyncio.run(until_sentinel())
+    assert [(event["gpuops"]["type"], event["gpuops"].get("pci_bus_id")) for event in events] == [("xid", "00000000:AF:00.0")], events

@@ -231,3 +231,68 @@ def test_a_client_that_sends_its_headers_slowly_or_none_loses_its_connection():
     # Closed while it was still trickling (the whole header line would take 16 s), not before its second was up.
     assert slow_answer == b"" and sent < len(TRICKLED) and slow_took > 0.9, (slow_answer, sent, slow_took)
     assert quiet_answer == b"" and quiet_took > 0.9, (quiet_answer, quiet_took)
+
+
+def test_a_label_that_is_a_template_never_reaches_the_playbook():
+    """The rulebook hands event.gpuops.gpu to the playbook as gpu_reclaim_gpus (an extra var, which ansible-core
+    templates when read): a pci_bus_id or gpu label that is not a bus id or an index - a Jinja template that would run
+    on the controller - makes no event; the alert is answered 422 and named as a problem."""
+    forged = "{{ lookup('pipe', 'touch /tmp/gpuops-forged') }}"
+    bodies = [{"alerts": [{"status": "firing", "labels": dict(_alert("node07:9100")["alerts"][0]["labels"], pci_bus_id=forged)}]},
+              {"alerts": [{"status": "firing", "labels": dict(_alert("node07:9100")["alerts"][0]["labels"], gpu=forged)}]},
+              {"host": "node07", "alerts": [{"kind": "ghost_memory", "pci_bus_id": forged}]},
+              {"host": "node07", "alerts": [{"kind": "ghost_memory", "gpu_index": forged}]},
+              {"alerts": [{"status": "firing", "labels": dict(_alert("node07:9100")["alerts"][0]["labels"],
+                                                              pci_bus_id="0000:3b:00.0", gpu="2")}]}]
+
+    async def exchange(port):
+        answers = []
+        for body in bodies:
+            data = json.dumps(body).encode()
+            answers.append(await _exchange(port, _request(["Authorization: Bearer tok3n"], data)))
+        return answers
+
+    answers, events = _serve({"auth": "bearer", "secret": "tok3n"}, exchange)
+    assert [_status(answer) for answer in answers] == [422, 422, 422, 422, 202]
+    alerts = [event["gpuops"] for event in events if event["gpuops"]["type"] == "alert"]
+    assert [(alert["gpu"], alert["gpu_index"]) for alert in alerts] == [("0000:3b:00.0", "2")]
+    assert not any("{{" in json.dumps(event) and event["gpuops"]["type"] == "alert" for event in events)
+    assert all("not a PCI bus id" in json.dumps(answer.decode()) or "not a GPU index" in answer.decode() for answer in answers[:4])
+
+
+def test_wrong_credentials_are_refused_before_the_body_is_read():
+    """A client with a wrong bearer token announces a body and never sends it: it is answered 401 at once (its headers
+    say enough), not held until the body's deadline with the body buffered for a stranger."""
+    head = b"\r\n".join([b"POST /alerts HTTP/1.1", b"Host: x", b"Content-Type: application/json", b"Content-Length: 900000",
+                         b"Authorization: Bearer wrong", b"", b""])
+
+    async def exchange(port):
+        return await _exchange(port, head, wait=3)
+
+    answer, events = _serve({"auth": "bearer", "secret": "tok3n"}, exchange)
+    assert _status(answer) == 401, answer
+    assert not events
+
+
+@pytest.mark.parametrize("auth, secret", [("bearer", "tok3n\n"), ("bearer", " tok3n"), ("basic", "pass word\r\n")])
+def test_a_secret_no_header_can_carry_stops_the_source(monkeypatch, auth, secret):
+    """A token file read into the environment with its newline (or spaces around it): no Authorization header can
+    carry it (the header's value is trimmed), so every Alertmanager request would be 401 with no word of why. The source
+    does not start, naming the variable, and never the secret itself."""
+    monkeypatch.setenv("GPUOPS_TEST_TOKEN", secret)
+    module = _source("gpu_alert_webhook")
+    options = {"auth": auth, "secret_env": "GPUOPS_TEST_TOKEN", "port": _free_port()}
+    if auth == "basic":
+        options["username"] = "am"
+    with pytest.raises(OptionError, match="gpu_alert_webhook: the secret in GPUOPS_TEST_TOKEN .option secret_env. has") as raised:
+        asyncio.run(asyncio.wait_for(module.main(asyncio.Queue(), options), 10))  # a source that started: TimeoutError
+    assert secret.strip() not in str(raised.value)
+
+
+def test_a_certificate_and_a_key_that_do_not_match_stop_the_source(tmp_path):
+    certfile, dummy = _certificate(str(tmp_path / "one") if os.mkdir(str(tmp_path / "one")) is None else None)
+    dummy, keyfile = _certificate(str(tmp_path / "two") if os.mkdir(str(tmp_path / "two")) is None else None)
+    module = _source("gpu_alert_webhook")
+    with pytest.raises(OptionError, match="options certfile %s / keyfile %s: " % (certfile, keyfile)):
+        asyncio.run(asyncio.wait_for(module.main(asyncio.Queue(), {"secret": SECRET, "certfile": certfile, "keyfile": keyfile,
+                                                                   "port": _free_port()}), 10))
