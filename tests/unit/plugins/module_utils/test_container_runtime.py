@@ -289,7 +289,10 @@ def test_a_runtime_that_does_not_answer_confirms_nothing_within_the_probe_deadli
         result = ContainerWitness(hung).confirm(os.getpid(), CLAIMED)
     finally:
         if pid_file.exists():
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the CLI the deadline abandoned
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the CLI, where the deadline left it running
+            except ProcessLookupError:
+                pass  # the runner ended the CLI's process group at the deadline, as it should
     assert time.monotonic() - started < 30
     assert result["confirmed"] is False
     assert result["reason"] == "docker inspect did not answer within 1.0 s"
