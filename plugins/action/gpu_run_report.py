@@ -20,7 +20,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_rep
 # What a host of the play leaves for the report.
 HOST_VARIABLES = ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary", "gpu_remediate_guard_refusal")
 ARGUMENT_SPEC = {
-    "hosts": {"type": "list", "elements": "str", "required": True},
+    "hosts": {"type": "list", "elements": "str"},
     "kind": {"type": "str", "default": "gpu_report", "choices": ["gpu_report", "reset_gpu"]},
     "run_id": {"type": "str", "default": ""},
     "dest": {"type": "path"},
@@ -39,6 +39,8 @@ class ActionModule(ControllerAction):
 
     def act(self, args, task_vars):
         hostvars = task_vars["hostvars"]
+        if args["hosts"] is None:  # left out or null: every host of the play; an empty list selects none
+            args["hosts"] = list(task_vars.get("ansible_play_hosts_all") or [])
         entries = []
         for host in args["hosts"]:
             if host not in hostvars:

@@ -33,10 +33,11 @@ author:
   - gpuops maintainers (@gpuops)
 options:
   hosts:
-    description: The hosts of the report, in this order (usually C(ansible_play_hosts_all)).
+    description:
+      - The hosts of the report, in this order.
+      - Left out or null, every host of the play (C(ansible_play_hosts_all)); an empty list selects none.
     type: list
     elements: str
-    required: true
   kind:
     description: V(reset_gpu) for a run that walked the ladder (the summary adds the memory that came back), V(gpu_report) for a read-only report.
     type: str

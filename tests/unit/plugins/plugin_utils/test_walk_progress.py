@@ -88,8 +88,14 @@ def test_the_progress_lines_are_ansible_runner_job_events(node, collection_root)
     (pdd / "inventory").mkdir()
     (pdd / "inventory" / "hosts.yml").write_text((node / "inventory.yml").read_text())
     (pdd / "env" / "extravars").write_text(json.dumps({"gpu_remediate_report_dir": str(node / "reports")}))
+    # ansible-runner runs the ansible-playbook it finds on PATH: this Python's (ansible-test's venv has no such script).
+    shim = node / "bin"
+    shim.mkdir()
+    (shim / "ansible-playbook").write_text("#!%s\nimport sys\nfrom ansible.cli.playbook import main\n"
+                                           "sys.exit(main(['ansible-playbook'] + sys.argv[1:]))\n" % sys.executable)
+    (shim / "ansible-playbook").chmod(0o755)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT, ANSIBLE_NOCOLOR="1",
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+               PATH=os.pathsep.join([str(shim), os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     run = bounded.run([sys.executable, "-m", "ansible_runner", "run", str(pdd), "--project-dir", collection_root,
                        "-p", "playbooks/reset_gpu.yml", "--ident", "walk"], "ansible-runner run reset_gpu.yml", timeout=600,
                       env=env, capture_output=True, text=True)
