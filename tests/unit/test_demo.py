@@ -19,7 +19,9 @@ def test_the_demo_shows_the_report_and_keeps_it(collection_root, collections_roo
     markdown = out.split("TASK [The report in Markdown", 1)[1].split("TASK [", 1)[0]
     assert "# GPU memory report" in markdown and "## Fixed (1 host)" in markdown
     page = os.path.join(collection_root, ".demo", "reports", "latest.html")
-    assert "%s (kept until the next make demo)" % page in out.split("TASK [The report as a page", 1)[1]
+    # The default callback folds long values at spaces: compare the words.
+    shown = " ".join(out.split("TASK [The report as a page", 1)[1].split())
+    assert "%s (kept until the next make demo)" % page in shown
     with open(page, encoding="utf-8") as handle:
         assert 'data-group="fixed"' in handle.read()
     assert "Cryptography" not in out.split("PLAY [", 1)[1]  # nothing the collection's own run could prevent
