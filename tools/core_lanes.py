@@ -6,8 +6,9 @@ Each core lane is a venv of its own under .build/lanes/ (made once, keyed on the
 Python), on the first controller Python that version installs on: the running one, else pyenv's (`pyenv root`). It
 runs a focused set of unit tests and the core integration targets with that ansible-core. The target-Python lanes run
 the Linux core targets' modules with ansible_python_interpreter set to each node Python found under pyenv (in a venv
-of its own with nvidia-ml-py, as the gpu_node_prep role makes one on a node), on the pinned ansible-core. A lane that cannot find or install what it needs says `not run: <reason>`; the summary says
-which ansible-core versions and target Pythons ran."""
+of its own with nvidia-ml-py, as the gpu_node_prep role makes one on a node), on the pinned ansible-core. A lane that
+cannot find or install what it needs says `not run: <reason>`; the summary says which ansible-core versions and target
+Pythons ran."""
 
 import argparse
 import os
@@ -35,7 +36,7 @@ STEP_DEADLINE = 1200
 
 def version_of(python):
     try:
-        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
+        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], check=False, capture_output=True,
                              text=True, timeout=60)
     except OSError:
         return None
@@ -45,7 +46,7 @@ def version_of(python):
 def pyenv_pythons():
     """{'3.12': path} of every CPython under pyenv's versions/, found at run time."""
     try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=60).stdout.strip()
+        root = subprocess.run(["pyenv", "root"], check=False, capture_output=True, text=True, timeout=60).stdout.strip()
     except OSError:
         return {}
     found = {}
@@ -79,7 +80,7 @@ def lane_venv(core, python, version):
              [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
               "ansible-core==" + core, PYTEST, "-r", os.path.join(ROOT, "tests", "unit", "requirements.txt")])
     for argv in steps:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=STEP_DEADLINE)
+        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=STEP_DEADLINE)
         if done.returncode:
             lines = (done.stderr or done.stdout).strip().splitlines()
             return None, "%s failed: %s" % (os.path.basename(argv[0]) if argv[1] != "-m" else argv[3], lines[-1] if lines else done.returncode)
@@ -90,7 +91,7 @@ def lane_venv(core, python, version):
 
 def run(argv, env=None):
     started = time.monotonic()
-    rc = subprocess.run(argv, cwd=ROOT, env=env, timeout=STEP_DEADLINE * 2).returncode
+    rc = subprocess.run(argv, check=False, cwd=ROOT, env=env, timeout=STEP_DEADLINE * 2).returncode
     return rc, time.monotonic() - started
 
 
@@ -123,7 +124,7 @@ def node_python(version, python):
         shutil.rmtree(venv, ignore_errors=True)
         for argv in ([python, "-m", "venv", venv],
                      [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin]):
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=STEP_DEADLINE)
+            done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=STEP_DEADLINE)
             if done.returncode:
                 lines = (done.stderr or done.stdout).strip().splitlines()
                 return None, "%s failed: %s" % (" ".join(argv[1:3]), lines[-1] if lines else done.returncode)
@@ -151,7 +152,7 @@ def _pinned():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--cores", action="store_true", help="only the ansible-core lanes")
     parser.add_argument("--nodes", action="store_true", help="only the target-Python lanes")
     parser.add_argument("--summary", help="also write the summary to this file")

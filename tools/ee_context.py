@@ -56,7 +56,7 @@ def problems(context, tarball):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--context", default=os.path.join(ROOT, ".build", "ee"), help="where the build context goes")
     args = parser.parse_args(argv)
     # The definition's additional_build_files takes it from here (a path relative to the definition).
