@@ -16,6 +16,12 @@ from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources impor
 
 # ---------------------------------------------------------------- gpu_snapshot: whose state file
 
+async def _first_events(queue):
+    """The source's first event, waited for (not a sleep that a loaded machine outruns), and what came with it."""
+    first = [await asyncio.wait_for(queue.get(), 30)]
+    return first + [queue.get_nowait() for _index in range(queue.qsize())]
+
+
 def test_state_file_problem_of_another_user_or_writable_by_anyone(tmp_path):
     path = tmp_path / "watch_state.json"
     assert state_file_problem(str(path)) is None  # missing: nothing known, no problem
@@ -68,10 +74,7 @@ def test_snapshot_does_not_believe_a_state_file_anyone_can_write(tmp_path):
         queue = asyncio.Queue()
         task = asyncio.ensure_future(module.main(queue, _state_file_options(path, tmp_path)))
         try:
-            await asyncio.sleep(0.6)
-            first = []
-            while not queue.empty():
-                first.append(queue.get_nowait())
+            first = await _first_events(queue)
             os.chmod(str(path), 0o640)
             fixed = await asyncio.wait_for(queue.get(), 5)
             return first, fixed
@@ -97,8 +100,7 @@ def test_snapshot_state_file_that_cannot_be_read_is_said_once_not_hidden(tmp_pat
         queue = asyncio.Queue()
         task = asyncio.ensure_future(module.main(queue, _state_file_options(path, tmp_path)))
         try:
-            await asyncio.sleep(0.6)
-            first = [queue.get_nowait() for _index in range(queue.qsize())]
+            first = await _first_events(queue)
             path.write_text(json.dumps(_ghost_state(time.time())))
             return first, await asyncio.wait_for(queue.get(), 5)
         finally:
