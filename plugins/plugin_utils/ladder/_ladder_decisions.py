@@ -235,11 +235,11 @@ def first_rung(snapshot, options):
 
 
 def destructive_entry(snapshot, options):
-    """Whether the walk of this snapshot under `options` (the run's max_rung, allow_reboot, destructive rungs and
-    end_running_jobs) starts with a destructive rung: what the fleet guard counts. A host the walk refuses, or will
-    fix only partly with light rungs, takes no destructive one."""
+    """The destructive rung the walk of this snapshot under `options` (the run's max_rung, allow_reboot, destructive
+    rungs and end_running_jobs) starts with, or None: what the fleet guard and the circuit breaker count. A host the
+    walk refuses, or will fix only partly with light rungs, takes no destructive one."""
     rung = first_rung(snapshot, options)
-    return rung is not None and destructive(rung, snapshot, options)
+    return rung if rung is not None and destructive(rung, snapshot, options) else None
 
 
 def fleet_guard(destructive_hosts, host_count, max_percent):
