@@ -81,8 +81,8 @@ def busy_evidence(snapshot, options):
     """The GPUs whose own evidence (an Xid, NVML's recovery action, ghost memory) needs a rung above the kill while
     working programs hold them - only they (in_use), or beside that evidence (a held GPU): that rung would end them, so
     it is never taken silently. -> [{"index", "rung", "reasons", "allow", "busy"}] (busy: the programs, each with the
-    fact that makes it busy). None without them, and none with end_running_jobs (the walk then takes the rung, and it
-    counts as destructive)."""
+    fact that makes it busy). [] without them, and with end_running_jobs (the walk then takes the rung, and it counts
+    as destructive)."""
     if options.end_running_jobs:
         return []
     found = []
@@ -117,9 +117,9 @@ def busy_evidence_refusal(snapshot, options):
     found = busy_evidence(snapshot, options)
     if not found:
         return ""
-    return "%s; %s would allow it" % ("; ".join(
-        "GPU %s: the evidence needs the %s rung (%s), %s: %s"
-        % (need["index"], need["rung"], "; ".join(need["reasons"]), BUSY_EVIDENCE, "; ".join(need["busy"])) for need in found), found[0]["allow"])
+    named = ["GPU %s: the evidence needs the %s rung (%s), %s: %s" % (
+        need["index"], need["rung"], "; ".join(need["reasons"]), BUSY_EVIDENCE, "; ".join(need["busy"])) for need in found]
+    return "%s; %s would allow it" % ("; ".join(named), found[0]["allow"])
 
 
 def gpu_needs(snapshot, options):
