@@ -176,7 +176,6 @@ def test_pid_reused_during_the_grace_is_not_sent_the_next_signal(spawn, procs):
     assert second.poll() is None and procs.state_of(second.pid) == "S"
 
 
-
 def test_os_kill_path_when_pidfd_is_unavailable(spawn, monkeypatch, procs):
     monkeypatch.setattr(_terminate, "_open_pidfd", lambda pid: None)
     proc = spawn(["sleep", "60"])

@@ -18,6 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer i
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import KILL_GRACE, Target, _wait_after, terminate
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
+
 def _write(path, text):
     with open(path, "w") as handle:
         handle.write(text)

@@ -29,8 +29,6 @@ def _request(headers=(), body=BODY):
     return b"\r\n".join(lines + [header.encode() for header in headers] + [b"Connection: close", b"", body])
 
 
-
-
 def _status(answer):
     return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else answer
 
@@ -103,7 +101,7 @@ def test_tls_with_a_certificate_of_the_sources_own(tmp_path):
         return secure, wrong, plain
 
     (secure, wrong, plain), events = serve({"auth": "bearer", "secret": "tok3n", "certfile": certfile, "keyfile": keyfile},
-                                            exchange)
+                                           exchange)
     assert _status(secure) == 202, secure
     assert _status(wrong) == 401, wrong
     assert not plain.startswith(b"HTTP/1.1 2"), plain
