@@ -55,6 +55,8 @@ def _by_verdict(entry):
     rung, why = entry.get("entry_rung") or NO_RUNG, "; ".join(entry.get("reasons") or []) or entry.get("msg") or ""
     if _lost(entry):
         return _grade("lost GPU", NEEDS_A_HUMAN, "%s fell off the bus: %s" % (_lost(entry), why), LOST_NEXT)
+    if entry.get("held_back"):
+        return _grade("busy", HELD_BACK, entry["held_back"], _allowing(entry["held_back"]))
     if rung == NO_RUNG:
         busy = IN_USE in _gpu_states(entry) or "busy" in _gpu_states(entry)
         return _grade("in use" if busy else "clean", CLEAN, "working programs hold its memory" if busy else "no GPU memory held")

@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import counted_rung
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder import LadderWalk
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import busy_evidence, destructive_entry
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_report import host_entry
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import HELD_BACK, triage
 from ansible_collections.gpuops.remediation.tests.unit.helpers.ladder_node import BUSY, ORPHAN, Node
 from ansible_collections.gpuops.remediation.tests.unit.helpers.ladder_walk import walk_options
@@ -111,3 +112,15 @@ def test_a_leftover_beside_a_working_program_on_the_same_gpu_is_still_the_kill_r
     assert busy_evidence(snap, walk_options()) == []  # the kill is no rung above the kill: nothing held back
     outcome = _walk(node).start(snap)["outcome"]
     assert _modules(node) == ["gpu_kill"] and outcome["status"] == "fixed" and [h["pid"] for h in node.holders] == [BUSY["pid"]]
+
+
+def test_a_read_only_report_grades_such_a_gpu_as_the_walk_would_held_back_not_fixed():
+    """gpu_report.yml only inspects: its triage reads the walk's own refusal (host_entry's held_back), never 'would be
+    fixed by reset' for a GPU the walk would refuse; a GPU the program does not share is still graded by its verdict."""
+    entry = host_entry("node07", snapshot=Node([{"ghost": 3072}], holders=[BUSY]).snapshot())
+    assert entry["status"] == "inspected" and entry["entry_rung"] == "reset"
+    assert entry["held_back"].endswith("gpu_reclaim_end_running_jobs would allow it") and "pid 5353 (llm-serve)" in entry["held_back"]
+    grade = triage(entry)
+    assert (grade["group"], grade["outcome"], grade["next"]) == (HELD_BACK, "busy", "gpu_reclaim_end_running_jobs would allow it")
+    apart = host_entry("node08", snapshot=Node([{"ghost": 3072}, {"ghost": 0}], holders=[dict(BUSY, gpus=[1])]).snapshot())
+    assert "held_back" not in apart and triage(apart)["outcome"] == "would be fixed by reset"
