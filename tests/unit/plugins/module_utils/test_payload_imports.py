@@ -52,8 +52,8 @@ def _payload(tmp_path):
             payload.writestr("/".join(parts[:depth]) + "/__init__.py", "")
         payload.write(SOURCE, PACKAGE + "/_payload_imports.py")
         payload.writestr(PACKAGE + "/sample_b.py", "def base():\n    return 40\n")
-        payload.writestr(PACKAGE + "/sample_a.py", "from ansible_collections.gpuops.remediation.plugins.module_utils.sample_b import base\n\n\n"
-                                                  "def answer():\n    return base() + 2\n")
+        sample_a = "from %s.sample_b import base\n\n\ndef answer():\n    return base() + 2\n" % PACKAGE.replace("/", ".")
+        payload.writestr(PACKAGE + "/sample_a.py", sample_a)
     return path
 
 
