@@ -18,7 +18,15 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
     PolicyError, apply_policy, event_rung, parse_policy,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._root_answers import RootAnswers
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
+
+
+def root_answers(journal_path):
+    """What confirms the answers read from files: root's action journal at journal_path, by default where the
+    collection's modules write it on this machine (the simulated node's, under GPUOPS_SIM_ROOT)."""
+    return RootAnswers(journal_path or current_layout().journal_file)
 
 
 def load_policy(source, inline, path):
@@ -158,14 +166,27 @@ class KernelLines:
     """Turns the lines of one host's log into events: Xid and fallen-off-the-bus lines, less those throttled or
     answered by a remediation the same log reported (the closed loop)."""
 
-    def __init__(self, host, policy, throttle, boot_time=None):
+    def __init__(self, host, policy, throttle, boot_time=None, root_answers=None):
         self.host = host
         self.policy = policy
         self.throttle = throttle
         self.boot_time = boot_time
+        # A file's lines (_root_answers.RootAnswers): an answer only when root's journal confirms it. None: the lines
+        # come from where only root writes them (journal_lines keeps root's alone).
+        self.root_answers = root_answers
         self.answers = Answers()
         self.held = []
         self.dropped = []
+
+    def _answer(self, line):
+        """The remediation a line reports, as root recorded it (None: no remediation line, or one root did not write)."""
+        done = remediation_of(line, self.host)
+        if done is None or self.root_answers is None:
+            return done
+        trusted, why = self.root_answers.confirmed(done, self.host)
+        if trusted is None:
+            self.dropped.append({"line": line, "why": why})
+        return trusted
 
     def recall(self, lines, now, window):
         """Record the remediations these lines report, dated within `window` seconds before now (and not after it): at
@@ -173,7 +194,7 @@ class KernelLines:
         already answered starts no second run. Returns how many; the lines make no event."""
         count = 0
         for line in lines:
-            done = remediation_of(line, self.host)
+            done = self._answer(line)
             if done and done["epoch"] is not None and now - window <= done["epoch"] <= now + CLOCK_SKEW_SECONDS:
                 self.answers.record(done)
                 count += 1
@@ -188,7 +209,7 @@ class KernelLines:
         self.held = lines[len(lines) - keep:] if keep else []
         lines = lines[:len(lines) - keep] if keep else lines
         for line in lines:
-            done = remediation_of(line, self.host)
+            done = self._answer(line)
             # A remediation is dated when its line is written: one dated after now (beyond clock skew) is no answer;
             # taken, it would drop every later Xid of the host (any user can write that line with logger).
             if done and done["epoch"] is not None and done["epoch"] <= now + CLOCK_SKEW_SECONDS:

@@ -17,6 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log
     Answers, FileTail, KernelLines, kmsg_line, load_policy, remediation_of,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._snapshot_source import Lasting, state_conditions
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import root_reset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
@@ -175,13 +176,14 @@ def test_kernel_log_closed_loop_drops_what_a_remediation_answered(tmp_path):
     _append(log)
     answered = ("2026-11-30T10:00:10+00:00 node7 gpuops-remediation[991]: host=node7 action=gpu_reset "
                 "gpus=00000000:3B:00.0 epoch=1796032810.0 run=r1")
+    root_reset(str(tmp_path / "journal.jsonl"), 1796032810.0, "00000000:3B:00.0", "r1")
 
     async def act():
         # the remediation's line first (a late delivery of the Xid it answered follows), then a new Xid after it
         _append(log, answered, XID_119, XID_119.replace("10:00:00", "10:05:00"))
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05,
-                                                            "throttle_seconds": 0}, act, 1, ready=following(log)))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05, "throttle_seconds": 0,
+                                                            "journal_path": str(tmp_path / "journal.jsonl")}, act, 1, ready=following(log)))
     assert [event["gpuops"]["time"] for event in events] == ["2026-11-30T10:05:00+00:00"]
 
 
@@ -460,8 +462,8 @@ def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
         _append(kernel, XID_119.replace("2026-11-30T10:00:00", "2000-01-01T00:00:00"),  # before the reset: answered
                 XID_119.replace("2026-11-30T10:00:00", "2099-01-01T00:00:00"))  # after it: new
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": {"node7": [kernel, syslog]}, "poll_interval": 0.05,
-                                                            "throttle_seconds": 0}, act, 1, ready=following(kernel)))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": {"node7": [kernel, syslog]}, "poll_interval": 0.05, "throttle_seconds": 0,
+                                                            "journal_path": journal.path}, act, 1, ready=following(kernel)))
     assert [event["gpuops"]["time"] for event in events] == ["2099-01-01T00:00:00+00:00"]
     with open(syslog) as handle:
         line = handle.read()
