@@ -33,3 +33,9 @@ async def exchange(port, data, wait=5, context=None):
         return await asyncio.wait_for(reader.read(65536), wait)
     finally:
         writer.close()
+
+
+def bearer_post(port, body, token):
+    """exchange() of one POST of `body` with a bearer token (what Alertmanager's http_config.authorization sends)."""
+    return exchange(port, b"POST /alerts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                    % (token.encode(), len(body), body))
