@@ -160,6 +160,8 @@ def pending_tail(lines):
 
 # How far a node's clock may run ahead of the rulebook's machine (a collector's files of other nodes).
 CLOCK_SKEW_SECONDS = 300
+# How many lines dated ahead of the clock a host's source remembers the first sighting of (the oldest forgotten first).
+AHEAD_KEPT = 4096
 
 
 class KernelLines:
@@ -175,8 +177,21 @@ class KernelLines:
         # come from where only root writes them (journal_lines keeps root's alone).
         self.root_answers = root_answers
         self.answers = Answers()
+        self.ahead = {}  # line dated ahead of the clock -> when it first came (_placed)
         self.held = []
         self.dropped = []
+
+    def _placed(self, body, now):
+        """The time an event is answered against: its own, or - dated ahead of now beyond the clock skew, written while
+        the node's clock ran ahead - when its line first came (no remediation could be dated after its own time, and
+        every late copy of it would start a run again)."""
+        if body["time_epoch"] is None or body["time_epoch"] <= now + CLOCK_SKEW_SECONDS:
+            return body["time_epoch"]
+        if body["line"] not in self.ahead:
+            if len(self.ahead) >= AHEAD_KEPT:
+                del self.ahead[next(iter(self.ahead))]
+            self.ahead[body["line"]] = now
+        return self.ahead[body["line"]]
 
     def _answer(self, line):
         """The remediation a line reports, as root recorded it (None: no remediation line, or one root did not write)."""
@@ -226,7 +241,7 @@ class KernelLines:
             if since is not None and body["time_epoch"] is not None and body["time_epoch"] < since - CLOCK_SKEW_SECONDS:
                 self.dropped.append({"event": body, "why": "dated before the source started, in a file read from its start"})
                 continue
-            by = self.answers.answered_by(self.host, body["gpu"], body["time_epoch"])
+            by = self.answers.answered_by(self.host, body["gpu"], self._placed(body, now))
             if by is not None:
                 self.dropped.append({"event": body, "why": "answered by %s (run %s)" % (by["action"], by["run"])})
                 continue

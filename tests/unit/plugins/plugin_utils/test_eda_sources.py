@@ -649,3 +649,19 @@ def test_a_remediation_line_dated_in_the_future_answers_nothing():
     lines_of = KernelLines("node7", {}, Throttle(0))
     assert lines_of.feed([late, XID_119], now) == []
     assert lines_of.dropped[0]["why"] == "answered by gpu_reset (run r)"
+
+
+def test_an_xid_dated_ahead_of_the_clock_is_answered_by_a_later_remediation_of_its_gpu():
+    """A kernel line written while the node's clock ran a day ahead: no remediation can be dated after it, so a late copy
+    of it after its reset started a run again. Its time says nothing: the source's first copy is an event, and once a
+    remediation of its GPU came in, a copy of it is answered; another GPU's remediation answers nothing."""
+    import calendar
+
+    now = calendar.timegm((2026, 11, 30, 9, 0, 0))
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    assert [event["gpuops"]["xid"] for event in lines_of.feed([XID_119], now)] == [119]  # dated 10:00, an hour ahead
+    other = "2026-11-30T09:00:10+00:00 node7 gpuops-remediation[991]: action=gpu_reset gpus=00000000:86:00.0 epoch=%.3f run=r0" % (now + 10)
+    assert [event["gpuops"]["xid"] for event in lines_of.feed([other, XID_119], now + 20)] == [119]
+    reset = "2026-11-30T09:00:30+00:00 node7 gpuops-remediation[991]: action=gpu_reset gpus=00000000:3B:00.0 epoch=%.3f run=r1" % (now + 30)
+    assert lines_of.feed([reset, XID_119], now + 40) == []
+    assert lines_of.dropped[-1]["why"] == "answered by gpu_reset (run r1)"
