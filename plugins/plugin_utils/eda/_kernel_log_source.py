@@ -29,14 +29,20 @@ def root_answers(journal_path):
     return RootAnswers(journal_path or current_layout().journal_file)
 
 
+# The largest Xid policy file read (a policy is a few lines; a larger file is no policy).
+POLICY_FILE_BYTES = 1024 * 1024
+
+
 def load_policy(source, inline, path):
     """The Xid policy (_xid_policy.parse_policy) from the inline mapping and/or the file an operator keeps in the
     inventory (YAML or JSON; the mapping itself, or under the key gpuops_xid_policy as in group_vars)."""
     merged = {}
     if path:
         try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8")
+            with open_log_file(path) as handle:  # a FIFO or a device there is refused, never waited on
+                if os.fstat(handle.fileno()).st_size > POLICY_FILE_BYTES:
+                    raise OptionError("%s: option xid_policy_file: %s is larger than 1 MiB: no Xid policy is" % (source, path))
+                text = handle.read(POLICY_FILE_BYTES).decode("utf-8")
         except (IOError, OSError, UnicodeDecodeError) as exc:
             raise OptionError("%s: option xid_policy_file: cannot read %s: %s" % (source, path, exc))
         import yaml  # ansible-core's dependency; only this option needs it

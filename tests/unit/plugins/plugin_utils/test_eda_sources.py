@@ -665,3 +665,26 @@ def test_an_xid_dated_ahead_of_the_clock_is_answered_by_a_later_remediation_of_i
     reset = "2026-11-30T09:00:30+00:00 node7 gpuops-remediation[991]: action=gpu_reset gpus=00000000:3B:00.0 epoch=%.3f run=r1" % (now + 30)
     assert lines_of.feed([reset, XID_119], now + 40) == []
     assert lines_of.dropped[-1]["why"] == "answered by gpu_reset (run r1)"
+
+
+def test_a_policy_file_that_is_a_fifo_or_too_big_is_refused_at_the_start_never_waited_on(tmp_path):
+    """A FIFO at xid_policy_file blocked the source's start for ever (open(2) waits for a writer); a file of gigabytes
+    would be read whole. Both are refused, naming the option and the path."""
+    import threading
+
+    fifo = str(tmp_path / "policy.fifo")
+    os.mkfifo(fifo)
+    caught = []
+    loader = threading.Thread(target=lambda: caught.append(pytest.raises(OptionError, load_policy, "s", None, fifo)), daemon=True)
+    loader.start()
+    loader.join(10)
+    if loader.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # let it go
+        loader.join(10)
+        pytest.fail("load_policy waited on the FIFO at xid_policy_file")
+    assert "xid_policy_file: cannot read %s" % fifo in str(caught[0].value) and "not a regular file" in str(caught[0].value)
+    big = tmp_path / "big.yml"
+    with open(str(big), "wb") as handle:
+        handle.truncate(2 * 1024 * 1024)
+    with pytest.raises(OptionError, match="xid_policy_file: %s is larger than 1 MiB" % re.escape(str(big))):
+        load_policy("s", None, str(big))
