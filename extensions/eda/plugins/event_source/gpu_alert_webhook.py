@@ -28,7 +28,7 @@ description:
   - Every request is answered at once - its events go to a queue of the source's own, of O(queue_size) events, which
     hands them to ansible-rulebook in order; each host may hold O(host_queue_size) of them. When they do not all fit
     (no room left, or a host past its share), none is taken and the answer is 503 with C(Retry-After) (Alertmanager
-    retries it, and a relay can): one host's storm is answered 503 while the other hosts' alerts are still taken.
+    retries it, and a relay can); one host's storm is answered 503 while the other hosts' alerts are still taken.
   - "Each event: C(event.gpuops) with C(type) (alert), C(alert) (the alert name or gpu_watch finding kind), C(host),
     C(gpu) and C(pci_bus_id), C(gpu_index), C(rung) (reset for ghost memory and a recovery action, reboot for a lost
     or silent GPU, none otherwise), C(message), C(fingerprint)."
