@@ -9,6 +9,8 @@ import importlib.util
 import os
 import socket
 
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
@@ -71,7 +73,7 @@ async def events_after(main, args, append, wanted):
                 events.append(await asyncio.wait_for(queue.get(), 0.5))
             except asyncio.TimeoutError:
                 continue
-        await asyncio.sleep(0.3)  # the other sentinels' events, then nothing but what append(True) brings
+        await bounded.settle_async(0.3, "the other sentinels' events out, then nothing but what append(True) brings")
         while not queue.empty():
             queue.get_nowait()
         append(True)
@@ -79,7 +81,7 @@ async def events_after(main, args, append, wanted):
         while len(events) < wanted:
             assert loop.time() < deadline + 30, "waited for %d events, got %r" % (wanted, events)
             events.append(await asyncio.wait_for(queue.get(), 30))
-        await asyncio.sleep(0.3)
+        await bounded.settle_async(0.3, "no event beyond the ones wanted")
         return events + [queue.get_nowait() for _index in range(queue.qsize())]
     finally:
         task.cancel()
