@@ -326,6 +326,9 @@ class SimNvmlLibrary(_MigReads):
     # -- identity
 
     def nvmlDeviceGetName(self, handle, buffer, size):
+        if _is_mig_handle(handle):
+            _state, gpu, device, rc = self._mig_device(handle, "nvmlDeviceGetName")
+            return rc if rc else _fill_string(buffer, size, "%s MIG %s" % (gpu["name"], device["name"]))
         _state, gpu, rc = self._device(handle, "nvmlDeviceGetName")
         return rc if rc else _fill_string(buffer, size, gpu["name"])
 

@@ -1,0 +1,107 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A selection narrowed to MIG instances: `gpus` naming a MIG device UUID (MIG-...) or GPU:GI[/CI] (as an Xid line
+names an instance, GPU-I / GPU-CI), and which holders such a selection reaches (those the kernel or the driver puts in
+a selected instance, nothing else of that GPU). Linux only: Windows has no MIG."""
+
+from __future__ import annotations
+
+import re
+
+# GPU index : GPU instance id [/ compute instance id]; a PCI bus id of a GPU of the node ("0:3" is one too) wins.
+_INSTANCE_KEY = re.compile(r"^(\d{1,3}):(\d{1,2})(?:/(\d{1,2}))?$")
+
+
+def instance_label(gpu_index, gi_id, ci_id=None):
+    """How the collection writes an instance: GPU:GI, or GPU:GI/CI."""
+    return "%s:%s" % (gpu_index, gi_id) if ci_id is None else "%s:%s/%s" % (gpu_index, gi_id, ci_id)
+
+
+def node_instances(gpus):
+    """Every instance the node has: [(gpu index, gi, ci, MIG UUID)]."""
+    return [(gpu["index"], gi["id"], ci["id"], ci.get("uuid")) for gpu in gpus for gi in gpu.get("gpu_instances") or []
+            for ci in gi["compute_instances"]]
+
+
+def instances_text(gpus):
+    """The node's instances for a refusal: "0:1/0 (MIG-...), 0:2/0 (MIG-...)", or "none"."""
+    return ", ".join("%s (%s)" % (instance_label(g, gi, ci), uuid or "no UUID") for g, gi, ci, uuid in node_instances(gpus)) or "none"
+
+
+def looks_like_instance(key):
+    return key.upper().startswith("MIG-") or _INSTANCE_KEY.match(key) is not None
+
+
+def resolve_instance(gpus, key):
+    """(gpu index, gi, ci or None) the key names, or None when the node has no such instance (or it names none)."""
+    if key.upper().startswith("MIG-"):
+        for gpu_index, gi, ci, uuid in node_instances(gpus):
+            if uuid and uuid.lower() == key.lower():
+                return (gpu_index, gi, ci)
+        return None
+    match = _INSTANCE_KEY.match(key)
+    if not match:
+        return None
+    gpu_index, gi, ci = int(match.group(1)), int(match.group(2)), match.group(3)
+    for there_gpu, there_gi, there_ci, dummy_uuid in node_instances(gpus):
+        if (there_gpu, there_gi) == (gpu_index, gi) and (ci is None or int(ci) == there_ci):
+            return (gpu_index, gi, None if ci is None else int(ci))
+    return None
+
+
+def narrowed(gpus, wanted, whole):
+    """{gpu index: {(gi, ci or None)}} of the GPUs the selection reaches only through instances; `whole` are the GPU
+    indexes it names whole (select_gpus), which no instance narrows."""
+    result = {}
+    for name in wanted or []:
+        key = str(name).strip()
+        if not looks_like_instance(key):
+            continue
+        found = resolve_instance(gpus, key)
+        if found is not None and found[0] not in whole:
+            result.setdefault(found[0], set()).add(found[1:])
+    return result
+
+
+def holder_instances(holder):
+    """{(gpu, gi, ci)} a holder is in (holders[].mig_instances)."""
+    return set((item["gpu"], item["gpu_instance_id"], item["compute_instance_id"]) for item in holder.get("mig_instances") or [])
+
+
+def in_selected_instance(holder, instances):
+    """Whether a holder of a narrowed GPU is in one of the selected instances ({gpu: {(gi, ci or None)}})."""
+    for gpu_index, gi, ci in holder_instances(holder):
+        for wanted_gi, wanted_ci in instances.get(gpu_index, ()):
+            if gi == wanted_gi and (wanted_ci is None or ci == wanted_ci):
+                return True
+    return False
+
+
+def reaches(holder, gpu_indexes, instances):
+    """Whether a holder is within the selection: on a selected GPU, and on a narrowed GPU inside a selected instance
+    (a holder of a narrowed GPU outside every selected instance, or in none, is outside it)."""
+    mine = set(holder.get("gpus") or [])
+    if not mine & set(gpu_indexes):
+        return False
+    return any(index not in instances or in_selected_instance(holder, instances) for index in mine & set(gpu_indexes))
+
+
+def scope_words(instances):
+    """What a check mode or a verdict says of a narrowed selection."""
+    named = ", ".join(instance_label(g, gi, ci) for g in sorted(instances) for gi, ci in sorted(instances[g], key=str))
+    return ("the selection is MIG instance %s: only holders in it are ended; nothing outside it is ended, reset or "
+            "re-created" % named)
+
+
+def refuse_whole_gpu_action(module, gpus, action):
+    """Fail, changing nothing, when `gpus` narrows a GPU to instances and `action` (a reset, a driver reload) would reach
+    the whole GPU, every instance's jobs with it."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import select_gpus  # pylint: disable=import-outside-toplevel
+    wanted = module.params.get("gpus")
+    instances = narrowed(gpus, wanted, set(select_gpus(gpus, [w for w in wanted or [] if not looks_like_instance(str(w).strip())])))
+    if instances:
+        module.fail_json(changed=False, msg=(
+            "refused: gpus=%s narrows this run to MIG instance %s, but %s reaches the whole GPU and every other instance's "
+            "jobs; name the whole GPU (%s) to allow it" % (
+                wanted, ", ".join(instance_label(g, gi, ci) for g in sorted(instances) for gi, ci in sorted(instances[g], key=str)),
+                action, ", ".join(str(g) for g in sorted(instances)))))
