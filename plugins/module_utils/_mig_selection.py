@@ -8,8 +8,18 @@ from __future__ import annotations
 
 import re
 
-# GPU index : GPU instance id [/ compute instance id]; a PCI bus id of a GPU of the node ("0:3" is one too) wins.
-_INSTANCE_KEY = re.compile(r"^(\d{1,3}):(\d{1,2})(?:/(\d{1,2}))?$")
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
+
+# GPU : GPU instance id [/ compute instance id], the GPU by index, UUID or PCI bus id ("0:3/0", "0000:01:00:5/0"); a PCI
+# bus id of a GPU of the node ("0:3" reads as one too) wins. Linear: the GPU part has no "/", the ids at most 2 digits.
+_INSTANCE_KEY = re.compile(r"^(?P<gpu>[^/]{1,64}):(?P<gi>\d{1,2})(?:/(?P<ci>\d{1,2}))?$")
+
+
+def names_gpu(gpu, key):
+    """Whether key names the GPU: its index, its UUID (any case) or its PCI bus id (any usual spelling)."""
+    if key == str(gpu["index"]) or key.lower() == (gpu.get("uuid") or "").lower():
+        return True
+    return ":" in key and gpu.get("pci_bus_id") is not None and normalize_bus_id(key) == gpu["pci_bus_id"]
 
 
 def instance_label(gpu_index, gi_id, ci_id=None):
@@ -42,25 +52,28 @@ def resolve_instance(gpus, key):
     match = _INSTANCE_KEY.match(key)
     if not match:
         return None
-    gpu_index, gi, ci = int(match.group(1)), int(match.group(2)), match.group(3)
-    for there_gpu, there_gi, there_ci, dummy_uuid in node_instances(gpus):
-        if (there_gpu, there_gi) == (gpu_index, gi) and (ci is None or int(ci) == there_ci):
-            return (gpu_index, gi, None if ci is None else int(ci))
+    gi, ci = int(match.group("gi")), match.group("ci")
+    for gpu in gpus:
+        if not names_gpu(gpu, match.group("gpu")):
+            continue
+        for there_gpu, there_gi, there_ci, dummy_uuid in node_instances([gpu]):
+            if there_gi == gi and (ci is None or int(ci) == there_ci):
+                return (there_gpu, gi, None if ci is None else int(ci))
     return None
 
 
-def narrowed(gpus, wanted, whole):
-    """{gpu index: {(gi, ci or None)}} of the GPUs the selection reaches only through instances; `whole` are the GPU
-    indexes it names whole (select_gpus), which no instance narrows."""
-    result = {}
+def narrowed_instances(gpus, wanted):
+    """{gpu index: {(gi, ci or None)}} of the GPUs the selection `wanted` reaches only through MIG instances: a name of a
+    GPU itself (index, UUID, bus id) selects it whole, which no instance of it narrows."""
+    whole, result = set(), {}
     for name in wanted or []:
         key = str(name).strip()
-        if not looks_like_instance(key):
-            continue
-        found = resolve_instance(gpus, key)
-        if found is not None and found[0] not in whole:
+        named = [gpu["index"] for gpu in gpus if names_gpu(gpu, key)]
+        found = resolve_instance(gpus, key) if not named else None
+        whole.update(named)
+        if found is not None:
             result.setdefault(found[0], set()).add(found[1:])
-    return result
+    return dict((index, chosen) for index, chosen in result.items() if index not in whole)
 
 
 def holder_instances(holder):
@@ -86,22 +99,23 @@ def reaches(holder, gpu_indexes, instances):
     return any(index not in instances or in_selected_instance(holder, instances) for index in mine & set(gpu_indexes))
 
 
+def labels(instances):
+    """"0:3, 1:2/0" for {gpu: {(gi, ci or None)}}."""
+    return ", ".join(instance_label(g, gi, ci) for g in sorted(instances) for gi, ci in sorted(instances[g], key=str))
+
+
 def scope_words(instances):
     """What a check mode or a verdict says of a narrowed selection."""
-    named = ", ".join(instance_label(g, gi, ci) for g in sorted(instances) for gi, ci in sorted(instances[g], key=str))
     return ("the selection is MIG instance %s: only holders in it are ended; nothing outside it is ended, reset or "
-            "re-created" % named)
+            "re-created" % labels(instances))
 
 
 def refuse_whole_gpu_action(module, gpus, action):
     """Fail, changing nothing, when `gpus` narrows a GPU to instances and `action` (a reset, a driver reload) would reach
     the whole GPU, every instance's jobs with it."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import select_gpus  # pylint: disable=import-outside-toplevel
     wanted = module.params.get("gpus")
-    instances = narrowed(gpus, wanted, set(select_gpus(gpus, [w for w in wanted or [] if not looks_like_instance(str(w).strip())])))
+    instances = narrowed_instances(gpus, wanted)
     if instances:
         module.fail_json(changed=False, msg=(
             "refused: gpus=%s narrows this run to MIG instance %s, but %s reaches the whole GPU and every other instance's "
-            "jobs; name the whole GPU (%s) to allow it" % (
-                wanted, ", ".join(instance_label(g, gi, ci) for g in sorted(instances) for gi, ci in sorted(instances[g], key=str)),
-                action, ", ".join(str(g) for g in sorted(instances)))))
+            "jobs; name the whole GPU (%s) to allow it" % (wanted, labels(instances), action, ", ".join(str(g) for g in sorted(instances)))))

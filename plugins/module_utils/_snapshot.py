@@ -12,13 +12,12 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
-    instance_label, instances_text, looks_like_instance, narrowed, reaches, resolve_instance, scope_words)
+    instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, reaches, resolve_instance, scope_words)
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY, probe_standing
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import attribution
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import boot_time, read_process, start_time_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
@@ -123,7 +122,7 @@ def select_gpus(gpus, wanted):
     selected = []
     for name in wanted:
         key = str(name).strip()
-        match = [gpu["index"] for gpu in gpus if _names_gpu(gpu, key)]
+        match = [gpu["index"] for gpu in gpus if names_gpu(gpu, key)]
         if not match and looks_like_instance(key):
             # A MIG instance selects its GPU here; narrowed_instances() says which of its holders the selection reaches.
             match = [found[0] for found in [resolve_instance(gpus, key)] if found is not None]
@@ -131,20 +130,6 @@ def select_gpus(gpus, wanted):
             raise UnknownGpu(key, gpus)
         selected.extend(index for index in match if index not in selected)
     return sorted(selected)
-
-
-def narrowed_instances(gpus, wanted):
-    """{gpu index: {(gi, ci or None)}} of the GPUs `wanted` reaches only through MIG instances (empty: none narrowed)."""
-    if not wanted:
-        return {}
-    whole = [name for name in wanted if not looks_like_instance(str(name).strip())]
-    return narrowed(gpus, wanted, set(select_gpus(gpus, whole)))
-
-
-def _names_gpu(gpu, key):
-    if key == str(gpu["index"]) or key.lower() == (gpu.get("uuid") or "").lower():
-        return True
-    return ":" in key and gpu.get("pci_bus_id") is not None and normalize_bus_id(key) == gpu["pci_bus_id"]
 
 
 def _device_gpus(devices, index_by_minor):

@@ -223,9 +223,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill impo
     KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, refuse_beyond_selection,
     validate_kill_params, validate_selection_params,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import scope_words
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, scope_words
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import narrowed_instances
 
 POLL_INTERVAL = 0.5
 

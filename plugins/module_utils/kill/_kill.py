@@ -29,8 +29,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._node import cu
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import reaches
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, narrowed_instances
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, reaches
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
