@@ -77,7 +77,8 @@ scope:
   description:
     - What the snapshot is of - the options its verdict depends on (C(gpus), C(ghost_threshold_mib), C(kernel_log_source),
       C(kernel_log_path), C(kernel_log_window)) and C(taken_epoch), when it was taken (seconds since the epoch).
-    - C(mig_instances) - the MIG instances (C(GPU:GI) or C(GPU:GI/CI)) that O(gpus) narrows its GPUs to; empty when none.
+    - C(mig_instances) - the MIG instances (C(GPU:GI) or C(GPU:GI/CI)) that O(gpus) narrows its GPUs to, only when it
+      names one.
   returned: always
   type: dict
   sample: {gpus: [], ghost_threshold_mib: 256, kernel_log_source: auto, kernel_log_path: null, kernel_log_window: null, taken_epoch: 1764580000.123}

@@ -12,8 +12,10 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection 
 from ansible_collections.gpuops.remediation.tests.unit.plugins.plugin_utils.test_eda_sources import ROOT, _append, _collect, following
 
 # The driver's own example line (NVIDIA/open-gpu-kernel-modules, GA100 error containment), on a node's syslog
-XID_94_MIG = "2026-11-30T10:00:01+00:00 node7 kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No"
-XID_95_GI_ONLY = "2026-11-30T10:00:02+00:00 node7 kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:03): 95, pid=7062, name=python3, Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No"
+XID_94_MIG = ("2026-11-30T10:00:01+00:00 node7 kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, pid=7194, "
+              "Contained: CE User Channel (0x9). RST: No, D-RST: No")
+XID_95_GI_ONLY = ("2026-11-30T10:00:02+00:00 node7 kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:03): 95, pid=7062, name=python3, "
+                  "Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No")
 XID_119 = "2026-11-30T10:00:03+00:00 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response"
 
 # What the node's snapshot says of its GPUs (gpu_holders_info's gpus): GPU 0 on 01:00 in MIG instances 3 and 5
