@@ -25,7 +25,7 @@ ANSIBLE_TEST_ARGS = --venv --python $(TEST_PYTHON) --color no
 
 help:
 	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
-	@echo "make test   - every test (units, integration, molecule, sanity, lint, docs, build, importer)"
+	@echo "make test   - every test (units, integration, molecule, sanity, lint, docs, build, importer, lanes)"
 	@echo "make bench  - the benchmarks under bench/"
 	@echo "make ee-context - the execution environment's build context, with this checkout's tarball (.build/ee/)"
 
