@@ -101,7 +101,7 @@ INTEGRATION_TARGETS ?= gpu_sim gpu_holders_info gpu_kill gpu_reset nvidia_driver
 integration-ansible-test: $(BUILD_COLL)
 	$(ANSIBLE_TEST) integration --local --python $(TEST_PYTHON) --color no $(INTEGRATION_TARGETS)
 
-# ansible-core 2.16 and 2.18 beside the pinned one (venvs of their own, made once under .build/lanes/ and again when
+# ansible-core 2.16 and 2.18 beside the pinned one (venvs of their own, made once under ~/.cache/gpuops-remediation/lanes/, again when
 # their requirements change), and the modules on the GPU nodes' own Pythons (3.8, 3.9, 3.10, 3.12, 3.13 from pyenv):
 # tools/core_lanes.py. Its summary (what ran, what did not and why) ends make test's output.
 LANES_SUMMARY := $(CURDIR)/.build/lanes-summary.txt

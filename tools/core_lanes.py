@@ -5,11 +5,11 @@
 The node lane: one run of tests/lanes/node_pythons.yml whose inventory has a simulated stuck node for each node Python
 found under pyenv (`pyenv root`), each with that Python as its ansible_python_interpreter (in a venv of its own with
 nvidia-ml-py, as the gpu_node_prep role makes one on a node): every Linux module once, then the whole ladder, on all
-of them at once. Each core lane is a venv of its own under .build/lanes/ (made once, kept while its requirements stay
-the same), on the first controller Python that version installs on: the running one, else pyenv's. It runs the unit
-tests that hold what differs between versions, the input check with AWX's answers, and the node lane's playbook on the
-controller's own Python. A lane that cannot find or install what it needs says `not run: <reason>`; the summary says
-which ansible-core versions and target Pythons ran."""
+of them at once. Each core lane is a venv of its own under ~/.cache/gpuops-remediation/lanes/ (GPUOPS_LANES_DIR;
+made once, kept while its Python and requirements stay the same), on the first controller Python that version installs
+on: the running one, else pyenv's. It runs the unit tests that hold what differs between versions, the input check with
+AWX's answers, and the node lane's playbook on the controller's own Python. A lane that cannot find or install what it
+needs says `not run: <reason>`; the summary says which ansible-core versions and target Pythons ran."""
 
 import argparse
 import hashlib
@@ -22,7 +22,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LANES = os.path.join(ROOT, ".build", "lanes")
+# Outside the checkout, as pip's cache is: a clean clone on the same machine finds the venvs made for an earlier one.
+LANES = os.environ.get("GPUOPS_LANES_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                                           "gpuops-remediation", "lanes")
 # Each version's pin, and the controller Pythons it installs on (ansible-core's own python_requires).
 CORES = (("2.16.19", ("3.12", "3.11", "3.10")), ("2.18.19", ("3.13", "3.12", "3.11")))
 PYTEST = "pytest==9.2.0"
@@ -65,10 +67,10 @@ def controller_for(accepted, pythons):
 
 
 def cached_venv(name, python, requirements):
-    """The venv .build/lanes/<name> on `python` with `requirements` (pip arguments) installed, made once and made again
+    """The venv LANES/<name> on `python` with `requirements` (pip arguments) installed, made once and made again
     when the requirements or the files they name change; (bin dir, None) or (None, why it could not be made)."""
     venv = os.path.join(LANES, name)
-    key = hashlib.sha256(json.dumps(requirements).encode())
+    key = hashlib.sha256(json.dumps([os.path.realpath(python)] + list(requirements)).encode())
     for argument in requirements:
         if os.path.isfile(argument):
             with open(argument, "rb") as handle:
