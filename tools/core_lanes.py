@@ -134,9 +134,9 @@ def core_lane(core, accepted, pythons, results):
     outcomes = [(name,) + run(argv, env) for name, argv in steps]
     outcomes.append(("node playbook",) + node_pythons_playbook(bindir, [(version, os.path.join(bindir, "python"))], env))
     failed = [name for name, rc, _seconds in outcomes if rc]
-    results.append(("%s (controller Python %s)" % (lane, version), ("FAILED: " + ", ".join(failed)) if failed else
-                     "ran: %d unit files, target %s, tests/lanes/node_pythons.yml (%.0f s)" % (
-                         len(UNITS), " ".join(TARGETS), sum(seconds for _name, _rc, seconds in outcomes))))
+    ran = "ran: %d unit files, target %s, tests/lanes/node_pythons.yml (%.0f s)" % (
+        len(UNITS), " ".join(TARGETS), sum(seconds for _name, _rc, seconds in outcomes))
+    results.append(("%s (controller Python %s)" % (lane, version), ("FAILED: " + ", ".join(failed)) if failed else ran))
 
 
 def node_lane(pythons, results):
