@@ -475,7 +475,7 @@ class HolderKiller:
         if not self.params["reap_zombies"]:
             return dict(zombie, reaped_by=None, gone=False, reason="reap_zombies=false")
         return reap_zombie(zombie["pid"], zombie["start_time"], self.policy, grace=self.params["grace"], journal=self.journal,
-                           check_mode=check_mode, signals=self.params["signals"])
+                           check_mode=check_mode, signals=self.params["signals"], kill_grace=self.params.get("kill_grace"))
 
     def _stop(self, runtime, container_id, members, check_mode):
         """The stop, then every process it was to end checked by pid and start time - the selected members and every
