@@ -21,13 +21,17 @@ busy, whoever its parent is now.
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import process_stat
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import namespace_init
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import ancestors, process_stat
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import systemd_cgroup
 
 BUSY = "busy"
 LEFT_BEHIND = "left_behind"
 # systemd unit states in which the unit no longer runs: a process left in its cgroup is a leftover.
 ENDED_UNIT_STATES = ("inactive", "failed")
+# systemd unit states in which the unit's processes run (starting, reloading or being stopped by the init system): its
+# main process and what that process started are the unit's, not leftovers.
+RUNNING_UNIT_STATES = ("active", "activating", "reloading", "refreshing", "deactivating")
 # logind session states in which the session is ending: a process left in it outlived the login.
 ENDED_SESSION_STATES = ("closing",)
 
@@ -47,13 +51,16 @@ def _leader(leader_pid, proc_root):
     return leader
 
 
-def _process_facts(stat, proc_root):
+def _process_facts(stat, proc_root, depth=0):
     """(LEFT_BEHIND or BUSY, why) from the holder's process group, session and parent (/proc/<pid>/stat)."""
     pid, pgid, sid = stat["pid"], stat["pgid"], stat["sid"]
     if sid == pid:
         return BUSY, "it leads its own session (it started itself, as a service or a daemon does)"
     group_leader = _leader(pgid, proc_root) if pgid > 0 and pgid != pid else None
     if pgid > 0 and pgid != pid and group_leader is None:
+        kept = _kept_by_parent(stat, proc_root, depth)
+        if kept:
+            return BUSY, "its process group leader %d has exited, but %s" % (pgid, kept)
         return LEFT_BEHIND, "its process group leader %d has exited while it lives on" % pgid
     if sid > 0 and _leader(sid, proc_root) is None:
         return LEFT_BEHIND, "its session leader %d has exited while it lives on" % sid
@@ -69,15 +76,45 @@ def _process_facts(stat, proc_root):
     return BUSY, "it leads its own process group, started by %s, which runs" % parent_text
 
 
-def _unit_facts(pid, unit, unit_state):
+# How far up the parents _kept_by_parent looks (each step one /proc/<pid>/stat); no real job nests that deep.
+PARENT_DEPTH = 32
+
+
+def _kept_by_parent(stat, proc_root, depth):
+    """Why a holder whose process group leader exited still belongs to a working program, or None.
+
+    A shell's job is a process group led by its first command: in `cat cfg | serve` the leader (cat) exits at once while
+    serve, the shell's own child, works on in the group. Its parent is then alive, of its session, in another group (the
+    shell's), no reaper (init, or the init of a PID namespace: a container's), and busy itself. A worker whose parent
+    died was re-parented instead: to init or a subreaper of another session (left behind), or to a parent in the dead
+    leader's group, itself left behind. A subreaper of the same session that is no namespace's init cannot be told from
+    the shell (the kernel keeps no record of who forked a process): such a holder is busy, and named with its parent."""
+    parent = process_stat(stat["ppid"], proc_root) if stat["ppid"] > 1 else None
+    if parent is None or parent["state"] in ("Z", "X") or parent["sid"] != stat["sid"] or parent["pgid"] == stat["pgid"]:
+        return None
+    if depth >= PARENT_DEPTH or namespace_init(parent["pid"], proc_root):
+        return None
+    standing, why = _process_facts(parent, proc_root, depth + 1)
+    if standing != BUSY:
+        return None
+    return "its parent %s, of its session, runs and is busy (%s)" % (_what(parent), why)
+
+
+def _unit_facts(pid, unit, unit_state, proc_root):
     state = unit_state(unit) if unit and unit_state else None
     if state is None:
         return None
     if state["active"] in ENDED_UNIT_STATES:
         return LEFT_BEHIND, "its systemd unit %s is %s (systemctl show): a leftover of it" % (unit, state["active"])
-    if state["active"] == "active" and state["main_pid"] == pid:
+    main_pid = state["main_pid"]
+    if state["active"] not in RUNNING_UNIT_STATES or main_pid <= 1:
+        return None
+    if main_pid == pid:
         # A forking service's daemon: re-parented to init by design, the init system runs it.
-        return BUSY, "it is the main process of systemd unit %s, which is active" % unit
+        return BUSY, "it is the main process of systemd unit %s, which is %s" % (unit, state["active"])
+    if main_pid in ancestors(pid, proc_root):
+        # A daemon that double-forked leads neither its group nor its session: what it starts is the unit's.
+        return BUSY, "it was started by the main process %d of systemd unit %s, which is %s" % (main_pid, unit, state["active"])
     return None
 
 
@@ -106,7 +143,7 @@ def holder_standing(pid, proc_root="/proc", job=None, unit=None, unit_state=None
         return {"standing": LEFT_BEHIND, "why": "its thread group leader %d has exited while its threads live on" % pid}
     if job is not None:
         return {"standing": BUSY if job["running"] else LEFT_BEHIND, "why": job["why"]}
-    for found in (_unit_facts(pid, unit, unit_state), _session_facts(session, session_state)):
+    for found in (_unit_facts(pid, unit, unit_state, proc_root), _session_facts(session, session_state)):
         if found:
             return {"standing": found[0], "why": found[1]}
     standing, why = _process_facts(stat, proc_root)

@@ -295,3 +295,129 @@ def test_a_program_in_a_tmux_pane_is_busy_until_its_pane_ends(tmp_path, procs):
         subprocess.run([tmux, "-L", socket, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
         if program is not None and _start_time(program) == started:
             os.kill(program, signal.SIGKILL)
+
+
+PIPELINE_SHELL = """
+import os, time
+os.setsid()
+go_read, go_write = os.pipe()
+leader = os.fork()
+if leader == 0:  # the job's first command (cat cfg): leads the job's group, ends at once
+    os.setpgid(0, 0)
+    os.read(go_read, 1)
+    os._exit(0)
+os.setpgid(leader, leader)
+server = os.fork()
+if server == 0:  # the second command (serve): the shell puts it in the job's group, as job control does
+    try:
+        os.setpgid(0, leader)
+    except OSError:
+        pass
+    time.sleep(600)
+    os._exit(0)
+os.setpgid(server, leader)
+os.write(go_write, b"g")
+os.waitpid(leader, 0)
+print(leader, server, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_jobs_second_command_works_on_after_the_first_ended(procs):
+    """`cat cfg | serve` from a shell with job control: the job's group is led by cat, which ends at once; serve, the
+    shell's own child, works on in that group while the shell (its session leader) runs: busy. Once the shell is gone,
+    serve is re-parented out of its session: left behind."""
+    shell, line = procs.python_child(PIPELINE_SHELL)
+    leader, server = (int(part) for part in line.split())
+    started = _start_time(server)
+    try:
+        assert procs.state_of(leader) is None and os.getpgid(server) == leader and os.getsid(server) == shell.pid
+        assert holder_standing(server) == {
+            "standing": BUSY, "why": "its process group leader %d has exited, but its parent %d (%s), of its session, runs and is busy "
+                                     "(it leads its own session (it started itself, as a service or a daemon does))" % (leader, shell.pid, _comm(shell.pid))}
+        shell.kill()
+        procs.wait_until(lambda: int(procs.stat_fields(server)[1]) != shell.pid)
+        assert holder_standing(server) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % leader}
+    finally:
+        if _start_time(server) == started:
+            os.kill(server, signal.SIGKILL)
+
+
+DOUBLE_FORK = """
+import os, sys, time
+middle = os.fork()
+if middle == 0:
+    os.setsid()
+    if os.fork() == 0:  # the daemon: neither its group's nor its session's leader, re-parented once the middle exits
+        worker = os.fork()
+        if worker == 0:
+            time.sleep(600)
+            os._exit(0)
+        print(os.getpid(), worker, flush=True)
+        time.sleep(600)
+    os._exit(0)
+os.waitpid(middle, 0)
+time.sleep(600)
+"""
+
+
+def _systemctl_answering(tmp_path, name, active, main_pid):
+    script = tmp_path / name
+    script.write_text("#!/bin/sh\nprintf 'LoadState=loaded\\nActiveState=%s\\nMainPID=%d\\n'\n" % (active, main_pid))
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_double_forked_daemon_and_its_workers_are_their_running_units(tmp_path, procs):
+    """A classic daemon (fork, setsid, fork: it leads neither its group nor its session, both of a process that exited)
+    is its unit's main process; while systemd says the unit runs - active, reloading, activating, deactivating - the
+    daemon and the workers it started are the unit's, busy. Inactive, or a main process that is not theirs (a leftover
+    of the unit's earlier run): left behind."""
+    starter, line = procs.python_child(DOUBLE_FORK)
+    daemon, worker = (int(part) for part in line.split())
+    pairs = [(pid, _start_time(pid)) for pid in (daemon, worker)]
+    try:
+        procs.wait_until(lambda: int(procs.stat_fields(daemon)[1]) != starter.pid and os.getsid(daemon) != daemon)
+        assert holder_standing(daemon)["standing"] == LEFT_BEHIND and holder_standing(worker)["standing"] == LEFT_BEHIND
+        for active in ("active", "reloading", "activating", "deactivating"):
+            probe = StandingProbe(_Node(), systemctl=_systemctl_answering(tmp_path, active, active, daemon))
+            assert probe.standing(daemon, unit="food.service") == {
+                "standing": BUSY, "why": "it is the main process of systemd unit food.service, which is %s" % active}
+            assert probe.standing(worker, unit="food.service") == {
+                "standing": BUSY, "why": "it was started by the main process %d of systemd unit food.service, which is %s" % (daemon, active)}
+        for name, active, main_pid in (("inactive", "inactive", 0), ("other", "active", os.getpid())):
+            probe = StandingProbe(_Node(), systemctl=_systemctl_answering(tmp_path, name, active, main_pid))
+            assert probe.standing(worker, unit="food.service")["standing"] == LEFT_BEHIND, name
+    finally:
+        for pid, started in pairs:
+            if _start_time(pid) == started:
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_name_that_claims_a_kernel_thread_or_a_zombie_decides_nothing(procs):
+    """argv and comm say `[kworker/u8:2] <defunct>` (prctl PR_SET_NAME, exec -a): a live process all the same, no kernel
+    thread; busy while its group leader runs, left behind once it is re-parented after that leader died."""
+    leader, line = procs.python_child("""
+        import ctypes, os, time
+        os.setsid()
+        ctypes.CDLL(None).prctl(15, b"[kworker/u8:2]", 0, 0, 0)
+        worker = os.fork()
+        if worker == 0:
+            time.sleep(600)
+            os._exit(0)
+        print(worker, flush=True)
+        time.sleep(600)
+    """, argv0="[kworker/u8:2] <defunct>")
+    worker = int(line)
+    started = _start_time(worker)
+    try:
+        assert _comm(worker) == "[kworker/u8:2]" and procs.state_of(worker) == "S"
+        assert holder_standing(worker)["standing"] == BUSY
+        assert refusal(procs.target_for(worker), Policy(standing=StandingProbe(None))).startswith("busy: its process group leader %d " % leader.pid)
+        leader.kill()
+        procs.wait_until(lambda: int(procs.stat_fields(worker)[1]) != leader.pid)
+        assert holder_standing(worker) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % leader.pid}
+        assert refusal(procs.target_for(worker), Policy(standing=StandingProbe(None))) is None
+    finally:
+        if _start_time(worker) == started:
+            os.kill(worker, signal.SIGKILL)
