@@ -92,6 +92,8 @@ def _kept_by_parent(stat, proc_root, depth):
     parent = process_stat(stat["ppid"], proc_root) if stat["ppid"] > 1 else None
     if parent is None or parent["state"] in ("Z", "X") or parent["sid"] != stat["sid"] or parent["pgid"] == stat["pgid"]:
         return None
+    if parent["start_time"] > stat["start_time"]:
+        return None  # the parent exited since its pid was read, and the pid is another process's now
     if depth >= PARENT_DEPTH or namespace_init(parent["pid"], proc_root):
         return None
     standing, why = _process_facts(parent, proc_root, depth + 1)

@@ -411,7 +411,8 @@ def test_a_name_that_claims_a_kernel_thread_or_a_zombie_decides_nothing(procs):
     worker = int(line)
     started = _start_time(worker)
     try:
-        assert _comm(worker) == "[kworker/u8:2]" and procs.state_of(worker) == "S"
+        assert _comm(worker) == "[kworker/u8:2]"
+        procs.wait_until(lambda: procs.state_of(worker) == "S")  # just forked, it may still run
         assert holder_standing(worker)["standing"] == BUSY
         assert refusal(procs.target_for(worker), Policy(standing=StandingProbe(None))).startswith("busy: its process group leader %d " % leader.pid)
         leader.kill()
@@ -421,3 +422,50 @@ def test_a_name_that_claims_a_kernel_thread_or_a_zombie_decides_nothing(procs):
     finally:
         if _start_time(worker) == started:
             os.kill(worker, signal.SIGKILL)
+
+
+CONTAINER_INIT = """
+import ctypes, os, sys, time
+if ctypes.CDLL(None, use_errno=True).unshare(0x20000000) != 0:
+    print("REFUSED unshare EPERM", flush=True)
+    sys.exit(0)
+init = os.fork()
+if init == 0:  # pid 1 of a new PID namespace, of its own session: a container's init (tini, docker-init)
+    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG SIGKILL: the namespace ends when the test ends this process
+    os.setsid()
+    if os.fork() == 0:  # the application it starts, leading its own group as tini makes it
+        os.setpgid(0, 0)
+        if os.fork() == 0:
+            os.write(1, ("worker %s\\n" % os.readlink("/proc/self")).encode())  # the host's /proc: the host's pid
+            time.sleep(600)
+            os._exit(0)
+        os.write(1, ("app %s\\n" % os.readlink("/proc/self")).encode())
+        time.sleep(600)
+        os._exit(0)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            time.sleep(600)
+print("init", init, flush=True)
+os.waitpid(init, 0)
+"""
+
+
+def test_a_containers_init_keeps_what_it_started_not_what_it_inherited(procs):
+    """The init of a PID namespace (a container's tini) of its own session: the application it started leads its own
+    group and is busy, its worker too while the application runs. When the application dies, the worker is re-parented
+    to that init, of its own session, which did not start it: left behind (a namespace's init is a reaper, never the
+    parent that keeps a job's command)."""
+    top, first = procs.python_child(CONTAINER_INIT)
+    found = dict(line.split() for line in [first, bounded.line(top, "the container"), bounded.line(top, "the container")])
+    init, app, worker = (int(found[role]) for role in ("init", "app", "worker"))
+    try:
+        assert os.getsid(worker) == init and os.getpgid(worker) == app and int(procs.stat_fields(worker)[1]) == app
+        assert holder_standing(app) == {"standing": BUSY, "why": "it leads its own process group, started by %d (%s), which runs" % (init, _comm(init))}
+        assert holder_standing(worker) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (app, _comm(app))}
+        os.kill(app, signal.SIGKILL)
+        procs.wait_until(lambda: int(procs.stat_fields(worker)[1]) == init)
+        assert holder_standing(worker) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % app}
+    finally:
+        os.kill(init, signal.SIGKILL)  # the namespace ends with its init
