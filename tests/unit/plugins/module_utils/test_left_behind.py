@@ -18,6 +18,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import (
     BUSY, LEFT_BEHIND, StandingProbe, holder_standing, parse_unit_state, session_of)
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, refusal
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _cgroup
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import UnitMembers
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
@@ -345,6 +346,7 @@ def test_a_jobs_second_command_works_on_after_the_first_ended(procs):
 
 DOUBLE_FORK = """
 import os, sys, time
+ready_read, ready_write = os.pipe()
 middle = os.fork()
 if middle == 0:
     os.setsid()
@@ -353,10 +355,11 @@ if middle == 0:
         if worker == 0:
             time.sleep(600)
             os._exit(0)
-        print(os.getpid(), worker, flush=True)
+        os.write(ready_write, ("%d %d\\n" % (os.getpid(), worker)).encode())
         time.sleep(600)
     os._exit(0)
-os.waitpid(middle, 0)
+os.waitpid(middle, 0)  # the middle is gone: the daemon has been re-parented
+print(os.read(ready_read, 100).decode().strip(), flush=True)
 time.sleep(600)
 """
 
@@ -373,11 +376,11 @@ def test_a_double_forked_daemon_and_its_workers_are_their_running_units(tmp_path
     is its unit's main process; while systemd says the unit runs - active, reloading, activating, deactivating - the
     daemon and the workers it started are the unit's, busy. Inactive, or a main process that is not theirs (a leftover
     of the unit's earlier run): left behind."""
-    starter, line = procs.python_child(DOUBLE_FORK)
+    starter, line = procs.python_child(DOUBLE_FORK)  # its line comes once the daemon's first parent is gone
     daemon, worker = (int(part) for part in line.split())
     pairs = [(pid, _start_time(pid)) for pid in (daemon, worker)]
     try:
-        procs.wait_until(lambda: int(procs.stat_fields(daemon)[1]) != starter.pid and os.getsid(daemon) != daemon)
+        assert int(procs.stat_fields(daemon)[1]) != starter.pid and os.getsid(daemon) not in (daemon, starter.pid)
         assert holder_standing(daemon)["standing"] == LEFT_BEHIND and holder_standing(worker)["standing"] == LEFT_BEHIND
         for active in ("active", "reloading", "activating", "deactivating"):
             probe = StandingProbe(_Node(), systemctl=_systemctl_answering(tmp_path, active, active, daemon))
@@ -469,3 +472,43 @@ def test_a_containers_init_keeps_what_it_started_not_what_it_inherited(procs):
         assert holder_standing(worker) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % app}
     finally:
         os.kill(init, signal.SIGKILL)  # the namespace ends with its init
+
+
+PLACE_IN_CGROUP = os.path.join(os.path.dirname(CRASH), "..", "..", "setup_gpuops", "files", "place_in_cgroup.py")
+
+
+def _script(tmp_path, name, text):
+    script = tmp_path / name
+    script.write_text("#!/bin/sh\n" + text)
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_cgroup_names_a_user_made_say_nothing_of_units_and_sessions(tmp_path, procs):
+    """A user names the cgroups of the subtree systemd delegates to them as they like (spaces, unicode, a login
+    session's scope, a failed unit's name; the kernel refuses a newline): below user@UID.service, no such name is the
+    system's unit or logind's session. The same scope where logind's sessions live is the session's (the control)."""
+    if os.geteuid() != 0:
+        pytest.skip("not run: placing a process in a cgroup needs root")
+    loginctl = _script(tmp_path, "loginctl", 'case "$1" in list-sessions) echo "c926 0 root seat0 tty2";; *) echo closing;; esac\n')
+    systemctl = _script(tmp_path, "systemctl", "printf 'LoadState=loaded\\nActiveState=failed\\nMainPID=0\\n'\n")
+    delegated = "/user.slice/user-0.slice/user@0.service/app.slice"
+    holder, _line = procs.python_child("import os, time\nos.setsid()\nprint('ready', flush=True)\ntime.sleep(600)")
+    made = []
+    try:
+        for path, unit, standing in (("%s/session-c926.scope" % delegated, "session-c926.scope", BUSY),
+                                     ("%s/tr ain \u00fc.service" % delegated, "tr ain \u00fc.service", BUSY),
+                                     ("/user.slice/user-0.slice/session-c926.scope", "session-c926.scope", LEFT_BEHIND)):
+            run = bounded.run([sys.executable, PLACE_IN_CGROUP, "place", path, str(holder.pid)], "place_in_cgroup",
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if run.returncode != 0:
+                pytest.skip("not run: this machine refuses the cgroup %s: %s" % (path, run.stderr.strip()))
+            made.append(path)
+            assert _cgroup.attribution(holder.pid)["systemd_unit"] == unit
+            answer = StandingProbe(_Node(), systemctl=systemctl, loginctl=loginctl).standing(holder.pid, unit=unit)
+            assert answer["standing"] == standing, (path, answer)
+    finally:
+        holder.kill()
+        bounded.wait(holder, "the holder")
+        for path in made:
+            bounded.run([sys.executable, PLACE_IN_CGROUP, "remove", path], "place_in_cgroup remove")
