@@ -192,20 +192,30 @@ class StandingProbe:
         return self._units[unit]
 
     def session_state(self, session):
-        """logind's State of the session, "gone" when logind answered and lists no such session, None when it did not answer."""
+        """logind's State of the session, "gone" when logind answered and lists no such session, None when it did not
+        answer. The list is asked again before a session is called gone: one that opened after the last listing (a login
+        during this run) is not gone."""
         if not self.loginctl or not session:
             return None
-        if self._sessions is None:
+        if session not in self._session_states:
+            listed = self._listed_sessions(fresh=False)
+            if listed is not None and session not in listed:
+                listed = self._listed_sessions(fresh=True)
+            if listed is None:
+                return None
+            self._session_states[session] = self._show_session(session) if session in listed else "gone"
+        return self._session_states[session]
+
+    def _listed_sessions(self, fresh):
+        """The session ids logind lists (`loginctl list-sessions`), None when it does not answer."""
+        if self._sessions is None or fresh:
             rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "list-sessions", "--no-legend", "--no-pager"])
             self._sessions = set(line.split()[0] for line in out.splitlines() if line.split()) if rc == 0 else False
-        if self._sessions is False:
-            return None
-        if session not in self._sessions:
-            return "gone"
-        if session not in self._session_states:
-            rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "show-session", "--property=State", "--value", "--", session])
-            self._session_states[session] = out.strip() if rc == 0 else None
-        return self._session_states[session]
+        return self._sessions if self._sessions is not False else None
+
+    def _show_session(self, session):
+        rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "show-session", "--property=State", "--value", "--", session])
+        return out.strip() if rc == 0 else None
 
     def standing(self, pid, job=None, unit=None, proc_root="/proc"):
         """holder_standing of pid with this probe's unit and session answers. A unit of a user's own service manager

@@ -512,3 +512,19 @@ def test_cgroup_names_a_user_made_say_nothing_of_units_and_sessions(tmp_path, pr
         bounded.wait(holder, "the holder")
         for path in made:
             bounded.run([sys.executable, PLACE_IN_CGROUP, "remove", path], "place_in_cgroup remove")
+
+
+def test_a_session_that_opened_after_logind_was_listed_is_not_gone(tmp_path):
+    """A login during the run: the session is not in logind's first listing but is in the next one. It is asked
+    again before a session is called gone; one that no listing has is gone, and one logind does not answer for is
+    nobody's word (None)."""
+    calls = tmp_path / "listings"
+    loginctl = _script(tmp_path, "loginctl", 'case "$1" in\n'
+                       '  list-sessions) echo x >> %s; [ "$(wc -l < %s)" -gt 1 ] && echo "7 1000 alice seat0 tty2"; echo "3 0 root";;\n'
+                       '  *) echo active;;\nesac\n' % (calls, calls))
+    probe = StandingProbe(_Node(), loginctl=loginctl)
+    assert probe.session_state("7") == "active"
+    assert probe.session_state("9") == "gone"
+    assert probe.session_state("3") == "active"
+    silent = StandingProbe(_Node(), loginctl=_script(tmp_path, "silent", "exit 1\n"))
+    assert silent.session_state("7") is None
