@@ -4,7 +4,8 @@
 facts only (never a name).
 
 Left behind: a thread group whose leader exited; a process whose process group leader exited while it lives on
-(DataLoader and multiprocessing workers of a script that died); a process whose parent exited, so that it was
+(DataLoader and multiprocessing workers of a script that died), unless its parent, of its session and another group,
+runs and is busy (a shell's job whose first command led the group and ended); a process whose parent exited, so that it was
 re-parented to init or a subreaper that did not start it (its session is not its new parent's); a process whose session
 leader exited; a process of a scheduler job or container that no longer runs (_jobs), of a systemd unit that is
 inactive or failed, or of a login session that logind says is closing or gone. Everything else is busy: the fact that
@@ -14,8 +15,8 @@ parent: the snapshot classes it before this is asked.
 Identity, not pid: a leader is the live process whose pid is the group's (or session's) id, wherever it is now (a
 leader that moved to another group with setpgid has not exited); the kernel never reuses a pid that is still a group's
 or a session's id. A daemon that
-double-forked on purpose is its own session leader (it started itself), or the main process of its active systemd unit:
-busy, whoever its parent is now.
+double-forked on purpose is its own session leader (it started itself), or the main process of a systemd unit that
+runs (active, activating, reloading, deactivating), and what it started is that unit's: busy, whoever its parent is now.
 """
 
 from __future__ import annotations
