@@ -4,8 +4,8 @@
 facts only (never a name).
 
 Left behind: a thread group whose leader exited; a process whose process group leader exited while it lives on
-(DataLoader and multiprocessing workers of a script that died), unless its parent, of its session and another group,
-runs and is busy (a shell's job whose first command led the group and ended); a process whose parent exited, so that it was
+(DataLoader and multiprocessing workers of a script that died), unless its parent, of its session, terminal and
+another group, runs and is busy (a shell's job whose first command led the group and ended); a process whose parent exited, so that it was
 re-parented to init or a subreaper that did not start it (its session is not its new parent's); a process whose session
 leader exited; a process of a scheduler job or container that no longer runs (_jobs), of a systemd unit that is
 inactive or failed, or of a login session that logind says is closing or gone. Everything else is busy: the fact that
@@ -85,13 +85,19 @@ def _kept_by_parent(stat, proc_root, depth):
     """Why a holder whose process group leader exited still belongs to a working program, or None.
 
     A shell's job is a process group led by its first command: in `cat cfg | serve` the leader (cat) exits at once while
-    serve, the shell's own child, works on in the group. Its parent is then alive, of its session, in another group (the
-    shell's), no reaper (init, or the init of a PID namespace: a container's), and busy itself. A worker whose parent
-    died was re-parented instead: to init or a subreaper of another session (left behind), or to a parent in the dead
-    leader's group, itself left behind. A subreaper of the same session that is no namespace's init cannot be told from
-    the shell (the kernel keeps no record of who forked a process): such a holder is busy, and named with its parent."""
+    serve, the shell's own child, works on in the group. A shell makes a group of each job only under job control, on
+    the terminal its session controls: the holder's parent is then alive, of its session, on its controlling terminal,
+    in another group (the shell's), no reaper (init, or the init of a PID namespace: a container's), and busy itself. A
+    worker whose parent died was re-parented instead: to init or a subreaper of another session (left behind), or to a
+    parent in the dead leader's group, itself left behind. A subreaper of the same session and terminal that is no
+    namespace's init cannot be told from the shell (the kernel keeps no record of who forked a process): such a holder
+    is busy, and named with its parent."""
+    if not stat["tty_nr"]:
+        return None  # no controlling terminal: no job control put it in that group
     parent = process_stat(stat["ppid"], proc_root) if stat["ppid"] > 1 else None
     if parent is None or parent["state"] in ("Z", "X") or parent["sid"] != stat["sid"] or parent["pgid"] == stat["pgid"]:
+        return None
+    if parent["tty_nr"] != stat["tty_nr"]:
         return None
     if parent["start_time"] > stat["start_time"]:
         return None  # the parent exited since its pid was read, and the pid is another process's now

@@ -299,8 +299,10 @@ def test_a_program_in_a_tmux_pane_is_busy_until_its_pane_ends(tmp_path, procs):
 
 
 PIPELINE_SHELL = """
-import os, time
+import fcntl, os, termios, time
 os.setsid()
+master, terminal = os.openpty()
+fcntl.ioctl(terminal, termios.TIOCSCTTY, 0)  # the session's controlling terminal, as a login's shell has one
 go_read, go_write = os.pipe()
 leader = os.fork()
 if leader == 0:  # the job's first command (cat cfg): leads the job's group, ends at once
@@ -325,14 +327,15 @@ time.sleep(600)
 
 
 def test_a_jobs_second_command_works_on_after_the_first_ended(procs):
-    """`cat cfg | serve` from a shell with job control: the job's group is led by cat, which ends at once; serve, the
-    shell's own child, works on in that group while the shell (its session leader) runs: busy. Once the shell is gone,
-    serve is re-parented out of its session: left behind."""
+    """`cat cfg | serve` from a shell with job control on its terminal: the job's group is led by cat, which ends at
+    once; serve, the shell's own child, works on in that group while the shell (its session leader) runs: busy. Once
+    the shell is gone, serve is re-parented out of its session: left behind."""
     shell, line = procs.python_child(PIPELINE_SHELL)
     leader, server = (int(part) for part in line.split())
     started = _start_time(server)
     try:
         assert procs.state_of(leader) is None and os.getpgid(server) == leader and os.getsid(server) == shell.pid
+        assert int(procs.stat_fields(server)[4]) != 0  # tty_nr: on the shell's terminal
         assert holder_standing(server) == {
             "standing": BUSY, "why": "its process group leader %d has exited, but its parent %d (%s), of its session, runs and is busy "
                                      "(it leads its own session (it started itself, as a service or a daemon does))" % (leader, shell.pid, _comm(shell.pid))}
@@ -342,6 +345,43 @@ def test_a_jobs_second_command_works_on_after_the_first_ended(procs):
     finally:
         if _start_time(server) == started:
             os.kill(server, signal.SIGKILL)
+
+
+SAME_SESSION_SUBREAPER = """
+import ctypes, os, time
+os.setsid()
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+ready_read, ready_write = os.pipe()
+launcher = os.fork()
+if launcher == 0:  # leads a group of its own, starts the worker and exits
+    os.setpgid(0, 0)
+    if os.fork() == 0:
+        os.write(ready_write, str(os.getpid()).encode())
+        time.sleep(600)
+    os._exit(0)
+os.waitpid(launcher, 0)  # gone: the worker is re-parented to this subreaper, of its own session
+print(launcher, os.read(ready_read, 100).decode(), flush=True)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(600)
+"""
+
+
+def test_a_worker_a_subreaper_of_its_session_inherited_is_left_behind(procs):
+    """A subreaper (prctl PR_SET_CHILD_SUBREAPER) of its own session and no terminal: the launcher it started led a
+    group, started a worker and exited; the worker, re-parented to the subreaper (same session, another group, busy),
+    was not started by it. No terminal, so no shell's job control put it in that group: left behind."""
+    reaper, line = procs.python_child(SAME_SESSION_SUBREAPER)
+    launcher, worker = (int(part) for part in line.split())
+    started = _start_time(worker)
+    try:
+        assert int(procs.stat_fields(worker)[1]) == reaper.pid and os.getsid(worker) == reaper.pid and os.getpgid(worker) == launcher
+        assert holder_standing(worker) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % launcher}
+    finally:
+        if _start_time(worker) == started:
+            os.kill(worker, signal.SIGKILL)
 
 
 DOUBLE_FORK = """

@@ -14,7 +14,7 @@ which reaps what dies. Under it, every process named below holds DEVICE open (O_
   llm_serve       a server leading its own process group, started by a shell that runs, and its two workers
   reaper_child    a process the subreaper started itself (its own process group, the subreaper's session)
   daemon          a daemon that forked, called setsid and was re-parented to the subreaper: its own session leader
-  pipeline        the second command of a shell's job (`cat cfg | serve`): the shell put it in the job's process group,
+  pipeline        the second command of a shell's job on its terminal (`cat cfg | serve`): the shell put it in the job's process group,
                   led by the first command, which ended; the shell (session leader, its parent) runs
 
 REPORT gets {role: [{"pid", "start_time"}], "all": ["pid:start time", ...] (every process it started, for the
@@ -22,10 +22,12 @@ clean-up), "reaper": pid} once every holder holds DEVICE and every orphan has be
 then. Every wait is bounded and fails naming what it waited for.
 """
 import ctypes
+import fcntl
 import json
 import os
 import signal
 import sys
+import termios
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -135,8 +137,11 @@ def live_server(lines):
 
 
 def pipeline_job(lines, done):
-    """A shell (session leader, runs on) with job control: the job's first command leads its group and ends."""
+    """A shell (session leader, runs on) with job control on its terminal: the job's first command leads its group and
+    ends."""
     os.setsid()
+    terminal = os.openpty()[1]
+    fcntl.ioctl(terminal, termios.TIOCSCTTY, 0)  # the session's controlling terminal, as a login's shell has one
     go_read, go_write = os.pipe()
 
     def first():
