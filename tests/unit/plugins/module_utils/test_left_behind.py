@@ -568,3 +568,21 @@ def test_a_session_that_opened_after_logind_was_listed_is_not_gone(tmp_path):
     assert probe.session_state("3") == "active"
     silent = StandingProbe(_Node(), loginctl=_script(tmp_path, "silent", "exit 1\n"))
     assert silent.session_state("7") is None
+
+
+def test_a_thread_group_whose_leader_exited_is_left_behind_though_its_parent_runs(procs):
+    """The main thread called pthread_exit while another thread lives on (the leader's stat says Z): left behind, though
+    its parent runs and never reaps it and its group's leader is alive: the thread facts come first."""
+    parent, child = procs.leader_exited_group()
+    assert _start_time(parent.pid) is not None and os.getsid(child) == os.getsid(parent.pid)
+    assert holder_standing(child) == {"standing": LEFT_BEHIND, "why": "its thread group leader %d has exited while its threads live on" % child}
+
+
+def test_an_online_session_is_no_word_a_closing_one_is(tmp_path):
+    """logind's `online` (logged in, not in the foreground) and `active` say nothing: the process facts decide (here: it
+    leads its own session, busy); `closing` says it outlived the login."""
+    root = _fake_proc(tmp_path, _stat_line(1, "S", 0, 1, 1, 1), _stat_line(700, "S", 1, 700, 700, 200))
+    for state, standing in (("online", BUSY), ("active", BUSY), ("closing", LEFT_BEHIND)):
+        answer = holder_standing(700, root, unit="session-7.scope", unit_state=lambda unit: {"active": "active", "main_pid": 0},
+                                 session="7", session_state=lambda session, state=state: state)
+        assert answer["standing"] == standing, (state, answer)
