@@ -586,3 +586,31 @@ def test_an_online_session_is_no_word_a_closing_one_is(tmp_path):
         answer = holder_standing(700, root, unit="session-7.scope", unit_state=lambda unit: {"active": "active", "main_pid": 0},
                                  session="7", session_state=lambda session, state=state: state)
         assert answer["standing"] == standing, (state, answer)
+
+
+def test_a_display_managers_process_that_draws_stays_its_display_server(procs):
+    """Started below the display manager's main process (here: this test process), with a compute and a graphics context
+    (type C+G, as an Xorg with a CUDA context has): ending it ends the desktop, so neither ending running programs nor
+    its being a compute context ends it without allow_display. A compute context alone (type C) is no display server."""
+    _leader, line = procs.python_child("""
+        import os, time
+        os.setsid()
+        child = os.fork()
+        if child == 0:
+            print(os.getpid(), flush=True)
+            time.sleep(60)
+            os._exit(0)
+        os.waitpid(child, 0)
+    """)
+    holder = int(line)
+    target = procs.target_for(holder)
+    members = UnitMembers({"display-manager.service": {"id": "sddm.service", "active": True, "main_pid": os.getpid(), "control_group": None}})
+    try:
+        for process_type, allow_display, refused in (
+                ("C+G", False, "display server: sddm.service (started by its main process; allow_display to end it)"),
+                ("C+G", True, None), ("C", False, None)):
+            policy = Policy(members=members, standing=StandingProbe(None), end_running_jobs=True, allow_display=allow_display)
+            policy.know_contexts([{"pid": holder, "start_time": target.start_time, "class": "busy", "process_type": process_type, "gpus": [0]}])
+            assert refusal(target, policy) == refused, process_type
+    finally:
+        os.kill(holder, signal.SIGKILL)
