@@ -148,8 +148,17 @@ def test_a_compute_context_in_a_graphical_login_is_no_display_server(procs):
     """Started below the display manager's main process (here: this test process), as a terminal of a lightdm or sddm
     session starts it: a compute context is refused as what it is (busy, its group leader runs), never as a display
     server; selected, it is ended."""
-    # Its session and process group are led by a live process of the test's own, its parent: who leads the test run's
-    # session is not the test's to know (a job started in the background of a shell that has exited has no leader).
+    holder = _below_this_test(procs)
+    try:
+        _refused_as_what_it_is(procs.target_for(holder))
+    finally:
+        os.kill(holder, signal.SIGKILL)
+
+
+def _below_this_test(procs):
+    """The pid of a process below this test's, as a graphical login's terminal runs below the display manager's main
+    process. Its session and process group are led by a live process of the test's own, its parent: who leads the test
+    run's session is not the test's to know (a job started in the background of a shell that has exited has no leader)."""
     _leader, line = procs.python_child("""
         import os, time
         os.setsid()
@@ -160,11 +169,7 @@ def test_a_compute_context_in_a_graphical_login_is_no_display_server(procs):
             os._exit(0)
         os.waitpid(child, 0)
     """)
-    holder = int(line)
-    try:
-        _refused_as_what_it_is(procs.target_for(holder))
-    finally:
-        os.kill(holder, signal.SIGKILL)
+    return int(line)
 
 
 def _refused_as_what_it_is(target):
@@ -592,17 +597,7 @@ def test_a_display_managers_process_that_draws_stays_its_display_server(procs):
     """Started below the display manager's main process (here: this test process), with a compute and a graphics context
     (type C+G, as an Xorg with a CUDA context has): ending it ends the desktop, so neither ending running programs nor
     its being a compute context ends it without allow_display. A compute context alone (type C) is no display server."""
-    _leader, line = procs.python_child("""
-        import os, time
-        os.setsid()
-        child = os.fork()
-        if child == 0:
-            print(os.getpid(), flush=True)
-            time.sleep(60)
-            os._exit(0)
-        os.waitpid(child, 0)
-    """)
-    holder = int(line)
+    holder = _below_this_test(procs)
     target = procs.target_for(holder)
     members = UnitMembers({"display-manager.service": {"id": "sddm.service", "active": True, "main_pid": os.getpid(), "control_group": None}})
     try:
