@@ -97,8 +97,8 @@ PARTLY_FIXED = "partly fixed"
 
 def partly_fixed(state, options, check_mode):
     """(status, message) of a walk that took the allowed rungs for the GPUs they help and named the others (the walk's
-    "beyond", from _ladder_decisions.reach): "partly fixed" once every GPU it helped holds nothing more ("planned" in
-    check mode), saying both - which GPU the rung fixed and how much came back, which GPU needs which rung and what
+    "beyond", from _ladder_decisions.reach): "partly fixed" once every GPU it helped holds nothing more (in check mode
+    too, which fails the host as the real run would), saying both - which GPU the rung fixed and how much came back, which GPU needs which rung and what
     would allow it; None for any other walk (and for one whose last rung failed or left a helped GPU held)."""
     state = walk_state(state)
     beyond = state.beyond
@@ -113,7 +113,7 @@ def partly_fixed(state, options, check_mode):
     helped = [gpu for gpu in gpu_outcomes(state.first, state.last, check_mode)
               if gpu["index"] not in outside and gpu["state_before"] in held]
     if check_mode:
-        return "planned", "check mode: would take the %s rung for GPU %s; %s" % (rung, ", ".join(str(g["index"]) for g in helped), named)
+        return PARTLY_FIXED, "check mode: would take the %s rung for GPU %s; %s" % (rung, ", ".join(str(g["index"]) for g in helped), named)
     fixed = ", ".join("GPU %s by %s (%d MiB back)" % (gpu["index"], rung, gpu["freed_mib"]) for gpu in helped)
     return PARTLY_FIXED, "%s: %s; %s" % (PARTLY_FIXED, fixed or "nothing more held where the %s rung helps" % rung, named)
 

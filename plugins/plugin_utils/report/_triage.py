@@ -81,8 +81,6 @@ def triage(entry):
     if status == "clean":
         return _grade("clean", CLEAN, msg)
     if status == "planned":
-        if entry.get("needs"):
-            return _grade("would be partly fixed", HELD_BACK, msg, _allowing(msg))
         return _grade("would be fixed", FIXED, msg)
     if status == "partly fixed":
         return _grade("busy" if BUSY_EVIDENCE in msg else "above max rung", HELD_BACK, msg, _allowing(msg))

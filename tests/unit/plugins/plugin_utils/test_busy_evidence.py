@@ -79,7 +79,7 @@ def test_the_kill_rung_still_ends_the_leftover_on_the_other_gpu_and_the_busy_gpu
              "and runs (its unit llm-serve.service is active): busy, not stuck; ended only with end_running_jobs; "
              "gpu_reclaim_end_running_jobs would allow it")
     if check_mode:
-        assert outcome["status"] == "planned" and outcome["msg"] == "check mode: would take the kill rung for GPU 1; " + named
+        assert outcome["status"] == "partly fixed" and outcome["msg"] == "check mode: would take the kill rung for GPU 1; " + named
     else:
         assert outcome["status"] == "partly fixed" and outcome["msg"] == "partly fixed: GPU 1 by kill (4096 MiB back); " + named
         assert [h["pid"] for h in node.holders] == [BUSY["pid"]]
