@@ -15,6 +15,7 @@ effect there. Only the full-size compute instance of a GPU instance (the one -C 
 from __future__ import annotations
 
 import os
+import time
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
@@ -32,6 +33,24 @@ def mig_after_reset(gpu):
         return
     mig["current"] = bool(mig.get("pending"))
     gpu["gpu_instances"] = []
+
+
+# A test's knob: with "mig_hold_after_reset" in the state, the MIG listings (-lgi, -lci) hang after a reset, as a driver
+# busy re-initialising does, until the test clears "mig_listing_held" (a run killed there never restores its layout).
+HOLD_KEY, HELD_KEY = "mig_hold_after_reset", "mig_listing_held"
+HOLD_LIMIT_SECONDS = 600
+
+
+def hold_after_reset(state):
+    if state.get(HOLD_KEY):
+        state[HELD_KEY] = True
+
+
+def wait_while_held(load_state, root):
+    """Block while the state says the listings are held (at most HOLD_LIMIT_SECONDS)."""
+    deadline = time.monotonic() + HOLD_LIMIT_SECONDS
+    while load_state(root).get(HELD_KEY) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def profile_and_start(product, word):

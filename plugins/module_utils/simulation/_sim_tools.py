@@ -241,6 +241,8 @@ def _nvidia_smi_mig(argv, root, out):
     if opts is None:
         out.say(NVSMI_BAD_ARGS)
         return RC_INVALID_ARG
+    if opts["verb"] in ("lgi", "lci"):
+        mig_write.wait_while_held(node.load_state, root)
     gpus = _select_gpus(node.load_state(root), opts["ids"])
     if gpus is None:
         out.say("No devices were found\n")
@@ -560,6 +562,7 @@ def _gpu_reset(root, indexes, out):
             for gpu in gpus:
                 rules.clear_gpu_after_reset(gpu)
                 mig_write.mig_after_reset(gpu)
+            mig_write.hold_after_reset(state)
             result["done"] = gpus
 
     node.update_state(root, attempt)

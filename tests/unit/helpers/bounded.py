@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -152,3 +153,15 @@ def run(argv, what, timeout=DEADLINE, **kwargs):
         pytest.fail("%s did not end within %ss; argv %r, its output: %r, its stderr: %r"
                     % (what, timeout, argv, exc.output, exc.stderr), pytrace=False)
     return None  # not reached: pytest.fail raises
+
+
+def until(predicate, what, timeout=DEADLINE, interval=0.05):
+    """Poll predicate() until it is true (returns its value); past timeout the test fails naming what it waited for."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail("waited %ss for %s" % (timeout, what), pytrace=False)
+        time.sleep(interval)
