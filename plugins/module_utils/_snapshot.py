@@ -11,12 +11,13 @@ import time
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
+    instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, reaches, resolve_instance, scope_words)
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY, probe_standing
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import attribution
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import boot_time, read_process, start_time_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
@@ -107,6 +108,9 @@ def unknown_gpu_message(error):
     """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
     there = "; ".join("%s (%s, %s)" % (gpu["index"], gpu.get("uuid") or "no UUID", gpu.get("pci_bus_id") or "no bus id")
                       for gpu in error.gpus) or "none"
+    if looks_like_instance(error.name) or any(gpu.get("gpu_instances") for gpu in error.gpus):
+        return ("gpus: no GPU or MIG instance on this node is named %r (give an index, a UUID, a PCI bus id, a MIG device UUID "
+                "or GPU:GI[/CI]); this node has: %s; MIG instances: %s" % (error.name, there, instances_text(error.gpus)))
     return "gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id); this node has: %s" % (error.name, there)
 
 
@@ -118,17 +122,14 @@ def select_gpus(gpus, wanted):
     selected = []
     for name in wanted:
         key = str(name).strip()
-        match = [gpu["index"] for gpu in gpus if _names_gpu(gpu, key)]
+        match = [gpu["index"] for gpu in gpus if names_gpu(gpu, key)]
+        if not match and looks_like_instance(key):
+            # A MIG instance selects its GPU here; narrowed_instances() says which of its holders the selection reaches.
+            match = [found[0] for found in [resolve_instance(gpus, key)] if found is not None]
         if not match:
             raise UnknownGpu(key, gpus)
         selected.extend(index for index in match if index not in selected)
     return sorted(selected)
-
-
-def _names_gpu(gpu, key):
-    if key == str(gpu["index"]) or key.lower() == (gpu.get("uuid") or "").lower():
-        return True
-    return ":" in key and gpu.get("pci_bus_id") is not None and normalize_bus_id(key) == gpu["pci_bus_id"]
 
 
 def _device_gpus(devices, index_by_minor):
@@ -282,9 +283,35 @@ def _listed_pids(gpus):
     return sorted(set(proc["pid"] for gpu in gpus for proc in gpu.get("processes", [])))
 
 
-def _finish_gpu(gpu, holders, options, probe_report):
+def _attribute_instances(holders, gpus, layout):
+    """Each holder's MIG instances from the nvidia-caps nodes it holds (by device number) and the driver's process list."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_caps import (  # pylint: disable=import-outside-toplevel
+        instance_minors, instances_held)
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import attribute  # pylint: disable=import-outside-toplevel
+    minors = instance_minors(layout.mig_capabilities_dir)
+    # capabilities/gpu<M>: M is the GPU's minor number, not always its NVML index
+    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
+    held = dict((h["pid"], set((index_by_minor.get(g, g), gi, ci) for g, gi, ci in instances_held(h.get("devices") or [], minors)))
+                for h in holders)
+    attribute(holders, gpus, held)
+
+
+def _scope_instances(gpu, instances):
+    """On a MIG GPU, mark the instances the selection reaches; its ghost memory is theirs (an instance's ghost is judged
+    in that instance, never another's)."""
+    wanted = instances.get(gpu["index"])
+    for gi in gpu.get("gpu_instances") or []:
+        gi["selected"] = wanted is None or any(wanted_gi == gi["id"] for wanted_gi, dummy_ci in wanted)
+    mine = [gi for gi in gpu.get("gpu_instances") or [] if gi["selected"]]
+    if gpu.get("gpu_instances"):
+        ghosts = [gi.get("unattributed_mib") for gi in mine]
+        gpu["unattributed_mib"] = None if any(g is None for g in ghosts) else sum(ghosts)
+
+
+def _finish_gpu(gpu, holders, options, probe_report, instances=None):
     gpu["attributed_mib"] = _attributed_mib(gpu)
     gpu["unattributed_mib"] = _unattributed_mib(gpu)
+    _scope_instances(gpu, instances or {})
     gpu["holders"] = [h["pid"] for h in holders if gpu["index"] in h["gpus"]]
     gpu["state"] = gpu_state(gpu, holders, options.ghost_threshold_mib, probe_report)
     gpu.setdefault("lost", False)
@@ -425,7 +452,10 @@ def take_snapshot(module, layout, options):
         jobs = JobProbe(module)
         standing = probe_standing(module, layout)
     holders = build_holders(scan, gpus, members=members, jobs=jobs, standing=standing)
-    holders = [h for h in holders if (not h["gpus"] and options.gpus != []) or set(h["gpus"]) & set(selected)]
+    if any(gpu.get("gpu_instances") for gpu in gpus):
+        _attribute_instances(holders, gpus, layout)
+    instances = narrowed_instances(gpus, options.gpus)
+    holders = [h for h in holders if (not h["gpus"] and options.gpus != []) or reaches(h, selected, instances)]
     mark_unkillable(holders, options.journal_path or layout.journal_file)
     if holders:
         # A cgroup name is a container only when its runtime says so (the witness the job probe asked, its answers cached).
@@ -439,12 +469,13 @@ def take_snapshot(module, layout, options):
     events = [event for event in events if event.get("gpu_index") is None or event["gpu_index"] in selected]
     completed, journal_report = probe_journal(layout, options, events)
     answer_events(events, completed, boot_epoch, holders, _start_epochs(holders))
-    gpus = [_finish_gpu(gpu, holders, options, gpu_report) for gpu in gpus if gpu["index"] in selected]
+    gpus = [_finish_gpu(gpu, holders, options, gpu_report, instances) for gpu in gpus if gpu["index"] in selected]
     snapshot = {
         # What the snapshot is of and when: a caller that keeps it (the ladder walk) can tell it is still the one to use.
         "scope": {"gpus": None if options.gpus is None else list(options.gpus), "ghost_threshold_mib": options.ghost_threshold_mib,
                   "kernel_log_source": options.kernel_log_source, "kernel_log_path": options.kernel_log_path,
-                  "kernel_log_window": options.kernel_log_window, "taken_epoch": round(time.time(), 3)},
+                  "kernel_log_window": options.kernel_log_window, "taken_epoch": round(time.time(), 3),
+                  "mig_instances": sorted(instance_label(g, gi, ci) for g in instances for gi, ci in instances[g])},
         "simulated": layout.simulated,
         "backend": gpu_report["backend"],
         "gpus": gpus,
@@ -458,6 +489,8 @@ def take_snapshot(module, layout, options):
     snapshot["verdict"] = verdict(snapshot, options.ghost_threshold_mib)
     if options.gpus == []:
         snapshot["verdict"]["reasons"].append({"rung": NO_RUNG, "reason": NO_GPU_SELECTED})
+    if instances:
+        snapshot["verdict"]["reasons"].append({"rung": NO_RUNG, "reason": scope_words(instances)})
     snapshot["probes"]["seconds"] = round(time.monotonic() - started, 3)
     return snapshot
 

@@ -259,29 +259,51 @@ def _gpu_findings(finding, gpu, probe_report, ghost_threshold_mib):
     action = gpu.get("recovery_action")
     if action in RECOVERY_RUNGS:
         finding.need(RECOVERY_RUNGS[action], "NVML asks for recovery action '%s' on %s" % (action, label))
+    if gpu.get("gpu_instances"):
+        _instance_ghost_findings(finding, gpu, label, ghost_threshold_mib)
+        return
     ghost = gpu.get("unattributed_mib")
     if ghost is not None and ghost > ghost_threshold_mib:
         finding.need("reset", "%s has %d MiB in use that no live process accounts for (ghost memory)" % (label, ghost))
 
 
+def _instance_ghost_findings(finding, gpu, label, ghost_threshold_mib):
+    """A MIG GPU's ghost memory is judged per instance: memory used in a (selected) instance that no live process in
+    that instance accounts for, named with the instance."""
+    for gi in gpu["gpu_instances"]:
+        ghost = gi.get("unattributed_mib")
+        if gi.get("selected", True) and ghost is not None and ghost > ghost_threshold_mib:
+            uuids = ", ".join(ci["uuid"] for ci in gi["compute_instances"] if ci.get("uuid")) or "no MIG UUID"
+            finding.need("reset", "%s MIG instance %s:%s (%s, %s) has %d MiB in use that no live process in that instance "
+                                  "accounts for (ghost memory)" % (label, gpu["index"], gi["id"], gi.get("profile") or "profile unknown",
+                                                                   uuids, ghost))
+
+
 def _holder_findings(finding, gpu, holders):
     for holder in _memory_holders(gpu, holders):
         what = "pid %s (%s)" % (holder["pid"], holder.get("name"))
+        where = _holder_where(gpu, holder)
         memory = " with %s MiB" % holder["used_mib"] if holder.get("used_mib") is not None else ""
         if holder["class"] == "unkillable":
             finding.need("reboot", "%s holds GPU %s%s and outlived SIGKILL (journal, %s): no signal ends it"
-                         % (what, gpu["index"], memory, holder.get("outlived_kill")))
+                         % (what, where, memory, holder.get("outlived_kill")))
         elif holder["class"] == BUSY_CLASS:
             finding.reasons.append({"rung": NO_RUNG, "reason": "%s holds GPU %s%s and runs (%s): busy, not stuck; "
-                                    "ended only with end_running_jobs" % (what, gpu["index"], memory, busy_why(holder))})
+                                    "ended only with end_running_jobs" % (what, where, memory, busy_why(holder))})
         elif holder["class"] == "zombie":
             finding.need("kill", "%s holds GPU %s%s as a zombie: its parent pid %s (%s) must reap it"
-                         % (what, gpu["index"], memory, holder.get("ppid"), holder.get("parent_name")))
+                         % (what, where, memory, holder.get("ppid"), holder.get("parent_name")))
         else:
             left = (holder.get("standing") or {}).get("why")
-            finding.need("kill", "%s holds GPU %s%s (%s%s)%s" % (what, gpu["index"], memory, holder["class"],
+            finding.need("kill", "%s holds GPU %s%s (%s%s)%s" % (what, where, memory, holder["class"],
                                                                  ", left behind: " + left if left else "", _held_by(holder)))
 
+
+def _holder_where(gpu, holder):
+    """The GPU a holder holds, with its MIG instance(s) on that GPU when it is in one: "0 (MIG instance 0:4/0)"."""
+    inside = ["%s:%s%s" % (gpu["index"], item["gpu_instance_id"], "" if item["compute_instance_id"] is None else "/%s" % item["compute_instance_id"])
+              for item in holder.get("mig_instances") or [] if item["gpu"] == gpu["index"]]
+    return "%s (MIG instance %s)" % (gpu["index"], ", ".join(inside)) if inside else str(gpu["index"])
 
 def busy_why(holder):
     """The fact that makes a busy holder busy: its live job's, or what _left_behind.holder_standing found."""

@@ -202,6 +202,13 @@ beyond_selection:
   returned: when refused for it
   type: list
   elements: dict
+mig_scope:
+  description:
+    - When O(gpus) narrows a GPU to MIG instances (a MIG device UUID or C(GPU:GI[/CI])), what the run reaches - only the
+      holders in those instances - and what it leaves alone; the same in check mode.
+  returned: when O(gpus) names a MIG instance
+  type: str
+  sample: "the selection is MIG instance 0:3: only holders in it are ended; nothing outside it is ended, reset or re-created"
 journal:
   description: The journal lines this run wrote.
   returned: always
@@ -216,6 +223,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill impo
     KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, refuse_beyond_selection,
     validate_kill_params, validate_selection_params,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, scope_words
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
 POLL_INTERVAL = 0.5
@@ -247,6 +255,9 @@ class GpuKillWorker:
         snapshot = self.run.snapshot(gpus=None)
         gpu_indexes = set(self.run.selected_gpus(snapshot))
         holders, left_alone = self.selection.select(snapshot, gpu_indexes)
+        instances = narrowed_instances(snapshot["gpus"], self.params["gpus"])
+        if instances:
+            self.result["mig_scope"] = scope_words(instances)
         empty = [name for name in ("holders", "gpus", "users", "classes") if self.params[name] == []]
         if empty:
             self.result["msg"] = "%s=[]: no holder selected, nothing to end" % "=[], ".join(empty)

@@ -184,6 +184,7 @@ journal:
 """
 
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import refuse_whole_gpu_action
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
@@ -258,6 +259,7 @@ class GpuResetWorker:
 
     def plan(self, snapshot):
         """(groups to reset, {index: reason}, {index: why not}) for the selected GPUs."""
+        refuse_whole_gpu_action(self.module, snapshot["gpus"], "a GPU reset")
         selected = self.run.selected_gpus(snapshot)
         reasons, skipped = {}, {}
         for gpu in snapshot["gpus"]:

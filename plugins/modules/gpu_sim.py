@@ -105,6 +105,24 @@ options:
       mig_mode:
         description: MIG mode (current and pending); omitted means the GPU does not support MIG.
         type: bool
+      mig_instances:
+        description:
+          - The MIG GPU instances the GPU starts with (needs O(gpus[].mig_mode=true)), created in order as
+            C(nvidia-smi mig -cgi <profile> -C) creates them (ids from 1, the lowest free placement, one full compute
+            instance each), with their capabilities files and C(nvidia-caps) nodes. The real A100-SXM4-80GB and H100
+            80GB HBM3 profiles; one that does not fit is refused with the driver's reason.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          profile:
+            description: The profile, by name (C(1g.10gb)) or id (C(19)).
+            type: str
+            required: true
+          ghost_mib:
+            description: Used memory in this instance that no live process accounts for.
+            type: int
+            default: 0
       dcgm_diag:
         description:
           - What the simulated C(dcgmi diag) finds on this GPU (with O(dcgm)) - V(fail) a row remapping failure,
@@ -155,6 +173,11 @@ options:
         description: GPU memory it uses on each of its GPUs, in MiB.
         type: int
         default: 1024
+      mig_instance:
+        description:
+          - The MIG GPU instance (its id) of its first GPU it runs in, with that instance's compute instance 0; it opens
+            their C(nvidia-caps) nodes as well, and its memory is that instance's.
+        type: int
       name:
         description: Its name, as argv[0] and as the kernel's comm (first 15 bytes); any text.
         type: str
@@ -441,12 +464,15 @@ GPU_SPEC = dict(
     persistence_mode=dict(type="bool", default=False),
     compute_mode=dict(type="str", choices=list(sim.COMPUTE_MODES), default="Default"),
     mig_mode=dict(type="bool"),
+    mig_instances=dict(type="list", elements="dict", default=[], options=dict(
+        profile=dict(type="str", required=True), ghost_mib=dict(type="int", default=0))),
     dcgm_diag=dict(type="str", choices=list(sim.DIAG_RESULTS), default="pass"),
 )
 HOLDER_SPEC = dict(
     kind=dict(type="str", choices=list(sim.HOLDER_KINDS), default="fd"),
     gpus=dict(type="list", elements="int", default=[0]),
     memory_mib=dict(type="int", default=1024),
+    mig_instance=dict(type="int"),
     name=dict(type="str", default="python3"),
     user=dict(type="str"),
     type=dict(type="str", choices=list(sim.HOLDER_TYPES), default="C"),

@@ -189,6 +189,7 @@ journal:
   elements: dict
 """
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import refuse_whole_gpu_action
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec, memory_before_after
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
@@ -275,6 +276,7 @@ class DriverReloadWorker:
 
     def _plan_and_act(self):
         snapshot = self._snapshot = self.run.snapshot(gpus=None)
+        refuse_whole_gpu_action(self.module, snapshot["gpus"], "a driver reload")
         if self.params["gpus"] == []:
             # An empty selection selects nothing: the reload of the whole driver is for no GPU.
             self.result["msg"] = self.result["reason"] = NO_GPU_SELECTED

@@ -29,6 +29,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._node import cu
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, reaches
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
@@ -184,9 +185,10 @@ class HolderSelection:
         self.params = params
         self.patterns = patterns
 
-    def matches(self, holder, gpu_indexes):
+    def matches(self, holder, gpu_indexes, instances=None):
         params = self.params
-        if params["gpus"] is not None and not set(holder["gpus"]) & gpu_indexes:
+        # A GPU the selection narrows to MIG instances reaches only the holders inside them.
+        if params["gpus"] is not None and not reaches(holder, gpu_indexes, instances or {}):
             return False
         # Unkillable and busy holders are selected whatever `classes` says, and left alone with the reason; no class
         # (an empty list) selects none.
@@ -213,7 +215,8 @@ class HolderSelection:
 
         An explicit empty list selects nothing: it is what `selectattr(...) | list` gives when nothing matched.
         """
-        holders = [h for h in snapshot["holders"] if h.get("visible", True) and self.matches(h, gpu_indexes)]
+        instances = narrowed_instances(snapshot["gpus"], self.params["gpus"])
+        holders = [h for h in snapshot["holders"] if h.get("visible", True) and self.matches(h, gpu_indexes, instances)]
         explicit = self.params["holders"]
         if explicit is None:
             return holders, []

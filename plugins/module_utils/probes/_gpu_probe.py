@@ -125,7 +125,19 @@ class _NvmlReader:
         }
         gpu.update(self.memory(handle))
         gpu["processes"] = _merge_process_types(self.processes(handle, "C") + self.processes(handle, "G"))
+        if gpu["mig_mode"]["current"]:
+            self.add_mig_instances(gpu, handle)
         return gpu
+
+    def add_mig_instances(self, gpu, handle):
+        """The instances of a MIG-enabled GPU, and the instance of each process from the list its MIG device gives."""
+        from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import (  # pylint: disable=import-outside-toplevel
+            gpu_instances, nvml_mig_devices)
+        devices, placed = nvml_mig_devices(self.nvml, handle, self.optional)
+        gpu["gpu_instances"] = gpu_instances(devices)
+        for proc in gpu["processes"]:
+            if proc["gpu_instance_id"] is None and proc["pid"] in placed:
+                proc["gpu_instance_id"], proc["compute_instance_id"] = placed[proc["pid"]]
 
 
 def _flag(value):
@@ -188,8 +200,25 @@ def _nvidia_smi_snapshot(module, nvidia_smi):
         rc, out, err = CommandRunner(module).probe(argv)
         if rc != 0:
             raise RuntimeError("%s exited %d: %s" % (argv[0], rc, (err or out).strip()))
-        return parse_query_xml(out)
+        result = parse_query_xml(out)
+        if any((gpu.get("mig_mode") or {}).get("current") for gpu in result["gpus"]):
+            _add_smi_mig_instances(module, nvidia_smi, result["gpus"])
+        return result
     return probe
+
+
+def _add_smi_mig_instances(module, nvidia_smi, gpus):
+    """The instances of the MIG-enabled GPUs from nvidia-smi mig -lgi and -lci (profiles, placements) and -L (MIG UUIDs)."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _mig_instances as mig  # pylint: disable=import-outside-toplevel
+    runner = CommandRunner(module)
+    texts = []
+    for argv in ([nvidia_smi, "mig", "-lgi"], [nvidia_smi, "mig", "-lci"], [nvidia_smi, "-L"]):
+        dummy_rc, out, dummy_err = runner.probe(argv)  # Not Found (no instance) is an answer: the tables are empty
+        texts.append(out)
+    lgi, lci, uuids = mig.parse_lgi(texts[0]), mig.parse_lci(texts[1]), mig.parse_list_uuids(texts[2])
+    for gpu in gpus:
+        if (gpu.get("mig_mode") or {}).get("current"):
+            gpu["gpu_instances"] = mig.gpu_instances(mig.smi_mig_devices(gpu, lgi, lci, uuids))
 
 
 def probe_gpus(module, layout, backend, timeout):

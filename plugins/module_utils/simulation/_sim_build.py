@@ -31,6 +31,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer i
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import GPU_COMMANDS
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._device_nodes import NVIDIA_PCI_VENDOR, SIM_REGISTRY
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_tools import _publish_mig as publish_mig
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import (
     SERVICES, STOP_TIMEOUT, record_holder, send_signal, spawn, start_service, start_supervisor, wait_gone)
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_rules import (
@@ -111,7 +113,7 @@ def _build_gpu(root, index, spec):
     diag = spec.get("dcgm_diag") or "pass"
     if diag not in DIAG_RESULTS:
         raise SimError("gpus[%d].dcgm_diag %r is not one of %s" % (index, diag, ", ".join(DIAG_RESULTS)))
-    return {
+    gpu = {
         "index": index,
         "uuid": spec.get("uuid") or _default_uuid(root, index),
         "name": spec.get("name") or DEFAULT_GPU_NAME,
@@ -130,6 +132,24 @@ def _build_gpu(root, index, spec):
         "primary": bool(spec.get("primary", False)),
         "dcgm_diag": diag,
     }
+    _build_mig_instances(gpu, spec.get("mig_instances") or [])
+    return gpu
+
+
+def _build_mig_instances(gpu, instances):
+    """The GPU instances (each with its full compute instance) the scenario starts with, as nvidia-smi mig -cgi -C makes them."""
+    where = "gpus[%d].mig_instances" % gpu["index"]
+    if instances and not (gpu["mig_mode"] or {}).get("current"):
+        raise SimError("%s needs gpus[%d].mig_mode: true" % (where, gpu["index"]))
+    for number, item in enumerate(instances):
+        item = item if isinstance(item, dict) else {"profile": item}
+        try:
+            profile = sim_mig.profile_by_name_or_id(gpu["name"], item.get("profile"))
+            gi = sim_mig.create_gpu_instance(gpu, profile["id"])
+        except sim_mig.MigError as exc:
+            raise SimError("%s[%d]: profile %r on %s: %s" % (where, number, item.get("profile"), gpu["name"], exc)) from exc
+        sim_mig.create_compute_instance(gpu, gi["id"])
+        gi["ghost_mib"] = int(item.get("ghost_mib") or 0)
 
 
 def _check_gpus(gpus):
@@ -217,6 +237,9 @@ def _holder_specs(state, root, holders):
         parent_devices = [gpu_device(root, index) for index in parent_gpus]
         if parent_devices:
             parent_devices += [dev_path(root, "nvidiactl"), dev_path(root, "nvidia-uvm")]
+        mig = _holder_instance(state, root, holder, gpus, where)
+        if mig:
+            devices += [dev_path(root, "nvidia-caps/nvidia-cap%d" % sim_mig.cap_minor(gpus[0], gi, ci)) for gi, ci in ((mig[0], None), mig)]
         if kind == "o_path":
             gpus, memory = [], 0  # it never opened a device: the driver knows nothing of it
         specs.append({"role": "holder", "kind": kind, "name": name, "gpus": gpus, "memory_mib": memory,
@@ -224,8 +247,21 @@ def _holder_specs(state, root, holders):
                       "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher",
                       "parent_devices": parent_devices,
                       "cgroup": _holder_cgroup(root, number, kind, holder, where), "freeze": holder.get("freeze") or "never",
-                      "running": bool(holder.get("running"))})
+                      "running": bool(holder.get("running")), "mig": {str(gpus[0]): list(mig)} if mig else None})
     return specs
+
+
+def _holder_instance(state, root, holder, gpus, where):
+    """(GPU instance, compute instance 0) a holder runs in (holders[].mig_instance, on its first GPU), or None."""
+    wanted = holder.get("mig_instance")
+    if wanted is None:
+        return None
+    gpu = state["gpus"][gpus[0]] if gpus else None
+    there = sorted(gi["id"] for gi in (gpu or {}).get("gpu_instances", []))
+    if int(wanted) not in there:
+        raise SimError("%s.mig_instance: %r is not a GPU instance of GPU %s (it has: %s)"
+                       % (where, wanted, gpus[0] if gpus else None, ", ".join(str(gi) for gi in there) or "none"))
+    return (int(wanted), 0)
 
 
 def _holder_cgroup(root, number, kind, holder, where):
@@ -373,6 +409,7 @@ def _make_tree(root, state):
     os.chmod(os.path.join(root, "run", "ready"), 0o1777)
     os.chmod(os.path.join(root, "run", "checkpoints"), 0o1777)
     write_module_views(root, state)
+    publish_mig(root, state)  # the capabilities files and nvidia-caps nodes of the scenario's MIG instances
     _write_drm_vendors(root)
     open(os.path.join(root, "kernel.log"), "a").close()
     _install_code(root, GPU_COMMANDS + (DCGM_COMMANDS if state["dcgm"] else ()) + (LOGIND_COMMANDS if state["logind"] is not None else ()))

@@ -75,8 +75,9 @@ def mig_uuid(gpu, gi_id, ci_id):
     return "MIG-%s-%s-%s-%s-%s" % (digest[:8], digest[8:12], digest[12:16], digest[16:20], digest[20:32])
 
 
-def devices(gpu):
-    """The GPU's MIG devices (one per compute instance), numbered as nvidia-smi -L and -q -x number them."""
+def devices(gpu, holders=()):
+    """The GPU's MIG devices (one per compute instance), numbered as nvidia-smi -L and -q -x number them; `holders`
+    (the node's live holders) use their instance's memory."""
     table = profiles(gpu["name"]) if gpu.get("gpu_instances") else {}
     result = []
     for gi in sorted(gpu.get("gpu_instances", []), key=lambda g: g["id"]):
@@ -84,7 +85,8 @@ def devices(gpu):
         for ci in sorted(gi["compute_instances"], key=lambda c: c["id"]):
             result.append({"index": len(result), "gi": gi["id"], "ci": ci["id"], "name": profile["name"],
                            "uuid": mig_uuid(gpu, gi["id"], ci["id"]), "memory_total_mib": profile["memory_mib"],
-                           "memory_used_mib": int(gi.get("ghost_mib", 0))})
+                           "memory_used_mib": instance_used_mib(gpu, gi, holders), "profile_id": gi["profile_id"],
+                           "start": gi["start"], "size": gi["size"]})
     return result
 
 
@@ -213,3 +215,49 @@ def render_lgi(gpus):
     if not rows:
         return ["No GPU instances found: Not Found"]
     return lines + rows + [rule]
+
+
+# ---------------------------------------------------------------- reading the instances (what the driver shows)
+
+def holder_instance(holder, gpu_index):
+    """(GPU instance id, compute instance id) a simulated holder runs in on one GPU, or None outside any instance."""
+    where = (holder.get("mig") or {}).get(str(gpu_index))
+    return (int(where[0]), int(where[1])) if where else None
+
+
+def instance_used_mib(gpu, gi, holders):
+    """Memory in use in one GPU instance: its live holders' and the ghost memory the instance keeps (gi["ghost_mib"])."""
+    inside = [h for h in holders if (holder_instance(h, gpu["index"]) or (None,))[0] == gi["id"]]
+    return int(gi.get("ghost_mib", 0)) + sum(int(h["gpus"][str(gpu["index"])]) for h in inside)
+
+
+def instances_ghost_mib(gpu):
+    """The ghost memory every instance of the GPU keeps (part of the GPU's used memory)."""
+    return sum(int(gi.get("ghost_mib", 0)) for gi in gpu.get("gpu_instances", []))
+
+
+def gpu_instance_info(gpu, gi_id):
+    """What NVML's nvmlGpuInstanceGetInfo gives: {"id", "profile_id", "start", "size"}, or raise MigError."""
+    gi = find_gpu_instance(gpu, gi_id)
+    return {"id": gi["id"], "profile_id": gi["profile_id"], "start": gi["start"], "size": gi["size"]}
+
+
+def render_lci(gpus):
+    """nvidia-smi mig -lci: one row per compute instance (GPU, GPU instance id, name, profile id, id, placement)."""
+    rule = "+--------------------------------------------------------------------+"
+    header = [rule, "| Compute instances:                                                 |",
+              "| GPU     GPU       Name             Profile   Instance   Placement  |",
+              "|       Instance                       ID        ID       Start:Size |",
+              "|         ID                                                         |", "|" + "=" * 68 + "|"]
+    rows = []
+    for gpu in gpus:
+        table = profiles(gpu["name"]) if gpu.get("gpu_instances") else {}
+        for gi in sorted(gpu.get("gpu_instances", []), key=lambda g: g["id"]):
+            compute = table[gi["profile_id"]]["compute"]
+            for ci in sorted(gi["compute_instances"], key=lambda c: c["id"]):
+                name = "MIG " + table[gi["profile_id"]]["name"]
+                rows.append("|  %3d  %5d       %-16s %5d %9d %10s     |" % (gpu["index"], gi["id"], name, ci["profile_id"], ci["id"],
+                                                                          "0:%d" % compute))
+    if not rows:
+        return ["No compute instances found: Not Found"]
+    return header + rows + [rule]

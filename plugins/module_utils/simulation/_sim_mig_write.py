@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The simulated node's MIG changes: nvidia-smi mig -cgi <profile>[:<start>], -cci, -dci, -dgi, -lci, and what a GPU
-reset or a driver unload does to MIG.
+"""The simulated node's MIG changes: nvidia-smi mig -cgi <profile>[:<start>], -cci, -dci, -dgi, and what a GPU reset or
+a driver unload does to MIG.
 
 The words are the real tool's (NVIDIA MIG user guide, "Destroying GPU Instances"; the capture
 nvidia-smi-mig/cgi-insufficient-resources-then-success.txt): "Successfully destroyed compute instance ID  0 from GPU  0
@@ -153,25 +153,3 @@ def create_compute_instances(gpu, gi_ids, ci_profiles):
             lines.append("Successfully created compute instance ID %2d on GPU %2d GPU instance ID %2d using profile MIG %s (ID %2d)"
                          % (ci["id"], gpu["index"], gi["id"], profile["name"], ci["profile_id"]))
     return lines, False
-
-
-def render_lci(gpus, gi_ids=None):
-    """nvidia-smi mig -lci: one row per compute instance (GPU, GPU instance id, name, profile id, instance id,
-    placement start:size), as the real tool prints it."""
-    rule = "+--------------------------------------------------------------------+"
-    head = [rule, "| Compute instances:                                                 |",
-            "| GPU     GPU       Name             Profile   Instance   Placement  |",
-            "|       Instance                       ID       ID        Start:Size |",
-            "|         ID                                                         |", "|" + "=" * 68 + "|"]
-    rows = []
-    for gpu in gpus:
-        table = sim_mig.profiles(gpu["name"]) if gpu.get("gpu_instances") else {}
-        for gi in sorted(_chosen(gpu.get("gpu_instances", []), gi_ids), key=lambda g: g["id"]):
-            compute = table[gi["profile_id"]]["compute"]
-            for ci in sorted(gi["compute_instances"], key=lambda c: c["id"]):
-                row = "  %-3d %5d       %-16s %5d %9d %9s" % (gpu["index"], gi["id"], "MIG " + table[gi["profile_id"]]["name"],
-                                                              ci["profile_id"], ci["id"], "0:%d" % compute)
-                rows.append("|" + row.ljust(68) + "|")
-    if not rows:
-        return ["No compute instances found: Not Found"]
-    return head + rows + [rule]

@@ -17,9 +17,11 @@ import time
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
+    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as node
 except ImportError:  # loaded from <root>/lib as a plain module (NodeLayout.load_nvml)
     from _pci import normalize_bus_id  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_mig as sim_mig  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
 
 NVML_SUCCESS = 0
@@ -48,6 +50,12 @@ NOT_AVAILABLE = 0xFFFFFFFF
 COMPUTE_MODES = {"Default": 0, "Exclusive_Thread": 1, "Prohibited": 2, "Exclusive_Process": 3}
 RECOVERY_ACTIONS = {"none": 0, "reset": 1, "reboot": 2, "drain_p2p": 3, "drain_and_reset": 4}
 HANDLE_BASE = 0x51D0  # device handles are HANDLE_BASE + index, cast to nvmlDevice_t
+# MIG device handles are MIG_HANDLE_BASE + GPU index * HANDLE_STRIDE + MIG device index; GPU instance handles
+# GI_HANDLE_BASE + GPU index * HANDLE_STRIDE + GPU instance id.
+MIG_HANDLE_BASE = 0x60000
+GI_HANDLE_BASE = 0x70000
+HANDLE_STRIDE = 0x100
+MAX_MIG_DEVICES = 7  # what nvmlDeviceGetMaxMigDeviceCount answers on an A100/H100
 MIB = 1024 * 1024
 
 # Calls that still answer for a GPU that fell off the bus: the driver cached them when it attached.
@@ -80,7 +88,124 @@ def _plain(method):
     return entry_point
 
 
-class SimNvmlLibrary:
+def _handle_value(handle):
+    return ctypes.cast(handle, ctypes.c_void_p).value if handle is not None else None
+
+
+def _is_mig_handle(handle):
+    return MIG_HANDLE_BASE <= (_handle_value(handle) or 0) < GI_HANDLE_BASE
+
+
+class _MigReads:
+    """NVML's MIG read calls (nvidia-ml-py's names): a MIG-enabled GPU's MIG devices, their ids, UUIDs and memory,
+    and its GPU instances' profiles and placements."""
+
+    def _mig_device(self, handle, call):
+        """(state, gpu, MIG device of _sim_mig.devices, error code) for a MIG device handle."""
+        raw = (_handle_value(handle) or 0) - MIG_HANDLE_BASE
+        state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), call)
+        if rc:
+            return state, gpu, None, rc
+        found = sim_mig.devices(gpu, node.live_holders(state, gpu["index"])) if (gpu.get("mig_mode") or {}).get("current") else []
+        index = raw % HANDLE_STRIDE
+        if index >= len(found):
+            return state, gpu, None, NVML_ERROR_INVALID_ARGUMENT  # the instance is gone: the handle is stale
+        return state, gpu, found[index], NVML_SUCCESS
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle, ref):
+        _state, gpu, rc = self._device(handle, "nvmlDeviceGetMaxMigDeviceCount")
+        if rc:
+            return rc
+        _target(ref).value = 0 if gpu.get("mig_mode") is None else MAX_MIG_DEVICES
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle, index, ref):
+        state, gpu, rc = self._device(handle, "nvmlDeviceGetMigDeviceHandleByIndex")
+        if rc:
+            return rc
+        if not (gpu.get("mig_mode") or {}).get("current"):
+            return NVML_ERROR_INVALID_ARGUMENT
+        index = _value(index)
+        if index < 0 or index >= len(sim_mig.devices(gpu, node.live_holders(state, gpu["index"]))):
+            return NVML_ERROR_NOT_FOUND
+        ctypes.c_void_p.from_buffer(_target(ref)).value = MIG_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + index
+        return NVML_SUCCESS
+
+    def nvmlDeviceIsMigDeviceHandle(self, handle, ref):
+        _target(ref).value = 1 if _is_mig_handle(handle) else 0
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, handle, ref):
+        _state, gpu, _device, rc = self._mig_device(handle, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle")
+        if rc:
+            return rc
+        self._set_handle(ref, gpu["index"])
+        return NVML_SUCCESS
+
+    def _mig_id(self, handle, ref, key, call):
+        if not _is_mig_handle(handle):
+            return NVML_ERROR_INVALID_ARGUMENT  # a GPU's own handle has no instance id
+        _state, _gpu, device, rc = self._mig_device(handle, call)
+        if rc:
+            return rc
+        _target(ref).value = device[key]
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetGpuInstanceId(self, handle, ref):
+        return self._mig_id(handle, ref, "gi", "nvmlDeviceGetGpuInstanceId")
+
+    def nvmlDeviceGetComputeInstanceId(self, handle, ref):
+        return self._mig_id(handle, ref, "ci", "nvmlDeviceGetComputeInstanceId")
+
+    def _mig_uuid(self, handle, buffer, size):
+        _state, _gpu, device, rc = self._mig_device(handle, "nvmlDeviceGetUUID")
+        return rc if rc else _fill_string(buffer, size, device["uuid"])
+
+    def _mig_memory(self, handle, ref, version_checked):
+        _state, _gpu, device, rc = self._mig_device(handle, "nvmlDeviceGetMemoryInfo")
+        if rc:
+            return rc
+        info = _target(ref)
+        if version_checked:
+            if info.version != NVML_MEMORY_V2:
+                return NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+            info.reserved = 0
+        info.total = device["memory_total_mib"] * MIB
+        info.used = device["memory_used_mib"] * MIB
+        info.free = max(device["memory_total_mib"] - device["memory_used_mib"], 0) * MIB
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetGpuInstanceById(self, handle, gi_id, ref):
+        _state, gpu, rc = self._device(handle, "nvmlDeviceGetGpuInstanceById")
+        if rc:
+            return rc
+        if not (gpu.get("mig_mode") or {}).get("current"):
+            return NVML_ERROR_NOT_SUPPORTED
+        gi_id = _value(gi_id)
+        if gi_id not in [gi["id"] for gi in gpu.get("gpu_instances", [])]:
+            return NVML_ERROR_NOT_FOUND
+        ctypes.c_void_p.from_buffer(_target(ref)).value = GI_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + gi_id
+        return NVML_SUCCESS
+
+    def nvmlGpuInstanceGetInfo(self, gi_handle, ref):
+        raw = (_handle_value(gi_handle) or 0) - GI_HANDLE_BASE
+        if raw < 0:
+            return NVML_ERROR_INVALID_ARGUMENT
+        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), "nvmlGpuInstanceGetInfo")
+        if rc:
+            return rc
+        try:
+            gi = sim_mig.gpu_instance_info(gpu, raw % HANDLE_STRIDE)
+        except sim_mig.MigError:
+            return NVML_ERROR_INVALID_ARGUMENT  # destroyed since the handle was taken
+        info = _target(ref)
+        ctypes.c_void_p.from_buffer(info, 0).value = HANDLE_BASE + gpu["index"]
+        info.id, info.profileId = gi["id"], gi["profile_id"]
+        info.placement.start, info.placement.size = gi["start"], gi["size"]
+        return NVML_SUCCESS
+
+
+class SimNvmlLibrary(_MigReads):
     """Stands in for the loaded libnvidia-ml.so of a simulated node under `root`."""
 
     def __init__(self, root):
@@ -201,10 +326,15 @@ class SimNvmlLibrary:
     # -- identity
 
     def nvmlDeviceGetName(self, handle, buffer, size):
+        if _is_mig_handle(handle):
+            _state, gpu, device, rc = self._mig_device(handle, "nvmlDeviceGetName")
+            return rc if rc else _fill_string(buffer, size, "%s MIG %s" % (gpu["name"], device["name"]))
         _state, gpu, rc = self._device(handle, "nvmlDeviceGetName")
         return rc if rc else _fill_string(buffer, size, gpu["name"])
 
     def nvmlDeviceGetUUID(self, handle, buffer, size):
+        if _is_mig_handle(handle):
+            return self._mig_uuid(handle, buffer, size)
         _state, gpu, rc = self._device(handle, "nvmlDeviceGetUUID")
         return rc if rc else _fill_string(buffer, size, gpu["uuid"])
 
@@ -229,6 +359,8 @@ class SimNvmlLibrary:
     # -- memory and processes
 
     def nvmlDeviceGetMemoryInfo(self, handle, ref):
+        if _is_mig_handle(handle):
+            return self._mig_memory(handle, ref, version_checked=False)
         state, gpu, rc = self._device(handle, "nvmlDeviceGetMemoryInfo")
         if rc:
             return rc
@@ -241,6 +373,8 @@ class SimNvmlLibrary:
         return NVML_SUCCESS
 
     def nvmlDeviceGetMemoryInfo_v2(self, handle, ref):
+        if _is_mig_handle(handle):
+            return self._mig_memory(handle, ref, version_checked=True)
         state, gpu, rc = self._device(handle, "nvmlDeviceGetMemoryInfo_v2")
         if rc:
             return rc
@@ -255,10 +389,15 @@ class SimNvmlLibrary:
         return NVML_SUCCESS
 
     def _running_processes(self, handle, count_ref, array, kind, call):
-        state, gpu, rc = self._device(handle, call)
+        if _is_mig_handle(handle):
+            state, gpu, device, rc = self._mig_device(handle, call)
+        else:
+            (state, gpu, rc), device = self._device(handle, call), None
         if rc:
             return rc
         holders = [h for h in node.live_holders(state, gpu["index"]) if kind in h.get("type", "C").split("+")]
+        if device is not None:  # a MIG device lists the processes of its own instance only
+            holders = [h for h in holders if sim_mig.holder_instance(h, gpu["index"]) == (device["gi"], device["ci"])]
         count = _target(count_ref)
         if array is None or count.value < len(holders):
             needed = len(holders)
@@ -268,8 +407,8 @@ class SimNvmlLibrary:
             entry = array[slot]
             entry.pid = holder["pid"]
             entry.usedGpuMemory = int(holder["gpus"][str(gpu["index"])]) * MIB
-            entry.gpuInstanceId = NOT_AVAILABLE
-            entry.computeInstanceId = NOT_AVAILABLE
+            instance = sim_mig.holder_instance(holder, gpu["index"]) or (NOT_AVAILABLE, NOT_AVAILABLE)
+            entry.gpuInstanceId, entry.computeInstanceId = instance
         count.value = len(holders)
         return NVML_SUCCESS
 

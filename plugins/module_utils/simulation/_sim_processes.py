@@ -149,7 +149,9 @@ def record_holder(root, spec, report):
               "role": spec["role"], "service": spec.get("service"),
               "checkpoint": os.path.join(root, "run", "checkpoints", report["spawn_id"])
               if spec["kind"] in CHECKPOINT_KINDS or spec.get("freeze") == "on_term" else None,
-              "cgroup": spec.get("cgroup"), "running": bool(spec.get("running"))}
+              "cgroup": spec.get("cgroup"), "running": bool(spec.get("running")),
+              # {gpu index: [GPU instance, compute instance]} of a holder inside a MIG instance
+              "mig": spec.get("mig")}
 
     def record(state):
         state["holders"].append(holder)

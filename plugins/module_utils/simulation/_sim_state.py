@@ -123,12 +123,13 @@ def gpu_memory(state, index):
     """
     gpu = find_gpu(state, index)
     attributed = sum(int(h["gpus"][str(index)]) for h in live_holders(state, index))
-    used = attributed + int(gpu.get("ghost_mib", 0))
+    # A MIG GPU's instances keep ghost memory of their own, part of the GPU's.
+    ghost = int(gpu.get("ghost_mib", 0)) + sum(int(gi.get("ghost_mib", 0)) for gi in gpu.get("gpu_instances") or [])
+    used = attributed + ghost
     total = int(gpu["memory_total_mib"])
     reserved = int(gpu.get("memory_reserved_mib", 0))
     return {"total_mib": total, "reserved_mib": reserved, "used_mib": used,
-            "free_mib": max(total - reserved - used, 0), "attributed_mib": attributed,
-            "ghost_mib": int(gpu.get("ghost_mib", 0))}
+            "free_mib": max(total - reserved - used, 0), "attributed_mib": attributed, "ghost_mib": ghost}
 
 
 def driver_loaded(state):

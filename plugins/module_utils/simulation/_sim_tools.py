@@ -248,9 +248,7 @@ def _nvidia_smi_mig(argv, root, out):
         out.say("No devices were found\n")
         return RC_NOT_FOUND
     if opts["verb"] in ("lgi", "lci"):
-        lines = sim_mig.render_lgi(gpus) if opts["verb"] == "lgi" else mig_write.render_lci(gpus, opts["gi"])
-        out.say("".join(line + "\n" for line in lines))
-        return RC_NOT_FOUND if lines[0].endswith("Not Found") else RC_OK
+        return _list_instances(opts["verb"], gpus, out)
     indexes = [gpu["index"] for gpu in gpus]
     lines = []
     changes = {"cgi": _create_instances, "cci": _mig_write_verb, "dci": _mig_write_verb, "dgi": _mig_write_verb}
@@ -276,6 +274,13 @@ def _mig_write_verb(state, indexes, opts, users):
         if failed:
             break
     return lines
+
+
+def _list_instances(verb, gpus, out):
+    """nvidia-smi mig -lgi / -lci: the table, or the real tool's Not Found (exit 6) when there is nothing to list."""
+    render = sim_mig.render_lgi if verb == "lgi" else sim_mig.render_lci
+    out.say("".join(line + "\n" for line in render(gpus)))
+    return RC_OK if any(gpu.get("gpu_instances") for gpu in gpus) else RC_NOT_FOUND
 
 
 def _publish_mig(root, state):
@@ -476,9 +481,9 @@ def _block(indent, name, children):
     return ["%s<%s>" % (tabs, name)] + [_element(indent + 1, key, value) for key, value in children] + ["%s</%s>" % (tabs, name)]
 
 
-def _xml_mig_devices(gpu):
+def _xml_mig_devices(state, gpu):
     lines = []
-    for device in sim_mig.devices(gpu):
+    for device in sim_mig.devices(gpu, node.live_holders(state, gpu["index"])):
         total, used = device["memory_total_mib"], device["memory_used_mib"]
         lines += ["\t\t\t<mig_device>", _element(4, "index", device["index"]), _element(4, "gpu_instance_id", device["gi"]),
                   _element(4, "compute_instance_id", device["ci"])]
@@ -501,7 +506,7 @@ def _xml_gpu(state, gpu):
     lines += _block(2, "mig_mode", [("current_mig", _mig_text(gpu, "current").strip("[]")),
                                     ("pending_mig", _mig_text(gpu, "pending").strip("[]"))])
     lines += ["\t\t<mig_devices>", "\t\t\tNone", "\t\t</mig_devices>"] if not (mig and mig.get("current")) else \
-        ["\t\t<mig_devices>"] + _xml_mig_devices(gpu) + ["\t\t</mig_devices>"]
+        ["\t\t<mig_devices>"] + _xml_mig_devices(state, gpu) + ["\t\t</mig_devices>"]
     lines += [_element(2, "accounting_mode", "Disabled"), _element(2, "accounting_mode_buffer_size", 4000)]
     lines += _block(2, "driver_model", [("current_dm", "N/A"), ("pending_dm", "N/A")])
     lines += [_element(2, "serial", node.gpu_serial(gpu)), _element(2, "uuid", gpu["uuid"]),
@@ -519,7 +524,8 @@ def _xml_gpu(state, gpu):
     lines += [_element(2, "compute_mode", gpu["compute_mode"])]
     lines += ["\t\t<processes>"]
     for holder in _processes(state, gpu, ("C", "G")):
-        lines += _block(3, "process_info", [("gpu_instance_id", "N/A"), ("compute_instance_id", "N/A"),
+        instance = sim_mig.holder_instance(holder, gpu["index"]) or ("N/A", "N/A")
+        lines += _block(3, "process_info", [("gpu_instance_id", instance[0]), ("compute_instance_id", instance[1]),
                                             ("pid", holder["pid"]), ("type", holder.get("type", "C")),
                                             ("process_name", holder["name"]),
                                             ("used_memory", "%d MiB" % holder["gpus"][str(gpu["index"])])])

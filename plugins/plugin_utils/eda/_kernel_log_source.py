@@ -12,6 +12,7 @@ import os
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import SYSLOG_IDENTIFIER
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import instance_label
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
     MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, open_log_file, parse_kernel_log,
 )
@@ -126,12 +127,22 @@ def kernel_event(host, parsed):
         "process_name": parsed.get("process_name"),
         "gpu_instance_id": parsed.get("gpu_instance_id"),
         "compute_instance_id": parsed.get("compute_instance_id"),
+        "selection": event_selection(parsed),
         "message": parsed.get("message"),
         "time": parsed.get("time"),
         "time_epoch": parsed.get("time_epoch"),
         "line": parsed.get("line"),
     }
     return {"gpuops": body, "meta": {"hosts": host}}
+
+
+def event_selection(parsed):
+    """What a run started by the event selects (gpus): the MIG instance an Xid line names (GPU-I, GPU-CI) as
+    "<bus id>:<GI>[/<CI>]", that instance only; else the GPU's bus id."""
+    bus = parsed.get("pci_bus_id")
+    if bus is None or parsed.get("gpu_instance_id") is None:
+        return bus
+    return instance_label(bus, parsed["gpu_instance_id"], parsed.get("compute_instance_id"))
 
 
 def throttle_key(body):
