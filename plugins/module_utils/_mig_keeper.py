@@ -11,9 +11,9 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import (
-    RC_NOT_FOUND, build_layout, create_argv, create_ci_argv, created_gi, describe, mig_gpus, parse_lci, parse_lgi, pending_mig_change,
-    restore_steps,
+    RC_NOT_FOUND, build_layout, create_argv, create_ci_argv, created_gi, describe, mig_gpus, pending_mig_change, restore_steps,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import parse_lci, parse_lgi
 
 ACTION = "mig_layout"
 

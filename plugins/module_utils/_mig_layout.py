@@ -6,7 +6,7 @@ instance at all), keep it in the journal, create exactly it again afterwards, re
 A layout is, per GPU index (a string, as JSON keys are), its GPU instances: {"profile_id", "start", "size", "gi" (the id
 the driver gave it, for the report), "compute" (its compute instances' profile ids, sorted)}. Two layouts are the same
 when each GPU has the same instances by profile and placement with the same compute instance profiles: the ids are the
-driver's to choose. Read from `nvidia-smi mig -lgi` and `-lci` (one parser each, linear in the text); written with
+driver's to choose. Read from `nvidia-smi mig -lgi` and `-lci` (the snapshot's parsers, _mig_instances); written with
 `nvidia-smi mig -i <gpu> -cgi <profile>:<start>` then `-cci <profiles> -gi <id>`, argv only. Linux only.
 """
 
@@ -19,47 +19,15 @@ RC_NOT_FOUND = 6
 _CREATED_GI = re.compile(r"^Successfully created GPU instance ID +(\d+) on GPU +(\d+) ")
 
 
-def _rows(text, width):
-    """The table rows of an nvidia-smi mig listing whose first field is a GPU index: each row's fields between the
-    frame bars, with "MIG <name>" kept as one field; rows of another width (headers, rules) are skipped."""
-    rows = []
-    for line in text.splitlines():
-        fields = line.strip().strip("|").replace("MIG ", "MIG_", 1).split()
-        if len(fields) == width and fields[0].isdigit() and any(field.startswith("MIG_") for field in fields):
-            rows.append(fields)
-    return rows
-
-
-def _placement(text):
-    start, colon, size = text.partition(":")
-    return (int(start), int(size)) if colon and start.isdigit() and size.isdigit() else (None, None)
-
-
-def parse_lgi(text):
-    """nvidia-smi mig -lgi: [{"gpu", "name", "profile_id", "gi", "start", "size"}]."""
-    found = []
-    for gpu, name, profile, gi, placement in _rows(text, 5):
-        start, size = _placement(placement)
-        if profile.isdigit() and gi.isdigit() and start is not None:
-            found.append({"gpu": int(gpu), "name": name[4:], "profile_id": int(profile), "gi": int(gi), "start": start, "size": size})
-    return found
-
-
-def parse_lci(text):
-    """nvidia-smi mig -lci: [{"gpu", "gi", "profile_id", "ci"}], with its Placement column (R470 on) or without it."""
-    rows = [fields[:5] for fields in _rows(text, 6)] + _rows(text, 5)
-    return [{"gpu": int(gpu), "gi": int(gi), "profile_id": int(profile), "ci": int(ci)}
-            for gpu, gi, dummy, profile, ci in rows if gi.isdigit() and profile.isdigit() and ci.isdigit()]
-
-
 def build_layout(gpu_instances, compute_instances, indexes):
-    """The layout of the GPUs `indexes` from parse_lgi's and parse_lci's rows."""
+    """The layout of the GPUs `indexes` from the listings as _mig_instances.parse_lgi and parse_lci read them
+    ({(gpu, gi): {"profile", "profile_id", "placement"}} and {(gpu, gi, ci): {"profile_id", ...}})."""
     layout = dict((str(index), []) for index in indexes)
-    for row in gpu_instances:
-        if str(row["gpu"]) in layout:
-            compute = sorted(ci["profile_id"] for ci in compute_instances if ci["gpu"] == row["gpu"] and ci["gi"] == row["gi"])
-            layout[str(row["gpu"])].append({"profile_id": row["profile_id"], "name": row["name"], "start": row["start"],
-                                            "size": row["size"], "gi": row["gi"], "compute": compute})
+    for (gpu, gi_id), gi in sorted(gpu_instances.items()):
+        if str(gpu) in layout:
+            compute = sorted(ci["profile_id"] for (ci_gpu, ci_gi, dummy), ci in compute_instances.items() if (ci_gpu, ci_gi) == (gpu, gi_id))
+            layout[str(gpu)].append({"profile_id": gi["profile_id"], "name": gi["profile"], "start": gi["placement"]["start"],
+                                     "size": gi["placement"]["size"], "gi": gi_id, "compute": compute})
     for instances in layout.values():
         instances.sort(key=lambda gi: gi["start"])
     return layout

@@ -11,14 +11,15 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy imp
 
 # The ladder, lightest rung first: the only definition of it. Everything else (the walk, the roles' argument specs,
 # the playbooks' checks) reads it or is checked equal to it (tests/unit/plugins/module_utils/test_ladder_definition.py).
-RUNGS = ("kill", "reset", "reload", "graphics", "reboot")
+RUNGS = ("kill", "instance", "reset", "reload", "graphics", "reboot")
 # The Windows ladder, lightest rung first: its only definition (win_gpu_holders_info's verdict picks among them).
 WINDOWS_RUNGS = ("kill", "wsl", "restart_adapter", "logoff", "reboot")
 # The verdict's rung when the evidence asks for none.
 NO_RUNG = "none"
 # The rungs evidence on a Linux node can ask for. The reload and graphics rungs are climbed to when a reset did not
-# free the memory, never entered: no evidence points at them first.
-ENTRY_RUNGS = ("kill", "reset", "reboot")
+# free the memory, never entered: no evidence points at them first. The instance rung answers ghost memory inside one
+# MIG instance (re-creating that instance alone).
+ENTRY_RUNGS = ("kill", "instance", "reset", "reboot")
 # GPU states (gpu_state) in which the GPU still holds memory that the ladder is there to get back.
 HELD_STATES = ("busy", "stuck", "lost", "unresponsive")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
@@ -274,7 +275,7 @@ def _instance_ghost_findings(finding, gpu, label, ghost_threshold_mib):
         ghost = gi.get("unattributed_mib")
         if gi.get("selected", True) and ghost is not None and ghost > ghost_threshold_mib:
             uuids = ", ".join(ci["uuid"] for ci in gi["compute_instances"] if ci.get("uuid")) or "no MIG UUID"
-            finding.need("reset", "%s MIG instance %s:%s (%s, %s) has %d MiB in use that no live process in that instance "
+            finding.need("instance", "%s MIG instance %s:%s (%s, %s) has %d MiB in use that no live process in that instance "
                                   "accounts for (ghost memory)" % (label, gpu["index"], gi["id"], gi.get("profile") or "profile unknown",
                                                                    uuids, ghost))
 

@@ -16,13 +16,16 @@ pytestmark = pytest.mark.skipif(NVIDIA_SMI is None or os.environ.get("GPUOPS_SIM
                                 reason="needs a real nvidia-smi (a GPU machine, not a simulated node)")
 
 
-def _layout_module():
-    """The collection's _mig_layout, loaded from this checkout without installing the collection."""
-    import importlib.util  # pylint: disable=import-outside-toplevel
-    spec = importlib.util.spec_from_file_location("gpuops_mig_layout", os.path.join(ROOT, "plugins", "module_utils", "_mig_layout.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _collection_modules():
+    """(_mig_layout, _mig_instances) of this checkout, imported as the collection (a temporary ansible_collections tree)."""
+    import importlib  # pylint: disable=import-outside-toplevel
+    import tempfile  # pylint: disable=import-outside-toplevel
+    base = tempfile.mkdtemp(prefix="gpuops-device-mig-")
+    os.makedirs(os.path.join(base, "ansible_collections", "gpuops"))
+    os.symlink(ROOT, os.path.join(base, "ansible_collections", "gpuops", "remediation"))
+    sys.path.insert(0, base)
+    prefix = "ansible_collections.gpuops.remediation.plugins.module_utils."
+    return importlib.import_module(prefix + "_mig_layout"), importlib.import_module(prefix + "probes._mig_instances")
 
 
 def smi(*args):
@@ -66,20 +69,20 @@ def test_mig_listing_is_read_only_and_nvml_and_nvidia_smi_agree():
     if not on:
         pytest.skip("MIG mode is off on every GPU here (%s): nothing to list; this check never turns it on"
                     % ", ".join("GPU %d: %s" % (index, current) for index, (current, dummy) in sorted(modes.items())))
-    layout = _layout_module()
+    layout, listings = _collection_modules()
     lgi, lci = smi("mig", "-lgi"), smi("mig", "-lci")
     assert lgi.returncode in (0, layout.RC_NOT_FOUND) and lci.returncode in (0, layout.RC_NOT_FOUND), (lgi.stdout, lci.stdout)
-    gpu_instances, compute_instances = layout.parse_lgi(lgi.stdout), layout.parse_lci(lci.stdout)
+    gpu_instances, compute_instances = listings.parse_lgi(lgi.stdout), listings.parse_lci(lci.stdout)
     print(lgi.stdout + lci.stdout)
     built = layout.build_layout(gpu_instances, compute_instances, on)
     print("layout: %r" % built)
     # every listed instance is read (a row the parser missed would be a layout lost on restore)
     assert len(gpu_instances) == sum(1 for line in lgi.stdout.splitlines() if "MIG " in line)
     assert len(compute_instances) == sum(1 for line in lci.stdout.splitlines() if "MIG " in line)
-    assert set((row["gpu"], row["gi"], row["ci"]) for row in compute_instances if row["gpu"] in on) == nvml_instances(on)
+    assert set(key for key in compute_instances if key[0] in on) == nvml_instances(on)
     # read-only: the modes and the layout are as they were
     assert mig_modes() == modes
-    assert layout.build_layout(layout.parse_lgi(smi("mig", "-lgi").stdout), layout.parse_lci(smi("mig", "-lci").stdout), on) == built
+    assert layout.build_layout(listings.parse_lgi(smi("mig", "-lgi").stdout), listings.parse_lci(smi("mig", "-lci").stdout), on) == built
 
 
 if __name__ == "__main__":

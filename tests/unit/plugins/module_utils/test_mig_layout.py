@@ -1,13 +1,14 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The MIG layout's parsers and its one restore decision: nvidia-smi mig -lgi / -lci as the real tool prints them (the
-MIG user guide's examples), what to create so that a layout holds a recorded one, and which recorded layouts the journal
+"""The MIG layout and its one restore decision: built from nvidia-smi mig -lgi / -lci as the real tool prints them (the
+MIG user guide's example), what to create so that a layout holds a recorded one, and which recorded layouts the journal
 says no run has restored."""
 
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _mig_layout as layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import left_unrestored_layouts
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import parse_lci, parse_lgi
 
 # nvidia-smi mig -lgi on an A100-SXM4-40GB after "-cgi 19,14,5" (MIG user guide, "Instance Geometry", example 1)
 REAL_LGI = """+----------------------------------------------------+
@@ -22,45 +23,21 @@ REAL_LGI = """+----------------------------------------------------+
 |   0  MIG 4g.20gb       5        1          0:4     |
 +----------------------------------------------------+
 """
-# nvidia-smi mig -lci -gi 1 before its Placement column (MIG user guide, "Compute Instances")
-REAL_LCI_OLD = """+-------------------------------------------------------+
-| Compute instances:                                    |
-| GPU     GPU       Name             Profile   Instance |
-|       Instance                       ID        ID     |
-|         ID                                            |
-|=======================================================|
-|   0      1       MIG 1c.3g.20gb       0         0     |
-+-------------------------------------------------------+
-|   0      1       MIG 1c.3g.20gb       0         1     |
-+-------------------------------------------------------+
-"""
+# nvidia-smi mig -lci rows of the same GPU (the R470+ shape, with the Placement column)
 REAL_LCI = """|   0      1       MIG 4g.20gb          3         0        0:4     |
 |   0      5       MIG 2g.10gb          1         0        0:2     |
 |   0     13       MIG 1g.5gb           0         0        0:1     |
 """
 
 
-def test_lgi_rows_are_read_with_profile_instance_and_placement():
-    assert layout.parse_lgi(REAL_LGI) == [
-        {"gpu": 0, "name": "1g.5gb", "profile_id": 19, "gi": 13, "start": 6, "size": 1},
-        {"gpu": 0, "name": "2g.10gb", "profile_id": 14, "gi": 5, "start": 4, "size": 2},
-        {"gpu": 0, "name": "4g.20gb", "profile_id": 5, "gi": 1, "start": 0, "size": 4}]
-    assert layout.parse_lgi("No GPU instances found: Not Found\n") == []
-
-
-def test_lci_rows_are_read_with_and_without_the_placement_column():
-    assert [(row["gi"], row["profile_id"], row["ci"]) for row in layout.parse_lci(REAL_LCI_OLD)] == [(1, 0, 0), (1, 0, 1)]
-    assert [(row["gi"], row["profile_id"], row["ci"]) for row in layout.parse_lci(REAL_LCI)] == [(1, 3, 0), (5, 1, 0), (13, 0, 0)]
-
-
 def test_the_layout_joins_each_gpu_instance_with_its_compute_instances_in_placement_order():
-    built = layout.build_layout(layout.parse_lgi(REAL_LGI), layout.parse_lci(REAL_LCI), [0, 1])
+    built = layout.build_layout(parse_lgi(REAL_LGI), parse_lci(REAL_LCI), [0, 1])
     assert [(gi["profile_id"], gi["start"], gi["compute"]) for gi in built["0"]] == [(5, 0, [3]), (14, 4, [1]), (19, 6, [0])]
     assert built["1"] == []
 
 
 def test_restore_creates_only_what_is_missing_and_never_touches_the_rest():
-    recorded = layout.build_layout(layout.parse_lgi(REAL_LGI), layout.parse_lci(REAL_LCI), [0])
+    recorded = layout.build_layout(parse_lgi(REAL_LGI), parse_lci(REAL_LCI), [0])
     assert [(step["profile_id"], step["start"], step["gi"], step["compute"]) for step in layout.restore_steps(recorded, {})] == [
         (5, 0, None, [3]), (14, 4, None, [1]), (19, 6, None, [0])]
     assert layout.restore_steps(recorded, recorded) == []
