@@ -140,7 +140,7 @@ class LadderWalk:
 
     def _climb(self, state):
         while memory_held(state.last, self.options.end_running_jobs) and not state.error:
-            rung = next_rung(state.floor, state.tried, self.options.ceiling, self.options.rungs)
+            rung = next_rung(state.floor, state.tried, self.options.ceiling, self.options.rungs, state.last)
             if rung is None:
                 break
             if needs_drain(rung, self.options, state) or rung == "reboot":
