@@ -25,7 +25,7 @@ description:
   - Reads the loaded kernel modules, the C(nvidia_drm) modeset, the GPU daemons, and the Xid events of the kernel
     log mapped to the action of NVIDIA's Xid catalog.
   - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(instance), V(reset), V(reboot)) expected to free the
-    memory, with the evidence for it (V(instance): ghost memory inside a MIG instance, which re-creating that instance
+    memory, with the evidence for it (V(instance) for ghost memory inside a MIG instance, which re-creating that instance
     gets back). No evidence asks for V(reload) or V(graphics) first - the ladder climbs to them when a
     reset did not free the memory.
   - Reads the node's journal back. Kernel log evidence older than a later successful reset of its GPU or a driver
