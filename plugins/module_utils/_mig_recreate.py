@@ -39,10 +39,20 @@ def recreate_plan(snapshot, ghost_threshold_mib):
             holders = gi.get("holders") or []
             if holders:
                 entry["why"] = "held by pid %s: an instance is re-created only when nothing is in it" % ", ".join(str(pid) for pid in holders)
-            elif entry["profile_id"] is None or entry["start"] is None or len(entry["compute"]) != len(entry["compute_ids"]):
+            elif entry["profile_id"] is None or entry["start"] is None:
                 entry["why"] = "its profile or placement is unknown, so it could not be created again exactly"
             (refused if "why" in entry else to_recreate).append(entry)
     return to_recreate, refused
+
+
+def with_listed_compute(entries, layout):
+    """The entries with their compute instance profiles as nvidia-smi mig -lci lists them (`layout`: the layout
+    MigLayoutKeeper.read gives), which NVML's MIG device handles do not say."""
+    for entry in entries:
+        listed = [gi for gi in layout.get(str(entry["gpu"]), []) if gi["gi"] == entry["gi"]]
+        if listed:
+            entry["compute"] = list(listed[0]["compute"])
+    return entries
 
 
 def plan_line(entry):

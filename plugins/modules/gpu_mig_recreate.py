@@ -98,7 +98,7 @@ journal:
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import MigLayoutError, MigLayoutKeeper, failure_message
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_recreate import destroy_argvs, plan_line, recreate_plan
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_recreate import destroy_argvs, plan_line, recreate_plan, with_listed_compute
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
 
@@ -126,6 +126,12 @@ class InstanceRecreator:
     def _plan_and_act(self):
         snapshot = self.run.snapshot()
         to_recreate, self.result["refused"] = recreate_plan(snapshot, self.module.params["ghost_threshold_mib"])
+        if to_recreate:
+            gpus = sorted(set(entry["gpu"] for entry in to_recreate))
+            try:
+                with_listed_compute(to_recreate, MigLayoutKeeper(self.module, self.run.layout, self.run.journal, gpus).read(gpus))
+            except MigLayoutError as exc:
+                self.module.fail_json(msg="gpu_mig_recreate failed: %s; no instance was destroyed" % exc, changed=False)
         self.result["instances"] = to_recreate
         self.result["plan"] = [plan_line(entry) for entry in to_recreate]
         if not to_recreate:

@@ -35,14 +35,14 @@ def seven_way_node(root, ghost_in=3, held_too=None):
 
 
 def jobs(root):
-    """{pid: (start time, memory, instance)} of the node's live jobs."""
+    """{pid: (start time, instance)} of the node's live jobs, from /proc and the simulation's record."""
     state = sim_state.load_state(root)
     found = {}
     for holder in state["holders"]:
         if os.path.exists("/proc/%d" % holder["pid"]):
             with open("/proc/%d/stat" % holder["pid"], encoding="ascii") as handle:
                 start = int(handle.read().rsplit(")", 1)[1].split()[19])
-            found[holder["pid"]] = (start, holder.get("memory_mib"), holder.get("mig_instance"))
+            found[holder["pid"]] = (start, ((holder.get("mig") or {}).get("0") or [None])[0])
     return found
 
 
@@ -65,10 +65,11 @@ def test_ghost_memory_in_one_instance_is_got_back_by_recreating_it_alone(tmp_pat
     neighbours, layout_before = jobs(node_root), placements(node_root)
     assert len(neighbours) == 6 and (2, 19, 1, 4096) in layout_before
     results = play(tmp_path, collections_root, node_root, [
+        "gpuops.remediation.gpu_holders_info: {gpus: [0]}",
         "gpuops.remediation.gpu_mig_recreate: {gpus: [0]}\n      check_mode: true",
         "gpuops.remediation.gpu_mig_recreate: {gpus: [0]}",
         "gpuops.remediation.gpu_mig_recreate: {gpus: [0]}",
-    ], ["plan", "real", "again"])
+    ], ["before", "plan", "real", "again"])
     plan, real, again = results["plan"], results["real"], results["again"]
     line = "re-create MIG instance 0:3 (1g.10gb, profile 19, placement 2:1) with compute instance profile 0: 4096 MiB in it that no process accounts for"
     assert plan["changed"] is True and plan["plan"] == [line] and real["plan"] == [line]
@@ -76,11 +77,15 @@ def test_ghost_memory_in_one_instance_is_got_back_by_recreating_it_alone(tmp_pat
     assert real["changed"] is True and real["refused"] == []
     # the neighbours' jobs run on: the same processes, start times and memory; the instance is back in its place, empty
     assert jobs(node_root) == neighbours
+    seen_before, seen_after = (dict((h["pid"], (h["start_time"], h["used_mib"], [i["gpu_instance_id"] for i in h["mig_instances"]]))
+                                    for h in snapshot["holders"]) for snapshot in (results["before"], real["snapshot_after"]))
+    assert seen_after == seen_before and sorted(seen_before) == sorted(neighbours)
+    assert sorted(mib for dummy, mib, dummy_gi in seen_before.values()) == [1025, 1026, 1028, 1029, 1030, 1031]
     assert placements(node_root) == [entry[:3] + (0,) for entry in layout_before]
     after = real["snapshot_after"]["gpus"][0]
     assert after["unattributed_mib"] == 0 and real["snapshot_after"]["verdict"]["rung"] in ("none",)
     # journaled: the layout first, then only instance 3 destroyed, then created again
-    destroyed = [entry["argv"][3:] for entry in real["journal"] if entry["action"] == "mig_destroy" and entry["phase"] == "intent"]
+    destroyed = [entry["argv"][4:] for entry in real["journal"] if entry["action"] == "mig_destroy" and entry["phase"] == "intent"]
     assert destroyed == [["-dci", "-gi", "3", "-ci", "0"], ["-dgi", "-gi", "3"]]
     assert real["journal"][0]["action"] == "mig_layout" and real["mig_layout"][0]["ok"] is True
     assert again["changed"] is False and again["instances"] == [] and again["journal"] == []
@@ -89,7 +94,7 @@ def test_ghost_memory_in_one_instance_is_got_back_by_recreating_it_alone(tmp_pat
 def test_an_instance_someone_is_in_is_left_alone_and_named(tmp_path, node_root, collections_root):
     seven_way_node(node_root, held_too=5)
     neighbours = jobs(node_root)
-    held = [pid for pid, (dummy, dummy_mib, gi) in neighbours.items() if gi == 5]
+    held = [pid for pid, (dummy, gi) in neighbours.items() if gi == 5]
     results = play(tmp_path, collections_root, node_root, [
         "gpuops.remediation.gpu_mig_recreate: {gpus: [\"0:5\"]}\n      ignore_errors: true",
         "gpuops.remediation.gpu_mig_recreate: {gpus: [\"0:5\"]}\n      check_mode: true\n      ignore_errors: true",
