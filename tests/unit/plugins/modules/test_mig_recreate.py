@@ -7,6 +7,7 @@ an instance someone is in is left alone, named."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -106,3 +107,28 @@ def test_an_instance_someone_is_in_is_left_alone_and_named(tmp_path, node_root, 
         assert "MIG instance 0:5 (1g.10gb, profile 19, placement 4:1): held by pid %d" % held[0] in result["msg"]
     assert jobs(node_root) == neighbours
     assert (2, 19, 1, 4096) in placements(node_root)  # instance 3 was outside the selection
+
+
+def test_the_ladder_takes_the_instance_rung_and_no_reset(tmp_path, node_root, collections_root):
+    """reset_gpu.yml, as an operator runs it, on the seven-way node: check mode plans the instance rung, the real run
+    takes it and stops there (the reset is not needed), the neighbours run on, a second run finds the node clean."""
+    from ansible_collections.gpuops.remediation.tests.unit.helpers.reset_run import reset_gpu, resets
+    seven_way_node(node_root)
+    neighbours = jobs(node_root)
+    checked, dummy, dummy_commands = reset_gpu(str(tmp_path), node_root, collections_root, extra=["--check"])
+    assert checked.returncode == 0, checked.stdout[-4000:]
+    with open(os.path.join(str(tmp_path), "reports-node", "latest-plan.json"), encoding="utf-8") as handle:
+        plan = json.load(handle)["hosts"][0]
+    assert plan["status"] == "planned" and plan["entry_rung"] == "instance"
+    assert [step["rung"] for step in plan["rungs_tried"]] == ["instance"]
+    assert any("re-create MIG instance 0:3 (1g.10gb, profile 19, placement 2:1)" in line for line in plan["rungs_tried"][0]["plan"])
+    assert (2, 19, 1, 4096) in placements(node_root)
+    run, report, commands = reset_gpu(str(tmp_path), node_root, collections_root)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert report["status"] == "fixed" and report["fixed_by"] == "instance"
+    assert [step["rung"] for step in report["rungs_tried"]] == ["instance"]
+    assert resets(commands) == []
+    assert jobs(node_root) == neighbours
+    assert (2, 19, 1, 0) in placements(node_root)
+    dummy, again, dummy_commands = reset_gpu(str(tmp_path), node_root, collections_root)
+    assert again["status"] == "clean" and again["rungs_tried"] == []
