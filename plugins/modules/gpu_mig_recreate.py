@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_mig_recreate
 short_description: Get a MIG instance's stuck memory back by creating the instance again, its neighbours untouched
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - The instance rung of the ladder, between kill and reset. On a GPU with MIG mode on, a GPU instance whose memory no
     live process in it accounts for (ghost memory, judged per instance by M(gpuops.remediation.gpu_holders_info)) is
