@@ -276,8 +276,8 @@ def _instance_ghost_findings(finding, gpu, label, ghost_threshold_mib):
         if gi.get("selected", True) and ghost is not None and ghost > ghost_threshold_mib:
             uuids = ", ".join(ci["uuid"] for ci in gi["compute_instances"] if ci.get("uuid")) or "no MIG UUID"
             finding.need("instance", "%s MIG instance %s:%s (%s, %s) has %d MiB in use that no live process in that instance "
-                                  "accounts for (ghost memory)" % (label, gpu["index"], gi["id"], gi.get("profile") or "profile unknown",
-                                                                   uuids, ghost))
+                                     "accounts for (ghost memory)" % (label, gpu["index"], gi["id"], gi.get("profile") or "profile unknown",
+                                                                      uuids, ghost))
 
 
 def _holder_findings(finding, gpu, holders):
@@ -305,6 +305,7 @@ def _holder_where(gpu, holder):
     inside = ["%s:%s%s" % (gpu["index"], item["gpu_instance_id"], "" if item["compute_instance_id"] is None else "/%s" % item["compute_instance_id"])
               for item in holder.get("mig_instances") or [] if item["gpu"] == gpu["index"]]
     return "%s (MIG instance %s)" % (gpu["index"], ", ".join(inside)) if inside else str(gpu["index"])
+
 
 def busy_why(holder):
     """The fact that makes a busy holder busy: its live job's, or what _left_behind.holder_standing found."""

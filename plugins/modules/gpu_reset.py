@@ -140,8 +140,8 @@ mig_layout:
   description:
     - The MIG layout of the GPUs reset with MIG mode on, which a reset loses (MIG stays on, no instance is left). The
       layout is journaled (action C(mig_layout)) before the reset and created again after it (C(nvidia-smi mig -cgi
-      <profile>:<placement>), then C(-cci)), then read back. C(gpus), C(recorded) (per GPU index, its GPU instances:
-      C(profile_id), C(name), C(start), C(size), C(gi), C(compute) profile ids), C(now) (read back), C(created),
+      <profile>:<placement>), then C(-cci)), then read back. C(gpus), C(recorded) (per GPU index, its GPU instances, each
+      with C(profile_id), C(name), C(start), C(size), C(gi), C(compute) profile ids), C(now) (read back), C(created),
       C(missing) and C(errors) (each instance named with its profile and placement), C(ok). A layout not restored fails
       the module, naming what is missing; an interrupted run's layout is restored by the next run (C(restored_mig_layouts)).
     - In check mode C(gpus), C(recorded) and C(would_restore).

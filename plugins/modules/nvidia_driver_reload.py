@@ -147,7 +147,7 @@ service_errors:
   elements: str
 mig_layout:
   description:
-    - The MIG layout of the GPUs with MIG mode on, which a reload loses (MIG stays on, no instance is left): journaled
+    - The MIG layout of the GPUs with MIG mode on, which a reload loses (MIG stays on, no instance is left); journaled
       before, created again after the modules are loaded, read back, as M(gpuops.remediation.gpu_reset) returns it. A
       layout not restored makes the node state C(degraded) and fails the module, naming what is missing. A GPU whose
       MIG mode change is pending refuses the reload (it would apply the change).

@@ -133,8 +133,8 @@ def test_a_run_killed_after_the_reset_is_restored_by_the_next_run(tmp_path, node
         sim_state.update_state(node_root, lambda state: state.update({mig_write.HOLD_KEY: False, mig_write.HELD_KEY: False}))
     assert [r["ok"] for r in journal(node_root) if r["action"] == "mig_layout" and r["phase"] == "outcome"] == []
     # the next run (nothing to reset) finds the layout in the journal and creates it again
-    results = play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_reset: {gpus: [0]}",
-                                                            "gpuops.remediation.gpu_reset: {gpus: [0]}"], ["next", "after"])
+    again = "gpuops.remediation.gpu_reset: {gpus: [0]}"
+    results = play(tmp_path, collections_root, node_root, [again, again], ["next", "after"])
     assert layout_of(node_root) == before
     assert "restored_mig_layouts" in results["next"], json.dumps([results["next"], journal(node_root)], indent=1)
     restored = results["next"]["restored_mig_layouts"]
