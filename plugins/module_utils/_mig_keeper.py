@@ -39,6 +39,7 @@ class MigLayoutKeeper:
         self.recorded = None
         self.entry = None
         self.of = []
+        self.of_run = None  # the run whose layout this restores, when it is an interrupted run's
 
     def read(self, indexes):
         """The layout of the GPUs `indexes` now, from nvidia-smi mig -lgi and -lci; raises MigLayoutError."""
@@ -63,6 +64,7 @@ class MigLayoutKeeper:
     def adopt(self, record):
         """Take over the layout an interrupted run recorded (its journal intent): restore() then answers it too."""
         self.recorded = record["layout"]
+        self.of_run = record.get("run_id")
         self.of = [record["id"]] + [entry for entry in record.get("of") or [] if isinstance(entry, str)]
         self.entry = self.journal.intent(ACTION, gpus=sorted(int(gpu) for gpu in self.recorded), layout=self.recorded, of=self.of)
 
@@ -70,7 +72,8 @@ class MigLayoutKeeper:
         """Create what is missing of the recorded layout, read it back, journal the outcome. Returns the report:
         {"gpus", "recorded", "now", "created", "missing", "errors", "ok"}; never raises."""
         gpus = sorted(int(gpu) for gpu in self.recorded)
-        report = {"gpus": gpus, "recorded": self.recorded, "now": None, "created": [], "missing": [], "errors": [], "ok": False}
+        report = {"gpus": gpus, "recorded": self.recorded, "now": None, "created": [], "missing": [], "errors": [], "ok": False,
+                  "of_run": self.of_run}
         try:
             steps = restore_steps(self.recorded, self.read(gpus))
             for step in steps:

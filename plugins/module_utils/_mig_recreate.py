@@ -55,6 +55,12 @@ def with_listed_compute(entries, layout):
     return entries
 
 
+def layout_line(gpus, run_id):
+    """What the rung says of a MIG layout an interrupted run left unrestored."""
+    return "restore the MIG layout of GPU %s that run %s recorded before its reset or reload (it was interrupted)" % (
+        ", ".join(str(gpu) for gpu in gpus), run_id)
+
+
 def plan_line(entry):
     """What check mode says the rung would do to one instance."""
     return "re-create %s with compute instance profile%s %s: %s MiB in it that no process accounts for" % (

@@ -56,11 +56,12 @@ def rung_index(rung, rungs=RUNGS):
 
 def memory_held(snapshot, end_running_jobs=False):
     """Whether the node still holds GPU memory the ladder should get back: a GPU in a held state, evidence that only a
-    reboot answers (a lost GPU may be missing from the GPU list altogether), or unanswered kernel evidence asking for a
-    reset (evidence_to_act_on); with end_running_jobs, a GPU that running jobs hold (in_use) too."""
+    reboot answers (a lost GPU may be missing from the GPU list altogether), unanswered kernel evidence asking for a
+    reset (evidence_to_act_on), or a MIG layout an interrupted run never restored (no instance: nothing can use the
+    memory); with end_running_jobs, a GPU that running jobs hold (in_use) too."""
     held = HELD_STATES + ((IN_USE,) if end_running_jobs else ())
     return (any(gpu.get("state") in held for gpu in snapshot["gpus"]) or snapshot["verdict"]["rung"] == "reboot"
-            or bool(evidence_to_act_on(snapshot, end_running_jobs)))
+            or bool(evidence_to_act_on(snapshot, end_running_jobs)) or bool(snapshot.get("mig_layouts_unrestored")))
 
 
 def evidence_to_act_on(snapshot, end_running_jobs=False):
@@ -383,6 +384,10 @@ def verdict(snapshot, ghost_threshold_mib):
         _holder_findings(finding, gpu, snapshot["holders"])
     _xid_findings(finding, snapshot["xid_events"], set(gpu["index"] for gpu in snapshot["gpus"]))
     _reset_blocker_reasons(finding, snapshot.get("reset_blockers") or [])
+    for left in snapshot.get("mig_layouts_unrestored") or []:
+        finding.need("instance", "the MIG layout of GPU %s that run %s recorded at %s before a reset or a reload was never created "
+                                 "again (that run was interrupted): the instance rung restores it" % (
+                                     ", ".join(str(gpu) for gpu in left["gpus"]), left["run_id"], left["ts"]))
     return {"rung": finding.rung, "reasons": finding.reasons}
 
 

@@ -98,7 +98,7 @@ journal:
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import MigLayoutError, MigLayoutKeeper, failure_message
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_recreate import destroy_argvs, plan_line, recreate_plan, with_listed_compute
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_recreate import destroy_argvs, layout_line, plan_line, recreate_plan, with_listed_compute
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
 
@@ -113,6 +113,8 @@ class InstanceRecreator:
         with self.run.acting():
             self._plan_and_act()
         self.run.report_restored(self.result)
+        self.result["plan"] = [layout_line(report["gpus"], report["of_run"]) for report in self.result.get("restored_mig_layouts") or []] \
+            + self.result["plan"]
         self.result["journal"] = self.run.journal.entries()
         if not self.module.check_mode:
             self.result["snapshot_after"] = self.run.snapshot_after(self._after)
@@ -124,7 +126,11 @@ class InstanceRecreator:
         self.module.exit_json(**self.result)
 
     def _plan_and_act(self):
-        snapshot = self.run.snapshot()
+        snapshot = self._after = self.run.snapshot()
+        # What an interrupted run left unrestored: the real run restored it under the lock already (report_restored).
+        left = snapshot.get("mig_layouts_unrestored") or []
+        self.result["plan"] = [layout_line(each["gpus"], each["run_id"]) for each in left]
+        self.result["changed"] = bool(left)
         to_recreate, self.result["refused"] = recreate_plan(snapshot, self.module.params["ghost_threshold_mib"])
         if to_recreate:
             gpus = sorted(set(entry["gpu"] for entry in to_recreate))
@@ -133,7 +139,7 @@ class InstanceRecreator:
             except MigLayoutError as exc:
                 self.module.fail_json(msg="gpu_mig_recreate failed: %s; no instance was destroyed" % exc, changed=False)
         self.result["instances"] = to_recreate
-        self.result["plan"] = [plan_line(entry) for entry in to_recreate]
+        self.result["plan"] += [plan_line(entry) for entry in to_recreate]
         if not to_recreate:
             return
         self.result["changed"] = True

@@ -132,15 +132,25 @@ def test_a_run_killed_after_the_reset_is_restored_by_the_next_run(tmp_path, node
             os.killpg(run.pid, signal.SIGKILL)
         sim_state.update_state(node_root, lambda state: state.update({mig_write.HOLD_KEY: False, mig_write.HELD_KEY: False}))
     assert [r["ok"] for r in journal(node_root) if r["action"] == "mig_layout" and r["phase"] == "outcome"] == []
-    # the next run (nothing to reset) finds the layout in the journal and creates it again
-    again = "gpuops.remediation.gpu_reset: {gpus: [0]}"
-    results = play(tmp_path, collections_root, node_root, [again, again], ["next", "after"])
+    # the next run, as an operator runs it (nothing to reset now): the snapshot names the layout left unrestored, the
+    # walk takes the instance rung, whose module restores it first, under the lock; check mode plans that, changing nothing
+    from ansible_collections.gpuops.remediation.tests.unit.helpers.reset_run import reset_gpu, resets
+    checked, dummy, so_far = reset_gpu(str(tmp_path), node_root, collections_root, extra=["--check"])
+    assert checked.returncode == 0, checked.stdout[-4000:]
+    assert len(resets(so_far)) == 1  # the killed run's
+    with open(os.path.join(str(tmp_path), "reports-node", "latest-plan.json"), encoding="utf-8") as handle:
+        plan = json.load(handle)["hosts"][0]
+    assert plan["entry_rung"] == "instance" and [step["rung"] for step in plan["rungs_tried"]] == ["instance"]
+    assert plan["rungs_tried"][0]["plan"][0].startswith("restore the MIG layout of GPU 0 that run ")
+    assert layout_of(node_root) == []
+    run, report, commands = reset_gpu(str(tmp_path), node_root, collections_root)
+    assert run.returncode == 0, run.stdout[-4000:]
     assert layout_of(node_root) == before
-    assert "restored_mig_layouts" in results["next"], json.dumps([results["next"], journal(node_root)], indent=1)
-    restored = results["next"]["restored_mig_layouts"]
-    assert len(restored) == 1 and restored[0]["ok"] is True and len(restored[0]["created"]) == 3
-    assert results["next"]["changed"] is True
-    assert results["after"]["changed"] is False and "restored_mig_layouts" not in results["after"]
+    assert report["status"] == "fixed" and report["fixed_by"] == "instance" and resets(commands) == resets(so_far)
+    assert report["rungs_tried"][0]["plan"] == plan["rungs_tried"][0]["plan"]
+    assert [r["ok"] for r in journal(node_root) if r["action"] == "mig_layout" and r["phase"] == "outcome"][-1] is True
+    dummy, again, dummy_commands = reset_gpu(str(tmp_path), node_root, collections_root)
+    assert again["status"] == "clean" and again["rungs_tried"] == []
 
 
 def test_no_room_to_restore_fails_naming_what_is_missing(tmp_path, node_root, collections_root):
