@@ -27,6 +27,23 @@ def _receiver(func):
     return _name(func.value) if isinstance(func, ast.Attribute) else None
 
 
+def _sleeps_outside_a_loop(tree):
+    """ids of the sleep calls that no loop encloses within their function: a sleep that is no poll's interval."""
+    found = set()
+
+    def visit(node, in_loop):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, False)
+                continue
+            if (isinstance(child, ast.Call) and _name(child.func) == "sleep" and _receiver(child.func) in ("time", "asyncio")
+                    and not in_loop and not (child.args and isinstance(child.args[0], ast.Constant) and child.args[0].value == 0)):
+                found.add(id(child))
+            visit(child, in_loop or isinstance(child, (ast.While, ast.For, ast.AsyncFor)))
+    visit(tree, False)
+    return found
+
+
 def unbounded_calls(source, filename, standalone=False):
     """(line, why) of every call in source that could wait for ever; standalone: a script with no bounded.py to use,
     which may start a helper with Popen but bounds each wait on it itself."""
@@ -35,8 +52,13 @@ def unbounded_calls(source, filename, standalone=False):
     # asyncio.wait_for(queue.get(), timeout) bounds the call it is given.
     bounded_by_wait_for = {id(node.args[0]) for node in ast.walk(tree)
                            if isinstance(node, ast.Call) and _name(node.func) == "wait_for" and len(node.args) > 1}
+    lone_sleeps = _sleeps_outside_a_loop(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or id(node) in bounded_by_wait_for:
+            continue
+        if id(node) in lone_sleeps:
+            found.append((node.lineno, "a sleep that is no poll's interval: wait on the fact (bounded.until), or "
+                                       "bounded.settle for a window in which something must not happen"))
             continue
         name, receiver = _name(node.func), _receiver(node.func)
         if receiver == "bounded":
@@ -118,8 +140,10 @@ lock.acquire()
 queue.get()
 fcntl.flock(handle, fcntl.LOCK_EX)
 urllib.request.urlopen(url)
+time.sleep(0.3)
+await asyncio.sleep(0.3)
 """
-    assert [line for line, _why in unbounded_calls(source, "example")] == list(range(2, 14))
+    assert [line for line, _why in unbounded_calls(source, "example")] == list(range(2, 16))
 
 
 def test_the_standalone_scan_allows_popen_and_bounds_every_wait():
@@ -150,6 +174,10 @@ bounded.communicate(proc, "the sleeper")
 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 fcntl.flock(handle, fcntl.LOCK_UN)
 urllib.request.urlopen(url, timeout=5)
+await asyncio.sleep(0)
+while not ready():
+    time.sleep(0.05)
+bounded.settle(0.2, "nobody signalled")
 """
     assert unbounded_calls(source, "example") == []
 

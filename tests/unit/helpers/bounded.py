@@ -10,6 +10,7 @@ prints ``REFUSED <call> <errno name>`` as its line and exits: line() then skips 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import subprocess
@@ -155,13 +156,57 @@ def run(argv, what, timeout=DEADLINE, **kwargs):
     return None  # not reached: pytest.fail raises
 
 
-def until(predicate, what, timeout=DEADLINE, interval=0.05):
-    """Poll predicate() until it is true (returns its value); past timeout the test fails naming what it waited for."""
+def until(predicate, what, timeout=DEADLINE, interval=0.01):
+    """Poll predicate() until it holds; past the deadline the test fails naming what it waited for."""
     deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
+    while not predicate():
         if time.monotonic() > deadline:
             pytest.fail("waited %ss for %s" % (timeout, what), pytrace=False)
         time.sleep(interval)
+
+
+# The longest window a test may wait for something NOT to happen.
+SETTLE_MAX = 1.0
+
+
+def settle(seconds, absence):
+    """Wait a short fixed window in which `absence` must hold (nothing more comes, nobody is signalled): an absence has
+    no fact to wait on. Never a wait for something to happen (that is until() on its fact): on a loaded machine the
+    window only lets a wrong result pass unseen, it never fails a right one."""
+    assert 0 < seconds <= SETTLE_MAX, "a settle window of %ss for %s" % (seconds, absence)
+    time.sleep(seconds)
+
+
+async def settle_async(seconds, absence):
+    """settle() inside an event loop: the other tasks run meanwhile."""
+    assert 0 < seconds <= SETTLE_MAX, "a settle window of %ss for %s" % (seconds, absence)
+    await asyncio.sleep(seconds)
+
+
+def hold(seconds, case):
+    """Keep a case's condition in place for a fixed time: for a case that is about a duration (a process that SIGKILL
+    cannot end for 2 s), never a wait for something to happen."""
+    time.sleep(seconds)
+
+
+def signal_pending(pid, signum):
+    """Whether signum is pending for pid (SigPnd/ShdPnd of /proc/<pid>/status): the kernel's fact that it was sent
+    and has not been taken yet (blocked, or the task cannot run: frozen, in D state)."""
+    with open("/proc/%d/status" % pid) as handle:
+        fields = dict(line.split(":", 1) for line in handle if ":" in line)
+    return any(int(fields.get(key, "0").strip(), 16) & (1 << (signum - 1)) for key in ("SigPnd", "ShdPnd"))
+
+
+def remove_cgroup(path, timeout=DEADLINE):
+    """rmdir a test's cgroup once the kernel says it holds no process (a killed member leaves it asynchronously)."""
+    def removed():
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
+            return False
+        return True
+    until(removed, "cgroup %s to empty and be removed" % path, timeout, interval=0.05)

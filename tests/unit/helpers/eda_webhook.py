@@ -1,11 +1,16 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the webhook source's tests share: waiting until the source listens on its 127.0.0.1 port, and one raw HTTP
-exchange with it."""
+"""What the webhook source's tests share: waiting until the source listens on its 127.0.0.1 port, one raw HTTP
+exchange with it, and a whole serve-exchange-collect round."""
 
 from __future__ import annotations
 
 import asyncio
+
+import pytest
+
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _free_port, _source
 
 
 async def until_listening(port, seconds=30.0):
@@ -33,3 +38,25 @@ async def exchange(port, data, wait=5, context=None):
         return await asyncio.wait_for(reader.read(65536), wait)
     finally:
         writer.close()
+
+
+def serve(options, exchange_with):
+    """Run the webhook source with options on a free port, await exchange_with(port) once it listens; (its result, the
+    events it queued), the source cancelled."""
+    module = _source("gpu_alert_webhook")
+    port = _free_port()
+
+    async def run():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(module.main(queue, dict(options, port=port)))
+        try:
+            await until_listening(port)
+            result = await exchange_with(port)
+            await bounded.settle_async(0.3, "nothing queued beyond what the exchange was answered for")
+            return result, [queue.get_nowait() for _index in range(queue.qsize())]
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    return asyncio.run(run())

@@ -82,7 +82,7 @@ class Processes:
         return Target(pid, _process.start_time(pid), reason)
 
     @staticmethod
-    def wait_until(predicate, timeout=5.0):
+    def wait_until(predicate, timeout=bounded.DEADLINE):
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
@@ -112,7 +112,7 @@ class Processes:
         child = int(bounded.line(parent, "parent"))
         assert self.state_of(child) == "Z"  # the leader's stat
         # The group's state is its live thread's: wait until it sleeps (just started, it may still run, state R).
-        self.wait_until(lambda: _process.read_process(child)["state"] == "S", timeout=bounded.DEADLINE)
+        self.wait_until(lambda: _process.read_process(child)["state"] == "S")
         return parent, child
 
 

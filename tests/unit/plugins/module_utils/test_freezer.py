@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -98,18 +97,12 @@ def test_real_frozen_cgroup_found_and_thawed(kind, spawn, procs):
         if kind == "v1":
             procs.wait_until(lambda: procs.state_of(proc.pid) == "D")
             os.kill(proc.pid, signal.SIGKILL)  # a v1 frozen task outlives SIGKILL until thawed
-            time.sleep(0.3)
-            assert proc.poll() is None
+            assert bounded.signal_pending(proc.pid, signal.SIGKILL) and proc.poll() is None
         assert thaw(proc.pid, found, 5.0) is None
         assert frozen_cgroup(proc.pid) is None
     finally:
         proc.kill()
         bounded.wait(proc, "proc")
         for path in (inner, outer):
-            for dummy in range(50):
-                try:
-                    os.rmdir(path)
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            bounded.remove_cgroup(path)
     assert not os.path.exists(outer)

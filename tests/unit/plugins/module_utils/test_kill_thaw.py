@@ -7,7 +7,6 @@ behind Slurm's back, and refusing the whole run for it would keep every leftover
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
@@ -61,12 +60,7 @@ def frozen_sleep(spawn, procs):
             handle.write("THAWED")
         proc.kill()
         bounded.wait(proc, "proc")
-        for dummy in range(50):
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.05)
+        bounded.remove_cgroup(cgroup)
 
 
 @pytest.mark.parametrize("thaw_frozen", [False, True])

@@ -282,14 +282,14 @@ def test_a_program_in_a_tmux_pane_is_busy_until_its_pane_ends(tmp_path, procs):
     bounded.run([tmux, "-L", socket, "-f", "/dev/null", "new-session", "-d", "sh", "-c", shell_command], "tmux new-session")
     program = started = None
     try:
-        procs.wait_until(pid_file.exists, timeout=20)
+        procs.wait_until(pid_file.exists)
         program = int(pid_file.read_text())
         started = _start_time(program)
         shell = int(procs.stat_fields(program)[1])  # its parent: the pane's shell
         assert os.getsid(program) == shell and os.getpgid(program) == shell
         assert holder_standing(program) == {"standing": BUSY, "why": "its process group leader %d (%s) runs" % (shell, _comm(shell))}
         bounded.run([tmux, "-L", socket, "kill-server"], "tmux kill-server")
-        procs.wait_until(lambda: procs.state_of(shell) in (None, "Z"), timeout=20)
+        procs.wait_until(lambda: procs.state_of(shell) in (None, "Z"))
         assert holder_standing(program) == {"standing": LEFT_BEHIND, "why": "its process group leader %d has exited while it lives on" % shell}
     finally:
         subprocess.run([tmux, "-L", socket, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)

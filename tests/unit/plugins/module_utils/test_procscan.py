@@ -86,7 +86,7 @@ def children():
     kids.close()
 
 
-def wait_for_state(pid, state, timeout=5.0):
+def wait_for_state(pid, state, timeout=bounded.DEADLINE):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         record = _process.read_process(pid)
@@ -96,7 +96,7 @@ def wait_for_state(pid, state, timeout=5.0):
     raise AssertionError("pid %d never reached state %s: %r" % (pid, state, _process.read_process(pid)))
 
 
-def wait_for_leader_state(pid, state, timeout=5.0):
+def wait_for_leader_state(pid, state, timeout=bounded.DEADLINE):
     """Waits until the stat of pid (its thread-group leader) shows state."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -145,7 +144,7 @@ def test_wrong_start_time_survives_as_reused(spawn, procs):
     result = terminate_permitted([Target(proc.pid, real - 1, "stale snapshot")], Policy(), grace=0.5)
     assert result["signalled"] == []
     assert result["skipped"][0]["reason"] == "pid reused: start time %d, expected %d" % (real, real - 1)
-    time.sleep(0.1)
+    bounded.settle(0.1, "no signal reaching the process whose pid was reused")
     assert proc.poll() is None and procs.state_of(proc.pid) == "S"
 
 

@@ -39,7 +39,7 @@ def nvml_for(root):
     return pynvml
 
 
-def wait_until(predicate, timeout=5.0):
+def wait_until(predicate, timeout=bounded.DEADLINE):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -142,7 +142,7 @@ def test_a_zombie_is_freed_when_its_parent_dies(node_root):
     state = make_node(node_root, holders=[{"kind": "zombie", "gpus": [0], "memory_mib": 768, "name": "zombie-worker"}])
     zombie = holder_named(state, "zombie-worker")
     os.kill(zombie["pid"], signal.SIGKILL)  # a zombie cannot be killed
-    time.sleep(0.2)
+    bounded.settle(0.2, "the zombie staying after SIGKILL")
     assert sim_state.process_exists(zombie["pid"], zombie["start_time"])
     os.kill(zombie["parent_pid"], signal.SIGKILL)  # the supervisor inherits and reaps it
     assert wait_until(lambda: not sim_state.process_exists(zombie["pid"], zombie["start_time"]))

@@ -37,7 +37,7 @@ def holder_named(state, name):
     return next(h for h in state["holders"] if h["name"] == name)
 
 
-def wait_gone(pid, start_time, timeout=5.0):
+def wait_gone(pid, start_time, timeout=bounded.DEADLINE):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and sim_state.process_exists(pid, start_time):
         time.sleep(0.02)

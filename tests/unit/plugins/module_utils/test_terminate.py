@@ -85,7 +85,7 @@ def test_check_mode_sends_nothing(spawn, tmp_path, procs):
     assert [(e["pid"], e["signals"], e["exited"], e["expected"]) for e in result["signalled"]] == [
         (plain.pid, ["TERM"], True, "term"), (stubborn.pid, ["KILL"], True, "kill_needed")]
     assert [s["reason"] for s in result["skipped"]] == ["exited"]
-    time.sleep(0.2)
+    bounded.settle(0.2, "check mode signalling nobody")
     assert plain.poll() is None and stubborn.poll() is None
     assert procs.state_of(plain.pid) == "S" and procs.state_of(stubborn.pid) == "S"
     assert not os.path.exists(journal.path)
@@ -143,14 +143,16 @@ def test_pid_reused_before_the_kill_is_never_signalled(spawn, procs):
     target = procs.target_for(first.pid)
     first.kill()
     bounded.wait(first, "first")
-    time.sleep(0.05)  # start times count clock ticks (10 ms): a reuse within one tick is indistinguishable
+    # Start times count clock ticks since boot: a reuse within the same tick would be indistinguishable.
+    ticks = os.sysconf("SC_CLK_TCK")
+    bounded.until(lambda: time.clock_gettime(time.CLOCK_BOOTTIME) * ticks > target.start_time + 1, "the next clock tick")
     second = spawn_with_pid(spawn, target.pid, ["sleep", "60"])
     if second is None:
         pytest.skip("cannot steer pid allocation here (needs root and ns_last_pid)")
     assert send_checked(target.pid, target.start_time, signal.SIGKILL).startswith("pid reused: start time ")
     result = terminate_permitted([target], Policy(), grace=0.5)
     assert result["signalled"] == [] and result["skipped"][0]["reason"].startswith("pid reused")
-    time.sleep(0.1)
+    bounded.settle(0.1, "no signal reaching the process that reused the pid")
     assert second.poll() is None and procs.state_of(second.pid) == "S"
 
 
@@ -160,7 +162,7 @@ def test_pid_reused_during_the_grace_is_not_sent_the_next_signal(spawn, procs):
     outcome = {}
     worker = threading.Thread(target=lambda: outcome.update(terminate_permitted([target], Policy(), grace=1.5)))
     worker.start()
-    procs.wait_until(lambda: _term_pending(stubborn.pid))  # TERM has been sent and is blocked; the grace is running
+    procs.wait_until(lambda: bounded.signal_pending(stubborn.pid, signal.SIGTERM))  # TERM has been sent and is blocked; the grace is running
     stubborn.kill()
     bounded.wait(stubborn, "stubborn")
     second = spawn_with_pid(spawn, target.pid, ["sleep", "60"])
@@ -170,14 +172,8 @@ def test_pid_reused_during_the_grace_is_not_sent_the_next_signal(spawn, procs):
         pytest.skip("cannot steer pid allocation here (needs root and ns_last_pid)")
     [entry] = outcome["signalled"]
     assert entry["signals"] == ["TERM"] and entry["exited"] is True
-    time.sleep(0.1)
+    bounded.settle(0.1, "no KILL reaching the process that reused the pid")
     assert second.poll() is None and procs.state_of(second.pid) == "S"
-
-
-def _term_pending(pid):
-    with open("/proc/%d/status" % pid) as handle:
-        return any(line.startswith(("SigPnd:", "ShdPnd:")) and int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1))
-                   for line in handle)
 
 
 def test_os_kill_path_when_pidfd_is_unavailable(spawn, monkeypatch, procs):
@@ -220,7 +216,7 @@ def test_a_signal_during_an_action_raises_so_that_finally_blocks_run():
         with _signals_raise():
             try:
                 os.kill(os.getpid(), signal.SIGTERM)
-                time.sleep(5)
+                pytest.fail("SIGTERM to this process did not raise Interrupted")
             finally:
                 ran_finally.append(True)
     assert ran_finally == [True]

@@ -7,6 +7,7 @@ is gone, bounded by kill_grace, and only one still there after it outlived SIGKI
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
@@ -15,20 +16,12 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import frozen_cgroup, parse_mountinfo
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import KILL_GRACE, Target, _wait_after, terminate
-
-SIGKILL_BIT = 1 << 8
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 
 def _write(path, text):
     with open(path, "w") as handle:
         handle.write(text)
-
-
-def _kill_pending(pid):
-    """Whether SIGKILL is pending for pid (the kernel's fact that it was sent and has not yet ended the process)."""
-    with open("/proc/%d/status" % pid) as handle:
-        fields = dict(line.split(":", 1) for line in handle if ":" in line)
-    return any(int(fields.get(key, "0").strip(), 16) & SIGKILL_BIT for key in ("SigPnd", "ShdPnd"))
 
 
 @pytest.fixture
@@ -48,23 +41,18 @@ def frozen_sleep(spawn, procs):
         _write(os.path.join(cgroup, "freezer.state"), "THAWED")
         proc.kill()
         proc.wait(timeout=30)
-        for dummy in range(100):
-            try:
-                os.rmdir(cgroup)
-                break
-            except OSError:
-                time.sleep(0.05)
+        bounded.remove_cgroup(cgroup)
 
 
 def _thaw_later(proc, cgroup, after_pending_s):
     """Thaw the cgroup once SIGKILL has been pending for after_pending_s (a deadline from the kernel's fact, bounded)."""
     def run():
         deadline = time.monotonic() + 20
-        while not _kill_pending(proc.pid):
+        while not bounded.signal_pending(proc.pid, signal.SIGKILL):
             if time.monotonic() > deadline:
                 return  # never sent: the test's assertions say so
             time.sleep(0.01)
-        time.sleep(after_pending_s)
+        bounded.hold(after_pending_s, "SIGKILL pending in a frozen cgroup")
         _write(os.path.join(cgroup, "freezer.state"), "THAWED")
     thread = threading.Thread(target=run, daemon=True)
     thread.start()

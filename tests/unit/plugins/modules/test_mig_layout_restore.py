@@ -123,7 +123,8 @@ def test_a_run_killed_after_the_reset_is_restored_by_the_next_run(tmp_path, node
         bounded.until(lambda: sim_state.load_state(node_root).get(mig_write.HELD_KEY), "the reset of GPU 0 to have happened")
         assert layout_of(node_root) == []
         # the module runs in a session of its own: kill it by the node lock it holds, then the play
-        for pid in bounded.until(lambda: lock_holders(node_root), "the reset module holding the node lock"):
+        bounded.until(lambda: lock_holders(node_root), "the reset module holding the node lock")
+        for pid in lock_holders(node_root):
             os.kill(pid, signal.SIGKILL)
         os.killpg(run.pid, signal.SIGKILL)
         bounded.wait(run, "ansible-playbook after SIGKILL")

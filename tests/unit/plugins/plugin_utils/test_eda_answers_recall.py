@@ -12,6 +12,7 @@ import json
 import sys
 import time
 
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _source
 
 
@@ -43,7 +44,7 @@ async def _events_after(main, args, append, wanted):
                 events.append(await asyncio.wait_for(queue.get(), 0.5))
             except asyncio.TimeoutError:
                 continue
-        await asyncio.sleep(0.3)  # the other sentinels' events, then nothing but what append(True) brings
+        await bounded.settle_async(0.3, "the other sentinels' events out, then nothing but what append(True) brings")
         while not queue.empty():
             queue.get_nowait()
         append(True)
@@ -51,7 +52,7 @@ async def _events_after(main, args, append, wanted):
         while len(events) < wanted:
             assert loop.time() < deadline + 30, "waited for %d events, got %r" % (wanted, events)
             events.append(await asyncio.wait_for(queue.get(), 30))
-        await asyncio.sleep(0.3)
+        await bounded.settle_async(0.3, "no event beyond the ones wanted")
         return events + [queue.get_nowait() for _index in range(queue.qsize())]
     finally:
         task.cancel()

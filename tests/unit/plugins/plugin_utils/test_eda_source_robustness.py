@@ -16,6 +16,7 @@ import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Retry
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import journal_argv, journal_lines, kmsg_problem, kmsg_seq
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -52,7 +53,8 @@ async def _run(main, args, seconds, until=None):
             assert not task.done(), task.exception() if task.done() else None
             if until and until(events):
                 break
-        await asyncio.sleep(0.2 if until else 0)
+        if until:
+            await bounded.settle_async(0.2, "no event beyond what until() waited for")
         while not queue.empty():
             events.append(queue.get_nowait())
     finally:

@@ -17,6 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log
     Answers, FileTail, KernelLines, kmsg_line, load_policy, remediation_of,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._snapshot_source import Lasting, state_conditions
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
@@ -85,7 +86,7 @@ async def _collect(name, args, act, count, timeout=20.0, ready=None):
         if ready:
             await asyncio.wait_for(ready(queue, task), timeout)
         else:
-            await asyncio.sleep(0.3)
+            await bounded.settle_async(0.3, "the source running a while (the conditions of the snapshot tests last)")
         assert not task.done(), task.exception() if task.done() else None
         await act()
         events = []
@@ -93,7 +94,7 @@ async def _collect(name, args, act, count, timeout=20.0, ready=None):
             event = await asyncio.wait_for(queue.get(), timeout)
             if not _is_probe(event):
                 events.append(event)
-        await asyncio.sleep(0.5)  # anything more it would put
+        await bounded.settle_async(0.5, "nothing more put than the events counted")
         while not queue.empty():
             event = queue.get_nowait()
             if not _is_probe(event):
@@ -116,7 +117,7 @@ def test_kernel_log_follows_the_file_from_its_end(tmp_path):
 
     async def act():
         _append(log, OTHER, XID_119)
-        await asyncio.sleep(0.3)
+        await bounded.settle_async(0.3, "the source's polls between the two appends (its events do not depend on it)")
         _append(log, *FALLEN)
 
     events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 2, ready=following(log)))
@@ -238,7 +239,7 @@ def test_snapshot_state_older_than_the_last_remediation_is_answered(tmp_path):
         handle.write("".join(json.dumps(record) + "\n" for record in records))
 
     async def act():
-        await asyncio.sleep(0.5)
+        await bounded.settle_async(0.5, "the source sampling the old state first")
         _state(state, 2048, 1796032900.0)  # the watch sampled again after the reset: ghost memory again
 
     args = {"mode": "state_file", "host": "node7", "state_path": state, "journal_path": journal, "poll_interval": 0.05,
@@ -456,7 +457,7 @@ def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
     async def act():
         entry = journal.intent("gpu_reset", argv=["nvidia-smi", "--gpu-reset", "-i", "00000000:3B:00.0"])
         journal.outcome(entry, True)
-        await asyncio.sleep(0.3)
+        await bounded.settle_async(0.3, "the source's polls reading the answer line before the kernel lines")
         _append(kernel, XID_119.replace("2026-11-30T10:00:00", "2000-01-01T00:00:00"),  # before the reset: answered
                 XID_119.replace("2026-11-30T10:00:00", "2099-01-01T00:00:00"))  # after it: new
 
@@ -507,7 +508,7 @@ def test_kernel_log_keeps_following_a_file_that_cannot_be_read_for_a_while(tmp_p
         handle.write("x")
 
     async def act():
-        await asyncio.sleep(0.3)
+        await bounded.settle_async(0.3, "the source polling a path it cannot read")
         os.remove(os.path.join(log, "x"))
         os.rmdir(log)
         # The file that replaces the directory is read from its start: its line is dated now, as a new Xid is (one dated
@@ -515,7 +516,7 @@ def test_kernel_log_keeps_following_a_file_that_cannot_be_read_for_a_while(tmp_p
         _append(log, XID_119.replace("2026-11-30T10:00:00+00:00", time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())))
 
     async def ready(queue, task):
-        await asyncio.sleep(0.3)
+        await bounded.settle_async(0.3, "the source started on a path it cannot read")
 
     events, task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 1,
                                         ready=ready))

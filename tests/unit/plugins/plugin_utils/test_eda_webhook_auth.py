@@ -18,7 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webh
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import SECRET, _alert, _free_port, _source
-from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import exchange as _exchange, until_listening
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import exchange as _exchange, serve, until_listening
 
 BODY = json.dumps(_alert("node07:9100")).encode()
 TRICKLED = b"POST /alerts HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 40
@@ -27,27 +27,6 @@ TRICKLED = b"POST /alerts HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 40
 def _request(headers=(), body=BODY):
     lines = [b"POST /alerts HTTP/1.1", b"Host: x", b"Content-Type: application/json", b"Content-Length: %d" % len(body)]
     return b"\r\n".join(lines + [header.encode() for header in headers] + [b"Connection: close", b"", body])
-
-
-def _serve(options, exchange):
-    """Run the source with options, await exchange(port) once it listens; returns (its result, the events queued)."""
-    module = _source("gpu_alert_webhook")
-    port = _free_port()
-
-    async def run():
-        queue = asyncio.Queue()
-        task = asyncio.ensure_future(module.main(queue, dict(options, port=port)))
-        try:
-            await until_listening(port)
-            result = await exchange(port)
-            await asyncio.sleep(0.3)
-            return result, [queue.get_nowait() for _index in range(queue.qsize())]
-        finally:
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-
-    return asyncio.run(run())
 
 
 def _status(answer):
@@ -74,7 +53,7 @@ def test_bearer_token_as_alertmanager_authorization_sends_it():
     async def exchange(port):
         return [await _exchange(port, _request(headers)) for headers, _code in cases]
 
-    answers, events = _serve({"auth": "bearer", "secret": "tok3n"}, exchange)
+    answers, events = serve({"auth": "bearer", "secret": "tok3n"}, exchange)
     assert [_status(answer) for answer in answers] == [code for _headers, code in cases]
     assert all(b"WWW-Authenticate: Bearer" in answer for answer in answers if _status(answer) == 401)
     assert [event["meta"] for event in events] == [{"hosts": "node07"}] * 3
@@ -93,7 +72,7 @@ def test_basic_auth_as_alertmanager_basic_auth_sends_it(monkeypatch):
     async def exchange(port):
         return [await _exchange(port, _request(headers)) for headers, _code in cases]
 
-    answers, events = _serve({"auth": "basic", "username": "alertmanager", "secret_env": "GPUOPS_TEST_AM_PASSWORD"}, exchange)
+    answers, events = serve({"auth": "basic", "username": "alertmanager", "secret_env": "GPUOPS_TEST_AM_PASSWORD"}, exchange)
     assert [_status(answer) for answer in answers] == [code for _headers, code in cases]
     assert len(events) == 1
 
@@ -121,8 +100,8 @@ def test_tls_with_a_certificate_of_the_sources_own(tmp_path):
         plain = await _exchange(port, _request(["Authorization: Bearer tok3n"]))
         return secure, wrong, plain
 
-    (secure, wrong, plain), events = _serve({"auth": "bearer", "secret": "tok3n", "certfile": certfile, "keyfile": keyfile},
-                                            exchange)
+    (secure, wrong, plain), events = serve({"auth": "bearer", "secret": "tok3n", "certfile": certfile, "keyfile": keyfile},
+                                           exchange)
     assert _status(secure) == 202, secure
     assert _status(wrong) == 401, wrong
     assert not plain.startswith(b"HTTP/1.1 2"), plain
@@ -252,7 +231,7 @@ def test_a_label_that_is_a_template_never_reaches_the_playbook():
             answers.append(await _exchange(port, _request(["Authorization: Bearer tok3n"], data)))
         return answers
 
-    answers, events = _serve({"auth": "bearer", "secret": "tok3n"}, exchange)
+    answers, events = serve({"auth": "bearer", "secret": "tok3n"}, exchange)
     assert [_status(answer) for answer in answers] == [422, 422, 422, 422, 202]
     alerts = [event["gpuops"] for event in events if event["gpuops"]["type"] == "alert"]
     assert [(alert["gpu"], alert["gpu_index"]) for alert in alerts] == [("0000:3b:00.0", "2")]
@@ -269,7 +248,7 @@ def test_wrong_credentials_are_refused_before_the_body_is_read():
     async def exchange(port):
         return await _exchange(port, head, wait=3)
 
-    answer, events = _serve({"auth": "bearer", "secret": "tok3n"}, exchange)
+    answer, events = serve({"auth": "bearer", "secret": "tok3n"}, exchange)
     assert _status(answer) == 401, answer
     assert not events
 

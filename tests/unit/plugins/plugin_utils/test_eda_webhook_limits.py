@@ -11,8 +11,9 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webhook_source import sign
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import ODD_ALERTS, SECRET, _alert, _free_port, _source
-from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import exchange as _raw, until_listening
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import exchange as _raw, serve, until_listening
 
 
 # ---------------------------------------------------------------- the webhook over a real socket
@@ -36,7 +37,7 @@ def test_webhook_body_that_stops_half_way_is_answered_408_and_the_next_request_s
             await until_listening(port)
             slow = asyncio.ensure_future(_raw(port, b"POST /alerts HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
                                                     b"X-Gpuops-Timestamp: 1\r\nX-Gpuops-Signature: sha256=0\r\n\r\n{", 5))
-            await asyncio.sleep(0.2)
+            await bounded.settle_async(0.2, "the slow client connected before the signed one")
             served = await _raw(port, signed, 5)
             started = time.time()
             answer = await slow
@@ -81,20 +82,11 @@ def test_webhook_duplicated_and_wrong_prefix_signatures_over_a_socket():
         request(body, good),  # the replay
     ]
 
-    async def run():
-        queue = asyncio.Queue()
-        task = asyncio.ensure_future(module.main(queue, {"port": port, "secret": SECRET}))
-        try:
-            await until_listening(port)
-            answers = [await _raw(port, data, 5) for data in cases]
-            await asyncio.sleep(0.3)
-            return [answer.split(b" ", 2)[1] for answer in answers], queue.qsize()
-        finally:
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
+    async def exchange_all(port):
+        return [(await _raw(port, data, 5)).split(b" ", 2)[1] for data in cases]
 
-    codes, queued = asyncio.run(run())
+    codes, events = serve({"secret": SECRET}, exchange_all)
+    queued = len(events)
     assert codes == [b"401", b"401", b"401", b"401", b"401", b"401", b"401", b"202", b"401"]
     assert queued == 1
 
@@ -107,19 +99,6 @@ def test_webhook_answers_a_signed_odd_body_with_its_events_not_500():
     data = (b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nX-Gpuops-Timestamp: %d\r\nX-Gpuops-Signature: %s\r\n"
             b"Connection: close\r\n\r\n%s" % (len(body), now, sign(SECRET, now, body).encode(), body))
 
-    async def run():
-        queue = asyncio.Queue()
-        task = asyncio.ensure_future(module.main(queue, {"port": port, "secret": SECRET}))
-        try:
-            await until_listening(port)
-            answer = await _raw(port, data, 5)
-            await asyncio.sleep(0.3)
-            return answer, [queue.get_nowait() for _index in range(queue.qsize())]
-        finally:
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-
-    answer, events = asyncio.run(run())
+    answer, events = serve({"secret": SECRET}, lambda port: _raw(port, data, 5))
     assert answer.startswith(b"HTTP/1.1 202"), answer
     assert [event["gpuops"]["type"] for event in events] == ["alert", "alert", "alert", "source_problem"]

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _alert, _free_port, _source
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
 
@@ -57,7 +58,7 @@ def test_a_full_rulebook_queue_is_answered_at_once_503_retry_after_then_served_i
             retry = await _post(port, _one("node9"))
             split_again = await _post(port, two)  # still no room for two
             got = [first] + [await asyncio.wait_for(rulebook.get(), 5) for _index in range(QUEUE_SIZE + 2)]
-            await asyncio.sleep(0.3)
+            await bounded.settle_async(0.3, "nothing more handed to the rulebook")
             return answers, split, retry, split_again, got, rulebook.qsize()
         finally:
             task.cancel()
