@@ -486,8 +486,7 @@ def take_snapshot(module, layout, options):
         # What the snapshot is of and when: a caller that keeps it (the ladder walk) can tell it is still the one to use.
         "scope": {"gpus": None if options.gpus is None else list(options.gpus), "ghost_threshold_mib": options.ghost_threshold_mib,
                   "kernel_log_source": options.kernel_log_source, "kernel_log_path": options.kernel_log_path,
-                  "kernel_log_window": options.kernel_log_window, "taken_epoch": round(time.time(), 3),
-                  "mig_instances": sorted(instance_label(g, gi, ci) for g in instances for gi, ci in instances[g])},
+                  "kernel_log_window": options.kernel_log_window, "taken_epoch": round(time.time(), 3)},
         "simulated": layout.simulated,
         "backend": gpu_report["backend"],
         "gpus": gpus,
@@ -505,6 +504,7 @@ def take_snapshot(module, layout, options):
     if options.gpus == []:
         snapshot["verdict"]["reasons"].append({"rung": NO_RUNG, "reason": NO_GPU_SELECTED})
     if instances:
+        snapshot["scope"]["mig_instances"] = sorted(instance_label(g, gi, ci) for g in instances for gi, ci in instances[g])
         snapshot["verdict"]["reasons"].append({"rung": NO_RUNG, "reason": scope_words(instances)})
     snapshot["probes"]["seconds"] = round(time.monotonic() - started, 3)
     return snapshot

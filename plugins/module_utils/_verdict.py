@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import instance_label
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import event_rung
 
@@ -303,7 +304,7 @@ def _holder_findings(finding, gpu, holders):
 
 def _holder_where(gpu, holder):
     """The GPU a holder holds, with its MIG instance(s) on that GPU when it is in one: "0 (MIG instance 0:4/0)"."""
-    inside = ["%s:%s%s" % (gpu["index"], item["gpu_instance_id"], "" if item["compute_instance_id"] is None else "/%s" % item["compute_instance_id"])
+    inside = [instance_label(gpu["index"], item["gpu_instance_id"], item["compute_instance_id"])
               for item in holder.get("mig_instances") or [] if item["gpu"] == gpu["index"]]
     return "%s (MIG instance %s)" % (gpu["index"], ", ".join(inside)) if inside else str(gpu["index"])
 

@@ -78,6 +78,8 @@ scope:
   description:
     - What the snapshot is of - the options its verdict depends on (C(gpus), C(ghost_threshold_mib), C(kernel_log_source),
       C(kernel_log_path), C(kernel_log_window)) and C(taken_epoch), when it was taken (seconds since the epoch).
+    - C(mig_instances) - the MIG instances (C(GPU:GI) or C(GPU:GI/CI)) that O(gpus) narrows its GPUs to, only when it
+      names one.
   returned: always
   type: dict
   sample: {gpus: [], ghost_threshold_mib: 256, kernel_log_source: auto, kernel_log_path: null, kernel_log_window: null, taken_epoch: 1764580000.123}
@@ -130,6 +132,19 @@ gpus:
     persistence_mode: {description: "Persistence mode.", type: bool, returned: when the driver answered}
     compute_mode: {description: "Compute mode.", type: str, returned: when the driver answered}
     mig_mode: {description: "MIG mode, C(current) and C(pending).", type: dict, returned: when the driver answered}
+    gpu_instances:
+      description:
+        - The MIG GPU instances of a GPU with MIG mode on, as the driver shows them (NVML's MIG device handles, or
+          C(nvidia-smi -q -x) with C(nvidia-smi mig -lgi), C(-lci) and C(-L)), in id order.
+        - Each has C(id), C(profile) (V(1g.10gb)), C(profile_id), C(placement) (C(start), C(size) in memory slices),
+          C(memory_total_mib), C(memory_used_mib), C(compute_instances) (each C(id), C(uuid) - the MIG device UUID -,
+          C(profile_id), C(placement)), C(holders) (the pids in it), C(attributed_mib) (what the driver lists in it),
+          C(unattributed_mib) (used memory no live process in the instance accounts for - its ghost memory) and
+          C(selected) (whether O(gpus) reaches it).
+        - On such a GPU, RV(gpus[].unattributed_mib) is the ghost memory of its selected instances.
+      type: list
+      elements: dict
+      returned: when MIG mode is on
     recovery_action: {description: "The recovery action NVML reports (V(none), V(reset), V(reboot), ...).", type: str, returned: when the driver answered}
     nvlink_peers: {description: "Bus ids of the GPUs linked to this one by an active NVLink.", type: list, elements: str, returned: when the driver answered}
     processes: {description: "The processes the driver lists on this GPU.", type: list, elements: dict, returned: always}
@@ -167,6 +182,14 @@ holders:
     seen_by: {description: "How it was found: V(nvml), V(fd), V(mmap), V(task_fd) (a thread's own file table).", type: list, elements: str,
               returned: always}
     devices: {description: "The device nodes it holds.", type: list, elements: str, returned: always}
+    mig_instances:
+      description:
+        - The MIG instances it is in, each C(gpu), C(gpu_instance_id), C(compute_instance_id) and C(seen_by) -
+          V(nvidia-caps) (it holds the instance's C(/dev/nvidia-caps) nodes, known by device number) and V(nvml) (the
+          driver lists it in that instance).
+      type: list
+      elements: dict
+      returned: when a GPU of the node has MIG instances
     container:
       description:
         - C(runtime), C(id) and C(main_pid) of its container, when the runtime confirms it (C(docker|podman container

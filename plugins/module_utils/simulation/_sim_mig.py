@@ -256,8 +256,8 @@ def render_lci(gpus):
             compute = table[gi["profile_id"]]["compute"]
             for ci in sorted(gi["compute_instances"], key=lambda c: c["id"]):
                 name = "MIG " + table[gi["profile_id"]]["name"]
-                rows.append("|  %3d  %5d       %-16s %5d %9d %10s     |" % (gpu["index"], gi["id"], name, ci["profile_id"], ci["id"],
-                                                                          "0:%d" % compute))
+                row = (gpu["index"], gi["id"], name, ci["profile_id"], ci["id"], "0:%d" % compute)
+                rows.append("|  %3d  %5d       %-16s %5d %9d %10s     |" % row)
     if not rows:
         return ["No compute instances found: Not Found"]
     return header + rows + [rule]

@@ -86,6 +86,9 @@ SITES = {
         'r"[\\s_]"': [],
         'r"[\\s_-]"': [],
     },
+    'plugins/module_utils/_mig_selection.py': {
+        'r"^(?P<gpu>[^/]{1,64}):(?P<gi>\\d{1,2})(?:/(?P<ci>\\d{1,2}))?$"': [("", "0:"), ("", ":1"), ("0", ":1/")],
+    },
     'plugins/module_utils/probes/_pci.py': {
         'r"^(?:PCI:)?(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<device>[0-9A-Fa-f]{1,2})" r"(?:\\.(?P<function>[0-7]))?$"': [],
     },
@@ -413,6 +416,12 @@ def _scontrol(text):
     return parse_nodes(text)
 
 
+def _mig_tables(text):
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _mig_instances as mig
+
+    return mig.parse_lgi(text), mig.parse_lci(text), mig.parse_list_uuids(text)
+
+
 # (parser, [one unit of its worst input]): each unit repeated to the size, a line's worth or one line of it all.
 PARSERS = [
     (_kernel_log, ["[" * 1000 + XID, "kernel: [" + "[" * 400 + "] " + XID + "to 0x1 (" * 900, "Dec 6 h kernel: " + XID + "RST: " + " " * 4000,
@@ -428,6 +437,8 @@ PARSERS = [
                  "Module " * 2000]),
     (_lsmod, ["nvidia 1 " + "1" * 18 + " " + "a," * 4000, "nvidia " + "1 " * 4000]),
     (_scontrol, ["NodeName=" * 2000 + " State=" + "a" * 8000, "NodeName=n State=IDLE Reason=" + " [a@" * 3000]),
+    (_mig_tables, ["|  0  MIG 1g.10gb  19  1  0:1  |", "|" + " 0 " * 4000 + "|", "| 0 0 MIG " + "1:" * 4000 + " |", "GPU 0: x",
+                   "  MIG 1g.10gb Device " + "0: " * 3000 + "(UUID: MIG-" + "a" * 4000 + ")", "|" * 8000]),
 ]
 
 

@@ -1,0 +1,54 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An Xid line naming a MIG instance (GPU-I, GPU-CI) makes, through the gpu_kernel_log source run as ansible-rulebook
+runs it, an event whose selection is that instance alone; the rulebooks' Xid rule selects by it."""
+
+import asyncio
+import os
+
+import yaml
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, resolve_instance
+from ansible_collections.gpuops.remediation.tests.unit.plugins.plugin_utils.test_eda_sources import ROOT, _append, _collect, following
+
+# The driver's own example line (NVIDIA/open-gpu-kernel-modules, GA100 error containment), on a node's syslog
+XID_94_MIG = ("2026-11-30T10:00:01+00:00 node7 kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, pid=7194, "
+              "Contained: CE User Channel (0x9). RST: No, D-RST: No")
+XID_95_GI_ONLY = ("2026-11-30T10:00:02+00:00 node7 kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:03): 95, pid=7062, name=python3, "
+                  "Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No")
+XID_119 = "2026-11-30T10:00:03+00:00 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response"
+
+# What the node's snapshot says of its GPUs (gpu_holders_info's gpus): GPU 0 on 01:00 in MIG instances 3 and 5
+NODE_GPUS = [{"index": 0, "uuid": "GPU-a", "pci_bus_id": "00000000:01:00.0",
+              "gpu_instances": [{"id": 3, "compute_instances": [{"id": 0, "uuid": "MIG-a3"}]},
+                                {"id": 5, "compute_instances": [{"id": 0, "uuid": "MIG-a5"}]}]},
+             {"index": 1, "uuid": "GPU-b", "pci_bus_id": "00000000:3B:00.0"}]
+
+
+def test_an_xid_naming_an_instance_makes_an_event_for_that_instance_only(tmp_path):
+    log = str(tmp_path / "syslog")
+    _append(log)
+
+    async def act():
+        _append(log, XID_94_MIG, XID_95_GI_ONLY, XID_119)
+
+    events, dummy_task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05}, act, 3,
+                                              ready=following(log)))
+    selections = [event["gpuops"]["selection"] for event in events]
+    assert selections == ["00000000:01:00.0:5/0", "00000000:01:00.0:3", "00000000:3B:00.0"]
+    assert [(e["gpuops"]["gpu_instance_id"], e["gpuops"]["compute_instance_id"]) for e in events] == [(5, 0), (3, None), (None, None)]
+    # each selection, given to gpus as the rulebook gives it, reaches that instance of GPU 0 and no other
+    assert [resolve_instance(NODE_GPUS, selection) for selection in selections[:2]] == [(0, 5, 0), (0, 3, None)]
+    assert narrowed_instances(NODE_GPUS, [selections[0]]) == {0: {(5, 0)}}
+    assert narrowed_instances(NODE_GPUS, [selections[2]]) == {}
+
+
+def test_the_rulebooks_xid_rule_selects_and_throttles_by_the_events_selection():
+    for name in ("gpu_remediation.yml", "gpu_remediation_controller.yml"):
+        with open(os.path.join(ROOT, "extensions", "eda", "rulebooks", name)) as handle:
+            rules = yaml.safe_load(handle)[0]["rules"]
+        rule = next(r for r in rules if r["condition"] == 'event.gpuops.type == "xid" and event.gpuops.rung == "reset"')
+        action = rule["action"].get("run_playbook") or rule["action"].get("run_job_template")
+        extra = action["extra_vars"] if "extra_vars" in action else action["job_args"]["extra_vars"]
+        assert extra["gpu_reclaim_gpus"] == extra["gpu_inspect_gpus"] == ["{{ event.gpuops.selection }}"], name
+        assert "event.gpuops.selection" in rule["throttle"]["group_by_attributes"], name
