@@ -11,7 +11,9 @@ from ansible.utils.vars import load_extra_vars
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._data import templated
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import event_policy_error, event_target_error
-from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import PLAYBOOK_OPTIONS, input_errors, role_options, unknown_variables
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._inputs import (
+    PLAYBOOK_OPTIONS, input_errors, policy_errors, role_options, unknown_variables,
+)
 
 ROLES = ("gpu_inspect", "gpu_node_prep", "gpu_reclaim", "gpu_remediate", "gpu_watch")
 
@@ -32,6 +34,7 @@ class ActionModule(ControllerAction):
         values = templated(self, given)
         # The -e and AWX survey variables (the same extra vars ansible-playbook parsed): a misspelt one would be ignored.
         errors = unknown_variables(load_extra_vars(self._loader), options) + input_errors(values, options)
+        errors += policy_errors(self._templar.template(task_vars.get("gpuops_xid_policy")))
         if not errors:
             # A run an event started targets exactly the event's one inventory host (never a group its name stands for).
             target = event_target_error(values.get("gpuops_event_host"), task_vars.get("ansible_play_hosts_all"),

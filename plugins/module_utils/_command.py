@@ -69,9 +69,11 @@ class CommandRunner:
         rc, out, err = run_with_deadline(lambda: list(self._run(argv)), timeout, own_group=True)
         return CommandResult(rc, out, err, argv=argv)
 
-    def act(self, argv, action, journal_argv=True, keep_stdout=False, outcome=None, **details):
+    def act(self, argv, action, journal_argv=True, keep_stdout=False, outcome=None, succeeded=None, **details):
         """Run a command that changes the node, journalled: the intent `action` with `details` (and argv unless
-        journal_argv is false) before, the outcome (rc, stderr, stdout when keep_stdout, and `outcome`) after.
+        journal_argv is false) before, the outcome (rc, stderr, stdout when keep_stdout, and `outcome`) after; ok when
+        `succeeded(rc, out, err)` says so (default: rc 0) - a tool that exits 0 on a failure it prints must not leave
+        an ok outcome (a reset's answers earlier evidence).
         In check mode nothing runs and nothing is journalled: the result is skipped, rc 0, with the argv that would run."""
         argv = _argv(argv)
         if getattr(self.module, "check_mode", False):
@@ -85,5 +87,5 @@ class CommandRunner:
             written["stdout"] = out.strip()
         written["stderr"] = err.strip()
         written.update(outcome or {})
-        self.journal.outcome(entry, rc == 0, **written)
+        self.journal.outcome(entry, rc == 0 if succeeded is None else succeeded(rc, out, err), **written)
         return CommandResult(rc, out, err, argv=argv)

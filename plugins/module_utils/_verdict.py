@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import instance_label
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
@@ -31,6 +32,8 @@ ANSWER_TEXT = {"gpu_reset": "a later GPU reset", "nvidia_driver_reload": "a late
                "reboot": "the reboot since", "process_exit": "the end of the application it hit"}
 # Slack for kernel log times printed to the second (dmesg -T, syslog) against process start times.
 _CLOCK_SLACK_S = 1.0
+# How far ahead of the node's clock a kernel line may be dated and still be placed in time (the journal's own slack).
+AHEAD_SLACK_SECONDS = 300
 STUCK_CLASSES = ("zombie", "unkillable")
 # A working program (a live scheduler job's process, or one that kernel and runtime facts do not show left behind:
 # _left_behind.holder_standing): reported, never ended unless the kill option end_running_jobs says so or the operator
@@ -452,17 +455,23 @@ def _iso(epoch):
     return stamp.replace("+00:00", "Z")
 
 
-def answer_events(events, completed, boot_epoch, holders, start_epochs):
+def answer_events(events, completed, boot_epoch, holders, start_epochs, now=None):
     """Set "answered_by" on every event (in place): None while it is still evidence, else what answered it.
 
     An event older than the current boot was answered by the reboot; one older than a successful reset of its
     GPU or a driver reload (`completed`, from the node's journal) by that action; an Xid asking that the
     application it hit be restarted, by the end of that application. Events of unknown time stay evidence.
+    An event dated ahead of `now` by more than AHEAD_SLACK_SECONDS was written while the clock ran ahead: no reset
+    could come after it, and it would ask for one at every run for ever; its time says nothing, and the first reset
+    or reload of its GPU since the boot (any, when the boot time is unknown) answers it.
     """
+    latest = (time.time() if now is None else now) + AHEAD_SLACK_SECONDS
     for event in events:
         event["answered_by"] = None
         epoch = event.get("time_epoch")
-        if epoch is not None and boot_epoch is not None and epoch < boot_epoch:
+        if epoch is not None and epoch > latest:
+            epoch = boot_epoch if boot_epoch is not None else float("-inf")
+        elif epoch is not None and boot_epoch is not None and epoch < boot_epoch:
             event["answered_by"] = {"action": "reboot", "time": _iso(boot_epoch)}
             continue
         later = [done for done in completed if epoch is not None and done["epoch"] > epoch and _covers(done, event)]

@@ -121,6 +121,10 @@ health_check:
 
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._payload_imports import compile_each_file_once
+
+compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import (
     TOOL, command_text, diag_argv, health_check, judge, not_installed, timed_out,

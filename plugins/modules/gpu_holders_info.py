@@ -338,6 +338,10 @@ verdict:
   sample: {rung: reset, reasons: [{rung: reset, reason: "GPU 0 (00000000:18:00.0) has 4096 MiB in use that no live process accounts for"}]}
 """
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._payload_imports import compile_each_file_once
+
+compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout

@@ -198,6 +198,10 @@ import os
 import re
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._payload_imports import compile_each_file_once
+
+compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
+
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import journal_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import read_window
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import DESTRUCTIVE_ACTIONS, leak_sources, run_summaries

@@ -218,6 +218,10 @@ journal:
 
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._payload_imports import compile_each_file_once
+
+compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
     KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, refuse_beyond_selection,

@@ -184,6 +184,10 @@ journal:
 """
 
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._payload_imports import compile_each_file_once
+
+compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import refuse_whole_gpu_action
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
@@ -194,7 +198,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._module import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import MigLayoutError, keeper_for, planned, restore_into
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import pending_mig_change
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._reset_output import parse_gpu_reset
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._reset_output import parse_gpu_reset, reset_succeeded
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors, holds_control_only
@@ -360,7 +364,8 @@ class GpuResetWorker:
         outcome = {}
         for group in groups:
             argv = self._reset_argv(nvidia_smi, group, snapshot)
-            rc, out, err = CommandRunner(self.module, self.run.journal).act(argv, "gpu_reset", keep_stdout=True, gpus=group)
+            rc, out, err = CommandRunner(self.module, self.run.journal).act(argv, "gpu_reset", keep_stdout=True, succeeded=reset_succeeded,
+                                                                            gpus=group)
             parsed = parse_gpu_reset(out, err, rc)
             by_bus = dict((gpu["pci_bus_id"], gpu["index"]) for gpu in snapshot["gpus"])
             for bus, result in parsed.items():

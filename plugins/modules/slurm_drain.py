@@ -179,6 +179,10 @@ import datetime
 import time
 import uuid
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._payload_imports import compile_each_file_once
+
+compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
+
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import path_failure
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal

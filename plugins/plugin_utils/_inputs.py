@@ -20,6 +20,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import signal_number
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_check import PLAYBOOK_VARIABLE, kind_error
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import range_of, within
+from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import control_character
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch_ranges import RANGED_OPTIONS, out_of_range
 
@@ -45,6 +46,16 @@ PLAYBOOK_OPTIONS = {
 # Variables of the collection's prefixes read where the input check does not type them: a host's own (the simulated
 # Windows node's directory, the Xid policy of group_vars) and the report the run hands AWX.
 READ_ELSEWHERE = frozenset(["gpuops_windows_sim_root", "gpuops_xid_policy", "gpuops_report"])
+
+
+def policy_errors(policy):
+    """[why] the site's Xid policy (gpuops_xid_policy, read by the modules on each node) cannot be used, or []: checked
+    here with the other inputs, so that a malformed one is refused naming the variable before any node is touched."""
+    try:
+        parse_policy(policy, "gpuops_xid_policy")
+    except PolicyError as exc:
+        return [str(exc)]
+    return []
 
 
 def role_options(roles, entry_point="main", roles_dir=None):

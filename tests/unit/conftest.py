@@ -6,8 +6,10 @@ make collection links the checkout as ansible_collections/gpuops/remediation.
 """
 import faulthandler
 import os
+import shutil
 import signal
 import sys
+import tempfile
 
 import pytest
 
@@ -45,6 +47,16 @@ def collections_root():
 def child_env():
     """The environment of a Python child that imports the collection the way these tests do."""
     return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [COLLECTIONS_ROOT, os.environ.get("PYTHONPATH")])))
+
+
+@pytest.fixture
+def staged():
+    """A world-readable directory of the test's own, for what a second account (runuser) must reach (the tmp_path of
+    root is mode 700)."""
+    directory = tempfile.mkdtemp(prefix="gpuops-staged-")
+    os.chmod(directory, 0o755)
+    yield directory
+    shutil.rmtree(directory)
 
 
 @pytest.hookimpl(hookwrapper=True)

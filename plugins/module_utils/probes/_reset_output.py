@@ -66,3 +66,9 @@ def parse_gpu_reset(stdout, stderr, rc):
     if not any_failed_gpu and (unnamed_failure or rc not in (0, None)):
         results[GLOBAL_KEY] = {"reset": False, "reason": _reason(text), "message": text.strip()}
     return results
+
+
+def reset_succeeded(rc, stdout, stderr):
+    """Whether every GPU of a reset was reset: exit 0 and no failure line (parse_gpu_reset). nvidia-smi's exit code alone
+    is not enough for the journal, whose ok reset answers earlier Xid evidence."""
+    return rc == 0 and all(entry["reset"] for entry in parse_gpu_reset(stdout, stderr, rc).values())

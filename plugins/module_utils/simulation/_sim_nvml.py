@@ -92,6 +92,12 @@ def _handle_value(handle):
     return ctypes.cast(handle, ctypes.c_void_p).value if handle is not None else None
 
 
+def _set_raw_handle(ref, base, gpu, number):
+    """Write a MIG device (or GPU instance) handle, base + GPU index * HANDLE_STRIDE + number; NVML_SUCCESS."""
+    ctypes.c_void_p.from_buffer(_target(ref)).value = base + gpu["index"] * HANDLE_STRIDE + number
+    return NVML_SUCCESS
+
+
 def _is_mig_handle(handle):
     return MIG_HANDLE_BASE <= (_handle_value(handle) or 0) < GI_HANDLE_BASE
 
@@ -119,17 +125,18 @@ class _MigReads:
         _target(ref).value = 0 if gpu.get("mig_mode") is None else MAX_MIG_DEVICES
         return NVML_SUCCESS
 
+    def _mig_enabled(self, handle, call, not_enabled):
+        """(state, gpu, error code) of a GPU's own handle for a call that needs MIG mode on (`not_enabled` when off)."""
+        state, gpu, rc = self._device(handle, call)
+        if not rc and not (gpu.get("mig_mode") or {}).get("current"):
+            rc = not_enabled
+        return state, gpu, rc
+
     def nvmlDeviceGetMigDeviceHandleByIndex(self, handle, index, ref):
-        state, gpu, rc = self._device(handle, "nvmlDeviceGetMigDeviceHandleByIndex")
-        if rc:
-            return rc
-        if not (gpu.get("mig_mode") or {}).get("current"):
-            return NVML_ERROR_INVALID_ARGUMENT
-        index = _value(index)
-        if index < 0 or index >= len(sim_mig.devices(gpu, node.live_holders(state, gpu["index"]))):
-            return NVML_ERROR_NOT_FOUND
-        ctypes.c_void_p.from_buffer(_target(ref)).value = MIG_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + index
-        return NVML_SUCCESS
+        state, gpu, rc = self._mig_enabled(handle, "nvmlDeviceGetMigDeviceHandleByIndex", NVML_ERROR_INVALID_ARGUMENT)
+        if not rc and not 0 <= _value(index) < len(sim_mig.devices(gpu, node.live_holders(state, gpu["index"]))):
+            rc = NVML_ERROR_NOT_FOUND
+        return rc or _set_raw_handle(ref, MIG_HANDLE_BASE, gpu, _value(index))
 
     def nvmlDeviceIsMigDeviceHandle(self, handle, ref):
         _target(ref).value = 1 if _is_mig_handle(handle) else 0
@@ -176,16 +183,10 @@ class _MigReads:
         return NVML_SUCCESS
 
     def nvmlDeviceGetGpuInstanceById(self, handle, gi_id, ref):
-        _state, gpu, rc = self._device(handle, "nvmlDeviceGetGpuInstanceById")
-        if rc:
-            return rc
-        if not (gpu.get("mig_mode") or {}).get("current"):
-            return NVML_ERROR_NOT_SUPPORTED
-        gi_id = _value(gi_id)
-        if gi_id not in [gi["id"] for gi in gpu.get("gpu_instances", [])]:
-            return NVML_ERROR_NOT_FOUND
-        ctypes.c_void_p.from_buffer(_target(ref)).value = GI_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + gi_id
-        return NVML_SUCCESS
+        _state, gpu, rc = self._mig_enabled(handle, "nvmlDeviceGetGpuInstanceById", NVML_ERROR_NOT_SUPPORTED)
+        if not rc and _value(gi_id) not in [gi["id"] for gi in gpu.get("gpu_instances", [])]:
+            rc = NVML_ERROR_NOT_FOUND
+        return rc or _set_raw_handle(ref, GI_HANDLE_BASE, gpu, _value(gi_id))
 
     def nvmlGpuInstanceGetInfo(self, gi_handle, ref):
         raw = (_handle_value(gi_handle) or 0) - GI_HANDLE_BASE

@@ -19,7 +19,19 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import (
     PolicyError, apply_policy, event_rung, parse_policy,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._root_answers import RootAnswers
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
+
+
+def root_answers(journal_path):
+    """What confirms the answers read from files: root's action journal at journal_path, by default where the
+    collection's modules write it on this machine (the simulated node's, under GPUOPS_SIM_ROOT)."""
+    return RootAnswers(journal_path or current_layout().journal_file)
+
+
+# The largest Xid policy file read (a policy is a few lines; a larger file is no policy).
+POLICY_FILE_BYTES = 1024 * 1024
 
 
 def load_policy(source, inline, path):
@@ -28,8 +40,10 @@ def load_policy(source, inline, path):
     merged = {}
     if path:
         try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8")
+            with open_log_file(path) as handle:  # a FIFO or a device there is refused, never waited on
+                if os.fstat(handle.fileno()).st_size > POLICY_FILE_BYTES:
+                    raise OptionError("%s: option xid_policy_file: %s is larger than 1 MiB: no Xid policy is" % (source, path))
+                text = handle.read(POLICY_FILE_BYTES).decode("utf-8")
         except (IOError, OSError, UnicodeDecodeError) as exc:
             raise OptionError("%s: option xid_policy_file: cannot read %s: %s" % (source, path, exc))
         import yaml  # ansible-core's dependency; only this option needs it
@@ -163,20 +177,48 @@ def pending_tail(lines):
 
 # How far a node's clock may run ahead of the rulebook's machine (a collector's files of other nodes).
 CLOCK_SKEW_SECONDS = 300
+# How many lines dated ahead of the clock a host's source remembers the first sighting of (the oldest forgotten first).
+AHEAD_KEPT = 4096
 
 
 class KernelLines:
     """Turns the lines of one host's log into events: Xid and fallen-off-the-bus lines, less those throttled or
     answered by a remediation the same log reported (the closed loop)."""
 
-    def __init__(self, host, policy, throttle, boot_time=None):
+    def __init__(self, host, policy, throttle, boot_time=None, root_answers=None):
         self.host = host
         self.policy = policy
         self.throttle = throttle
         self.boot_time = boot_time
+        # A file's lines (_root_answers.RootAnswers): an answer only when root's journal confirms it. None: the lines
+        # come from where only root writes them (journal_lines keeps root's alone).
+        self.root_answers = root_answers
         self.answers = Answers()
+        self.ahead = {}  # line dated ahead of the clock -> when it first came (_placed)
         self.held = []
         self.dropped = []
+
+    def _placed(self, body, now):
+        """The time an event is answered against: its own, or - dated ahead of now beyond the clock skew, written while
+        the node's clock ran ahead - when its line first came (no remediation could be dated after its own time, and
+        every late copy of it would start a run again)."""
+        if body["time_epoch"] is None or body["time_epoch"] <= now + CLOCK_SKEW_SECONDS:
+            return body["time_epoch"]
+        if body["line"] not in self.ahead:
+            if len(self.ahead) >= AHEAD_KEPT:
+                del self.ahead[next(iter(self.ahead))]
+            self.ahead[body["line"]] = now
+        return self.ahead[body["line"]]
+
+    def _answer(self, line):
+        """The remediation a line reports, as root recorded it (None: no remediation line, or one root did not write)."""
+        done = remediation_of(line, self.host)
+        if done is None or self.root_answers is None:
+            return done
+        trusted, why = self.root_answers.confirmed(done, self.host)
+        if trusted is None:
+            self.dropped.append({"line": line, "why": why})
+        return trusted
 
     def recall(self, lines, now, window):
         """Record the remediations these lines report, dated within `window` seconds before now (and not after it): at
@@ -184,7 +226,7 @@ class KernelLines:
         already answered starts no second run. Returns how many; the lines make no event."""
         count = 0
         for line in lines:
-            done = remediation_of(line, self.host)
+            done = self._answer(line)
             if done and done["epoch"] is not None and now - window <= done["epoch"] <= now + CLOCK_SKEW_SECONDS:
                 self.answers.record(done)
                 count += 1
@@ -199,7 +241,7 @@ class KernelLines:
         self.held = lines[len(lines) - keep:] if keep else []
         lines = lines[:len(lines) - keep] if keep else lines
         for line in lines:
-            done = remediation_of(line, self.host)
+            done = self._answer(line)
             # A remediation is dated when its line is written: one dated after now (beyond clock skew) is no answer;
             # taken, it would drop every later Xid of the host (any user can write that line with logger).
             if done and done["epoch"] is not None and done["epoch"] <= now + CLOCK_SKEW_SECONDS:
@@ -216,7 +258,7 @@ class KernelLines:
             if since is not None and body["time_epoch"] is not None and body["time_epoch"] < since - CLOCK_SKEW_SECONDS:
                 self.dropped.append({"event": body, "why": "dated before the source started, in a file read from its start"})
                 continue
-            by = self.answers.answered_by(self.host, body["gpu"], body["time_epoch"])
+            by = self.answers.answered_by(self.host, body["gpu"], self._placed(body, now))
             if by is not None:
                 self.dropped.append({"event": body, "why": "answered by %s (run %s)" % (by["action"], by["run"])})
                 continue

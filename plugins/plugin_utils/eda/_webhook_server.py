@@ -8,6 +8,7 @@ through a bounded queue of the source's own, so that a request is answered at on
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 import stat
 
@@ -85,26 +86,44 @@ def tls_context(certfile, keyfile):
     return context
 
 
+def _host_of(event):
+    meta = event.get("meta")
+    return meta.get("hosts") if isinstance(meta, dict) else None
+
+
 class Handover:
     """The source's bounded queue in front of ansible-rulebook's (which holds one event and is full while the rulebook
-    works): a request's events go in at once or not at all, and a task of its own hands them on in order."""
+    works): a request's events go in at once or not at all, and a task of its own hands them on in order. Each host
+    has a share of it (host_size events waiting, those of no host - the problems - one share together), so that one
+    host's storm leaves room for the others' alerts."""
 
-    def __init__(self, queue, size):
+    def __init__(self, queue, size, host_size=None):
         self._queue, self._waiting = queue, asyncio.Queue(size)
+        self.host_size = host_size or size
+        self._of_host = collections.Counter()
         self._task = None
 
     def offer(self, events):
-        """True when every event was taken; False (nothing taken) when there is no room for them all."""
+        """None when every event was taken; else why none was (no room for them all, or a host past its share)."""
         if self._waiting.maxsize - self._waiting.qsize() < len(events):
-            return False
+            return "%d events wait for the rulebook already (option queue_size)" % self._waiting.maxsize
+        wanted = collections.Counter(_host_of(event) for event in events)
+        for host, count in sorted(wanted.items(), key=lambda item: str(item[0])):
+            if self._of_host[host] + count > self.host_size:
+                return "%d events of %s wait for the rulebook already, its share of the queue (option host_queue_size %d)" % (
+                    self._of_host[host], "host %s" % host if host is not None else "no host", self.host_size)
         for event in events:
+            self._of_host[_host_of(event)] += 1
             self._waiting.put_nowait(event)
-        return True
+        return None
 
     async def _forward(self):
         while True:
             event = await self._waiting.get()
-            await self._queue.put(event)
+            try:
+                await self._queue.put(event)
+            finally:
+                self._of_host[_host_of(event)] -= 1
 
     def start(self):
         self._task = asyncio.ensure_future(self._forward())

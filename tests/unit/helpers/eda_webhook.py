@@ -40,6 +40,12 @@ async def exchange(port, data, wait=5, context=None):
         writer.close()
 
 
+def bearer_post(port, body, token):
+    """exchange() of one POST of `body` with a bearer token (what Alertmanager's http_config.authorization sends)."""
+    return exchange(port, b"POST /alerts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                    % (token.encode(), len(body), body))
+
+
 def serve(options, exchange_with):
     """Run the webhook source with options on a free port, await exchange_with(port) once it listens; (its result, the
     events it queued), the source cancelled."""

@@ -26,8 +26,9 @@ description:
     and its connection is closed. A connection whose request headers (or TLS handshake) are not all in within 10
     seconds of its opening or of its previous answer is closed.
   - Every request is answered at once - its events go to a queue of the source's own, of O(queue_size) events, which
-    hands them to ansible-rulebook in order. When they do not all fit, none is taken and the answer is 503 with
-    C(Retry-After) (Alertmanager retries it, and a relay can).
+    hands them to ansible-rulebook in order; each host may hold O(host_queue_size) of them. When they do not all fit
+    (no room left, or a host past its share), none is taken and the answer is 503 with C(Retry-After) (Alertmanager
+    retries it, and a relay can); one host's storm is answered 503 while the other hosts' alerts are still taken.
   - "Each event: C(event.gpuops) with C(type) (alert), C(alert) (the alert name or gpu_watch finding kind), C(host),
     C(gpu) and C(pci_bus_id), C(gpu_index), C(rung) (reset for ghost memory and a recovery action, reboot for a lost
     or silent GPU, none otherwise), C(message), C(fingerprint)."
@@ -83,6 +84,13 @@ options:
         C(Retry-After) and takes nothing.
     type: int
     default: 100
+  host_queue_size:
+    description:
+      - How many of those events one host may hold (the events of alerts that name no host share one such part). A
+        request that would take a host past it is answered 503 with C(Retry-After) and takes nothing, while the other
+        hosts' requests are still taken. At most O(queue_size).
+      - Unset, a tenth of O(queue_size) (at least 1).
+    type: int
   inventory:
     description:
       - The inventory the rulebook runs the playbooks with (the file given to C(ansible-rulebook -i)), read with
@@ -144,6 +152,7 @@ SPEC = {
     "host_label": {"type": "str", "default": "instance"},
     "inventory": {"type": "str"},
     "queue_size": {"type": "int", "default": 100, "min": 1},
+    "host_queue_size": {"type": "int", "min": 1},
 }
 LOGGER = logging.getLogger(__name__)
 # How long a request's body may take to arrive, and its headers (module globals: the tests shorten them). A sender that
@@ -174,6 +183,11 @@ def _options(shared, alert, server, args):
         context = server.tls_context(options["certfile"], options["keyfile"])
     except ValueError as exc:
         raise shared.OptionError("%s: %s" % (SOURCE, exc)) from None
+    if options["host_queue_size"] is None:
+        options["host_queue_size"] = max(1, options["queue_size"] // 10)
+    elif options["host_queue_size"] > options["queue_size"]:
+        raise shared.OptionError("%s: option host_queue_size %d is more than option queue_size %d: one host's share is part of "
+                                 "the queue" % (SOURCE, options["host_queue_size"], options["queue_size"]))
     address, why = alert.listen_address(options["host"], options["auth"], context is not None)
     if why:
         raise shared.OptionError("%s: %s" % (SOURCE, why))
@@ -187,7 +201,7 @@ async def main(queue, args):
     shared, alert, server = _import_collection()
     options, secret, address, context = _options(shared, alert, server, args)
     groups = shared.inventory_groups(SOURCE, options["inventory"]) if options["inventory"] else None
-    handover = server.Handover(queue, options["queue_size"])
+    handover = server.Handover(queue, options["queue_size"], options["host_queue_size"])
     seen = {}
 
     def rejected(request, status, why, headers=None):
@@ -224,10 +238,10 @@ async def main(queue, args):
         except (ValueError, UnicodeDecodeError) as exc:
             return web.json_response({"rejected": "not JSON: %s" % exc}, status=400)
         events, problems = alert.alert_events(payload, options["host_label"], groups)
-        if not handover.offer(events + [shared.problem_event(SOURCE, None, problem) for problem in problems]):
+        full = handover.offer(events + [shared.problem_event(SOURCE, None, problem) for problem in problems])
+        if full:
             # Nothing taken and the signature not spent: the sender's retry is served once the rulebook catches up.
-            return rejected(request, 503, "%d events wait for the rulebook already (option queue_size)" % options["queue_size"],
-                            {"Retry-After": str(RETRY_AFTER_SECONDS)})
+            return rejected(request, 503, full, {"Retry-After": str(RETRY_AFTER_SECONDS)})
         if options["auth"] == "hmac":
             for old in [key for key, when in seen.items() if now - when > 2 * options["window_seconds"]]:
                 del seen[old]

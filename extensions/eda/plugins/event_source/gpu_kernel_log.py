@@ -18,8 +18,8 @@ description:
     C(rung) (none, kill, reset, reboot), C(pid), C(process_name), C(message), C(time), C(line); and C(meta.hosts),
     the host, which limits the rule's playbook or job template to it."
   - A repeat of the same Xid on the same host and GPU within O(throttle_seconds) is dropped. An event dated before
-    a remediation the same log reported (a C(gpuops-remediation) syslog line of that host and GPU) is dropped, as it
-    was answered.
+    a remediation the same log reported (root's C(gpuops-remediation) syslog line of that host and GPU; in a file,
+    one root's action journal confirms, see O(journal_path)) is dropped, as it was answered.
   - What it cannot read is reported, never hidden, and tried again after a delay that grows up to a minute (it never
     spins on a lasting error) - C(/dev/kmsg) that cannot be opened (no permission) or read, a journalctl missing or
     ended (started again after the last entry read, C(--after-cursor)) - by an event
@@ -85,6 +85,16 @@ options:
         starts no second run. V(0) reads nothing back. O(source=kmsg) has no remediation lines.
     type: float
     default: 3600
+  journal_path:
+    description:
+      - "The collection's action journal on this machine (the modules' O(gpuops.remediation.gpu_reset#module:journal_path)),
+        which confirms the answers of O(source=file). A file cannot tell who wrote a line (any user can log
+        C(logger -t gpuops-remediation)), so a C(gpuops-remediation) line read from a file answers earlier evidence only when
+        this journal, root's file, holds an ok outcome of the same action, run and time, and then for the GPUs that outcome
+        reset, whatever the line says. A line it does not confirm answers nothing (the evidence stays unanswered, and the
+        source logs why). With O(paths) (a collector's files of other nodes) only the answers of the runs recorded here
+        are confirmed. Defaults to C(/var/lib/gpuops/journal.jsonl) (the simulated node's, under E(GPUOPS_SIM_ROOT))."
+    type: str
   inventory:
     description:
       - The inventory the rulebook runs the playbooks with (the file given to C(ansible-rulebook -i)). Given, every
@@ -146,6 +156,7 @@ SPEC = {
     "xid_policy_file": {"type": "str"},
     "journalctl": {"type": "str", "default": "journalctl"},
     "answers_seconds": {"type": "float", "default": 3600.0, "min": 0},
+    "journal_path": {"type": "str"},
 }
 # How long the start's read-back of the journal may take (journalctl of an hour's remediation lines).
 RECALL_SECONDS = 60.0
@@ -347,17 +358,18 @@ async def main(queue, args):
     if options["paths"]:
         if options["source"] != "file":
             raise shared.OptionError("%s: option paths needs source=file, got source=%r" % (SOURCE, options["source"]))
-        tails = []
+        tails, answers = [], kernel.root_answers(options["journal_path"])
         for host, paths in sorted(options["paths"].items(), key=lambda item: str(item[0])):
             files = [paths] if isinstance(paths, str) else paths
             if not isinstance(files, list) or not files or not all(isinstance(path, str) and path for path in files):
                 raise shared.OptionError("%s: option paths: host %s needs a file name or a list of them, got %r" % (SOURCE, host, paths))
             host = shared.checked_host(SOURCE, "paths", host, groups)
-            tails.append((kernel.KernelLines(host, policy, throttle, boot), [kernel.FileTail(path) for path in files]))
+            tails.append((kernel.KernelLines(host, policy, throttle, boot, answers), [kernel.FileTail(path) for path in files]))
         _recall_files(kernel, tails, options["answers_seconds"])
         await _follow_files(queue, tails, options)
     lines_of = kernel.KernelLines(shared.checked_host(SOURCE, "host", options["host"] or shared.default_host(), groups), policy, throttle, boot)
     if options["source"] == "file":
+        lines_of.root_answers = kernel.root_answers(options["journal_path"])
         tails = [(lines_of, [kernel.FileTail(options["path"])])]
         _recall_files(kernel, tails, options["answers_seconds"])
         await _follow_files(queue, tails, options)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._reset_output import parse_gpu_reset
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._reset_output import parse_gpu_reset, reset_succeeded
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "nvidia-smi-gpu-reset")
 
@@ -86,3 +86,10 @@ def test_nonzero_rc_with_only_successes_adds_global():
 def test_crlf_output():
     text = read("fail-4gpus-in-use-by-another-client-mig-parted.txt").replace("\n", "\r\n")
     assert parse_gpu_reset(text, "", 255) == EXPECTED["fail-4gpus-in-use-by-another-client-mig-parted.txt"][1]
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(FIXTURES)))
+@pytest.mark.parametrize("rc", [0, 255])
+def test_a_reset_succeeded_only_when_every_gpu_was_reset_and_it_exited_0(name, rc):
+    """What the journal records as an ok reset (which answers earlier Xids): the words and the exit code both."""
+    assert reset_succeeded(rc, read(name), "") is (rc == 0 and name.startswith("success")), name

@@ -219,3 +219,46 @@ def test_the_snapshot_classes_unkillable_from_the_journal_a_live_d_process(tmp_p
     for proc in (named, other):
         proc.kill()
         bounded.wait(proc, "proc")
+
+
+# ---------------------------------------------------------------- clock skew: a line dated ahead of the node's clock
+
+def _xid119_at(epoch):
+    """The kernel's Xid 119 line on the capture's GPU (00000000:01:00.0) in a syslog file, dated `epoch`."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(epoch))
+    return "%s node7 kernel: NVRM: Xid (PCI:0000:01:00): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response" % stamp
+
+
+def _reset_at(epoch):
+    return {"action": "gpu_reset", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch)), "epoch": epoch, "gpus": [0],
+            "bus_ids": ["00000000:01:00.0"]}
+
+
+def test_an_xid_dated_ahead_of_the_clock_is_answered_by_the_first_reset_of_its_gpu_since_the_boot():
+    """A line written while the clock ran a day ahead: no reset can come "later" than it, so it would ask for a reset
+    at every run for ever. Its time says nothing: the first reset of its GPU since the boot answers it."""
+    now = time.time()
+    snap = snapshot(_xid119_at(now + 86400), completed=[_reset_at(now - 60)], boot=now - 3600)
+    assert snap["xid_events"][0]["answered_by"] == {"action": "gpu_reset", "time": _reset_at(now - 60)["time"]}
+    assert snap["verdict"]["rung"] != "reset"
+
+
+def test_an_xid_dated_ahead_of_the_clock_is_evidence_until_a_reset_since_the_boot():
+    now = time.time()
+    snap = snapshot(_xid119_at(now + 86400), completed=[_reset_at(now - 7200)], boot=now - 3600)  # the reset was before the boot
+    assert snap["xid_events"][0]["answered_by"] is None
+    assert snap["verdict"]["rung"] == "reset"
+
+
+def test_a_reset_dated_ahead_of_the_clock_answers_nothing():
+    """A journal outcome written while the clock ran ahead is no reset that came after the Xid (completed_resets)."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import completed_resets
+
+    now = time.time()
+    ahead = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(now + 86400))
+    records = [{"ts": ahead, "run_id": "r", "id": "r-1", "phase": "intent", "action": "gpu_reset", "gpus": [0],
+                "argv": ["nvidia-smi", "--gpu-reset", "-i", "00000000:01:00.0"]},
+               {"ts": ahead, "run_id": "r", "id": "r-1", "phase": "outcome", "action": "gpu_reset", "ok": True}]
+    snap = snapshot(_xid119_at(now - 600), completed=completed_resets(records, now), boot=now - 3600)
+    assert snap["xid_events"][0]["answered_by"] is None
+    assert snap["verdict"]["rung"] == "reset"

@@ -7,56 +7,15 @@ reset answered makes no event, while an Xid after it, one whose only answer is o
 by a line a user logged, does."""
 
 import asyncio
-import datetime
 import json
 import sys
 import time
 
-from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
-from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _source
-
-
-def _iso(epoch):
-    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
-
-
-def _xid(epoch, bus="3b:00"):
-    return "%s node7 kernel: NVRM: Xid (PCI:0000:%s): 119, pid=4242, name=python3, Timeout after 6s of waiting for RPC response" % (
-        _iso(epoch), bus)
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _source, events_after, iso, root_reset, xid_line
 
 
 def _reset_line(epoch, bus="00000000:3B:00.0", run="r1"):
-    return "%s node7 gpuops-remediation[991]: host=node7 action=gpu_reset gpus=%s epoch=%.3f run=%s" % (_iso(epoch), bus, epoch, run)
-
-
-async def _events_after(main, args, append, wanted):
-    """main(queue, args) running; once it follows (a sentinel Xid on af:00, appended by append(None), came out as an
-    event), append(True); the events after the sentinels once `wanted` came, and any more within 0.3 s."""
-    queue = asyncio.Queue()
-    task = asyncio.ensure_future(main(queue, args))
-    loop = asyncio.get_running_loop()
-    try:
-        events, deadline = [], loop.time() + 30
-        while not [event for event in events if event["gpuops"].get("pci_bus_id") == "00000000:AF:00.0"]:
-            assert loop.time() < deadline, "the sentinel Xid never came out: the source does not follow"
-            append(None)  # again until one comes out: one appended before the source opened the file is not followed
-            try:
-                events.append(await asyncio.wait_for(queue.get(), 0.5))
-            except asyncio.TimeoutError:
-                continue
-        await bounded.settle_async(0.3, "the other sentinels' events out, then nothing but what append(True) brings")
-        while not queue.empty():
-            queue.get_nowait()
-        append(True)
-        events = []
-        while len(events) < wanted:
-            assert loop.time() < deadline + 30, "waited for %d events, got %r" % (wanted, events)
-            events.append(await asyncio.wait_for(queue.get(), 30))
-        await bounded.settle_async(0.3, "no event beyond the ones wanted")
-        return events + [queue.get_nowait() for _index in range(queue.qsize())]
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    return "%s node7 gpuops-remediation[991]: host=node7 action=gpu_reset gpus=%s epoch=%.3f run=%s" % (iso(epoch), bus, epoch, run)
 
 
 def test_a_restarted_file_source_reads_back_the_answers_in_its_window(tmp_path):
@@ -65,24 +24,27 @@ def test_a_restarted_file_source_reads_back_the_answers_in_its_window(tmp_path):
     # Written before this source started: a reset of 3b:00 ten minutes ago (inside the window), one of 86:00 two hours
     # ago (outside it).
     log.write_text(_reset_line(now - 600) + "\n" + _reset_line(now - 7200, "00000000:86:00.0", "r0") + "\n")
+    journal = str(tmp_path / "journal.jsonl")  # root's record of both resets, which confirms their lines
+    root_reset(journal, float("%.3f" % (now - 600)), "00000000:3B:00.0", "r1")
+    root_reset(journal, float("%.3f" % (now - 7200)), "00000000:86:00.0", "r0")
 
     def append(real):
         with open(str(log), "a") as handle:
             if real is None:
-                handle.write(_xid(now, "af:00") + "\n")
+                handle.write(xid_line(now, "af:00") + "\n")
                 return
-            handle.write(_xid(now - 660) + "\n")                # a late copy of the Xid the reset answered
-            handle.write(_xid(now - 7260, "86:00") + "\n")      # answered only by the reset outside the window
-            handle.write(_xid(now - 30, "18:00") + "\n")        # after any reset: a new one
+            handle.write(xid_line(now - 660) + "\n")                # a late copy of the Xid the reset answered
+            handle.write(xid_line(now - 7260, "86:00") + "\n")      # answered only by the reset outside the window
+            handle.write(xid_line(now - 30, "18:00") + "\n")        # after any reset: a new one
 
     source = _source("gpu_kernel_log")
-    args = {"source": "file", "path": str(log), "host": "node7", "poll_interval": 0.05, "throttle_seconds": 0}
-    events = asyncio.run(_events_after(source.main, args, append, 2))
+    args = {"source": "file", "path": str(log), "host": "node7", "poll_interval": 0.05, "throttle_seconds": 0, "journal_path": journal}
+    events = asyncio.run(events_after(source.main, args, append, 2))
     assert sorted(event["gpuops"]["pci_bus_id"] for event in events) == ["00000000:18:00.0", "00000000:86:00.0"]
 
     # Without the read-back (answers_seconds 0), the late copy starts a second run: what a restart did before.
     log.write_text(_reset_line(now - 600) + "\n")
-    events = asyncio.run(_events_after(source.main, dict(args, answers_seconds=0), append, 3))
+    events = asyncio.run(events_after(source.main, dict(args, answers_seconds=0), append, 3))
     assert sorted(event["gpuops"]["pci_bus_id"] for event in events) == ["00000000:18:00.0", "00000000:3B:00.0", "00000000:86:00.0"]
 
 
@@ -139,7 +101,7 @@ def test_a_restarted_journal_source_reads_back_roots_answers_only(tmp_path):
 
     source = _source("gpu_kernel_log")
     args = {"source": "journal", "host": "node7", "journalctl": str(fake), "poll_interval": 0.05, "throttle_seconds": 0}
-    events = asyncio.run(_events_after(source.main, args, lambda real: go.write_text("go") if real else None, 1))
+    events = asyncio.run(events_after(source.main, args, lambda real: go.write_text("go") if real else None, 1))
     after = time.time()
     assert [event["gpuops"]["pci_bus_id"] for event in events if event["gpuops"]["type"] == "xid"] == ["00000000:86:00.0"]
     argvs = [json.loads(line) for line in calls.read_text().splitlines()]

@@ -9,6 +9,7 @@ import os
 import yaml
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, resolve_instance
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import select_gpus
 from ansible_collections.gpuops.remediation.tests.unit.plugins.plugin_utils.test_eda_sources import ROOT, _append, _collect, following
 
 # The driver's own example line (NVIDIA/open-gpu-kernel-modules, GA100 error containment), on a node's syslog
@@ -37,10 +38,12 @@ def test_an_xid_naming_an_instance_makes_an_event_for_that_instance_only(tmp_pat
     selections = [event["gpuops"]["selection"] for event in events]
     assert selections == ["00000000:01:00.0:5/0", "00000000:01:00.0:3", "00000000:3B:00.0"]
     assert [(e["gpuops"]["gpu_instance_id"], e["gpuops"]["compute_instance_id"]) for e in events] == [(5, 0), (3, None), (None, None)]
-    # each selection, given to gpus as the rulebook gives it, reaches that instance of GPU 0 and no other
-    assert [resolve_instance(NODE_GPUS, selection) for selection in selections[:2]] == [(0, 5, 0), (0, 3, None)]
-    assert narrowed_instances(NODE_GPUS, [selections[0]]) == {0: {(5, 0)}}
-    assert narrowed_instances(NODE_GPUS, [selections[2]]) == {}
+    # each selection, given to gpus as the rulebook gives it ("PCI:" before it), reaches that instance of GPU 0 and no other
+    given = ["PCI:" + selection for selection in selections]
+    assert [resolve_instance(NODE_GPUS, selection) for selection in given[:2]] == [(0, 5, 0), (0, 3, None)]
+    assert narrowed_instances(NODE_GPUS, given[:1]) == {0: {(5, 0)}}
+    assert narrowed_instances(NODE_GPUS, given[2:]) == {}
+    assert select_gpus(NODE_GPUS, given) == [0, 1]
 
 
 def test_the_rulebooks_xid_rule_selects_and_throttles_by_the_events_selection():
@@ -50,5 +53,5 @@ def test_the_rulebooks_xid_rule_selects_and_throttles_by_the_events_selection():
         rule = next(r for r in rules if r["condition"] == 'event.gpuops.type == "xid" and event.gpuops.rung == "reset"')
         action = rule["action"].get("run_playbook") or rule["action"].get("run_job_template")
         extra = action["extra_vars"] if "extra_vars" in action else action["job_args"]["extra_vars"]
-        assert extra["gpu_reclaim_gpus"] == extra["gpu_inspect_gpus"] == ["{{ event.gpuops.selection }}"], name
+        assert extra["gpu_reclaim_gpus"] == extra["gpu_inspect_gpus"] == ["PCI:{{ event.gpuops.selection }}"], name
         assert "event.gpuops.selection" in rule["throttle"]["group_by_attributes"], name

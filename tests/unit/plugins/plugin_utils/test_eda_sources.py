@@ -18,6 +18,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._snapshot_source import Lasting, state_conditions
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import root_reset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 SOURCES = os.path.join(ROOT, "extensions", "eda", "plugins", "event_source")
@@ -176,13 +177,14 @@ def test_kernel_log_closed_loop_drops_what_a_remediation_answered(tmp_path):
     _append(log)
     answered = ("2026-11-30T10:00:10+00:00 node7 gpuops-remediation[991]: host=node7 action=gpu_reset "
                 "gpus=00000000:3B:00.0 epoch=1796032810.0 run=r1")
+    root_reset(str(tmp_path / "journal.jsonl"), 1796032810.0, "00000000:3B:00.0", "r1")
 
     async def act():
         # the remediation's line first (a late delivery of the Xid it answered follows), then a new Xid after it
         _append(log, answered, XID_119, XID_119.replace("10:00:00", "10:05:00"))
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05,
-                                                            "throttle_seconds": 0}, act, 1, ready=following(log)))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node7", "poll_interval": 0.05, "throttle_seconds": 0,
+                                                            "journal_path": str(tmp_path / "journal.jsonl")}, act, 1, ready=following(log)))
     assert [event["gpuops"]["time"] for event in events] == ["2026-11-30T10:05:00+00:00"]
 
 
@@ -461,8 +463,8 @@ def test_closed_loop_with_the_line_the_journal_writes(tmp_path):
         _append(kernel, XID_119.replace("2026-11-30T10:00:00", "2000-01-01T00:00:00"),  # before the reset: answered
                 XID_119.replace("2026-11-30T10:00:00", "2099-01-01T00:00:00"))  # after it: new
 
-    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": {"node7": [kernel, syslog]}, "poll_interval": 0.05,
-                                                            "throttle_seconds": 0}, act, 1, ready=following(kernel)))
+    events, _task = asyncio.run(_collect("gpu_kernel_log", {"paths": {"node7": [kernel, syslog]}, "poll_interval": 0.05, "throttle_seconds": 0,
+                                                            "journal_path": journal.path}, act, 1, ready=following(kernel)))
     assert [event["gpuops"]["time"] for event in events] == ["2099-01-01T00:00:00+00:00"]
     with open(syslog) as handle:
         line = handle.read()
@@ -648,3 +650,42 @@ def test_a_remediation_line_dated_in_the_future_answers_nothing():
     lines_of = KernelLines("node7", {}, Throttle(0))
     assert lines_of.feed([late, XID_119], now) == []
     assert lines_of.dropped[0]["why"] == "answered by gpu_reset (run r)"
+
+
+def test_an_xid_dated_ahead_of_the_clock_is_answered_by_a_later_remediation_of_its_gpu():
+    """A kernel line written while the node's clock ran a day ahead: no remediation can be dated after it, so a late copy
+    of it after its reset started a run again. Its time says nothing: the source's first copy is an event, and once a
+    remediation of its GPU came in, a copy of it is answered; another GPU's remediation answers nothing."""
+    import calendar
+
+    now = calendar.timegm((2026, 11, 30, 9, 0, 0))
+    lines_of = KernelLines("node7", {}, Throttle(0))
+    assert [event["gpuops"]["xid"] for event in lines_of.feed([XID_119], now)] == [119]  # dated 10:00, an hour ahead
+    other = "2026-11-30T09:00:10+00:00 node7 gpuops-remediation[991]: action=gpu_reset gpus=00000000:86:00.0 epoch=%.3f run=r0" % (now + 10)
+    assert [event["gpuops"]["xid"] for event in lines_of.feed([other, XID_119], now + 20)] == [119]
+    reset = "2026-11-30T09:00:30+00:00 node7 gpuops-remediation[991]: action=gpu_reset gpus=00000000:3B:00.0 epoch=%.3f run=r1" % (now + 30)
+    assert lines_of.feed([reset, XID_119], now + 40) == []
+    assert lines_of.dropped[-1]["why"] == "answered by gpu_reset (run r1)"
+
+
+def test_a_policy_file_that_is_a_fifo_or_too_big_is_refused_at_the_start_never_waited_on(tmp_path):
+    """A FIFO at xid_policy_file blocked the source's start for ever (open(2) waits for a writer); a file of gigabytes
+    would be read whole. Both are refused, naming the option and the path."""
+    import threading
+
+    fifo = str(tmp_path / "policy.fifo")
+    os.mkfifo(fifo)
+    caught = []
+    loader = threading.Thread(target=lambda: caught.append(pytest.raises(OptionError, load_policy, "s", None, fifo)), daemon=True)
+    loader.start()
+    loader.join(10)
+    if loader.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # let it go
+        loader.join(10)
+        pytest.fail("load_policy waited on the FIFO at xid_policy_file")
+    assert "xid_policy_file: cannot read %s" % fifo in str(caught[0].value) and "not a regular file" in str(caught[0].value)
+    big = tmp_path / "big.yml"
+    with open(str(big), "wb") as handle:
+        handle.truncate(2 * 1024 * 1024)
+    with pytest.raises(OptionError, match="xid_policy_file: %s is larger than 1 MiB" % re.escape(str(big))):
+        load_policy("s", None, str(big))

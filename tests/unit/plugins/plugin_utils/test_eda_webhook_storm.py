@@ -11,27 +11,16 @@ import time
 
 import pytest
 
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_sources import _alert, _free_port, _source
-from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import until_listening
+from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import bearer_post, until_listening
 
 QUEUE_SIZE = 3
 
 
 def _post(port, body):
-    data = (b"POST /alerts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok3n\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-            % (len(body), body))
-
-    async def exchange():
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(data)
-        await writer.drain()
-        try:
-            return await asyncio.wait_for(reader.read(65536), 5)  # "at once": a request held longer fails here
-        finally:
-            writer.close()
-
-    return exchange()
+    return bearer_post(port, body, "tok3n")  # "at once": a request held longer than 5 s fails
 
 
 def _one(host):
@@ -75,3 +64,49 @@ def test_a_full_rulebook_queue_is_answered_at_once_503_retry_after_then_served_i
     assert retry.startswith(b"HTTP/1.1 202"), retry
     assert [event["meta"]["hosts"] for event in got] == ["node1", "node2", "node3", "node4", "node5", "node9"]
     assert left == 0  # nothing of the two-alert request that did not fit was taken
+
+
+def test_one_hosts_storm_is_answered_503_while_the_other_hosts_alerts_are_taken():
+    """node01's storm takes node01's share of the queue (host_queue_size) and no more: its next alerts are answered 503
+    with Retry-After at once, naming the host and the option, while node02's and node03's are accepted and reach the
+    rulebook; once the rulebook reads again, node01's retry is taken."""
+    module = _source("gpu_alert_webhook")
+    port = _free_port()
+
+    async def run():
+        rulebook = asyncio.Queue(1)  # ansible-rulebook's source queue, never read until the end: the rulebook is busy
+        task = asyncio.ensure_future(module.main(rulebook, {"port": port, "auth": "bearer", "secret": "tok3n", "queue_size": 20,
+                                                            "host_queue_size": 2}))
+        try:
+            await until_listening(port)
+            storm = [await _post(port, _one("node01")) for _number in range(6)]
+            others = [await _post(port, _one(host)) for host in ("node02", "node03")]
+            got = [await asyncio.wait_for(rulebook.get(), 5) for _index in range(5)]
+            retry = await _post(port, _one("node01"))
+            got.append(await asyncio.wait_for(rulebook.get(), 5))
+            return storm, others, retry, got
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    storm, others, retry, got = asyncio.run(run())
+    # One of node01's events in the rulebook's queue, one in the forwarder's hands (still node01's share), one waiting.
+    assert [answer.split(b" ", 2)[1] for answer in storm] == [b"202"] * 3 + [b"503"] * 3, storm
+    for answer in storm[3:]:
+        assert b"Retry-After: 5" in answer and b"2 events of host node01 wait for the rulebook already, its share of the queue " \
+            b"(option host_queue_size 2)" in answer, answer
+    assert [answer.split(b" ", 2)[1] for answer in others] == [b"202", b"202"], others
+    assert retry.startswith(b"HTTP/1.1 202"), retry
+    assert [event["meta"]["hosts"] for event in got] == ["node01", "node01", "node01", "node02", "node03", "node01"]
+
+
+@pytest.mark.parametrize("args, says", [
+    ({"queue_size": 4, "host_queue_size": 5}, "option host_queue_size 5 is more than option queue_size 4"),
+    ({"host_queue_size": 0}, "option host_queue_size must be 1 or more, got 0"),
+])
+def test_a_host_share_that_is_no_part_of_the_queue_is_refused_naming_both(args, says):
+    module = _source("gpu_alert_webhook")
+    with pytest.raises(OptionError) as caught:
+        asyncio.run(module.main(asyncio.Queue(1), dict(args, port=_free_port(), auth="bearer", secret="tok3n")))
+    assert says in str(caught.value)

@@ -49,3 +49,19 @@ def test_reset_gpu_refuses_an_xid_event_whose_source_applied_another_policy_and_
         run, report, commands = reset_gpu(directory, root, collections_root, policy={63: "reset"}, extra=event)
         assert run.returncode == 0, run.stdout[-3000:]
         assert (report["status"], report["fixed_by"]) == ("fixed", "reset") and len(resets(commands)) == 1, report
+
+
+@pytest.mark.parametrize("policy, words", [
+    ({"63": "rest"}, "gpuops_xid_policy: Xid 63 maps to 'rest', which is not a rung it can ask for"),
+    ({"sixty-three": "reset"}, "gpuops_xid_policy: the Xid code 'sixty-three' is not a number 1..999"),
+    (["63: reset"], "gpuops_xid_policy must be a mapping of Xid code to rung, got ['63: reset']"),
+    ({"63": None}, "gpuops_xid_policy: Xid 63 maps to None"),
+], ids=["bad-rung", "bad-code", "a-list", "no-rung"])
+def test_a_malformed_policy_refuses_the_run_naming_the_variable_before_any_node_is_touched(collections_root, policy, words):
+    """A plain run (no event): the policy of the inventory is checked with every other input, on the controller."""
+    with idle_xid_nodes() as (directory, make):
+        root = make(63)
+        run, report, commands = reset_gpu(directory, root, collections_root, policy=policy)
+        assert run.returncode != 0
+        assert words in run.stdout, run.stdout[-3000:]
+        assert report is None and commands == [], commands  # not inspected, not touched

@@ -13,11 +13,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
-import subprocess
-import tempfile
 import threading
-import time
 
 import pytest
 
@@ -26,6 +22,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_sha
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import FileTail, KernelLines, journal_lines
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers.playbook import run_playbook
+from ansible_collections.gpuops.remediation.tests.unit.helpers.syslog_socket import SyslogSocket
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "kernel-xid")
 XID79 = "NVRM: Xid (PCI:0000:01:00): 79, pid=1234, name=trainer, GPU has fallen off the bus."
@@ -122,61 +119,11 @@ def test_journal_entries_count_only_from_the_kernels_transport(entry, counts):
 # ---------------------------------------------------------------- a real second account, a real logger
 
 
-class _Syslog:
-    """A syslog socket served as rsyslogd serves /dev/log: each datagram's "<pri>" dropped, the rest (time, host, the tag
-    and the message as the client sent them) written one line each to a file root owns."""
-
-    def __init__(self, directory, log):
-        self.path = os.path.join(directory, "log")
-        self.log = log
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        os.chmod(self.path, 0o666)  # as /dev/log: every user may log
-        self.received = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self):
-        while True:
-            try:
-                data = self.sock.recv(65536)
-            except OSError:
-                return
-            text = data.decode("utf-8", "replace")
-            rest = text.split(">", 1)[1] if text.startswith("<") else text
-            # RFC 3164 from logger: "Mmm dd hh:mm:ss host tag: message", written as it came.
-            with open(self.log, "a", encoding="utf-8") as handle:
-                handle.write(rest.rstrip("\n") + "\n")
-            self.received.append(rest[16:].split(" ", 1)[1])
-
-    def log_as(self, user, *args):
-        argv = ["runuser", "-u", user, "--", "logger", "--rfc3164", "-u", self.path] + list(args)
-        before = len(self.received)
-        subprocess.run(argv, check=True, timeout=30)
-        deadline = time.monotonic() + 30
-        while len(self.received) == before:
-            assert time.monotonic() < deadline, "the syslog socket got no line from %r" % (argv,)
-            time.sleep(0.01)
-        return self.received[-1]
-
-    def close(self):
-        self.sock.close()
-
-
-@pytest.fixture
-def staged():
-    """A world-readable directory of the test's own (the tmp_path of root is mode 700: nobody could reach the socket)."""
-    directory = tempfile.mkdtemp(prefix="gpuops-kernel-evidence-")
-    os.chmod(directory, 0o755)
-    yield directory
-    shutil.rmtree(directory)
-
-
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser") or not shutil.which("logger"),
                     reason="needs root, runuser and util-linux logger to log as a second account")
 def test_a_users_logger_lines_are_no_xid_for_the_modules_and_the_kernels_are(staged, collections_root):
     log = os.path.join(staged, "kern.log")
-    syslog = _Syslog(staged, log)
+    syslog = SyslogSocket(staged, log)
     try:
         forged = [
             syslog.log_as("nobody", "-t", "alice[4242]", XID79),
