@@ -36,6 +36,7 @@ ARGUMENT_SPEC = {
     "platform": {"type": "str", "default": LINUX.name, "choices": list(PLATFORMS)},
     "max_rung": {"type": "str"},
     "allow_reboot": {"type": "bool", "default": False},
+    "end_running_jobs": {"type": "bool", "default": False},
     "destructive_rungs": {"type": "list", "elements": "str"},
     "windows": {"type": "dict", "options": {"max_rung": {"type": "str"}, "destructive_rungs": {"type": "list", "elements": "str"}}},
     "slurm_nodes": {"type": "str"},
@@ -88,7 +89,8 @@ class ActionModule(ControllerAction):
         args["max_rung"], args["destructive_rungs"] = platform_rungs(args)
         if args["max_rung"] not in rungs:
             raise AnsibleActionFail("max_rung must be one of %s, got %r" % (", ".join(rungs), args["max_rung"]))
-        rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"])
+        rung = counted_rung(args["snapshot"], args["platform"], args["destructive_rungs"], args["max_rung"], args["allow_reboot"],
+                            args["end_running_jobs"])
         if limit is None or rung is None:
             return dict(changed=False, breaker_on=limit is not None, refuses=False, refusal="", out={}, limit=limit, recorded=False, rung=rung, unread={})
         reasons = plain(args["slurm_reasons"])

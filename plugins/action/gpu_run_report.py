@@ -18,7 +18,8 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._run_rep
     build_report, host_entry, latest_name, render_markdown, report_lines, report_name, write_report)
 
 # What a host of the play leaves for the report.
-HOST_VARIABLES = ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary", "gpu_remediate_guard_refusal")
+HOST_VARIABLES = ("gpu_reclaim_outcome", "gpu_inspect_snapshot", "gpu_inspect_summary", "gpu_remediate_guard_refusal",
+                  "gpu_remediate_host_os")
 ARGUMENT_SPEC = {
     "hosts": {"type": "list", "elements": "str"},
     "kind": {"type": "str", "default": "gpu_report", "choices": ["gpu_report", "reset_gpu"]},
@@ -48,7 +49,8 @@ class ActionModule(ControllerAction):
             variables = hostvars[host]
             found = dict((name, plain(variables[name])) for name in HOST_VARIABLES if name in variables)
             entries.append(host_entry(host, found.get("gpu_reclaim_outcome"), found.get("gpu_inspect_snapshot"),
-                                      found.get("gpu_inspect_summary"), found.get("gpu_remediate_guard_refusal")))
+                                      found.get("gpu_inspect_summary"), found.get("gpu_remediate_guard_refusal"),
+                                      found.get("gpu_remediate_host_os") or "linux"))
         now = datetime.datetime.now(datetime.timezone.utc)
         run_id = args["run_id"] or "%s-%s" % (args["kind"], now.strftime("%Y%m%dT%H%M%S.%fZ"))
         report = build_report(entries, run_id, args["kind"], bool(self._task.check_mode), now.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -75,7 +75,7 @@ def needs_destructive_rung(snapshot, destructive_rungs=None, platform="linux", w
     options = WalkOptions.before_walk(platform=platform.name, max_rung=ceiling, destructive_rungs=rungs,
                                       allow_reboot=_flag(allow_reboot, "needs_destructive_rung", "gpu_reclaim_allow_reboot"),
                                       end_running_jobs=_end_running_jobs(end_running_jobs, "needs_destructive_rung"))
-    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), options)
+    return destructive_entry(_snapshot(snapshot, "needs_destructive_rung"), options) is not None
 
 
 def host_platform(given, connection="", shell_type="", os_family=""):

@@ -22,8 +22,10 @@ description:
     fleet hosts whose own journals show a destructive action started within O(window_minutes) (O(journals)) - and
     refuses a destructive rung on O(host) when it would make more than O(max_percent) of O(fleet_size), or more than
     O(max_count), naming the nodes already out.
-  - Counts only a host whose walk would start with one of O(destructive_rungs) and would not refuse it anyway (a reboot
-    without O(allow_reboot) is refused by the walk, and takes no place).
+  - Counts a host as the walk and the fleet guard do - by the rung its walk would start with under the run's options,
+    never by the node-wide verdict - only when that rung is one of O(destructive_rungs), or would end running programs
+    (O(end_running_jobs)), and the walk would not refuse it anyway (a reboot without O(allow_reboot), or a reset of a GPU
+    that working programs share without O(end_running_jobs), is refused by the walk, and takes no place).
   - Decides and records under one lock on the controller, so that two runs at once never both take the last place.
     Check mode decides the same and creates nothing (no directory, lock or record).
   - With O(state=released), removes the host's record when its O(snapshot) finds it healthy (no GPU memory held, no
@@ -103,6 +105,12 @@ options:
     type: str
   allow_reboot:
     description: Whether the walk may reboot.
+    type: bool
+    default: false
+  end_running_jobs:
+    description:
+      - Whether the walk may end running programs (C(gpu_reclaim_end_running_jobs)); a rung that would end them is
+        destructive, and counted, whatever the rung.
     type: bool
     default: false
   destructive_rungs:

@@ -23,7 +23,9 @@ description:
   - Enters at the rung the snapshot's verdict names (never below it), takes it, reads the node again (from the
     module's C(snapshot_after), so nothing inspects for nothing), and goes one rung up only while GPU memory is
     still held. Stops at the first rung that worked, and never goes above O(max_rung). When the evidence needs a rung
-    above O(max_rung), refuses before any action and says which rung and what would allow it.
+    above O(max_rung), refuses before any action and says which rung and what would allow it. A GPU whose evidence needs
+    a rung above the kill while working programs hold it (class V(busy)) is refused the same way, naming them and
+    O(end_running_jobs); the walk then takes no rung that would reach that GPU.
   - Pauses where the controller must act between two rungs, and says so in RV(pending) - V(drain) before the first
     of O(destructive_rungs) when O(drain) is not V(none), V(reboot) before the reboot rung. The caller drains (or
     reboots) and calls again with O(continue_after), the RV(state) the last call returned in O(state), and that step's

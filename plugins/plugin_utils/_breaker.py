@@ -21,24 +21,25 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files imp
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import journal_epoch
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import CLOCK_SLACK_SECONDS, DESTRUCTIVE_ACTIONS
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._slurm import drained_with_marker, parse_nodes
-from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index, entry_rung, memory_held, rung_index
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import cordon_is_ours
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import memory_held
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import cordon_is_ours, destructive_entry
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import WalkOptions
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker_limits import breaker_limit
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import PLATFORMS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
 RECORD_SUFFIX = ".breaker.json"
 # The start of our drains' reasons and our cordon annotation's value (gpu_reclaim_drain_reason's default).
 DEFAULT_DRAIN_REASON = "gpuops: reclaiming stuck GPU memory"
 
 
-def counted_rung(snapshot, platform, destructive_rungs, max_rung, allow_reboot):
-    """The destructive rung this host's walk would start with, which the breaker counts; None when the walk would take
-    no destructive rung, or would refuse before any (the evidence needs a rung above the ceiling: nothing is done)."""
-    rungs = PLATFORMS[platform].rungs
-    rung = entry_rung(snapshot, rungs)
-    if rung not in destructive_rungs or rung_index(rung, rungs) > ceiling_index(max_rung, allow_reboot, rungs):
-        return None
-    return rung
+def counted_rung(snapshot, platform, destructive_rungs, max_rung, allow_reboot, end_running_jobs=False):
+    """The destructive rung this host's walk would start with, which the breaker counts, as the walk and the fleet guard
+    decide it (_ladder_decisions.destructive_entry under the run's options): a rung of destructive_rungs, or any rung
+    that would end running programs (end_running_jobs). None when the walk would take no destructive rung, or would
+    refuse before any (the evidence needs a rung above the ceiling, or busy programs share a GPU that needs a reset)."""
+    options = WalkOptions.before_walk(platform=platform, max_rung=max_rung, allow_reboot=allow_reboot,
+                                      destructive_rungs=destructive_rungs, end_running_jobs=end_running_jobs)
+    return destructive_entry(snapshot, options)
 
 
 def default_node_name(host):
@@ -59,20 +60,22 @@ def breaker_refusal(host, out, fleet_size, max_percent, max_count, window_minute
         return ""
     named = "; ".join("%s (%s)" % (node, others[node]) for node in sorted(others))
     note = unread_note(dict((node, why) for node, why in (unread or {}).items() if node not in itself))
-    return ("circuit breaker: %d of the %d nodes of the fleet are already out: %s. A destructive rung on %s would make %d, "
+    return ("circuit breaker: %d of the %s of the fleet %s already out: %s. A destructive rung on %s would make %d, "
             "more than the %s allowed (gpu_remediate_breaker_max_percent=%s, gpu_remediate_breaker_max_count=%s). Nothing was "
             "done on %s. It closes again when nodes come back or their records pass the %s-minute window "
             "(gpu_remediate_breaker_window_minutes); or raise the limit.%s"
-            % (len(others), fleet_size, named, host, len(others) + 1, limit, max_percent, max_count, host, window_minutes,
-               " " + note if note else ""))
+            % (len(others), plural(fleet_size, "node"), "is" if len(others) == 1 else "are", named, host, len(others) + 1, limit,
+               max_percent, max_count, host, window_minutes, " " + note if note else ""))
 
 
 def unread_note(unread):
     """The sentence that names the fleet hosts whose journals could not be read ({host: why}), or ""."""
     if not unread:
         return ""
-    return ("circuit breaker: the journals of %d fleet host(s) could not be read, so they are counted neither out nor "
-            "healthy: %s." % (len(unread), "; ".join("%s (%s)" % (host, unread[host]) for host in sorted(unread))))
+    one = len(unread) == 1
+    return ("circuit breaker: the %s of %s could not be read, so %s counted neither out nor healthy: %s." % (
+        "journal" if one else "journals", plural(len(unread), "fleet host"), "it is" if one else "they are",
+        "; ".join("%s (%s)" % (host, unread[host]) for host in sorted(unread))))
 
 
 def journal_destructive(records, now, window_minutes):

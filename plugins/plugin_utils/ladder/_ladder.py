@@ -17,7 +17,7 @@ import time
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import command_text, health_check
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_floor, kill_targets, memory_held
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
-    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, undrain_outcome, walk_reach,
+    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, undrain_outcome, walk_ceiling, walk_reach,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, RUNG_MODULES, SCOPE_OPTIONS, WalkError,
@@ -140,7 +140,7 @@ class LadderWalk:
 
     def _climb(self, state):
         while memory_held(state.last, self.options.end_running_jobs) and not state.error:
-            rung = next_rung(state.floor, state.tried, self.options.ceiling, self.options.rungs, state.last)
+            rung = next_rung(state.floor, state.tried, walk_ceiling(state.beyond, self.options), self.options.rungs, state.last)
             if rung is None:
                 break
             if needs_drain(rung, self.options, state) or rung == "reboot":

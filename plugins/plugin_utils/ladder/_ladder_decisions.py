@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
-    IN_USE, NO_RUNG, RUNGS, entry_floor, memory_held, rung_index, running_job_holders, verdict, windows_verdict,
+    HELD_STATES, IN_USE, NO_RUNG, RUNGS, entry_floor, memory_held, rung_index, running_job_holders, verdict, VM_CLASS, windows_verdict,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
@@ -64,17 +64,17 @@ def ends_running_jobs(snapshot, end_running_jobs):
 
 
 def refusal(snapshot, floor, options):
-    """Why the walk refuses before any action (the evidence needs a rung above the ceiling, or a reset of a GPU that
-    only working programs hold: busy_evidence_refusal), or ""."""
-    if not memory_held(snapshot, options.end_running_jobs):
-        return busy_evidence_refusal(snapshot, options)
-    if floor <= options.ceiling:
-        return ""
+    """Why the walk refuses before any action (a GPU that working programs share needs a rung above the kill:
+    busy_evidence_refusal; the evidence needs a rung above the ceiling), or ""."""
+    busy = busy_evidence_refusal(snapshot, options)
+    if not memory_held(snapshot, options.end_running_jobs) or floor <= options.ceiling:
+        return busy
     rungs = options.rungs
     allow = _allow(rungs[floor], options)
-    return "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s); %s would allow it" % (
+    above = "the evidence needs the %s rung (%s), but the heaviest rung allowed is %s (%s); %s would allow it" % (
         rungs[floor], "; ".join(r["reason"] for r in snapshot["verdict"]["reasons"]), rungs[options.ceiling],
         options.limits_text(), allow)
+    return "; ".join(part for part in (busy, above) if part)
 
 
 def _alone(snapshot, gpu, options):
@@ -86,24 +86,55 @@ def _alone(snapshot, gpu, options):
     return alone
 
 
-def busy_evidence_refusal(snapshot, options):
-    """Why the walk refuses a GPU that only working programs hold (in_use) while its own evidence (an Xid) needs a rung
-    above the kill, or "": that rung would end them, so it is never taken silently, and the node is not clean either.
-    end_running_jobs allows it (the GPU then counts as held, and the walk takes the rung)."""
+# What a refusal (or a partly fixed walk) says of a GPU busy_evidence finds; the report's triage reads it.
+BUSY_EVIDENCE = "which would end the working programs that hold it"
+
+
+def busy_evidence(snapshot, options):
+    """The GPUs whose own evidence (an Xid, NVML's recovery action, ghost memory) needs a rung above the kill while
+    working programs hold them - only they (in_use), or beside that evidence (a held GPU): that rung would end them, so
+    it is never taken silently. -> [{"index", "rung", "reasons", "allow", "busy"}] (busy: the programs, each with the
+    fact that makes it busy). [] without them, and with end_running_jobs (the walk then takes the rung, and it counts
+    as destructive)."""
     if options.end_running_jobs:
-        return ""
+        return []
     found = []
     for gpu in snapshot["gpus"]:
-        if gpu.get("state") != IN_USE:
+        working = [holder for holder in running_job_holders(snapshot) if gpu["index"] in (holder.get("gpus") or ())]
+        if not working or gpu.get("state") not in HELD_STATES + (IN_USE,):
             continue
         judged = _alone(snapshot, gpu, options)["verdict"]
-        if rung_index(judged["rung"], options.rungs) <= rung_index("kill", options.rungs):
+        # Up to the instance rung nothing reaches a working program: the kill spares them, and the instance rung
+        # re-creates only an instance nobody is in.
+        if rung_index(judged["rung"], options.rungs) <= rung_index("instance", options.rungs):
             continue
-        evidence = "; ".join(reason["reason"] for reason in judged["reasons"] if reason["rung"] != NO_RUNG)
-        busy = "; ".join(reason["reason"] for reason in judged["reasons"] if reason["rung"] == NO_RUNG)
-        found.append("GPU %s: the evidence needs the %s rung (%s), which would end the working programs that hold it: %s"
-                     % (gpu["index"], judged["rung"], evidence, busy))
-    return "%s; end_running_jobs would allow it" % "; ".join(found) if found else ""
+        found.append({"index": gpu["index"], "rung": judged["rung"],
+                      "reasons": [reason["reason"] for reason in judged["reasons"] if reason["rung"] != NO_RUNG],
+                      "busy": [_working_program(holder, judged["reasons"]) for holder in working],
+                      "allow": options.option_names.get("end_running_jobs", "end_running_jobs")})
+    return found
+
+
+def _working_program(holder, reasons):
+    """A working program as the verdict names it (with the fact that makes it busy), or a running VM by its id."""
+    named = "pid %s (%s)" % (holder["pid"], holder.get("name"))
+    said = [reason["reason"] for reason in reasons if reason["rung"] == NO_RUNG and reason["reason"].startswith(named + " ")]
+    if said:
+        return said[0]
+    if holder["class"] == VM_CLASS:
+        return "pid %s (%s, VM %s): a running virtual machine" % (holder["pid"], holder.get("name"), holder.get("vm_id") or "id not known")
+    return named
+
+
+def busy_evidence_refusal(snapshot, options):
+    """Why the walk refuses the GPUs of busy_evidence, naming the working programs and the option that would allow it,
+    or ""."""
+    found = busy_evidence(snapshot, options)
+    if not found:
+        return ""
+    named = ["GPU %s: the evidence needs the %s rung (%s), %s: %s" % (
+        need["index"], need["rung"], "; ".join(need["reasons"]), BUSY_EVIDENCE, "; ".join(need["busy"])) for need in found]
+    return "%s; %s would allow it" % ("; ".join(named), found[0]["allow"])
 
 
 def gpu_needs(snapshot, options):
@@ -126,18 +157,29 @@ def walk_reach(snapshot, options):
 
 def reach(snapshot, floor, options):
     """What the walk may do for this snapshot: (floor, refusal, beyond). Where the evidence needs a rung above the
-    ceiling, the walk is refused whole (refusal) only when no held GPU is helped by an allowed rung; else it takes
-    the allowed rungs for the GPUs they help (floor: the heaviest rung one of them needs) and names each other GPU
-    (beyond: [{"index", "rung", "reasons", "allow"}], the rung it needs and the option that would allow it)."""
+    ceiling, or above the kill on a GPU working programs share (busy_evidence), the walk is refused whole (refusal)
+    only when no held GPU is helped by an allowed rung; else it takes the allowed rungs for the GPUs they help (floor:
+    the heaviest rung one of them needs, below the rung of every busy GPU: walk_ceiling) and names each other GPU
+    (beyond: [{"index", "rung", "reasons", "allow"}], the rung it needs and the option that would allow it; "busy" too
+    where working programs hold it)."""
     refused = refusal(snapshot, floor, options)
     if not refused:
         return floor, "", []
-    needs = gpu_needs(snapshot, options)
-    helped = [need for need in needs if rung_index(need["rung"], options.rungs) <= options.ceiling]
+    busy = busy_evidence(snapshot, options)
+    ceiling = walk_ceiling(busy, options)
+    needs = [need for need in gpu_needs(snapshot, options) if need["index"] not in set(gpu["index"] for gpu in busy)]
+    helped = [need for need in needs if rung_index(need["rung"], options.rungs) <= ceiling]
     if not helped:
         return floor, refused, []
-    beyond = [dict(need, allow=_allow(need["rung"], options)) for need in needs if need not in helped]
-    return max(rung_index(need["rung"], options.rungs) for need in helped), "", beyond
+    beyond = [dict(need, allow=_allow(need["rung"], options) if rung_index(need["rung"], options.rungs) > options.ceiling
+                   else busy[0]["allow"]) for need in needs if need not in helped]
+    return max(rung_index(need["rung"], options.rungs) for need in helped), "", sorted(beyond + busy, key=lambda need: need["index"])
+
+
+def walk_ceiling(beyond, options):
+    """The heaviest rung (its index) the walk may take: the ceiling, and below the rung every GPU of `beyond` that
+    working programs hold needs (busy_evidence: a rung that would reach them is never taken while they run)."""
+    return min([options.ceiling] + [rung_index(need["rung"], options.rungs) - 1 for need in beyond if need.get("busy")])
 
 
 def _allow(rung, options):
@@ -243,16 +285,16 @@ def first_rung(snapshot, options):
     them: the walk's own answers (walk_reach, next_rung), never a node-wide verdict."""
     if not memory_held(snapshot, options.end_running_jobs):
         return None
-    floor, refused, dummy = walk_reach(snapshot, options)
-    return None if refused else next_rung(floor, [], options.ceiling, options.rungs, snapshot)
+    floor, refused, beyond = walk_reach(snapshot, options)
+    return None if refused else next_rung(floor, [], walk_ceiling(beyond, options), options.rungs, snapshot)
 
 
 def destructive_entry(snapshot, options):
-    """Whether the walk of this snapshot under `options` (the run's max_rung, allow_reboot, destructive rungs and
-    end_running_jobs) starts with a destructive rung: what the fleet guard counts. A host the walk refuses, or will
-    fix only partly with light rungs, takes no destructive one."""
+    """The destructive rung the walk of this snapshot under `options` (the run's max_rung, allow_reboot, destructive
+    rungs and end_running_jobs) starts with, or None: what the fleet guard and the circuit breaker count. A host the
+    walk refuses, or will fix only partly with light rungs, takes no destructive one."""
     rung = first_rung(snapshot, options)
-    return rung is not None and destructive(rung, snapshot, options)
+    return rung if rung is not None and destructive(rung, snapshot, options) else None
 
 
 def fleet_guard(destructive_hosts, host_count, max_percent):

@@ -8,7 +8,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm im
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import HELD_STATES, IN_USE, NO_GPU_SELECTED, memory_held, undetermined
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import health_gate_failed
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import BUSY_EVIDENCE, health_gate_failed
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._summary import holder_line
 
@@ -109,14 +109,22 @@ def partly_fixed(state, options, check_mode):
     if not check_mode and any(gpu["index"] not in outside and gpu.get("state") in held for gpu in state.last["gpus"]):
         return None
     rung = state.tried[-1]["rung"]
-    named = "; ".join("GPU %s needs the %s rung (%s), which %s would allow" % (
-        need["index"], need["rung"], "; ".join(need["reasons"]), need["allow"]) for need in beyond)
+    named = "; ".join(_beyond_line(need) for need in beyond)
     helped = [gpu for gpu in gpu_outcomes(state.first, state.last, check_mode)
               if gpu["index"] not in outside and gpu["state_before"] in held]
     if check_mode:
         return "planned", "check mode: would take the %s rung for GPU %s; %s" % (rung, ", ".join(str(g["index"]) for g in helped), named)
     fixed = ", ".join("GPU %s by %s (%d MiB back)" % (gpu["index"], rung, gpu["freed_mib"]) for gpu in helped)
     return PARTLY_FIXED, "%s: %s; %s" % (PARTLY_FIXED, fixed or "nothing more held where the %s rung helps" % rung, named)
+
+
+def _beyond_line(need):
+    """A GPU the walk left (partly fixed): the rung it needs and what would allow it; the working programs that rung
+    would end, where they hold it."""
+    if need.get("busy"):
+        return "GPU %s needs the %s rung (%s), %s: %s; %s would allow it" % (
+            need["index"], need["rung"], "; ".join(need["reasons"]), BUSY_EVIDENCE, "; ".join(need["busy"]), need["allow"])
+    return "GPU %s needs the %s rung (%s), which %s would allow" % (need["index"], need["rung"], "; ".join(need["reasons"]), need["allow"])
 
 
 def outcome_status(state, options, check_mode, freed_mib):

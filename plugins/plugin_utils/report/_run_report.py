@@ -18,6 +18,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._escape import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import open_dir, write_atomic_in
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_RUNG
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import busy_evidence_refusal
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import WalkOptions
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import rung_result
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._triage import fleet_triage, triage
@@ -81,9 +83,11 @@ def _inspected_gpu(gpu):
     return picked
 
 
-def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
+def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None, platform="linux"):
     """One host's line of the report; `refusal`: why the run refused the host before any action (the fleet guard).
-    Every GPU gets its memory bars (memory_bar), the figures the HTML report draws."""
+    Every GPU gets its memory bars (memory_bar), the figures the HTML report draws. An inspected host (no walk) keeps
+    the walk's own refusal of a GPU that working programs share (`held_back`: _ladder_decisions.busy_evidence_refusal,
+    on the host's `platform`, with the walk's defaults), so that a read-only report grades it as the walk would."""
     if outcome is not None:
         entry = dict(outcome)
         entry["host"] = host
@@ -100,6 +104,10 @@ def host_entry(host, outcome=None, snapshot=None, summary=None, refusal=None):
                         if holder.get("class") != "gpu_daemon"],
             "summary": list(summary or []),
         }
+        options = WalkOptions.before_walk(platform=platform, option_names={"end_running_jobs": "gpu_reclaim_end_running_jobs"})
+        held_back = busy_evidence_refusal(snapshot, options)
+        if held_back:
+            entry["held_back"] = held_back
         if refusal and entry["entry_rung"] != NO_RUNG:
             entry.update(status="refused", msg=refusal)
         elif refusal:  # a fleet-wide refusal: this host needed nothing, it stays clean

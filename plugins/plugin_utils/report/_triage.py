@@ -8,6 +8,7 @@ _report_html.py)."""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, IN_USE, NO_RUNG
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import BUSY_EVIDENCE
 
 NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN = "needs a human", "held back", "fixed", "clean"
 GROUPS = (NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN)
@@ -54,6 +55,8 @@ def _by_verdict(entry):
     rung, why = entry.get("entry_rung") or NO_RUNG, "; ".join(entry.get("reasons") or []) or entry.get("msg") or ""
     if _lost(entry):
         return _grade("lost GPU", NEEDS_A_HUMAN, "%s fell off the bus: %s" % (_lost(entry), why), LOST_NEXT)
+    if entry.get("held_back"):
+        return _grade("busy", HELD_BACK, entry["held_back"], _allowing(entry["held_back"]))
     if rung == NO_RUNG:
         busy = IN_USE in _gpu_states(entry) or "busy" in _gpu_states(entry)
         return _grade("in use" if busy else "clean", CLEAN, "working programs hold its memory" if busy else "no GPU memory held")
@@ -82,11 +85,11 @@ def triage(entry):
             return _grade("would be partly fixed", HELD_BACK, msg, _allowing(msg))
         return _grade("would be fixed", FIXED, msg)
     if status == "partly fixed":
-        return _grade("above max rung", HELD_BACK, msg, _allowing(msg))
+        return _grade("busy" if BUSY_EVIDENCE in msg else "above max rung", HELD_BACK, msg, _allowing(msg))
     if status == "refused":
         allow = _allowing(msg)
-        return _grade("above max rung" if "heaviest rung allowed" in msg else "refused", HELD_BACK if allow else NEEDS_A_HUMAN, msg,
-                      allow)
+        refused = "busy" if BUSY_EVIDENCE in msg else "above max rung" if "heaviest rung allowed" in msg else "refused"
+        return _grade(refused, HELD_BACK if allow else NEEDS_A_HUMAN, msg, allow)
     if status == "failed" and any(holder.get("class") == "unkillable" for holder in holders):
         return _grade("unkillable", NEEDS_A_HUMAN, msg, UNKILLABLE_NEXT)
     if status == "failed" and any(holder.get("class") == BUSY_CLASS for holder in holders):

@@ -15,9 +15,13 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import CLOCK_SLACK_SECONDS
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker import (
     breaker_limit, breaker_refusal, counted_rung, default_node_name, host_is_back, kubernetes_out, prepare_state_dir, read_records, record_name,
-    recorded_out, remove_record, slurm_drains_to_confirm, slurm_out,
+    recorded_out, remove_record, slurm_drains_to_confirm, slurm_out, unread_note,
 )
+from ansible_collections.gpuops.remediation.plugins.filter.ladder import needs_destructive_rung
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import first_rung
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import WalkOptions
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+from ansible_collections.gpuops.remediation.tests.unit.helpers.ladder_node import BUSY, ORPHAN, Node
 
 REASON = "gpuops: reclaiming stuck GPU memory"
 
@@ -133,19 +137,41 @@ def test_kubernetes_nodes_cordoned_by_us_only():
     assert kubernetes_out(nodes, "gpuops.io/cordoned-by", REASON) == {"k1": "cordoned in Kubernetes by gpuops"}
 
 
-def _snapshot(rung, held=True):
-    return {"gpus": [{"index": 0, "state": "stuck" if held else "ok"}], "verdict": {"rung": rung, "reasons": []}}
+# Real snapshots (judged by the real verdict), so that the breaker asks the walk's own questions of them.
+LEFT_BEHIND = Node([{"ghost": 0}], holders=[ORPHAN]).snapshot()  # the kill rung
+GHOST = Node([{"ghost": 3072}]).snapshot()  # the reset rung
+HEALTHY = Node([{"ghost": 0}]).snapshot()
+LOST = Node([{"ghost": 0}], lost=True).snapshot()  # only a reboot brings it back
+DESTRUCTIVE = ["reset", "reload", "graphics", "reboot"]
 
 
 def test_counted_rung_only_destructive_and_not_refused_by_the_walk():
-    destructive = ["reset", "reload", "graphics", "reboot"]
-    assert counted_rung(_snapshot("reset"), "linux", destructive, "reset", False) == "reset"
-    assert counted_rung(_snapshot("kill"), "linux", destructive, "reset", False) is None
-    assert counted_rung(_snapshot("reset", held=False), "linux", destructive, "reset", False) is None
-    # Xid 79 without gpu_reclaim_allow_reboot: the walk refuses before any rung, the breaker counts nothing
-    assert counted_rung(_snapshot("reboot"), "linux", destructive, "reboot", False) is None
-    assert counted_rung(_snapshot("reboot"), "linux", destructive, "reboot", True) == "reboot"
-    assert counted_rung(_snapshot("reload"), "linux", destructive, "reset", False) is None
+    assert [GHOST["verdict"]["rung"], LEFT_BEHIND["verdict"]["rung"], HEALTHY["verdict"]["rung"], LOST["verdict"]["rung"]] == [
+        "reset", "kill", "none", "reboot"]
+    assert counted_rung(GHOST, "linux", DESTRUCTIVE, "reset", False) == "reset"
+    assert counted_rung(LEFT_BEHIND, "linux", DESTRUCTIVE, "reset", False) is None
+    assert counted_rung(HEALTHY, "linux", DESTRUCTIVE, "reset", False) is None
+    # A lost GPU without gpu_reclaim_allow_reboot: the walk refuses before any rung, the breaker counts nothing
+    assert counted_rung(LOST, "linux", DESTRUCTIVE, "reboot", False) is None
+    assert counted_rung(LOST, "linux", DESTRUCTIVE, "reboot", True) == "reboot"
+    # Evidence that needs a rung above max_rung: refused by the walk, not counted
+    assert counted_rung(LOST, "linux", DESTRUCTIVE, "reset", False) is None
+
+
+def test_counted_rung_is_the_walks_first_rung_under_the_runs_options():
+    """A working program beside a left-behind holder: the kill rung ends only the left-behind one (not destructive),
+    unless end_running_jobs ends the program too - then the rung is destructive, and counted, as the fleet guard counts
+    it. A host fixed only partly by light rungs (max_rung kill) takes no destructive rung."""
+    beside = Node([{"ghost": 0}], holders=[ORPHAN, BUSY]).snapshot()
+    assert counted_rung(beside, "linux", DESTRUCTIVE, "reset", False) is None
+    assert counted_rung(beside, "linux", DESTRUCTIVE, "reset", False, end_running_jobs=True) == "kill"
+    for end_running_jobs in (False, True):
+        options = WalkOptions.before_walk(max_rung="reset", destructive_rungs=DESTRUCTIVE, end_running_jobs=end_running_jobs)
+        assert needs_destructive_rung(beside, DESTRUCTIVE, "linux", None, end_running_jobs, "reset") is end_running_jobs
+        assert first_rung(beside, options) == "kill"
+    partly = Node([{"ghost": 0}, {"ghost": 3072}], holders=[ORPHAN]).snapshot()
+    assert counted_rung(partly, "linux", DESTRUCTIVE, "kill", False) is None
+    assert counted_rung(partly, "linux", DESTRUCTIVE, "reset", False) == "reset"
 
 
 def test_two_hosts_whose_names_make_the_same_safe_name_keep_two_records(tmp_path):
@@ -178,8 +204,25 @@ def test_share_and_count_at_their_edges():
     assert breaker_limit(10, 100, 0) == 10
     assert breaker_refusal("j", dict(("n%d" % i, "x") for i in range(9)), 10, 100, 0, 60) == ""
     assert breaker_refusal("k", dict(("n%d" % i, "x") for i in range(10)), 10, 100, 0, 60) != ""
-    assert breaker_refusal("b", {"a": "x"}, 1, 100, 0, 60).startswith("circuit breaker: 1 of the 1 nodes")
+    assert breaker_refusal("b", {"a": "x"}, 1, 100, 0, 60).startswith("circuit breaker: 1 of the 1 node of the fleet is already out")
     assert breaker_limit(10, 19, 0) == 1 and breaker_limit(10, 20, 1) == 1
+
+
+def test_the_breakers_words_agree_with_their_counts_for_one_and_for_two():
+    one = breaker_refusal("n3", {"n1": "reset rung by run r1, 2 min ago"}, 5, 0, 1, 60, unread={"n4": "unreachable: no route"})
+    assert one == ("circuit breaker: 1 of the 5 nodes of the fleet is already out: n1 (reset rung by run r1, 2 min ago). A "
+                   "destructive rung on n3 would make 2, more than the 1 allowed (gpu_remediate_breaker_max_percent=0, "
+                   "gpu_remediate_breaker_max_count=1). Nothing was done on n3. It closes again when nodes come back or their "
+                   "records pass the 60-minute window (gpu_remediate_breaker_window_minutes); or raise the limit. circuit "
+                   "breaker: the journal of 1 fleet host could not be read, so it is counted neither out nor healthy: n4 "
+                   "(unreachable: no route).")
+    two = breaker_refusal("n3", {"n1": "a", "n2": "b"}, 5, 0, 2, 60, unread={"n4": "x", "n5": "y"})
+    assert two.startswith("circuit breaker: 2 of the 5 nodes of the fleet are already out: n1 (a); n2 (b). A destructive "
+                          "rung on n3 would make 3, more than the 2 allowed")
+    assert two.endswith(" circuit breaker: the journals of 2 fleet hosts could not be read, so they are counted neither out "
+                        "nor healthy: n4 (x); n5 (y).")
+    assert unread_note({"n4": "x"}) == ("circuit breaker: the journal of 1 fleet host could not be read, so it is counted "
+                                        "neither out nor healthy: n4 (x).")
 
 
 # ---------------------------------------------------------------- the state directory and the host's release
@@ -267,7 +310,7 @@ def test_breaker_processes_racing_for_the_last_place_one_passes(tmp_path, collec
                ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     # The ad-hoc CLI through this Python (ansible-test's units venv has the ansible package but no `ansible` script).
     ansible = [sys.executable, "-c", "import sys; from ansible.cli.adhoc import main; main(['ansible'] + sys.argv[1:])"]
-    snapshot = {"gpus": [{"index": 0, "state": "stuck"}], "verdict": {"rung": "reset", "reasons": []}}
+    snapshot = GHOST
     runs = []
     with open(str(state / ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh file of this test: nobody else holds it

@@ -110,14 +110,14 @@ def test_reads_unreachable_failed_and_unreadable_hosts_are_unread_not_healthy(tm
                       "n7": "not read (skipped)"}
     out = journal_out(journals, time.time(), 60)
     refusal = breaker_refusal("n6", out, 5, 20, 0, 60, unread=unread)
-    assert "1 of the 5 nodes of the fleet are already out: n1 (GPU reset (gpu_reset) in its journal" in refusal
-    assert "the journals of 4 fleet host(s) could not be read, so they are counted neither out nor healthy: n3 (unreachable" in refusal
+    assert "1 of the 5 nodes of the fleet is already out: n1 (GPU reset (gpu_reset) in its journal" in refusal
+    assert "the journals of 4 fleet hosts could not be read, so they are counted neither out nor healthy: n3 (unreachable" in refusal
     assert "n4 (the read failed: python3: not found)" in refusal
     # Allowed (room for two), the note still names them for the warning; the host's own entry is never named.
     assert breaker_refusal("n6", out, 10, 20, 0, 60, unread=unread) == ""
     assert unread_note({}) == ""
     own = breaker_refusal("n3", dict(out, n2="x"), 5, 20, 0, 60, unread=unread)
-    assert "the journals of 3 fleet host(s)" in own and "n3 (unreachable" not in own
+    assert "the journals of 3 fleet hosts" in own and "n3 (unreachable" not in own
 
 
 def test_the_hosts_own_journal_is_not_counted_against_it(tmp_path):
