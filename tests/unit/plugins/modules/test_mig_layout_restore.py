@@ -13,24 +13,16 @@ import signal
 import subprocess
 import sys
 
-import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig_write as mig_write
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded, playbook
+from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import play
 
 A100 = "NVIDIA A100-SXM4-80GB"
 # 4g.40gb at 0, 2g.20gb at 4, 1g.10gb at 6: the placements a -cgi without them would not choose in this order
 LAYOUT = "5:0,14:4,19:6"
-
-
-@pytest.fixture
-def node_root(tmp_path):
-    """Where a test builds its simulated node; removed (supervisor and holders) after the test."""
-    root = str(tmp_path / "node")
-    yield root
-    sim.destroy_node(root)
 
 
 def smi(root, *args):
@@ -66,14 +58,23 @@ def lock_holders(root):
     return sorted(set(int(words[4]) for words in fields if len(words) > 5 and words[5] == wanted and words[4].isdigit()))
 
 
-def play(tmp_path, collections_root, root, tasks, names):
-    """Run `tasks` (each registering one of `names`) against the node at root; returns {name: result}."""
-    out = str(tmp_path / "out.json")
-    body = "".join("    - %s\n      environment: {GPUOPS_SIM_ROOT: %s}\n      register: %s\n" % (task, root, name)
-                   for task, name in zip(tasks, names))
-    body += "    - ansible.builtin.copy:\n        content: \"{{ {%s} | to_json }}\"\n        dest: %s\n        mode: \"0600\"\n" % (
-        ", ".join("'%s': %s" % (name, name) for name in names), out)
-    return playbook.run_playbook(str(tmp_path), collections_root, body, out)
+def start_held_reset(tmp_path, collections_root, root, out=None):
+    """ansible-playbook running gpu_reset (force) on GPU 0, in a session of its own, with the simulated MIG listings held
+    once the reset went through (mig_write.HOLD_KEY): the run waits there, between its reset and its restore. out: where
+    the play writes the module's result (the task then ignores its failure)."""
+    sim_state.update_state(root, lambda state: state.update({mig_write.HOLD_KEY: True}))
+    first = tmp_path / "first"
+    first.mkdir()
+    task = "    - gpuops.remediation.gpu_reset: {gpus: [0], force: true, probe_timeout: 300}\n      environment: {GPUOPS_SIM_ROOT: %s}\n" % root
+    if out:
+        task += ("      register: reset\n      ignore_errors: true\n"
+                 "    - ansible.builtin.copy: {content: \"{{ reset | to_json }}\", dest: %s, mode: \"0600\"}\n" % out)
+    with open(first / "play.yml", "w", encoding="utf-8") as handle:
+        handle.write(playbook.PLAY + task)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false")
+    return bounded.start(playbook.ANSIBLE_PLAYBOOK + ["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
+                                                      str(first / "play.yml")], env=env, cwd=str(first), stdout=subprocess.DEVNULL,
+                         start_new_session=True)
 
 
 def test_a_reset_of_a_mig_gpu_restores_its_layout_exactly_and_check_mode_plans_it(tmp_path, node_root, collections_root):
@@ -108,16 +109,7 @@ def test_a_reset_of_a_mig_gpu_restores_its_layout_exactly_and_check_mode_plans_i
 
 def test_a_run_killed_after_the_reset_is_restored_by_the_next_run(tmp_path, node_root, collections_root):
     before = mig_node(node_root)
-    sim_state.update_state(node_root, lambda state: state.update({mig_write.HOLD_KEY: True}))
-    first = tmp_path / "first"
-    first.mkdir()
-    with open(first / "play.yml", "w", encoding="utf-8") as handle:
-        handle.write(playbook.PLAY + "    - gpuops.remediation.gpu_reset: {gpus: [0], force: true, probe_timeout: 300}\n"
-                     "      environment: {GPUOPS_SIM_ROOT: %s}\n" % node_root)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false")
-    run = bounded.start(playbook.ANSIBLE_PLAYBOOK + ["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
-                                                     str(first / "play.yml")], env=env, cwd=str(first), stdout=subprocess.DEVNULL,
-                        start_new_session=True)
+    run = start_held_reset(tmp_path, collections_root, node_root)
     try:
         # the reset went through and the restore hangs reading the layout back: the fact the kill waits on
         bounded.until(lambda: sim_state.load_state(node_root).get(mig_write.HELD_KEY), "the reset of GPU 0 to have happened")
@@ -158,18 +150,8 @@ def test_no_room_to_restore_fails_naming_what_is_missing(tmp_path, node_root, co
     mig_node(node_root)
     # what the run will find after the reset: someone took slice 6 first (a 1g.10gb there), so the recorded 1g at 6
     # has no room; the simulated reset is followed by that creation through the hold knob's release below
-    sim_state.update_state(node_root, lambda state: state.update({mig_write.HOLD_KEY: True}))
-    first = tmp_path / "first"
-    first.mkdir()
-    out = str(first / "out.json")
-    with open(first / "play.yml", "w", encoding="utf-8") as handle:
-        handle.write(playbook.PLAY + "    - gpuops.remediation.gpu_reset: {gpus: [0], force: true, probe_timeout: 300}\n"
-                     "      environment: {GPUOPS_SIM_ROOT: %s}\n      register: reset\n      ignore_errors: true\n"
-                     "    - ansible.builtin.copy: {content: \"{{ reset | to_json }}\", dest: %s, mode: \"0600\"}\n" % (node_root, out))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_root, ANSIBLE_LOCALHOST_WARNING="false")
-    run = bounded.start(playbook.ANSIBLE_PLAYBOOK + ["-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
-                                                     str(first / "play.yml")], env=env, cwd=str(first), stdout=subprocess.DEVNULL,
-                        start_new_session=True)
+    out = str(tmp_path / "reset.json")
+    run = start_held_reset(tmp_path, collections_root, node_root, out)
     try:
         bounded.until(lambda: sim_state.load_state(node_root).get(mig_write.HELD_KEY), "the reset of GPU 0 to have happened")
         sim_state.update_state(node_root, lambda state: state.update({mig_write.HOLD_KEY: False}))

@@ -10,20 +10,12 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
-from ansible_collections.gpuops.remediation.tests.unit.helpers import playbook
+from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import play
 
 A100 = "NVIDIA A100-SXM4-80GB"
-
-
-@pytest.fixture
-def node_root(tmp_path):
-    root = str(tmp_path / "node")
-    yield root
-    sim.destroy_node(root)
 
 
 def seven_way_node(root, ghost_in=3, held_too=None):
@@ -50,15 +42,6 @@ def jobs(root):
 def placements(root):
     gpu = sim_state.load_state(root)["gpus"][0]
     return sorted((gi["start"], gi["profile_id"], len(gi["compute_instances"]), gi.get("ghost_mib", 0)) for gi in gpu["gpu_instances"])
-
-
-def play(tmp_path, collections_root, root, tasks, names):
-    out = str(tmp_path / "out.json")
-    body = "".join("    - %s\n      environment: {GPUOPS_SIM_ROOT: %s}\n      register: %s\n" % (task, root, name)
-                   for task, name in zip(tasks, names))
-    body += "    - ansible.builtin.copy:\n        content: \"{{ {%s} | to_json }}\"\n        dest: %s\n        mode: \"0600\"\n" % (
-        ", ".join("'%s': %s" % (name, name) for name in names), out)
-    return playbook.run_playbook(str(tmp_path), collections_root, body, out)
 
 
 def test_ghost_memory_in_one_instance_is_got_back_by_recreating_it_alone(tmp_path, node_root, collections_root):
