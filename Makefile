@@ -25,7 +25,7 @@ ANSIBLE_TEST_ARGS = --venv --python $(TEST_PYTHON) --color no
 
 help:
 	@echo "make demo   - reset_gpu.yml against a simulated stuck node on localhost"
-	@echo "make test   - every test (units, integration, molecule, sanity, lint, docs, build, importer)"
+	@echo "make test   - every test (units, integration, molecule, sanity, lint, docs, build, importer, lanes)"
 	@echo "make bench  - the benchmarks under bench/"
 	@echo "make ee-context - the execution environment's build context, with this checkout's tarball (.build/ee/)"
 
@@ -69,7 +69,7 @@ test: collection
 	@if [[ -s $(NOT_RUN_UNITS) ]]; then \
 	  echo "unit tests not run here (the kernel refused what they need):"; sort -u $(NOT_RUN_UNITS) | sed 's/^/  /'; \
 	else echo "unit tests not run here: none"; fi
-	@echo "ansible-core 2.16/2.18 and the nodes' Pythons: not run in make test (about 20 minutes more here): make lanes"
+	@cat $(LANES_SUMMARY)
 	@echo "make test: all passed"
 
 # Each chain runs its steps one after the other.
@@ -78,7 +78,7 @@ checks-ansible-test:
 	  $(MAKE) --no-print-directory sanity-pythons
 
 checks-playbooks:
-	@for step in molecule lint docs build importer ee-context; do $(MAKE) --no-print-directory $$step || exit 1; done
+	@for step in molecule lint docs build importer ee-context lanes; do $(MAKE) --no-print-directory $$step || exit 1; done
 
 units: collection
 	$(PYTEST) -q -rs tests/unit
@@ -101,9 +101,9 @@ INTEGRATION_TARGETS ?= gpu_sim gpu_holders_info gpu_kill gpu_reset nvidia_driver
 integration-ansible-test: $(BUILD_COLL)
 	$(ANSIBLE_TEST) integration --local --python $(TEST_PYTHON) --color no $(INTEGRATION_TARGETS)
 
-# ansible-core 2.16 and 2.18 beside the pinned one (venvs of their own, made once under .build/lanes/), and the modules
-# on the GPU nodes' own Pythons (3.8, 3.9, 3.10, 3.12, 3.13 from pyenv): tools/core_lanes.py, with its summary. Not yet
-# part of make test: on this 2-core machine the lanes add about 20 minutes to its 15.
+# ansible-core 2.16 and 2.18 beside the pinned one (venvs of their own, made once under ~/.cache/gpuops-remediation/lanes/, again when
+# their requirements change), and the modules on the GPU nodes' own Pythons (3.8, 3.9, 3.10, 3.12, 3.13 from pyenv):
+# tools/core_lanes.py. Its summary (what ran, what did not and why) ends make test's output.
 LANES_SUMMARY := $(CURDIR)/.build/lanes-summary.txt
 lanes: collection
 	@mkdir -p $(dir $(LANES_SUMMARY))

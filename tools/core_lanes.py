@@ -2,23 +2,29 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The other ansible-core versions this collection supports (meta/runtime.yml), and the GPU nodes' own Pythons.
 
-Each core lane is a venv of its own under .build/lanes/ (made once, keyed on the pinned versions and the controller's
-Python), on the first controller Python that version installs on: the running one, else pyenv's (`pyenv root`). It
-runs a focused set of unit tests and the core integration targets with that ansible-core. The target-Python lanes run
-the Linux core targets' modules with ansible_python_interpreter set to each node Python found under pyenv (in a venv
-of its own with nvidia-ml-py, as the gpu_node_prep role makes one on a node), on the pinned ansible-core. A lane that
-cannot find or install what it needs says `not run: <reason>`; the summary says which ansible-core versions and target
-Pythons ran."""
+The node lane: one run of tests/lanes/node_pythons.yml whose inventory has a simulated stuck node for each node Python
+found under pyenv (`pyenv root`), each with that Python as its ansible_python_interpreter (in a venv of its own with
+nvidia-ml-py, as the gpu_node_prep role makes one on a node): every Linux module once, then the whole ladder, on all
+of them at once. Each core lane is a venv of its own under ~/.cache/gpuops-remediation/lanes/ (GPUOPS_LANES_DIR;
+made once, kept while its Python and requirements stay the same), on the first controller Python that version installs
+on: the running one, else pyenv's. It runs the unit tests that hold what differs between versions, the input check with
+AWX's answers, and the node lane's playbook on the controller's own Python. A lane that cannot find or install what it
+needs says `not run: <reason>`; the summary says which ansible-core versions and target Pythons ran."""
 
 import argparse
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LANES = os.path.join(ROOT, ".build", "lanes")
+# Outside the checkout, as pip's cache is: a clean clone on the same machine finds the venvs made for an earlier one.
+LANES = os.environ.get("GPUOPS_LANES_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                                           "gpuops-remediation", "lanes")
 # Each version's pin, and the controller Pythons it installs on (ansible-core's own python_requires).
 CORES = (("2.16.19", ("3.12", "3.11", "3.10")), ("2.18.19", ("3.13", "3.12", "3.11")))
 PYTEST = "pytest==9.2.0"
@@ -28,19 +34,10 @@ NODE_PYTHONS = ("3.8", "3.9", "3.10", "3.12", "3.13")
 # the walk, the report.
 UNITS = ("tests/unit/plugins/plugin_utils/test_inputs.py", "tests/unit/plugins/plugin_utils/test_ladder.py",
          "tests/unit/plugins/plugin_utils/test_run_report.py", "tests/unit/plugins/plugin_utils/test_core_versions.py")
-# The ladder on a simulated node, gpu_kill, the report, and the AWX answers through the input check.
-TARGETS = ("reset_gpu_playbook", "gpu_kill", "gpu_report_playbook", "gpu_input_check_awx")
-NODE_TARGETS = ("gpu_holders_info",)
+# AWX's answers through the input check (the node lane's playbook covers the modules, the ladder and the report).
+TARGETS = ("gpu_input_check_awx",)
+NODE_PLAYBOOK = os.path.join(ROOT, "tests", "lanes", "node_pythons.yml")
 STEP_DEADLINE = 1200
-
-
-def version_of(python):
-    try:
-        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], check=False, capture_output=True,
-                             text=True, timeout=60)
-    except OSError:
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def pyenv_pythons():
@@ -69,21 +66,29 @@ def controller_for(accepted, pythons):
     return None, None
 
 
-def lane_venv(core, python, version):
-    """The venv for ansible-core `core` on `python`, made once; (bin dir, None) or (None, why it could not be made)."""
-    venv = os.path.join(LANES, "core%s-py%s" % (core, version))
-    marker = os.path.join(venv, ".installed-" + PYTEST)
+def cached_venv(name, python, requirements):
+    """The venv LANES/<name> on `python` with `requirements` (pip arguments) installed, made once and made again
+    when the requirements or the files they name change; (bin dir, None) or (None, why it could not be made)."""
+    venv = os.path.join(LANES, name)
+    key = hashlib.sha256(json.dumps([os.path.realpath(python)] + list(requirements)).encode())
+    for argument in requirements:
+        if os.path.isfile(argument):
+            with open(argument, "rb") as handle:
+                key.update(handle.read())
+    marker = os.path.join(venv, ".installed-" + key.hexdigest()[:16])
     if os.path.exists(marker):
         return os.path.join(venv, "bin"), None
     shutil.rmtree(venv, ignore_errors=True)
     steps = ([python, "-m", "venv", venv],
-             [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-              "ansible-core==" + core, PYTEST, "-r", os.path.join(ROOT, "tests", "unit", "requirements.txt")])
+             [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + list(requirements))
     for argv in steps:
-        done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=STEP_DEADLINE)
+        try:
+            done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=STEP_DEADLINE)
+        except OSError as exc:
+            return None, "cannot run %s: %s" % (argv[0], exc.strerror)
         if done.returncode:
             lines = (done.stderr or done.stdout).strip().splitlines()
-            return None, "%s failed: %s" % (os.path.basename(argv[0]) if argv[1] != "-m" else argv[3], lines[-1] if lines else done.returncode)
+            return None, "%s failed: %s" % (" ".join(argv[1:4]), lines[-1] if lines else done.returncode)
     with open(marker, "w"):
         pass
     return os.path.join(venv, "bin"), None
@@ -95,55 +100,63 @@ def run(argv, env=None):
     return rc, time.monotonic() - started
 
 
+def node_pythons_playbook(bindir, nodes, env=None):
+    """tests/lanes/node_pythons.yml with ansible-playbook of bindir, one simulated node per (version, python) of nodes;
+    (rc, seconds). The nodes live in a scratch directory removed at the end, which also ends their processes."""
+    lane_dir = tempfile.mkdtemp(prefix="gpuops-node-lane-")
+    try:
+        hosts = dict(("node-py%s" % version, {
+            "ansible_connection": "local", "ansible_python_interpreter": python, "node_python_version": version,
+            "gpuops_environment": {"GPUOPS_SIM_ROOT": os.path.join(lane_dir, "node-py%s" % version)}}) for version, python in nodes)
+        inventory = os.path.join(lane_dir, "inventory.json")
+        with open(inventory, "w") as handle:
+            json.dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}, handle)
+        env = dict(env or os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORKS=str(max(len(nodes), 1)))
+        return run([os.path.join(bindir, "ansible-playbook"), "-i", inventory, NODE_PLAYBOOK, "-e", "lane_dir=" + lane_dir], env)
+    finally:
+        shutil.rmtree(lane_dir, ignore_errors=True)
+
+
 def core_lane(core, accepted, pythons, results):
     python, version = controller_for(accepted, pythons)
+    lane = "ansible-core %s" % core
     if python is None:
-        results.append(("ansible-core %s" % core, "not run: no Python %s here (not this one, not under pyenv)" % "/".join(accepted)))
+        results.append((lane, "not run: no Python %s here (not this one, not under pyenv)" % "/".join(accepted)))
         return
-    bindir, why = lane_venv(core, python, version)
+    bindir, why = cached_venv("core%s-py%s" % (core, version), python,
+                              ["ansible-core==" + core, PYTEST, "-r", os.path.join(ROOT, "tests", "unit", "requirements.txt")])
     if why:
-        results.append(("ansible-core %s" % core, "not run: %s" % why))
+        results.append((lane, "not run: %s" % why))
         return
-    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), GPUOPS_INTEGRATION_JOBS="2")
-    rc_units, units_s = run([os.path.join(bindir, "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q"] + list(UNITS), env)
-    rc_targets, targets_s = run([os.path.join(bindir, "python"), "tests/integration/run.py"] + list(TARGETS), env)
-    failed = [name for name, rc in (("units", rc_units), ("integration", rc_targets)) if rc]
-    results.append(("ansible-core %s (controller Python %s)" % (core, version),
-                    ("FAILED: " + ", ".join(failed)) if failed else "ran: %d unit files (%.0f s), targets %s (%.0f s)" % (
-                        len(UNITS), units_s, " ".join(TARGETS), targets_s)))
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), GPUOPS_INTEGRATION_JOBS="1")
+    steps = (("units", [os.path.join(bindir, "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q"] + list(UNITS)),
+             ("targets", [os.path.join(bindir, "python"), "tests/integration/run.py"] + list(TARGETS)))
+    outcomes = [(name,) + run(argv, env) for name, argv in steps]
+    outcomes.append(("node playbook",) + node_pythons_playbook(bindir, [(version, os.path.join(bindir, "python"))], env))
+    failed = [name for name, rc, _seconds in outcomes if rc]
+    ran = "ran: %d unit files, target %s, tests/lanes/node_pythons.yml (%.0f s)" % (
+        len(UNITS), " ".join(TARGETS), sum(seconds for _name, _rc, seconds in outcomes))
+    results.append(("%s (controller Python %s)" % (lane, version), ("FAILED: " + ", ".join(failed)) if failed else ran))
 
 
-def node_python(version, python):
-    """A venv on the node Python with nvidia-ml-py, as the gpu_node_prep role makes one on a node; (python, None) or
-    (None, why not)."""
+def node_lane(pythons, results):
+    """Every node Python found, in one run of the node playbook on the pinned ansible-core."""
     with open(os.path.join(ROOT, "requirements.txt")) as handle:
         pin = [line.strip() for line in handle if line.startswith("nvidia-ml-py")][0]
-    venv = os.path.join(LANES, "node-py%s" % version)
-    marker = os.path.join(venv, ".installed-" + pin)
-    if not os.path.exists(marker):
-        shutil.rmtree(venv, ignore_errors=True)
-        for argv in ([python, "-m", "venv", venv],
-                     [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", pin]):
-            done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=STEP_DEADLINE)
-            if done.returncode:
-                lines = (done.stderr or done.stdout).strip().splitlines()
-                return None, "%s failed: %s" % (" ".join(argv[1:3]), lines[-1] if lines else done.returncode)
-        with open(marker, "w"):
-            pass
-    return os.path.join(venv, "bin", "python"), None
-
-
-def node_lane(version, pythons, results):
-    if version not in pythons:
-        results.append(("target Python %s" % version, "not run: no Python %s under pyenv here" % version))
-        return
-    python, why = node_python(version, pythons[version])
-    if why:
-        results.append(("target Python %s" % version, "not run: %s" % why))
-        return
-    env = dict(os.environ, GPUOPS_TARGET_PYTHON=python, GPUOPS_INTEGRATION_JOBS="2")
-    rc, seconds = run([sys.executable, "tests/integration/run.py"] + list(NODE_TARGETS), env)
-    results.append(("target Python %s" % version, "FAILED" if rc else "ran: %s (%.0f s)" % (" ".join(NODE_TARGETS), seconds)))
+    nodes = []
+    for version in NODE_PYTHONS:
+        if version not in pythons:
+            results.append(("target Python %s" % version, "not run: no Python %s under pyenv here" % version))
+            continue
+        bindir, why = cached_venv("node-py%s" % version, pythons[version], [pin])
+        if why:
+            results.append(("target Python %s" % version, "not run: %s" % why))
+        else:
+            nodes.append((version, os.path.join(bindir, "python")))
+    if nodes:
+        rc, seconds = node_pythons_playbook(os.path.dirname(sys.executable), nodes)
+        results.append(("target Pythons %s" % " ".join(version for version, _python in nodes),
+                        "FAILED: tests/lanes/node_pythons.yml" if rc else "ran: tests/lanes/node_pythons.yml (%.0f s)" % seconds))
 
 
 def _pinned():
@@ -160,12 +173,11 @@ def main(argv=None):
     both = not (args.cores or args.nodes)
     pythons = pyenv_pythons()
     results = []
+    if args.nodes or both:
+        node_lane(pythons, results)
     if args.cores or both:
         for core, accepted in CORES:
             core_lane(core, accepted, pythons, results)
-    if args.nodes or both:
-        for version in NODE_PYTHONS:
-            node_lane(version, pythons, results)
     summary = "ansible-core versions and target Pythons:\n  ansible-core %s (pinned, controller Python %d.%d): ran every test\n" % (
         _pinned(), sys.version_info[0], sys.version_info[1]) + "".join("  %s: %s\n" % pair for pair in results)
     print(summary, end="")

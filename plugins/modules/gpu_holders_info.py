@@ -229,7 +229,8 @@ holders:
           parent exited and it was re-parented to a process of another session (init, a subreaper that did not start it);
           its job, pod or container no longer runs; its systemd unit is inactive or failed; its login session is closing
           or gone (logind). Busy - any other live process, with the fact, for example C(its process group leader 4412
-          (python) runs) or C(it leads its own session).
+          (python) runs), C(it leads its own session), or a shell job's command whose group leader (the job's first
+          command) ended while its parent shell runs.
       type: dict
       returned: when visible
     unit_role:

@@ -16,7 +16,7 @@ description:
     (TERM, wait, KILL), then waits, bounded, until the driver no longer lists them, and reports the memory that
     came back per GPU.
   - A zombie cannot be killed; its parent is sent SIGCHLD so it reaps it and, with O(allow_parent_termination),
-    the parent is ended so that init reaps it.
+    the parent is ended so that init reaps it, waited for up to O(kill_grace) since init reaps on its own schedule.
   - A holder inside a container is handled by O(containers), by default by stopping its container through the
     runtime its cgroup names (docker, podman, crictl), since a killed process would be restarted. The runtime must
     confirm the container first; a cgroup name alone makes a plain process.

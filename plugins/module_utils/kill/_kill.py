@@ -319,7 +319,7 @@ class HolderKiller:
         """Split holders into plain targets, zombies and containers to stop; the others are left alone."""
         targets, zombies, containers = [], [], {}
         left_alone = result["left_alone"]
-        self._know_contexts(holders)
+        self.policy.know_contexts(holders)
         blocked = self._blocked_containers(holders)
         for holder in holders:
             kind, confirmation = self._kind(holder)
@@ -346,13 +346,6 @@ class HolderKiller:
                 targets.append(Target(holder["pid"], holder["start_time"], reason="holds GPU %s" % holder["gpus"],
                                       source=holder_source(holder)))
         return targets, zombies, containers
-
-    def _know_contexts(self, holders):
-        """Tell the policy which holders are compute contexts (a display manager's session they run in makes them no
-        display server) and which hold graphics contexts only (a display server, in a unit or not)."""
-        self.policy.compute_contexts = set((h["pid"], h.get("start_time")) for h in holders if h["class"] in ("compute", BUSY_CLASS))
-        self.policy.graphics_contexts = dict(((h["pid"], h.get("start_time")), h.get("gpus") or []) for h in holders
-                                             if h["class"] == "graphics_session")
 
     def _blocked_containers(self, holders):
         """{(runtime, id): (pid, why)} of the confirmed containers to stop that hold a process of `holders` the rules
@@ -421,7 +414,7 @@ class HolderKiller:
         """
         by_pid = dict((h["pid"], h) for h in snapshot["holders"])
         ended = {}
-        self._know_contexts(holders)
+        self.policy.know_contexts(holders)
         blocked = self._blocked_containers(holders)
 
         def add(pid, start_time, name, why):
@@ -475,7 +468,7 @@ class HolderKiller:
         if not self.params["reap_zombies"]:
             return dict(zombie, reaped_by=None, gone=False, reason="reap_zombies=false")
         return reap_zombie(zombie["pid"], zombie["start_time"], self.policy, grace=self.params["grace"], journal=self.journal,
-                           check_mode=check_mode, signals=self.params["signals"])
+                           check_mode=check_mode, signals=self.params["signals"], kill_grace=self.params.get("kill_grace"))
 
     def _stop(self, runtime, container_id, members, check_mode):
         """The stop, then every process it was to end checked by pid and start time - the selected members and every

@@ -4,7 +4,8 @@
 facts only (never a name).
 
 Left behind: a thread group whose leader exited; a process whose process group leader exited while it lives on
-(DataLoader and multiprocessing workers of a script that died); a process whose parent exited, so that it was
+(DataLoader and multiprocessing workers of a script that died), unless its parent, of its session, terminal and
+another group, runs and is busy (a shell's job whose first command led the group and ended); a process whose parent exited, so that it was
 re-parented to init or a subreaper that did not start it (its session is not its new parent's); a process whose session
 leader exited; a process of a scheduler job or container that no longer runs (_jobs), of a systemd unit that is
 inactive or failed, or of a login session that logind says is closing or gone. Everything else is busy: the fact that
@@ -14,20 +15,24 @@ parent: the snapshot classes it before this is asked.
 Identity, not pid: a leader is the live process whose pid is the group's (or session's) id, wherever it is now (a
 leader that moved to another group with setpgid has not exited); the kernel never reuses a pid that is still a group's
 or a session's id. A daemon that
-double-forked on purpose is its own session leader (it started itself), or the main process of its active systemd unit:
-busy, whoever its parent is now.
+double-forked on purpose is its own session leader (it started itself), or the main process of a systemd unit that
+runs (active, activating, reloading, deactivating), and what it started is that unit's: busy, whoever its parent is now.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import process_stat
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._container_runtime import namespace_init
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import ancestors, process_stat
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import systemd_cgroup
 
 BUSY = "busy"
 LEFT_BEHIND = "left_behind"
 # systemd unit states in which the unit no longer runs: a process left in its cgroup is a leftover.
 ENDED_UNIT_STATES = ("inactive", "failed")
+# systemd unit states in which the unit's processes run (starting, reloading or being stopped by the init system): its
+# main process and what that process started are the unit's, not leftovers.
+RUNNING_UNIT_STATES = ("active", "activating", "reloading", "refreshing", "deactivating")
 # logind session states in which the session is ending: a process left in it outlived the login.
 ENDED_SESSION_STATES = ("closing",)
 
@@ -47,13 +52,16 @@ def _leader(leader_pid, proc_root):
     return leader
 
 
-def _process_facts(stat, proc_root):
+def _process_facts(stat, proc_root, depth=0):
     """(LEFT_BEHIND or BUSY, why) from the holder's process group, session and parent (/proc/<pid>/stat)."""
     pid, pgid, sid = stat["pid"], stat["pgid"], stat["sid"]
     if sid == pid:
         return BUSY, "it leads its own session (it started itself, as a service or a daemon does)"
     group_leader = _leader(pgid, proc_root) if pgid > 0 and pgid != pid else None
     if pgid > 0 and pgid != pid and group_leader is None:
+        kept = _kept_by_parent(stat, proc_root, depth)
+        if kept:
+            return BUSY, "its process group leader %d has exited, but %s" % (pgid, kept)
         return LEFT_BEHIND, "its process group leader %d has exited while it lives on" % pgid
     if sid > 0 and _leader(sid, proc_root) is None:
         return LEFT_BEHIND, "its session leader %d has exited while it lives on" % sid
@@ -69,15 +77,53 @@ def _process_facts(stat, proc_root):
     return BUSY, "it leads its own process group, started by %s, which runs" % parent_text
 
 
-def _unit_facts(pid, unit, unit_state):
+# How far up the parents _kept_by_parent looks (each step one /proc/<pid>/stat); no real job nests that deep.
+PARENT_DEPTH = 32
+
+
+def _kept_by_parent(stat, proc_root, depth):
+    """Why a holder whose process group leader exited still belongs to a working program, or None.
+
+    A shell's job is a process group led by its first command: in `cat cfg | serve` the leader (cat) exits at once while
+    serve, the shell's own child, works on in the group. A shell makes a group of each job only under job control, on
+    the terminal its session controls: the holder's parent is then alive, of its session, on its controlling terminal,
+    in another group (the shell's), no reaper (init, or the init of a PID namespace: a container's), and busy itself. A
+    worker whose parent died was re-parented instead: to init or a subreaper of another session (left behind), or to a
+    parent in the dead leader's group, itself left behind. A subreaper of the same session and terminal that is no
+    namespace's init cannot be told from the shell (the kernel keeps no record of who forked a process): such a holder
+    is busy, and named with its parent."""
+    if not stat["tty_nr"]:
+        return None  # no controlling terminal: no job control put it in that group
+    parent = process_stat(stat["ppid"], proc_root) if stat["ppid"] > 1 else None
+    if parent is None or parent["state"] in ("Z", "X") or parent["sid"] != stat["sid"] or parent["pgid"] == stat["pgid"]:
+        return None
+    if parent["tty_nr"] != stat["tty_nr"]:
+        return None
+    if parent["start_time"] > stat["start_time"]:
+        return None  # the parent exited since its pid was read, and the pid is another process's now
+    if depth >= PARENT_DEPTH or namespace_init(parent["pid"], proc_root):
+        return None
+    standing, why = _process_facts(parent, proc_root, depth + 1)
+    if standing != BUSY:
+        return None
+    return "its parent %s, of its session, runs and is busy (%s)" % (_what(parent), why)
+
+
+def _unit_facts(pid, unit, unit_state, proc_root):
     state = unit_state(unit) if unit and unit_state else None
     if state is None:
         return None
     if state["active"] in ENDED_UNIT_STATES:
         return LEFT_BEHIND, "its systemd unit %s is %s (systemctl show): a leftover of it" % (unit, state["active"])
-    if state["active"] == "active" and state["main_pid"] == pid:
+    main_pid = state["main_pid"]
+    if state["active"] not in RUNNING_UNIT_STATES or main_pid <= 1:
+        return None
+    if main_pid == pid:
         # A forking service's daemon: re-parented to init by design, the init system runs it.
-        return BUSY, "it is the main process of systemd unit %s, which is active" % unit
+        return BUSY, "it is the main process of systemd unit %s, which is %s" % (unit, state["active"])
+    if main_pid in ancestors(pid, proc_root):
+        # A daemon that double-forked leads neither its group nor its session: what it starts is the unit's.
+        return BUSY, "it was started by the main process %d of systemd unit %s, which is %s" % (main_pid, unit, state["active"])
     return None
 
 
@@ -106,7 +152,7 @@ def holder_standing(pid, proc_root="/proc", job=None, unit=None, unit_state=None
         return {"standing": LEFT_BEHIND, "why": "its thread group leader %d has exited while its threads live on" % pid}
     if job is not None:
         return {"standing": BUSY if job["running"] else LEFT_BEHIND, "why": job["why"]}
-    for found in (_unit_facts(pid, unit, unit_state), _session_facts(session, session_state)):
+    for found in (_unit_facts(pid, unit, unit_state, proc_root), _session_facts(session, session_state)):
         if found:
             return {"standing": found[0], "why": found[1]}
     standing, why = _process_facts(stat, proc_root)
@@ -153,20 +199,30 @@ class StandingProbe:
         return self._units[unit]
 
     def session_state(self, session):
-        """logind's State of the session, "gone" when logind answered and lists no such session, None when it did not answer."""
+        """logind's State of the session, "gone" when logind answered and lists no such session, None when it did not
+        answer. The list is asked again before a session is called gone: one that opened after the last listing (a login
+        during this run) is not gone."""
         if not self.loginctl or not session:
             return None
-        if self._sessions is None:
+        if session not in self._session_states:
+            listed = self._listed_sessions(fresh=False)
+            if listed is not None and session not in listed:
+                listed = self._listed_sessions(fresh=True)
+            if listed is None:
+                return None
+            self._session_states[session] = self._show_session(session) if session in listed else "gone"
+        return self._session_states[session]
+
+    def _listed_sessions(self, fresh):
+        """The session ids logind lists (`loginctl list-sessions`), None when it does not answer."""
+        if self._sessions is None or fresh:
             rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "list-sessions", "--no-legend", "--no-pager"])
             self._sessions = set(line.split()[0] for line in out.splitlines() if line.split()) if rc == 0 else False
-        if self._sessions is False:
-            return None
-        if session not in self._sessions:
-            return "gone"
-        if session not in self._session_states:
-            rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "show-session", "--property=State", "--value", "--", session])
-            self._session_states[session] = out.strip() if rc == 0 else None
-        return self._session_states[session]
+        return self._sessions if self._sessions is not False else None
+
+    def _show_session(self, session):
+        rc, out, dummy = CommandRunner(self.module).probe([self.loginctl, "show-session", "--property=State", "--value", "--", session])
+        return out.strip() if rc == 0 else None
 
     def standing(self, pid, job=None, unit=None, proc_root="/proc"):
         """holder_standing of pid with this probe's unit and session answers. A unit of a user's own service manager

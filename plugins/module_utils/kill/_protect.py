@@ -15,6 +15,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import first_name_match, process_names
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY
+from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectedUsers, primary_gid, process_gids
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import (
     DAEMON, DISPLAY, read_text, by_text, member_of, systemd_cgroup)
@@ -54,6 +55,16 @@ class Policy:
         self.explicit = explicit
         self.compute_contexts = set()
         self.graphics_contexts = {}
+
+    def know_contexts(self, holders):
+        """Which snapshot holders are compute contexts and which hold graphics contexts only (a display server, in a
+        unit or not). A compute context (class compute or busy) that draws too (type C+G, as an Xorg with a CUDA context
+        is) is not taken out of the display manager's: a desktop is a destructive step, so a process the init system
+        puts in the display manager's and that holds a graphics context stays its display server."""
+        self.compute_contexts = set((h["pid"], h.get("start_time")) for h in holders
+                                    if h["class"] in ("compute", BUSY_CLASS) and "G" not in (h.get("process_type") or "").split("+"))
+        self.graphics_contexts = dict(((h["pid"], h.get("start_time")), h.get("gpus") or []) for h in holders
+                                      if h["class"] == "graphics_session")
 
     def unselected(self):
         """This policy for a process the operator did not select (the parent of a zombie they selected): their

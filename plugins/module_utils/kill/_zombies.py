@@ -12,7 +12,7 @@ import signal
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import parent_of, refusal, supervisor, terminate_permitted
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target, catches, send_checked, wait_gone
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target, _wait_after, catches, send_checked, wait_gone
 
 
 def _predict_reap(parent, policy):
@@ -36,7 +36,7 @@ def _send_sigchld(parent, journal):
 
 
 def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None, check_mode=False,
-                signals=("TERM", "KILL"), self_pid=None):
+                signals=("TERM", "KILL"), self_pid=None, kill_grace=None):
     """Get a zombie reaped: SIGCHLD to its parent, then (policy.allow_parents) terminate the parent.
 
     Returns {"pid", "start_time", "name", "parent": {"pid", "name", "start_time"}|None,
@@ -94,10 +94,12 @@ def reap_zombie(zombie_pid, zombie_start_time, policy, grace=10.0, journal=None,
     if busy:
         result["reason"] = "SIGCHLD did not reap it, and its parent is not ended: %s" % busy
         return result
-    result["parent_result"] = terminate_permitted([parent_target], policy, signals, grace, journal, False, self_pid)
+    result["parent_result"] = terminate_permitted([parent_target], policy, signals, grace, journal, False, self_pid,
+                                                  kill_grace=kill_grace)
     result["parent_signalled"] = result["parent_signalled"] or bool(result["parent_result"]["signalled"])
-    # The zombie is handed to init (or the nearest subreaper) when its parent exits; that one reaps it.
-    if wait_gone(zombie_pid, zombie_start_time, grace):
+    # The zombie is handed to init (or the nearest subreaper) when its parent exits; that one reaps it on its own
+    # schedule (seconds on a loaded VM), so the wait is as long as after SIGKILL, not the parent's TERM grace.
+    if wait_gone(zombie_pid, zombie_start_time, _wait_after("KILL", grace, kill_grace)):
         result.update(reaped_by="parent_terminated", gone=True)
     else:
         result["reason"] = "still a zombie after its parent was signalled"

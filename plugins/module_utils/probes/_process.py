@@ -18,7 +18,7 @@ PF_KTHREAD = 0x00200000
 
 
 def _parse_stat(data):
-    """{"pid", "name", "state", "ppid", "pgid", "sid", "flags", "start_time"} from the bytes of /proc/<pid>/stat.
+    """{"pid", "name", "state", "ppid", "pgid", "sid", "tty_nr", "flags", "start_time"} from the bytes of /proc/<pid>/stat.
 
     The comm field may hold spaces, parentheses and newlines: it ends at the LAST ')'.
     """
@@ -32,13 +32,14 @@ def _parse_stat(data):
         "ppid": int(fields[1]),
         "pgid": int(fields[2]),
         "sid": int(fields[3]),
+        "tty_nr": int(fields[4]),
         "flags": int(fields[6]),
         "start_time": int(fields[19]),
     }
 
 
 def process_stat(pid, proc_root="/proc"):
-    """_parse_stat of /proc/<pid>/stat (pid, name, state, ppid, pgid, sid, flags, start_time), or None when it is gone."""
+    """_parse_stat of /proc/<pid>/stat (pid, name, state, ppid, pgid, sid, tty_nr, flags, start_time), or None when it is gone."""
     return _read_stat(pid, proc_root)
 
 

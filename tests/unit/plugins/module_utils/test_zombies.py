@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal
@@ -144,3 +145,51 @@ def test_a_name_alone_makes_no_supervisor(spawn, procs):
     assert predicted["reaped_by"] == real["reaped_by"] == "parent_terminated"
     assert real["gone"] is True and real["parent_result"]["signalled"][0]["pid"] == parent.pid
     assert parent.wait(timeout=5) == -signal.SIGTERM
+
+
+# A subreaper (as a node's init is to an orphan) that adopts the zombie when its parent is ended, and reaps only when
+# told on stdin: an init that reaps on its own schedule, whatever the machine's speed.
+LATE_ADOPTER = """
+    import ctypes, os, sys, time
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    parent = os.fork()
+    if parent == 0:
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+        print(os.getpid(), child, flush=True)
+        while True:
+            time.sleep(60)
+    sys.stdin.readline()
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    print("reaped", flush=True)
+"""
+
+
+def test_a_zombie_handed_to_a_slow_init_is_waited_for_as_long_as_after_sigkill(spawn, procs):
+    """Once its parent is ended, the zombie's reaping is its adopter's: the wait for it is kill_grace, not the parent's
+    TERM grace, so a loaded node's late reaping is not reported as a zombie that stayed."""
+    adopter = spawn([sys.executable, "-c", textwrap.dedent(LATE_ADOPTER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    parent, zombie = (int(field) for field in bounded.line(adopter, "adopter").split())
+    procs.wait_until(lambda: procs.state_of(zombie) == "Z", timeout=bounded.DEADLINE)
+    born = _process.start_time(zombie)
+    results = []
+    reaper = threading.Thread(target=lambda: results.append(
+        reap_zombie(zombie, born, Policy(allow_parents=True), grace=0.2, kill_grace=bounded.DEADLINE)))
+    reaper.start()
+    # The parent is ended and its zombie handed to the adopter, which does not reap it yet.
+    procs.wait_until(lambda: (procs.stat_fields(zombie) or ["", "0"])[1] == str(adopter.pid), timeout=bounded.DEADLINE)
+    bounded.settle(1.0, "reap_zombie giving up on the zombie")
+    assert reaper.is_alive(), "gave up on the zombie within 1 s of its parent's end (TERM grace 0.2 s): %r" % results
+    adopter.stdin.write("reap\n")
+    adopter.stdin.flush()
+    assert bounded.line(adopter, "adopter reaping") == "reaped"
+    reaper.join(timeout=bounded.DEADLINE)
+    assert not reaper.is_alive(), "reap_zombie still waiting after the adopter reaped"
+    assert results[0]["reaped_by"] == "parent_terminated" and results[0]["gone"] is True
+    assert [(entry["pid"], entry["signals"]) for entry in results[0]["parent_result"]["signalled"]] == [(parent, ["TERM"])]
+    assert procs.state_of(zombie) is None

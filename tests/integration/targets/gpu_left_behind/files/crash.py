@@ -14,16 +14,20 @@ which reaps what dies. Under it, every process named below holds DEVICE open (O_
   llm_serve       a server leading its own process group, started by a shell that runs, and its two workers
   reaper_child    a process the subreaper started itself (its own process group, the subreaper's session)
   daemon          a daemon that forked, called setsid and was re-parented to the subreaper: its own session leader
+  pipeline        the second command of a shell's job on its terminal (`cat cfg | serve`): the shell put it in the job's process group,
+                  led by the first command, which ended; the shell (session leader, its parent) runs
 
 REPORT gets {role: [{"pid", "start_time"}], "all": ["pid:start time", ...] (every process it started, for the
 clean-up), "reaper": pid} once every holder holds DEVICE and every orphan has been re-parented; the command returns
 then. Every wait is bounded and fails naming what it waited for.
 """
 import ctypes
+import fcntl
 import json
 import os
 import signal
 import sys
+import termios
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -132,6 +136,33 @@ def live_server(lines):
     reap_forever()
 
 
+def pipeline_job(lines, done):
+    """A shell (session leader, runs on) with job control on its terminal: the job's first command leads its group and
+    ends."""
+    os.setsid()
+    terminal = os.openpty()[1]
+    fcntl.ioctl(terminal, termios.TIOCSCTTY, 0)  # the session's controlling terminal, as a login's shell has one
+    go_read, go_write = os.pipe()
+
+    def first():
+        os.setpgid(0, 0)
+        os.read(go_read, 1)
+    leader = fork(first)
+    os.setpgid(leader, leader)
+
+    def second():
+        try:
+            os.setpgid(0, leader)
+        except OSError:  # the shell already put it there
+            pass
+        hold_forever(lines, "pipeline")
+    os.setpgid(fork(second), leader)
+    os.write(go_write, b"g")
+    os.waitpid(leader, 0)
+    os.write(done, b"p")
+    reap_forever()
+
+
 def reaper_child(lines):
     os.setpgid(0, 0)
     hold_forever(lines, "reaper_child")
@@ -176,10 +207,10 @@ def main():
     done_read, done = os.pipe()
     others = [fork(lambda: training_script(lines, done)), fork(lambda: server_that_dies(lines, done)),
               fork(lambda: launcher_that_exits(lines, done)), fork(lambda: live_server(lines)),
-              fork(lambda: reaper_child(lines)), fork(lambda: daemon(lines, done))]
-    holders = read_lines(lines_read, 2 + 2 + 1 + 3 + 1 + 1)
+              fork(lambda: reaper_child(lines)), fork(lambda: daemon(lines, done)), fork(lambda: pipeline_job(lines, done))]
+    holders = read_lines(lines_read, 2 + 2 + 1 + 3 + 1 + 1 + 1)
     exits = b""
-    while len(exits) < 4:
+    while len(exits) < 5:
         exits += os.read(done_read, 4)
     for exited in (others[0], others[5]):  # the training script and the daemon's first process: reaped, as init does
         os.waitpid(exited, 0)
