@@ -11,8 +11,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_pro
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._files import path_failure
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import Journal, JournalUnwritable
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records
-from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import left_isolated, left_stopped, unfinished
+from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import left_isolated, left_stopped, left_unrestored_layouts, unfinished
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import failure_message, restore_left_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
@@ -145,6 +146,13 @@ class Remediation:
             result["changed"] = result.get("changed") or bool(self.restored["units"] or self.restored["target"])
             if self.restored["errors"]:
                 result.setdefault("service_errors", []).extend(self.restored["errors"])
+            layouts = self.restored["mig_layouts"]
+            if layouts:
+                result["restored_mig_layouts"] = layouts
+                result["changed"] = result["changed"] or any(report["created"] for report in layouts)
+                failed = "; ".join(failure_message(report) for report in layouts if not report["ok"])
+                if failed:
+                    result["error"] = "; ".join(part for part in (result.get("error"), failed) if part)
 
     def _journal_or_fail(self):
         """The journal's recent records; what an interrupted run left stopped is known only from them, so a journal
@@ -160,7 +168,8 @@ class Remediation:
         dead = [record for record in unfinished(records) if record.get("run_id") != self.journal.run_id]
         units = left_stopped(records, run_id=self.journal.run_id)
         target = left_isolated(records, run_id=self.journal.run_id)
-        if not (dead or units or target):
+        layouts = left_unrestored_layouts(records, run_id=self.journal.run_id)
+        if not (dead or units or target or layouts):
             return
         interrupted = [dict((key, record[key]) for key in ("ts", "run_id", "action", "unit", "target", "gpu") if key in record)
                        for record in dead]
@@ -169,7 +178,8 @@ class Remediation:
         services = GpuServices(self.module, self.layout, self.journal)
         started, errors = services.start_left_stopped(units) if units else ([], [])
         isolated, isolate_errors = services.isolate_back(target) if target else (None, [])
-        self.restored = {"interrupted": interrupted, "units": started, "target": isolated, "errors": errors + isolate_errors}
+        self.restored = {"interrupted": interrupted, "units": started, "target": isolated, "errors": errors + isolate_errors,
+                         "mig_layouts": [restore_left_layout(self.module, self.layout, self.journal, record) for record in layouts]}
 
     def locked(self):
         """Hold the node lock; a run that cannot get it in lock_timeout fails, naming who holds it."""

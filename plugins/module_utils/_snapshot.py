@@ -416,6 +416,18 @@ def probe_journal(layout, options, events):
     return completed_resets(records), report
 
 
+def probe_unrestored_layouts(layout, options, gpus):
+    """[{"run_id", "ts", "gpus"}] of the MIG layouts the journal says a run recorded before a reset or a reload and no
+    run restored since (an interrupted run: docs/safety.md). Read only where a GPU has MIG mode on."""
+    if not any((gpu.get("mig_mode") or {}).get("current") for gpu in gpus):
+        return []
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._reader import recent_records  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.remediation.plugins.module_utils.journal._evidence import left_unrestored_layouts  # pylint: disable=import-outside-toplevel
+    records, dummy_error = recent_records(options.journal_path or layout.journal_file)
+    return [{"run_id": record.get("run_id"), "ts": record.get("ts"), "gpus": sorted(int(gpu) for gpu in record["layout"] if str(gpu).isdigit())}
+            for record in left_unrestored_layouts(records)]
+
+
 def _start_epochs(holders):
     epochs = {}
     for holder in holders:
@@ -485,6 +497,9 @@ def take_snapshot(module, layout, options):
         "reset_blockers": reset_blockers(holders),
         "probes": {"gpu": gpu_report, "process_scan": scan_report, "kernel_log": log_report, "journal": journal_report},
     }
+    unrestored = probe_unrestored_layouts(layout, options, gpus)
+    if unrestored:
+        snapshot["mig_layouts_unrestored"] = unrestored
     snapshot["verdict"] = verdict(snapshot, options.ghost_threshold_mib)
     if options.gpus == []:
         snapshot["verdict"]["reasons"].append({"rung": NO_RUNG, "reason": NO_GPU_SELECTED})

@@ -13,14 +13,15 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy imp
 
 # The ladder, lightest rung first: the only definition of it. Everything else (the walk, the roles' argument specs,
 # the playbooks' checks) reads it or is checked equal to it (tests/unit/plugins/module_utils/test_ladder_definition.py).
-RUNGS = ("kill", "reset", "reload", "graphics", "reboot")
+RUNGS = ("kill", "instance", "reset", "reload", "graphics", "reboot")
 # The Windows ladder, lightest rung first: its only definition (win_gpu_holders_info's verdict picks among them).
 WINDOWS_RUNGS = ("kill", "wsl", "restart_adapter", "logoff", "reboot")
 # The verdict's rung when the evidence asks for none.
 NO_RUNG = "none"
 # The rungs evidence on a Linux node can ask for. The reload and graphics rungs are climbed to when a reset did not
-# free the memory, never entered: no evidence points at them first.
-ENTRY_RUNGS = ("kill", "reset", "reboot")
+# free the memory, never entered: no evidence points at them first. The instance rung answers ghost memory inside one
+# MIG instance (re-creating that instance alone).
+ENTRY_RUNGS = ("kill", "instance", "reset", "reboot")
 # GPU states (gpu_state) in which the GPU still holds memory that the ladder is there to get back.
 HELD_STATES = ("busy", "stuck", "lost", "unresponsive")
 RECOVERY_RUNGS = {"reset": "reset", "drain_and_reset": "reset", "reboot": "reboot"}
@@ -59,11 +60,12 @@ def rung_index(rung, rungs=RUNGS):
 
 def memory_held(snapshot, end_running_jobs=False):
     """Whether the node still holds GPU memory the ladder should get back: a GPU in a held state, evidence that only a
-    reboot answers (a lost GPU may be missing from the GPU list altogether), or unanswered kernel evidence asking for a
-    reset (evidence_to_act_on); with end_running_jobs, a GPU that running jobs hold (in_use) too."""
+    reboot answers (a lost GPU may be missing from the GPU list altogether), unanswered kernel evidence asking for a
+    reset (evidence_to_act_on), or a MIG layout an interrupted run never restored (no instance: nothing can use the
+    memory); with end_running_jobs, a GPU that running jobs hold (in_use) too."""
     held = HELD_STATES + ((IN_USE,) if end_running_jobs else ())
     return (any(gpu.get("state") in held for gpu in snapshot["gpus"]) or snapshot["verdict"]["rung"] == "reboot"
-            or bool(evidence_to_act_on(snapshot, end_running_jobs)))
+            or bool(evidence_to_act_on(snapshot, end_running_jobs)) or bool(snapshot.get("mig_layouts_unrestored")))
 
 
 def evidence_to_act_on(snapshot, end_running_jobs=False):
@@ -278,9 +280,9 @@ def _instance_ghost_findings(finding, gpu, label, ghost_threshold_mib):
         ghost = gi.get("unattributed_mib")
         if gi.get("selected", True) and ghost is not None and ghost > ghost_threshold_mib:
             uuids = ", ".join(ci["uuid"] for ci in gi["compute_instances"] if ci.get("uuid")) or "no MIG UUID"
-            finding.need("reset", "%s MIG instance %s:%s (%s, %s) has %d MiB in use that no live process in that instance "
-                                  "accounts for (ghost memory)" % (label, gpu["index"], gi["id"], gi.get("profile") or "profile unknown",
-                                                                   uuids, ghost))
+            finding.need("instance", "%s MIG instance %s:%s (%s, %s) has %d MiB in use that no live process in that instance "
+                                     "accounts for (ghost memory)" % (label, gpu["index"], gi["id"], gi.get("profile") or "profile unknown",
+                                                                      uuids, ghost))
 
 
 def _holder_findings(finding, gpu, holders):
@@ -386,6 +388,10 @@ def verdict(snapshot, ghost_threshold_mib):
         _holder_findings(finding, gpu, snapshot["holders"])
     _xid_findings(finding, snapshot["xid_events"], set(gpu["index"] for gpu in snapshot["gpus"]))
     _reset_blocker_reasons(finding, snapshot.get("reset_blockers") or [])
+    for left in snapshot.get("mig_layouts_unrestored") or []:
+        finding.need("instance", "the MIG layout of GPU %s that run %s recorded at %s before a reset or a reload was never created "
+                                 "again (that run was interrupted): the instance rung restores it" % (
+                                     ", ".join(str(gpu) for gpu in left["gpus"]), left["run_id"], left["ts"]))
     return {"rung": finding.rung, "reasons": finding.reasons}
 
 

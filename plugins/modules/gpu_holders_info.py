@@ -24,8 +24,9 @@ description:
     and systemd unit, and identifies it by pid and start time, the identity every later action checks.
   - Reads the loaded kernel modules, the C(nvidia_drm) modeset, the GPU daemons, and the Xid events of the kernel
     log mapped to the action of NVIDIA's Xid catalog.
-  - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(reset), V(reboot)) expected to free the memory,
-    with the evidence for it. No evidence asks for V(reload) or V(graphics) first - the ladder climbs to them when a
+  - Gives a verdict, the lowest rung of the ladder (V(none), V(kill), V(instance), V(reset), V(reboot)) expected to free the
+    memory, with the evidence for it (V(instance) for ghost memory inside a MIG instance, which re-creating that instance
+    gets back). No evidence asks for V(reload) or V(graphics) first - the ladder climbs to them when a
     reset did not free the memory.
   - Reads the node's journal back. Kernel log evidence older than a later successful reset of its GPU or a driver
     reload recorded there, or older than the current boot, stays in C(xid_events) with C(answered_by) set and no

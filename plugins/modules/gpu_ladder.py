@@ -59,7 +59,7 @@ options:
   max_rung:
     description: The heaviest rung allowed, one of the platform's ladder. V(reboot) also needs O(allow_reboot).
     type: str
-    choices: [kill, reset, reload, graphics, reboot, wsl, restart_adapter, logoff]
+    choices: [kill, instance, reset, reload, graphics, reboot, wsl, restart_adapter, logoff]
     default: reload
   allow_reboot:
     description: Allow the reboot rung. Without it, a node that needs a reboot is refused, saying so.
@@ -71,7 +71,7 @@ options:
       - Unset means V([reset, reload, graphics, reboot]) on Linux, V([restart_adapter, logoff, reboot]) on Windows.
     type: list
     elements: str
-    choices: [kill, reset, reload, graphics, reboot, wsl, restart_adapter, logoff]
+    choices: [kill, instance, reset, reload, graphics, reboot, wsl, restart_adapter, logoff]
   drain:
     description: The scheduler the caller drains the node from before the first destructive rung; V(none) never pauses for a drain.
     type: str

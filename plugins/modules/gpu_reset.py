@@ -136,6 +136,22 @@ error:
   description: Why the run stopped before it reset (a daemon that would not stop).
   returned: on such a failure
   type: str
+mig_layout:
+  description:
+    - The MIG layout of the GPUs reset with MIG mode on, which a reset loses (MIG stays on, no instance is left). The
+      layout is journaled (action C(mig_layout)) before the reset and created again after it (C(nvidia-smi mig -cgi
+      <profile>:<placement>), then C(-cci)), then read back. C(gpus), C(recorded) (per GPU index, its GPU instances, each
+      with C(profile_id), C(name), C(start), C(size), C(gi), C(compute) profile ids), C(now) (read back), C(created),
+      C(missing) and C(errors) (each instance named with its profile and placement), C(ok). A layout not restored fails
+      the module, naming what is missing; an interrupted run's layout is restored by the next run (C(restored_mig_layouts)).
+    - In check mode C(gpus), C(recorded) and C(would_restore).
+  returned: when a GPU to reset has MIG mode on
+  type: dict
+restored_mig_layouts:
+  description: The MIG layouts an interrupted run recorded and never restored, which this run restored (as C(mig_layout)).
+  returned: when there were any
+  type: list
+  elements: dict
 interrupted_actions:
   description:
     - Actions an earlier run announced in the journal and never finished (it was killed or its connection cut), each
@@ -180,6 +196,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill impo
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import MigLayoutError, keeper_for, planned, restore_into
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import pending_mig_change
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._reset_output import parse_gpu_reset, reset_succeeded
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
@@ -260,10 +278,28 @@ class GpuResetWorker:
             else:
                 skipped[gpu["index"]] = "nothing to reset: no ghost memory, no recovery action, no Xid asking for it"
         groups = nvlink_groups(sorted(reasons), snapshot["gpus"], self.params["reset_nvlink_peers"])
+        groups = self._without_pending_mig(groups, snapshot, reasons, skipped)
         for group in groups:
             for index in group:
                 reasons.setdefault(index, "NVLink peer of GPU %s" % group[0])
         return groups, reasons, skipped
+
+    @staticmethod
+    def _without_pending_mig(groups, snapshot, reasons, skipped):
+        """The groups less those with a GPU whose MIG mode change is pending: a reset would apply it, so such a GPU
+        (and its NVLink group) is never reset as a side effect; it is named in `skipped`."""
+        by_index = dict((gpu["index"], gpu) for gpu in snapshot["gpus"])
+        kept = []
+        for group in groups:
+            pending = [(index, pending_mig_change(by_index[index])) for index in group if pending_mig_change(by_index[index])]
+            if not pending:
+                kept.append(group)
+                continue
+            for index in group:
+                reasons.pop(index, None)
+                skipped[index] = "not reset: " + "; ".join("GPU %s: %s" % (i, why) for i, why in pending) + \
+                    "; apply it by hand (nvidia-smi --gpu-reset) when its jobs allow"
+        return kept
 
     def blockers(self, snapshot, groups):
         """(the holders that would block the reset of groups, the daemon units to stop for it)."""
@@ -374,13 +410,17 @@ class GpuResetWorker:
     def _act(self, groups, snapshot, units, persistence_before):
         """Stop, reset, start again; whatever happens, the services stopped are started and persistence restored."""
         services = GpuServices(self.module, self.run.layout, self.run.journal)
+        keeper = self._mig_keeper(groups, snapshot)
         outcome = {}
         try:
+            if keeper:
+                keeper.record(keeper.gpus)
             services.stop(units)
             outcome = self._reset(groups, snapshot)
-        except ServiceError as exc:
+        except (ServiceError, MigLayoutError) as exc:
             self.result["error"] = str(exc)
         finally:
+            restore_into(keeper, self.result)
             self.result["services_stopped"] = list(services.stopped)
             started, errors = services.restore()
             self.result["services_started"] = started
@@ -389,6 +429,10 @@ class GpuResetWorker:
             after = self.run.snapshot(gpus=None)
             self.result["persistence_restored"] = self._restore_persistence(persistence_before, after)
         return outcome, after
+
+    def _mig_keeper(self, groups, snapshot):
+        """A MigLayoutKeeper when a GPU to reset has MIG on (its instances are gone after the reset), else None."""
+        return keeper_for(self.module, self.run.layout, self.run.journal, snapshot, [index for group in groups for index in group])
 
     def execute(self):
         with self.run.acting():
@@ -422,11 +466,21 @@ class GpuResetWorker:
             self.result["changed"] = bool(self.result["changed"] or self.result["services_stopped"]
                                           or self.result["persistence_restored"] or any(o.get("reset") for o in outcome.values()))
         elif to_reset:
+            self._plan_mig(groups, snapshot)
             self.result["changed"] = True
             self.result["services_stopped"] = units
             self.result["services_started"] = list(reversed(units))
             outcome = dict((index, {"reset": True, "reason": None}) for index in to_reset)
         self._report(before, after, reasons, skipped, outcome)
+
+    def _plan_mig(self, groups, snapshot):
+        """Check mode: the MIG layout the reset would lose and the run would create again, read now."""
+        keeper = self._mig_keeper(groups, snapshot)
+        if keeper is not None:
+            try:
+                self.result["mig_layout"] = planned(keeper)
+            except MigLayoutError as exc:
+                self.module.fail_json(msg="gpu_reset would fail: %s; no GPU would be reset" % exc, changed=False)
 
     def _report(self, before, after, reasons, skipped, outcome):
         after_gpus = dict((gpu["index"], gpu) for gpu in (after or {}).get("gpus", []))

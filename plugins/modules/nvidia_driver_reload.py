@@ -145,6 +145,19 @@ service_errors:
   returned: when one could not
   type: list
   elements: str
+mig_layout:
+  description:
+    - The MIG layout of the GPUs with MIG mode on, which a reload loses (MIG stays on, no instance is left); journaled
+      before, created again after the modules are loaded, read back, as M(gpuops.remediation.gpu_reset) returns it. A
+      layout not restored makes the node state C(degraded) and fails the module, naming what is missing. A GPU whose
+      MIG mode change is pending refuses the reload (it would apply the change).
+  returned: when a GPU has MIG mode on
+  type: dict
+restored_mig_layouts:
+  description: The MIG layouts an interrupted run recorded and never restored, which this run restored.
+  returned: when there were any
+  type: list
+  elements: dict
 interrupted_actions:
   description:
     - Actions an earlier run announced in the journal and never finished (it was killed or its connection cut), each
@@ -185,6 +198,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._action import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER, GPU_SERVICE_UNITS
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._display import display_refusal
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import MigLayoutError, keeper_for, planned, refuse_pending, restore_into
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
@@ -305,6 +319,8 @@ class DriverReloadWorker:
                                "after": {"modules": sorted(unload), "ghost_mib": dict((k, 0) for k in self._ghost(snapshot))}}
         blockers = self._blockers(snapshot, units)
         self._refuse_held(blockers)
+        refuse_pending(self.module, snapshot, "nvidia_driver_reload")
+        keeper = keeper_for(self.module, self.layout, self.run.journal, snapshot, [gpu["index"] for gpu in snapshot["gpus"]])
         # A display server without a display manager (startx: a graphics-only context) would be ended with the holders.
         graphics = [h for h in blockers if h["class"] == "graphics_session"]
         if DISPLAY_MANAGER in units or graphics:
@@ -316,7 +332,11 @@ class DriverReloadWorker:
         if self.module.check_mode:
             self.result.update(modules_unloaded=unload, modules_loaded=load, services_stopped=units,
                                services_started=list(reversed(units)), node_state="reloaded")
+            if keeper:
+                self.result["mig_layout"] = self._mig_or_fail(planned, keeper)
             return
+        if keeper:
+            self._mig_or_fail(lambda each: each.record(each.gpus), keeper)
         try:
             services.stop(units)
             self._wait_devices_free()
@@ -326,6 +346,9 @@ class DriverReloadWorker:
         except (ReloadFailed, ServiceError) as exc:
             self._recover(modprobe, driver.get("nvidia_drm_modeset"), services, str(exc))
         finally:
+            report = restore_into(keeper, self.result)
+            if report and not report["ok"]:
+                self.result["node_state"] = "degraded"
             self.result["services_stopped"] = list(services.stopped)
             started, errors = services.restore()
             self.result["services_started"] = started
@@ -333,6 +356,15 @@ class DriverReloadWorker:
                 self.result["node_state"] = "degraded"
                 self.result["service_errors"] = errors
         self._verify(snapshot)
+
+    def _mig_or_fail(self, step, keeper):
+        """step(keeper) (reading the MIG layout before the reload), or the module failed, changing nothing."""
+        try:
+            return step(keeper)
+        except MigLayoutError as exc:
+            self.module.fail_json(msg="nvidia_driver_reload refused: %s; without the MIG layout it could not be restored" % exc,
+                                  changed=bool(self.result.get("killed") and acted(self.result["killed"])))
+        return None
 
     def _ghost(self, snapshot):
         return dict(("GPU %s" % g["index"], g.get("unattributed_mib")) for g in snapshot["gpus"])

@@ -56,6 +56,27 @@ def left_isolated(records, run_id=None):
     return "graphical.target" if down else None
 
 
+def left_unrestored_layouts(records, run_id=None):
+    """The MIG layouts a run recorded before a reset or a reload (intent `mig_layout` with its layout) that no run has
+    restored since (no ok outcome of that intent, nor of a later `mig_layout` naming it in `of`), oldest first, skipping
+    the run run_id (the caller's own); a layout a later run took over (its intent's `of`) is that run's. Read under the
+    node lock."""
+    open_layouts = {}
+    for record in records:
+        if record.get("action") != "mig_layout":
+            continue
+        if record["phase"] == "intent" and isinstance(record.get("layout"), dict):
+            # A later run's intent that took an earlier layout over (its `of`) stands for it from now on.
+            for taken in [entry for entry in record.get("of") or [] if isinstance(entry, str)]:
+                open_layouts.pop(taken, None)
+            if record.get("run_id") != run_id:
+                open_layouts[record["id"]] = record
+        elif record["phase"] == "outcome" and record.get("ok") is True:
+            for answered in [record["id"]] + [entry for entry in record.get("of") or [] if isinstance(entry, str)]:
+                open_layouts.pop(answered, None)
+    return list(open_layouts.values())
+
+
 def unfinished(records):
     """The intents that have no outcome: actions a killed run may have left half done."""
     finished = set(record.get("id") for record in records if record.get("phase") == "outcome")

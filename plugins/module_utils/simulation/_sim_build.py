@@ -57,7 +57,8 @@ DEFAULT_GPU_RESERVED_MIB = 552
 DEFAULT_BUS_NUMBERS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 # What the node's lib/ holds (paths under module_utils; copied flat): everything its tools, its NVML and its processes import, and nothing else.
 LIB_FILES = ("simulation/_sim_state.py", "simulation/_sim_rules.py", "simulation/_sim_processes.py", "simulation/_sim_programs.py",
-             "simulation/_sim_tools.py", "simulation/_sim_dcgmi.py", "simulation/_sim_mig.py", "simulation/_sim_nvml.py",
+             "simulation/_sim_tools.py", "simulation/_sim_dcgmi.py", "simulation/_sim_mig.py", "simulation/_sim_mig_write.py",
+             "simulation/_sim_nvml.py",
              "probes/_procscan.py", "probes/_pci.py",
              "probes/_proc_files.py", "probes/_device_nodes.py", "probes/_threads.py", "probes/_process.py",
              "kill/_freezer.py", "_safe_files.py", "_lock.py")

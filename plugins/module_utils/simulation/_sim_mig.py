@@ -168,9 +168,14 @@ def create_compute_instance(gpu, gi_id):
     gi = find_gpu_instance(gpu, gi_id)
     if gi["compute_instances"]:
         raise MigError(INSUFFICIENT)
-    ci = {"id": 0, "profile_id": _CI_PROFILE_IDS[profiles(gpu["name"])[gi["profile_id"]]["compute"]]}
+    ci = {"id": 0, "profile_id": full_compute_profile_id(gpu, gi)}
     gi["compute_instances"].append(ci)
     return ci
+
+
+def full_compute_profile_id(gpu, gi):
+    """NVML's id of the compute instance profile that takes all of GPU instance gi's compute slices."""
+    return _CI_PROFILE_IDS[profiles(gpu["name"])[gi["profile_id"]]["compute"]]
 
 
 def find_gpu_instance(gpu, gi_id):

@@ -21,6 +21,7 @@ try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _pci as pci
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_dcgmi import dcgmi
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
+    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig_write as mig_write
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as processes
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as rules
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as node
@@ -28,6 +29,7 @@ except ImportError:  # running from <root>/lib as plain modules
     import _pci as pci  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_dcgmi import dcgmi  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_mig as sim_mig  # type: ignore[no-redef] # pylint: disable=import-error
+    import _sim_mig_write as mig_write  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_processes as processes  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_rules as rules  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
@@ -204,19 +206,29 @@ def nvidia_smi(argv, root, out):
 
 
 def _parse_mig_args(argv):
-    """nvidia-smi mig's options simulated: -i <gpu>, -lgi, -cgi <profiles> [-C]; None for anything else."""
-    opts = {"ids": None, "verb": None, "profiles": [], "with_ci": False}
+    """nvidia-smi mig's options simulated: -i <gpu>, -lgi, -lci, -cgi <profile[:start],...> [-C], -cci [<ids>],
+    -dci, -dgi, -gi <ids>, -ci <ids>; None for anything else."""
+    opts = {"ids": None, "verb": None, "profiles": [], "with_ci": False, "gi": None, "ci": None}
     args = list(argv)
+    verbs = {"-lgi": "lgi", "--list-gpu-instances": "lgi", "-lci": "lci", "--list-compute-instances": "lci",
+             "-dci": "dci", "--destroy-compute-instance": "dci", "-dgi": "dgi", "--destroy-gpu-instance": "dgi"}
     while args:
         arg = args.pop(0)
         if arg in ("-i", "--id") and args:
             opts["ids"] = args.pop(0)
-        elif arg in ("-lgi", "--list-gpu-instances"):
-            opts["verb"] = "lgi"
-        elif arg in ("-lci", "--list-compute-instances"):
-            opts["verb"] = "lci"
+        elif arg in verbs:
+            opts["verb"] = verbs[arg]
         elif arg in ("-cgi", "--create-gpu-instance") and args:
             opts["verb"], opts["profiles"] = "cgi", [word.strip() for word in args.pop(0).split(",")]
+        elif arg in ("-cci", "--create-compute-instance"):
+            opts["verb"] = "cci"
+            if args and not args[0].startswith("-"):
+                opts["profiles"] = [word.strip() for word in args.pop(0).split(",")]
+        elif arg in ("-gi", "--gpu-instance-id", "-ci", "--compute-instance-id") and args:
+            words = args.pop(0).split(",")
+            if not all(word.strip().isdigit() for word in words):
+                return None
+            opts["gi" if arg in ("-gi", "--gpu-instance-id") else "ci"] = [int(word) for word in words]
         elif arg in ("-C", "--default-compute-instance"):
             opts["with_ci"] = True
         else:
@@ -229,6 +241,8 @@ def _nvidia_smi_mig(argv, root, out):
     if opts is None:
         out.say(NVSMI_BAD_ARGS)
         return RC_INVALID_ARG
+    if opts["verb"] in ("lgi", "lci"):
+        mig_write.wait_while_held(node.load_state, root)
     gpus = _select_gpus(node.load_state(root), opts["ids"])
     if gpus is None:
         out.say("No devices were found\n")
@@ -237,10 +251,29 @@ def _nvidia_smi_mig(argv, root, out):
         return _list_instances(opts["verb"], gpus, out)
     indexes = [gpu["index"] for gpu in gpus]
     lines = []
-    node.update_state(root, lambda state: lines.extend(_create_instances(state, indexes, opts)))
+    changes = {"cgi": _create_instances, "cci": _mig_write_verb, "dci": _mig_write_verb, "dgi": _mig_write_verb}
+    users = rules.device_users(root) if opts["verb"] in ("dci", "dgi") else {}
+    node.update_state(root, lambda state: lines.extend(changes[opts["verb"]](state, indexes, opts, users)))
     node.update_state(root, lambda state: _publish_mig(root, state))
     out.say("".join(line + "\n" for line in lines))
     return RC_OTHER if lines and lines[-1].startswith("Failed") else RC_OK
+
+
+def _mig_write_verb(state, indexes, opts, users):
+    """-cci, -dci, -dgi on each GPU in turn, stopping at the first refusal as the real tool does."""
+    lines = []
+    for index in indexes:
+        gpu = node.find_gpu(state, index)
+        if opts["verb"] == "cci":
+            done, failed = mig_write.create_compute_instances(gpu, opts["gi"], opts["profiles"])
+        elif opts["verb"] == "dci":
+            done, failed = mig_write.destroy_compute_instances(gpu, opts["gi"], opts["ci"], users)
+        else:
+            done, failed = mig_write.destroy_gpu_instances(gpu, opts["gi"], users)
+        lines.extend(done)
+        if failed:
+            break
+    return lines
 
 
 def _list_instances(verb, gpus, out):
@@ -268,15 +301,15 @@ def _publish_mig(root, state):
             handle.write(b"\0" * node.DEVICE_SIZE)
 
 
-def _create_instances(state, indexes, opts):
+def _create_instances(state, indexes, opts, users=None):  # pylint: disable=unused-argument
     """nvidia-smi mig -cgi on each GPU in turn, stopping at the first refusal as the real tool does."""
     lines = []
     for index in indexes:
         gpu = node.find_gpu(state, index)
         for word in opts["profiles"]:
             try:
-                profile = sim_mig.profile_by_name_or_id(gpu["name"], word)
-                gi = sim_mig.create_gpu_instance(gpu, profile["id"])
+                profile, start = mig_write.profile_and_start(gpu["name"], word)
+                gi = sim_mig.create_gpu_instance(gpu, profile["id"], start)
             except sim_mig.MigError as exc:
                 return lines + sim_mig.create_failure_lines(index, word, str(exc))
             lines.append("Successfully created GPU instance ID %2d on GPU %2d using profile MIG %s (ID %2d)"
@@ -534,9 +567,13 @@ def _gpu_reset(root, indexes, out):
         if not result["problems"]:
             for gpu in gpus:
                 rules.clear_gpu_after_reset(gpu)
+                mig_write.mig_after_reset(gpu)
+            mig_write.hold_after_reset(state)
             result["done"] = gpus
 
     node.update_state(root, attempt)
+    if result.get("done"):
+        node.update_state(root, lambda state: _publish_mig(root, state))
     if "lost" in result:
         for gpu in result["lost"]:
             out.say(_lost_line(gpu))
@@ -696,6 +733,8 @@ def _unload(state, root, name, counts, verbose, out):
         # The driver is gone: with it every GPU's leaked memory and pending recovery.
         for gpu in state["gpus"]:
             rules.clear_gpu_after_reset(gpu)
+            mig_write.mig_after_reset(gpu)
+        _publish_mig(root, state)
         state["driver_unloads"] = state.get("driver_unloads", 0) + 1
     for dep in rules.MODULE_DEPENDS[name]:
         if state["modules"][dep]["loaded"] and rules.module_refcount(state, dep, counts) == 0:

@@ -140,7 +140,7 @@ class LadderWalk:
 
     def _climb(self, state):
         while memory_held(state.last, self.options.end_running_jobs) and not state.error:
-            rung = next_rung(state.floor, state.tried, walk_ceiling(state.beyond, self.options), self.options.rungs)
+            rung = next_rung(state.floor, state.tried, walk_ceiling(state.beyond, self.options), self.options.rungs, state.last)
             if rung is None:
                 break
             if needs_drain(rung, self.options, state) or rung == "reboot":
@@ -199,7 +199,8 @@ class LadderWalk:
 
     def rung_takers(self):
         """{rung: the method that takes it}: one per rung of the platform's ladder but the reboot (the controller's)."""
-        return {"kill": self._take_kill, "reset": self._take_reset, "reload": self._take_reload, "graphics": self._take_graphics}
+        return {"kill": self._take_kill, "instance": self._take_instance, "reset": self._take_reset, "reload": self._take_reload,
+                "graphics": self._take_graphics}
 
     def _take(self, state, rung):
         self.rung = rung
@@ -247,6 +248,18 @@ class LadderWalk:
         if killed is None:
             return {"rung": "kill", "changed": False, "failed": False, "msg": "no holder to end", "plan": []}, snapshot
         return step_result("kill", killed, kill_plan_lines(killed, self.check_mode)), killed.get("snapshot_after")
+
+    def _take_instance(self, snapshot):
+        # The leftovers in the instance end first (the kill), then gpu_mig_recreate re-creates each MIG instance whose
+        # memory no process in it accounts for; it refuses one someone is still in.
+        killed = self._kill(snapshot) or {}
+        kill_lines = kill_plan_lines(killed, self.check_mode)
+        if killed.get("failed"):
+            return step_result("instance", killed, kill_lines), killed.get("snapshot_after")
+        recreated = self.execute(RUNG_MODULES["instance"], self._module_args())
+        step = step_result("instance", recreated, unique_lines(kill_lines + list(recreated.get("plan") or [])))
+        step["changed"] = step["changed"] or bool(killed.get("changed"))
+        return step, recreated.get("snapshot_after")
 
     def _take_reset(self, snapshot):
         # A rung includes the lighter ones: the holders of memory end first, then gpu_reset ends what still blocks it

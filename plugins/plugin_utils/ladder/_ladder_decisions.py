@@ -18,10 +18,23 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import p
 # The decisions of the walk, one function each.
 
 
-def next_rung(floor, tried, ceiling, rungs=RUNGS):
-    """The next rung to take: above every rung tried, at or above the floor the evidence sets, at most the ceiling."""
+def next_rung(floor, tried, ceiling, rungs=RUNGS, snapshot=None):
+    """The next rung to take: above every rung tried, at or above the floor the evidence sets, at most the ceiling, and
+    one with work on this snapshot (rung_has_work)."""
     start = max(floor, rung_index(tried[-1]["rung"], rungs) + 1 if tried else 0)
-    return rungs[start] if start <= ceiling else None
+    for index in range(start, ceiling + 1):
+        if index < len(rungs) and rung_has_work(rungs[index], snapshot):
+            return rungs[index]
+    return None
+
+
+def rung_has_work(rung, snapshot):
+    """Whether taking `rung` can do anything on this snapshot: the instance rung only when the verdict names a MIG
+    instance whose memory no process in it accounts for (it re-creates such instances, nothing else); every other rung
+    always. A node without MIG never sees the instance rung."""
+    if rung != "instance":
+        return True
+    return snapshot is not None and any(reason.get("rung") == "instance" for reason in (snapshot.get("verdict") or {}).get("reasons") or [])
 
 
 def needs_drain(rung, options, state):
@@ -91,7 +104,9 @@ def busy_evidence(snapshot, options):
         if not working or gpu.get("state") not in HELD_STATES + (IN_USE,):
             continue
         judged = _alone(snapshot, gpu, options)["verdict"]
-        if rung_index(judged["rung"], options.rungs) <= rung_index("kill", options.rungs):
+        # Up to the instance rung nothing reaches a working program: the kill spares them, and the instance rung
+        # re-creates only an instance nobody is in.
+        if rung_index(judged["rung"], options.rungs) <= rung_index("instance", options.rungs):
             continue
         found.append({"index": gpu["index"], "rung": judged["rung"],
                       "reasons": [reason["reason"] for reason in judged["reasons"] if reason["rung"] != NO_RUNG],
@@ -271,7 +286,7 @@ def first_rung(snapshot, options):
     if not memory_held(snapshot, options.end_running_jobs):
         return None
     floor, refused, beyond = walk_reach(snapshot, options)
-    return None if refused else next_rung(floor, [], walk_ceiling(beyond, options), options.rungs)
+    return None if refused else next_rung(floor, [], walk_ceiling(beyond, options), options.rungs, snapshot)
 
 
 def destructive_entry(snapshot, options):

@@ -13,6 +13,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platfor
 INSPECT_MODULE = "gpuops.remediation.gpu_holders_info"
 RUNG_MODULES = {
     "kill": "gpuops.remediation.gpu_kill",
+    "instance": "gpuops.remediation.gpu_mig_recreate",
     "reset": "gpuops.remediation.gpu_reset",
     "reload": "gpuops.remediation.nvidia_driver_reload",
     "graphics": "gpuops.remediation.gpu_graphics_restart",

@@ -13,7 +13,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_
 NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN = "needs a human", "held back", "fixed", "clean"
 GROUPS = (NEEDS_A_HUMAN, HELD_BACK, FIXED, CLEAN)
 # The rungs a run takes with the defaults (gpu_reclaim_max_rung=reload, no reboot): a verdict above them is held back.
-DEFAULT_RUNGS = ("kill", "reset", "reload", "wsl", "restart_adapter")
+DEFAULT_RUNGS = ("kill", "instance", "reset", "reload", "wsl", "restart_adapter")
 LOST_NEXT = ("a reboot (gpu_reclaim_max_rung=reboot and gpu_reclaim_allow_reboot=true); if the GPU stays lost, send it back "
              "by the identity the report keeps (bus id, UUID)")
 UNKILLABLE_NEXT = "a process in uninterruptible sleep waits on the kernel: a reboot (gpu_reclaim_max_rung=reboot, gpu_reclaim_allow_reboot=true)"

@@ -23,8 +23,8 @@ def load(*parts):
         return yaml.safe_load(handle)
 
 
-def test_the_ladder_has_the_five_rungs_lightest_first():
-    assert _verdict.RUNGS == ("kill", "reset", "reload", "graphics", "reboot")
+def test_the_ladder_has_the_six_rungs_lightest_first():
+    assert _verdict.RUNGS == ("kill", "instance", "reset", "reload", "graphics", "reboot")
     assert _verdict.NO_RUNG not in _verdict.RUNGS
 
 

@@ -308,12 +308,12 @@ def test_continuing_a_walk_that_waits_for_something_else_is_refused():
 
 
 def test_next_rung_never_goes_below_the_floor_back_down_or_above_the_ceiling():
-    assert next_rung(0, [], 2) == "kill"
-    assert next_rung(1, [], 2) == "reset"
-    assert next_rung(0, [{"rung": "kill"}], 2) == "reset"
-    assert next_rung(3, [{"rung": "kill"}], 4) == "graphics"
-    assert next_rung(0, [{"rung": "reload"}], 2) is None
-    assert next_rung(3, [], 2) is None
+    assert next_rung(0, [], 3) == "kill"
+    assert next_rung(2, [], 3) == "reset"
+    assert next_rung(0, [{"rung": "kill"}], 3) == "reset"
+    assert next_rung(4, [{"rung": "kill"}], 5) == "graphics"
+    assert next_rung(0, [{"rung": "reload"}], 3) is None
+    assert next_rung(4, [], 3) is None
 
 
 @pytest.mark.parametrize("drain, drained, held, check_mode, expected", [
@@ -649,15 +649,16 @@ def test_check_mode_plans_the_rung_that_would_work_after_one_that_would_fail():
 # What the ladder may do, it does; what it may not, it names (issue 26, rule 6).
 def test_reach_helps_the_gpus_an_allowed_rung_helps_and_names_the_others():
     from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import gpu_needs, reach
+    from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import rung_index
     node = Node([{"ghost": 0}, {"ghost": 2048}], holders=[dict(ORPHAN, used_mib=14336)])
     snapshot = node.snapshot()
     assert [(need["index"], need["rung"]) for need in gpu_needs(snapshot, options(max_rung="kill"))] == [(0, "kill"), (1, "reset")]
-    floor, refused, beyond = reach(snapshot, 1, options(max_rung="kill", option_names={"max_rung": "gpu_reclaim_max_rung"}))
+    floor, refused, beyond = reach(snapshot, rung_index("reset"), options(max_rung="kill", option_names={"max_rung": "gpu_reclaim_max_rung"}))
     assert (floor, refused) == (0, "")
     assert [(need["index"], need["rung"], need["allow"]) for need in beyond] == [(1, "reset", "gpu_reclaim_max_rung=reset")]
     # Nothing an allowed rung helps: refused whole, as before.
     lone = Node([{"ghost": 2048}]).snapshot()
-    floor, refused, beyond = reach(lone, 1, options(max_rung="kill"))
+    floor, refused, beyond = reach(lone, rung_index("reset"), options(max_rung="kill"))
     assert refused.startswith("the evidence needs the reset rung") and beyond == []
 
 

@@ -1,0 +1,151 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Keep a node's MIG layout across a GPU reset or a driver reload: record it in the journal (the intent `mig_layout`,
+with the layout) before, create what is missing of it after (each command journalled as `mig_create`), read it back, and
+write the outcome (`ok` only when nothing is missing). An intent left without an ok outcome is a layout an interrupted
+run never restored: the next run that acts on the node restores it (Remediation.acting). What to create is decided by
+_mig_layout.restore_steps alone."""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import (
+    RC_NOT_FOUND, build_layout, create_argv, create_ci_argv, created_gi, describe, mig_gpus, pending_mig_change, restore_steps,
+)
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import parse_lci, parse_lgi
+
+ACTION = "mig_layout"
+
+
+class MigLayoutError(Exception):
+    """The layout could not be read: nothing that would lose it may go ahead."""
+
+
+def _last_line(result):
+    lines = (result.out or result.err or "").strip().splitlines()
+    return lines[-1] if lines else "exit %d" % result.rc
+
+
+class MigLayoutKeeper:
+    """The layout of one set of MIG GPUs, from record() to restore()."""
+
+    def __init__(self, module, layout, journal, gpus=None):
+        self.module = module
+        self.gpus = sorted(gpus or [])
+        self.journal = journal
+        self.nvidia_smi = layout.command(module, "nvidia-smi", required=True)
+        self.runner = CommandRunner(module, journal)
+        self.recorded = None
+        self.entry = None
+        self.of = []
+        self.of_run = None  # the run whose layout this restores, when it is an interrupted run's
+
+    def read(self, indexes):
+        """The layout of the GPUs `indexes` now, from nvidia-smi mig -lgi and -lci; raises MigLayoutError."""
+        listings = []
+        for verb in ("-lgi", "-lci"):
+            try:
+                result = self.runner.probe([self.nvidia_smi, "mig", verb], timeout=self.module.params["probe_timeout"])
+            except (ProbeTimeout, ProbeFailed) as exc:
+                raise MigLayoutError("nvidia-smi mig %s did not answer: %s" % (verb, exc))
+            if result.rc not in (0, RC_NOT_FOUND):
+                raise MigLayoutError("nvidia-smi mig %s failed (rc %d): %s" % (verb, result.rc, _last_line(result)))
+            listings.append(result.out)
+        return build_layout(parse_lgi(listings[0]), parse_lci(listings[1]), indexes)
+
+    def record(self, indexes):
+        """Read and journal the layout of `indexes` before they lose it (check mode: read only). Returns it."""
+        self.recorded = self.read(indexes)
+        if not self.module.check_mode:
+            self.entry = self.journal.intent(ACTION, gpus=sorted(indexes), layout=self.recorded)
+        return self.recorded
+
+    def adopt(self, record):
+        """Take over the layout an interrupted run recorded (its journal intent): restore() then answers it too."""
+        self.recorded = record["layout"]
+        self.of_run = record.get("run_id")
+        self.of = [record["id"]] + [entry for entry in record.get("of") or [] if isinstance(entry, str)]
+        self.entry = self.journal.intent(ACTION, gpus=sorted(int(gpu) for gpu in self.recorded), layout=self.recorded, of=self.of)
+
+    def restore(self):
+        """Create what is missing of the recorded layout, read it back, journal the outcome. Returns the report:
+        {"gpus", "recorded", "now", "created", "missing", "errors", "ok"}; never raises."""
+        gpus = sorted(int(gpu) for gpu in self.recorded)
+        report = {"gpus": gpus, "recorded": self.recorded, "now": None, "created": [], "missing": [], "errors": [], "ok": False,
+                  "of_run": self.of_run}
+        try:
+            steps = restore_steps(self.recorded, self.read(gpus))
+            for step in steps:
+                self._create(step, report)
+            report["now"] = self.read(gpus)
+            report["missing"] = [describe(step) for step in restore_steps(self.recorded, report["now"])]
+        except MigLayoutError as exc:
+            report["errors"].append(str(exc))
+            report["missing"] = [describe(step) for step in restore_steps(self.recorded, {})]
+        report["ok"] = not report["missing"] and not report["errors"]
+        if self.entry is not None:
+            self.journal.outcome(self.entry, report["ok"], missing=report["missing"], created=report["created"], of=self.of)
+        return report
+
+    def _create(self, step, report):
+        gi = step["gi"]
+        if gi is None:
+            result = self.runner.act(create_argv(self.nvidia_smi, step), "mig_create", keep_stdout=True, gpu=step["gpu"])
+            gi = created_gi(result.out) if result.rc == 0 else None
+            if gi is None:
+                report["errors"].append("%s: %s" % (describe(step), _last_line(result)))
+                return
+        if step["compute"]:
+            result = self.runner.act(create_ci_argv(self.nvidia_smi, step, gi), "mig_create", keep_stdout=True, gpu=step["gpu"])
+            if result.rc != 0:
+                report["errors"].append("%s: %s" % (describe(step), _last_line(result)))
+                return
+        report["created"].append(describe(step))
+
+
+def failure_message(report):
+    """Why a restore failed, naming what is missing."""
+    return "the MIG layout was not restored: missing %s%s" % (
+        "; ".join(report["missing"]) or "nothing", " (%s)" % "; ".join(report["errors"]) if report["errors"] else "")
+
+
+def restore_left_layout(module, layout, journal, record):
+    """Restore the layout an interrupted run recorded (journal intent `record`); the report as restore() gives it."""
+    keeper = MigLayoutKeeper(module, layout, journal)
+    keeper.adopt(record)
+    return keeper.restore()
+
+
+def keeper_for(module, layout, journal, snapshot, indexes):
+    """A MigLayoutKeeper of the GPUs among `indexes` with MIG mode on (a reset or reload loses their instances), or None."""
+    gpus = mig_gpus(snapshot, set(indexes))
+    return MigLayoutKeeper(module, layout, journal, gpus) if gpus else None
+
+
+def planned(keeper):
+    """Check mode's report: the layout read now, which the run would record and create again after the rung."""
+    recorded = keeper.record(keeper.gpus)
+    return {"gpus": keeper.gpus, "recorded": recorded, "would_restore": [describe(step) for step in restore_steps(recorded, {})]}
+
+
+def restore_into(keeper, result):
+    """After the rung: keeper's recorded layout restored (when it recorded one), its report put in the module result as
+    `mig_layout`; a failure adds to result["error"], naming what is missing. Returns the report, or None."""
+    if keeper is None or keeper.entry is None:
+        return None
+    report = keeper.restore()
+    result["mig_layout"] = report
+    result["changed"] = result.get("changed") or bool(report["created"])
+    if not report["ok"]:
+        result["error"] = "; ".join(part for part in (result.get("error"), failure_message(report)) if part)
+    return report
+
+
+def refuse_pending(module, snapshot, what):
+    """Fail the module, changing nothing, when a GPU's MIG mode change is pending: `what` (a driver reload) would reset
+    it and so apply the change as a side effect."""
+    pending = ["GPU %s: %s" % (gpu["index"], pending_mig_change(gpu)) for gpu in snapshot["gpus"] if pending_mig_change(gpu)]
+    if pending:
+        module.fail_json(msg="%s refused: it resets every GPU, and %s; apply the change on purpose (nvidia-smi --gpu-reset, "
+                             "when its jobs allow) first" % (what, "; ".join(pending)), changed=False)

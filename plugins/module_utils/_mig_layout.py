@@ -1,0 +1,100 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Never lose a node's MIG layout: read it before a GPU reset or a driver reload (which leave MIG mode on and no
+instance at all), keep it in the journal, create exactly it again afterwards, read it back.
+
+A layout is, per GPU index (a string, as JSON keys are), its GPU instances: {"profile_id", "start", "size", "gi" (the id
+the driver gave it, for the report), "compute" (its compute instances' profile ids, sorted)}. Two layouts are the same
+when each GPU has the same instances by profile and placement with the same compute instance profiles: the ids are the
+driver's to choose. Read from `nvidia-smi mig -lgi` and `-lci` (the snapshot's parsers, _mig_instances); written with
+`nvidia-smi mig -i <gpu> -cgi <profile>:<start>` then `-cci <profiles> -gi <id>`, argv only. Linux only.
+"""
+
+from __future__ import annotations
+
+import re
+
+# nvidia-smi exits 6 (Not Found) when a listing is empty: "No GPU instances found: Not Found".
+RC_NOT_FOUND = 6
+_CREATED_GI = re.compile(r"^Successfully created GPU instance ID +(\d+) on GPU +(\d+) ")
+
+
+def build_layout(gpu_instances, compute_instances, indexes):
+    """The layout of the GPUs `indexes` from the listings as _mig_instances.parse_lgi and parse_lci read them
+    ({(gpu, gi): {"profile", "profile_id", "placement"}} and {(gpu, gi, ci): {"profile_id", ...}})."""
+    layout = dict((str(index), []) for index in indexes)
+    for (gpu, gi_id), gi in sorted(gpu_instances.items()):
+        if str(gpu) in layout:
+            compute = sorted(ci["profile_id"] for (ci_gpu, ci_gi, dummy), ci in compute_instances.items() if (ci_gpu, ci_gi) == (gpu, gi_id))
+            layout[str(gpu)].append({"profile_id": gi["profile_id"], "name": gi["profile"], "start": gi["placement"]["start"],
+                                     "size": gi["placement"]["size"], "gi": gi_id, "compute": compute})
+    for instances in layout.values():
+        instances.sort(key=lambda gi: gi["start"])
+    return layout
+
+
+def _key(gi):
+    return (gi["profile_id"], gi["start"])
+
+
+def restore_steps(recorded, current):
+    """What to create so that `current` holds every instance of `recorded`: the one decision of the layout restore.
+
+    Returns [{"gpu": index, "profile_id", "start", "name", "gi": the id it has now (None: to create), "compute": the
+    compute instance profiles to create in it}], in placement order per GPU. An instance that exists with its compute
+    instances is left as it is, and an instance that is not in the record is never touched: the restore only adds.
+    """
+    steps = []
+    for gpu, instances in sorted(recorded.items(), key=lambda item: int(item[0])):
+        now = dict((_key(gi), gi) for gi in current.get(gpu, []))
+        for gi in instances:
+            there = now.get(_key(gi))
+            wanted = list(gi["compute"])
+            for profile in (there or {}).get("compute", []):
+                if profile in wanted:
+                    wanted.remove(profile)
+            if there is None or wanted:
+                steps.append({"gpu": int(gpu), "profile_id": gi["profile_id"], "start": gi["start"], "name": gi.get("name"),
+                              "gi": there["gi"] if there else None, "compute": wanted})
+    return steps
+
+
+def describe(step):
+    """One instance of the layout, as an operator names it: "GPU 0: 3g.40gb (profile 9) at 4:4 with compute instances
+    of profile 2"."""
+    what = "GPU %d: %s (profile %d) at placement %d" % (step["gpu"], step.get("name") or "instance", step["profile_id"], step["start"])
+    if step.get("compute"):
+        what += " with compute instance%s of profile %s" % ("s" if len(step["compute"]) > 1 else "", ",".join(str(p) for p in step["compute"]))
+    return what
+
+
+def create_argv(nvidia_smi, step):
+    """The argv that creates the GPU instance of one step at its placement (no compute instance: create_ci_argv)."""
+    return [nvidia_smi, "mig", "-i", str(step["gpu"]), "-cgi", "%d:%d" % (step["profile_id"], step["start"])]
+
+
+def create_ci_argv(nvidia_smi, step, gi_id):
+    return [nvidia_smi, "mig", "-i", str(step["gpu"]), "-cci", ",".join(str(profile) for profile in step["compute"]), "-gi", str(gi_id)]
+
+
+def created_gi(out):
+    """The id the driver gave the GPU instance -cgi created (its "Successfully created GPU instance ID" line), or None."""
+    for line in out.splitlines():
+        match = _CREATED_GI.match(line.strip())
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def mig_gpus(snapshot, indexes):
+    """The GPUs among `indexes` whose MIG mode is on now: those whose layout a reset or a reload would lose."""
+    return [gpu["index"] for gpu in snapshot["gpus"] if gpu["index"] in indexes and (gpu.get("mig_mode") or {}).get("current")]
+
+
+def pending_mig_change(gpu):
+    """Why a reset of this GPU would change its MIG mode (a change pending until the next reset), or None."""
+    mode = gpu.get("mig_mode") or {}
+    if mode.get("pending") is None or mode.get("current") is None or bool(mode["pending"]) == bool(mode["current"]):
+        return None
+    return "its MIG mode change is pending (now %s, %s after a reset): a reset would apply it" % (
+        "on" if mode["current"] else "off", "on" if mode["pending"] else "off")
