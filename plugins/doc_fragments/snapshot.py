@@ -19,7 +19,8 @@ options:
       - A name that matches no GPU fails the module, naming it.
       - "On a GPU with MIG mode on, a MIG instance: its MIG device UUID (V(MIG-4f7c...)) or V(GPU:GI) / V(GPU:GI/CI), the
         GPU index and the GPU (and compute) instance ids, as an Xid line names them (C(GPU-I:05 GPU-CI:00) is V(0:5/0) on
-        GPU 0); a PCI bus id of a GPU of the node wins over that reading. Such a selection reaches only the holders in that
+        GPU 0); a text that is also a short PCI bus id of a GPU of the node (V(1:0) is C(01:00.0)) fails the module, asking
+        for the bus id in full or the MIG device UUID. Such a selection reaches only the holders in that
         instance; a reset or a driver reload, which reach the whole GPU, are refused for it. An instance the GPU lacks fails
         the module, listing the node's instances."
     type: list

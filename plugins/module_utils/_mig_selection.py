@@ -10,9 +10,10 @@ import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 
-# GPU : GPU instance id [/ compute instance id], the GPU by index, UUID or PCI bus id ("0:3/0", "0000:01:00:5/0"); a PCI
-# bus id of a GPU of the node ("0:3" reads as one too) wins. Linear: the GPU part has no "/", the ids at most 2 digits.
-_INSTANCE_KEY = re.compile(r"^(?P<gpu>[^/]{1,64}):(?P<gi>\d{1,2})(?:/(?P<ci>\d{1,2}))?$")
+# GPU : GPU instance id [/ compute instance id], the GPU by index, UUID or PCI bus id ("0:3/0", "0000:01:00:5/0"); a text
+# that is also a short PCI bus id of a GPU of the node ("1:0" is 01:00.0) is refused (ambiguous_instance). Linear: the GPU
+# part has no "/", the ids at most 2 ASCII digits.
+_INSTANCE_KEY = re.compile(r"^(?P<gpu>[^/]{1,64}):(?P<gi>[0-9]{1,2})(?:/(?P<ci>[0-9]{1,2}))?$")
 
 
 def names_gpu(gpu, key):
@@ -60,6 +61,12 @@ def resolve_instance(gpus, key):
             if there_gi == gi and (ci is None or int(ci) == there_ci):
                 return (there_gpu, gi, None if ci is None else int(ci))
     return None
+
+
+def ambiguous_instance(gpus, key, named):
+    """The instance (gpu index, gi, ci or None) key also names when it names the GPUs `named` by their bus id, or None: "1:0"
+    is both GPU 1's instance 0 and the GPU at 01:00.0, and either guess could reach another GPU's jobs, or all of them."""
+    return resolve_instance(gpus, key) if named and looks_like_instance(key) else None
 
 
 def narrowed_instances(gpus, wanted):

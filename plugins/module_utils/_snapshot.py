@@ -12,7 +12,8 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
-    instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, reaches, resolve_instance, scope_words)
+    ambiguous_instance, instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, node_instances, reaches,
+    resolve_instance, scope_words)
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
@@ -104,10 +105,35 @@ class UnknownGpu(ValueError):
         self.gpus = list(gpus)
 
 
+class AmbiguousGpu(UnknownGpu):
+    """A selection naming a GPU by its short bus id and, as GPU:GI[/CI], a MIG instance too."""
+
+    def __init__(self, name, gpus, named, instance):
+        super().__init__(name, gpus)
+        self.named = named
+        self.instance = instance
+
+
+def _gpus_text(gpus):
+    return "; ".join("%s (%s, %s)" % (gpu["index"], gpu.get("uuid") or "no UUID", gpu.get("pci_bus_id") or "no bus id")
+                     for gpu in gpus) or "none"
+
+
+def _ambiguous_message(error):
+    bus_ids = ", ".join(gpu.get("pci_bus_id") for gpu in error.gpus if gpu["index"] in error.named)
+    uuids = [uuid for gpu, gi, ci, uuid in node_instances(error.gpus)
+             if (gpu, gi) == error.instance[:2] and error.instance[2] in (None, ci) and uuid]
+    return ("gpus: %r is both the PCI bus id of GPU %s (%s) and MIG instance %s: nothing was selected; write the bus id in full "
+            "(%s) for the whole GPU, or the instance's MIG device UUID (%s) for the instance" % (
+                error.name, ", ".join(str(index) for index in error.named), bus_ids, instance_label(*error.instance), bus_ids,
+                ", ".join(uuids) or "none known"))
+
+
 def unknown_gpu_message(error):
     """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
-    there = "; ".join("%s (%s, %s)" % (gpu["index"], gpu.get("uuid") or "no UUID", gpu.get("pci_bus_id") or "no bus id")
-                      for gpu in error.gpus) or "none"
+    if isinstance(error, AmbiguousGpu):
+        return _ambiguous_message(error)
+    there = _gpus_text(error.gpus)
     if looks_like_instance(error.name) or any(gpu.get("gpu_instances") for gpu in error.gpus):
         return ("gpus: no GPU or MIG instance on this node is named %r (give an index, a UUID, a PCI bus id, a MIG device UUID "
                 "or GPU:GI[/CI]); this node has: %s; MIG instances: %s" % (error.name, there, instances_text(error.gpus)))
@@ -123,6 +149,9 @@ def select_gpus(gpus, wanted):
     for name in wanted:
         key = str(name).strip()
         match = [gpu["index"] for gpu in gpus if names_gpu(gpu, key)]
+        instance = ambiguous_instance(gpus, key, match)
+        if instance is not None:
+            raise AmbiguousGpu(key, gpus, match, instance)
         if not match and looks_like_instance(key):
             # A MIG instance selects its GPU here; narrowed_instances() says which of its holders the selection reaches.
             match = [found[0] for found in [resolve_instance(gpus, key)] if found is not None]

@@ -159,9 +159,9 @@ def test_an_instance_is_named_by_its_mig_uuid_or_gpu_gi_ci(key, found):
 def test_a_gpu_named_whole_is_not_narrowed_and_a_bus_id_wins():
     assert selection.narrowed_instances(GPUS, ["1:5", "0"]) == {1: {(5, None)}}
     assert selection.narrowed_instances(GPUS, ["1:5", "1"]) == {}
-    # "0:3" is GPU 0's bus id (00:03.0): the whole GPU, not instance 3 of GPU 0
+    # a bus id narrows nothing; "0:3" (00:03.0 and instance 3 of GPU 0) is refused by select_gpus: test_mig_selection_ambiguity.py
     assert selection.narrowed_instances(GPUS, ["0:3"]) == {}
-    assert select_gpus(GPUS, ["0:3", "MIG-1111-3"]) == [0, 1]
+    assert select_gpus(GPUS, ["0000:00:03.0", "MIG-1111-3"]) == [0, 1]
 
 
 def test_a_narrowed_selection_reaches_only_the_holders_in_its_instances():
