@@ -18,10 +18,20 @@ def _label(gpu, gi):
         "%d:%d" % (gi["placement"]["start"], gi["placement"]["size"]) if gi.get("placement") else "unknown")
 
 
-def recreate_plan(snapshot, ghost_threshold_mib):
+def _left_out_compute(gpu, gi, instances):
+    """The compute instances of gi a selection naming some of them by GPU:GI/CI leaves out ("0:1/1"): re-creating gi would
+    destroy them too. None when the selection names gi whole or all of its compute instances."""
+    named = [ci for wanted_gi, ci in (instances or {}).get(gpu["index"], ()) if wanted_gi == gi["id"]]
+    if not named or None in named:
+        return None
+    return ["%s:%s/%s" % (gpu["index"], gi["id"], ci["id"]) for ci in gi["compute_instances"] if ci["id"] not in named] or None
+
+
+def recreate_plan(snapshot, ghost_threshold_mib, instances=None):
     """(to_recreate, refused) over the snapshot's MIG GPUs: the one decision of the instance rung.
 
-    Each entry: {"gpu", "gi", "label", "profile", "profile_id", "start", "size", "compute" (compute instance profile ids),
+    instances: the selection's MIG instances ({gpu: {(gi, ci or None)}}, _mig_selection.narrowed_instances). Each entry:
+    {"gpu", "gi", "label", "profile", "profile_id", "start", "size", "compute" (compute instance profile ids),
     "compute_ids", "ghost_mib"}; a refused one also has "why". An instance with no ghost memory above the threshold is in
     neither list.
     """
@@ -37,7 +47,11 @@ def recreate_plan(snapshot, ghost_threshold_mib):
                      "compute": sorted(ci.get("profile_id") for ci in gi["compute_instances"] if ci.get("profile_id") is not None),
                      "compute_ids": sorted(ci["id"] for ci in gi["compute_instances"])}
             holders = gi.get("holders") or []
-            if holders:
+            left_out = _left_out_compute(gpu, gi, instances)
+            if left_out:
+                entry["why"] = ("the selection leaves out its compute instance%s %s, which re-creating it would destroy too; name "
+                                "%s:%s to allow it" % ("s" if len(left_out) > 1 else "", ", ".join(left_out), gpu["index"], gi["id"]))
+            elif holders:
                 entry["why"] = "held by pid %s: an instance is re-created only when nothing is in it" % ", ".join(str(pid) for pid in holders)
             elif entry["profile_id"] is None or entry["start"] is None:
                 entry["why"] = "its profile or placement is unknown, so it could not be created again exactly"

@@ -18,7 +18,8 @@ description:
     argv only. The other instances of the GPU, and the jobs in them, are not touched.
   - Only when nothing holds the instance (no process has its C(/dev/nvidia-caps) node open, none is listed in it by the
     driver); an instance with a holder is refused, naming it. An instance whose profile or placement is unknown is
-    refused too (it could not be put back exactly).
+    refused too (it could not be put back exactly), and so is one whose compute instances O(gpus) names only in part
+    (V(0:3/0) when GPU instance 3 also has compute instance 1): re-creating it would destroy them all.
   - Under the node lock. The GPU's layout is journaled first (action C(mig_layout), as M(gpuops.remediation.gpu_reset)
     journals it), every command after it; the instance is then created from that record and the layout read back, so a
     run killed between the destroy and the create is restored by the next run that acts on the node. A failure names
@@ -103,6 +104,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._action import 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import MigLayoutError, MigLayoutKeeper, failure_message
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_recreate import destroy_argvs, layout_line, plan_line, recreate_plan, with_listed_compute
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
 
@@ -135,7 +137,8 @@ class InstanceRecreator:
         left = snapshot.get("mig_layouts_unrestored") or []
         self.result["plan"] = [layout_line(each["gpus"], each["run_id"]) for each in left]
         self.result["changed"] = bool(left)
-        to_recreate, self.result["refused"] = recreate_plan(snapshot, self.module.params["ghost_threshold_mib"])
+        to_recreate, self.result["refused"] = recreate_plan(snapshot, self.module.params["ghost_threshold_mib"],
+                                                            narrowed_instances(snapshot["gpus"], self.module.params["gpus"]))
         if to_recreate:
             gpus = sorted(set(entry["gpu"] for entry in to_recreate))
             try:
