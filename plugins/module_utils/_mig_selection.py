@@ -97,6 +97,21 @@ def in_selected_instance(holder, instances):
     return False
 
 
+def _selects(instances, gpu_index, gi, ci):
+    return any(gi == wanted_gi and (wanted_ci is None or ci == wanted_ci) for wanted_gi, wanted_ci in instances.get(gpu_index, ()))
+
+
+def outside_instances(holder, instances):
+    """Where, beyond a narrowed selection, a process would stop working if it ended: "MIG instance 0:5" for each instance
+    of a narrowed GPU it is in that the selection leaves out, "GPU 0 (in no instance the selection names)" for a narrowed
+    GPU it holds in none of the selected instances (one not in the snapshot's view, whose instance is unknown); []."""
+    found = ["MIG instance %s" % instance_label(g, gi, ci) for g, gi, ci in sorted(holder_instances(holder), key=str)
+             if g in instances and not _selects(instances, g, gi, ci)]
+    if not found and set(holder.get("gpus") or []) & set(instances) and not in_selected_instance(holder, instances):
+        found = ["GPU %s (in no instance the selection names)" % ",".join(str(g) for g in sorted(set(holder["gpus"]) & set(instances)))]
+    return found
+
+
 def reaches(holder, gpu_indexes, instances):
     """Whether a holder is within the selection: on a selected GPU, and on a narrowed GPU inside a selected instance
     (a holder of a narrowed GPU outside every selected instance, or in none, is outside it)."""

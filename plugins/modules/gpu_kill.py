@@ -198,7 +198,8 @@ snapshot_after:
 beyond_selection:
   description:
     - When O(gpus) is set and the run is refused for it, the processes it would have ended outside the selection
-      (C(pid), C(start_time), C(name), C(gpus), C(devices), C(why) it would end, C(outside) the GPUs or the whole driver).
+      (C(pid), C(start_time), C(name), C(gpus), C(devices), C(mig_instances), C(why) it would end, C(outside) the GPUs,
+      the MIG instances the selection leaves out, or the whole driver).
   returned: when refused for it
   type: list
   elements: dict

@@ -29,7 +29,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._node import cu
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, reaches
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, outside_instances, reaches
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
@@ -423,7 +423,8 @@ class HolderKiller:
                 record = by_pid.get(pid) or holdings_now(pid, snapshot)
                 ended[pid] = {"pid": pid, "start_time": start_time, "name": name or record.get("name"),
                               "gpus": list(record.get("gpus") or []), "devices": list(record.get("devices") or []),
-                              "seen_by": list(record.get("seen_by") or []), "why": why}
+                              "seen_by": list(record.get("seen_by") or []), "mig_instances": list(record.get("mig_instances") or []),
+                              "why": why}
 
         for holder in holders:
             kind, confirmation = self._kind(holder)
@@ -521,27 +522,31 @@ def whole_driver_client(record):
     return not record.get("gpus") and bool(record.get("devices") or "nvml" in (record.get("seen_by") or []))
 
 
-def beyond_selection(processes, selected):
-    """Of the processes an action would end (HolderKiller.would_end), those outside the selected GPU indexes, each
-    with "outside": the GPUs beyond the selection it holds, or "the whole driver"."""
+def beyond_selection(processes, selected, instances=None):
+    """Of the processes an action would end (HolderKiller.would_end), those outside the selected GPU indexes, or on a
+    GPU the selection narrows to MIG instances ({gpu: {(gi, ci or None)}}) in an instance it leaves out, each with
+    "outside": the GPUs or instances beyond the selection it is in, or "the whole driver"."""
     found = []
     for process in processes:
         if whole_driver_client(process):
             found.append(dict(process, outside="no GPU: a client of the whole driver (holding %s)" % (
                 ", ".join(process.get("devices") or []) or "a driver context on no GPU")))
-        else:
-            others = sorted(set(process.get("gpus") or []) - set(selected))
-            if others:
-                found.append(dict(process, outside="GPU " + ",".join(str(index) for index in others)))
+            continue
+        gpus = sorted(set(process.get("gpus") or []) - set(selected))
+        others = (["GPU " + ",".join(str(index) for index in gpus)] if gpus else []) + outside_instances(process, instances or {})
+        if others:
+            found.append(dict(process, outside=", ".join(others)))
     return found
 
 
 def refuse_beyond_selection(module, killer, holders, snapshot, selected):
     """With the gpus option set, fail (changing nothing, in check mode alike) when ending `holders` would end a
-    process that holds a GPU outside the selection or is a client of the whole driver, naming each and the GPU."""
+    process that holds a GPU outside the selection, is in a MIG instance the selection leaves out, or is a client of the
+    whole driver, naming each and where."""
     if module.params["gpus"] is None:
         return
-    refuse_outside(module, beyond_selection(killer.would_end(holders, snapshot), selected), selected)
+    instances = narrowed_instances(snapshot["gpus"], module.params["gpus"])
+    refuse_outside(module, beyond_selection(killer.would_end(holders, snapshot), selected, instances), selected)
 
 
 def refuse_outside(module, outside, selected):
