@@ -19,7 +19,7 @@ description:
   - Only when nothing holds the instance (no process has its C(/dev/nvidia-caps) node open, none is listed in it by the
     driver); an instance with a holder is refused, naming it. An instance whose profile or placement is unknown is
     refused too (it could not be put back exactly), and so is one whose compute instances O(gpus) names only in part
-    (V(0:3/0) when GPU instance 3 also has compute instance 1): re-creating it would destroy them all.
+    (V(0:3/0) when GPU instance 3 also has compute instance 1), since re-creating it would destroy them all.
   - Under the node lock. The GPU's layout is journaled first (action C(mig_layout), as M(gpuops.remediation.gpu_reset)
     journals it), every command after it; the instance is then created from that record and the layout read back, so a
     run killed between the destroy and the create is restored by the next run that acts on the node. A failure names
