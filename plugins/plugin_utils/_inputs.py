@@ -153,6 +153,15 @@ MODULE_OPTION_OF = {
 }
 
 
+def _gpu_selection(value):
+    """A list of GPU selectors (index, UUID, PCI bus id, MIG instance) that the modules resolve on each node: true/false,
+    an empty text or a nested value names no GPU, and would be refused only after the node was inspected."""
+    if isinstance(value, list) and any(isinstance(item, bool) or not isinstance(item, (str, int)) or not str(item).strip()
+                                       for item in value):
+        return "a list of GPU indexes, UUIDs, PCI bus ids or MIG instances; true, false, an empty text or a nested value names no GPU"
+    return None
+
+
 # Values the types let through but the run cannot use: {variable: check(value) -> what it must be, or None}.
 VALUE_RULES = {
     "gpuops_max_fail_percentage": _percent,
@@ -162,6 +171,7 @@ VALUE_RULES = {
     "gpu_reclaim_drain_reason": _one_line,
     "gpu_reclaim_kill_signals": _signals,
 }
+VALUE_RULES.update((variable, _gpu_selection) for variable in ("gpu_inspect_gpus", "gpu_reclaim_gpus", "gpu_watch_gpus", "gpu_node_prep_gpus"))
 VALUE_RULES.update(("gpu_watch_" + option, _watch_range(option)) for option in RANGED_OPTIONS)
 VALUE_RULES.update((variable, _module_range(option)) for variable, option in MODULE_OPTION_OF.items())
 

@@ -14,7 +14,6 @@ import time
 import pytest
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
-from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import Target
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
@@ -119,11 +118,3 @@ class Processes:
 @pytest.fixture
 def procs(spawn):
     return Processes(spawn)
-
-
-@pytest.fixture
-def node_root(tmp_path):
-    """Where a test builds its simulated node; the node (its supervisor and holders) is removed after the test."""
-    root = tmp_path / "node"
-    yield str(root)
-    _sim_build.destroy_node(str(root))

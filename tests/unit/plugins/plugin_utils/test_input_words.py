@@ -33,6 +33,9 @@ def _reset_gpu(tmp_path, collection_root, collections_root, *extra):
     (["gpu_remediate_breaker_window_minutes=0"], "gpu_remediate_breaker_window_minutes=0 (1 or more)"),
     (['{"gpu_reclaim_kill_signals": ["TERM", "KILLL"]}'], "gpu_reclaim_kill_signals=['TERM', 'KILLL'] (signal names (TERM, INT, KILL, ...); not one: KILLL)"),
     (['{"gpu_reclaim_kill_signals": []}'], "gpu_reclaim_kill_signals=[] (at least one signal name"),
+    (['{"gpu_reclaim_gpus": [true]}'], "gpu_reclaim_gpus=[True] (a list of GPU indexes, UUIDs, PCI bus ids or MIG instances; true, false"),
+    (['{"gpu_inspect_gpus": [0, " "]}'], "gpu_inspect_gpus=[0, ' '] (a list of GPU indexes"),
+    (['{"gpu_reclaim_gpus": [[0]]}'], "gpu_reclaim_gpus=[[0]] (a list of GPU indexes"),
 ])
 def test_refused_by_the_first_task_in_the_operators_words(tmp_path, collection_root, collections_root, extra, says):
     run = _reset_gpu(tmp_path, collection_root, collections_root, *extra)
