@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import (
-    RC_NOT_FOUND, build_layout, create_argv, create_ci_argv, created_gi, describe, mig_gpus, pending_mig_change, restore_steps,
+    RC_NOT_FOUND, build_layout, create_argv, create_ci_argv, created_gi, describe, follow_gpus, mig_gpus, pending_mig_change, restore_steps,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import parse_lci, parse_lgi
 
@@ -30,9 +30,10 @@ def _last_line(result):
 class MigLayoutKeeper:
     """The layout of one set of MIG GPUs, from record() to restore()."""
 
-    def __init__(self, module, layout, journal, gpus=None):
+    def __init__(self, module, layout, journal, gpus=None, uuids=None):
         self.module = module
         self.gpus = sorted(gpus or [])
+        self.uuids = dict((str(index), uuid) for index, uuid in (uuids or {}).items() if uuid)  # each GPU by identity
         self.journal = journal
         self.nvidia_smi = layout.command(module, "nvidia-smi", required=True)
         self.runner = CommandRunner(module, journal)
@@ -58,35 +59,55 @@ class MigLayoutKeeper:
         """Read and journal the layout of `indexes` before they lose it (check mode: read only). Returns it."""
         self.recorded = self.read(indexes)
         if not self.module.check_mode:
-            self.entry = self.journal.intent(ACTION, gpus=sorted(indexes), layout=self.recorded)
+            self.entry = self.journal.intent(ACTION, gpus=sorted(indexes), layout=self.recorded, uuids=self.uuids)
         return self.recorded
 
     def adopt(self, record):
         """Take over the layout an interrupted run recorded (its journal intent): restore() then answers it too."""
         self.recorded = record["layout"]
+        self.uuids = record.get("uuids") if isinstance(record.get("uuids"), dict) else {}
         self.of_run = record.get("run_id")
         self.of = [record["id"]] + [entry for entry in record.get("of") or [] if isinstance(entry, str)]
-        self.entry = self.journal.intent(ACTION, gpus=sorted(int(gpu) for gpu in self.recorded), layout=self.recorded, of=self.of)
+        self.entry = self.journal.intent(ACTION, gpus=sorted(int(gpu) for gpu in self.recorded), layout=self.recorded, uuids=self.uuids,
+                                         of=self.of)
 
     def restore(self):
         """Create what is missing of the recorded layout, read it back, journal the outcome. Returns the report:
         {"gpus", "recorded", "now", "created", "missing", "errors", "ok"}; never raises."""
-        gpus = sorted(int(gpu) for gpu in self.recorded)
-        report = {"gpus": gpus, "recorded": self.recorded, "now": None, "created": [], "missing": [], "errors": [], "ok": False,
-                  "of_run": self.of_run}
+        report = {"gpus": sorted(int(gpu) for gpu in self.recorded), "recorded": self.recorded, "now": None, "created": [],
+                  "missing": [], "errors": [], "ok": False, "of_run": self.of_run}
+        wanted = self.recorded
         try:
-            steps = restore_steps(self.recorded, self.read(gpus))
-            for step in steps:
+            wanted, lost = follow_gpus(self.recorded, self.uuids, self._indexes_now()) if self.uuids else (self.recorded, [])
+            report["errors"] += lost
+            gpus = sorted(int(gpu) for gpu in wanted)
+            for step in restore_steps(wanted, self.read(gpus)):
                 self._create(step, report)
             report["now"] = self.read(gpus)
-            report["missing"] = [describe(step) for step in restore_steps(self.recorded, report["now"])]
+            report["missing"] = [describe(step) for step in restore_steps(wanted, report["now"])]
         except MigLayoutError as exc:
             report["errors"].append(str(exc))
-            report["missing"] = [describe(step) for step in restore_steps(self.recorded, {})]
+            report["missing"] = [describe(step) for step in restore_steps(wanted, {})]
         report["ok"] = not report["missing"] and not report["errors"]
         if self.entry is not None:
             self.journal.outcome(self.entry, report["ok"], missing=report["missing"], created=report["created"], of=self.of)
         return report
+
+    def _indexes_now(self):
+        """{uuid: index} of the GPUs the driver lists now (nvidia-smi --query-gpu=index,uuid); raises MigLayoutError."""
+        argv = [self.nvidia_smi, "--query-gpu=index,uuid", "--format=csv,noheader"]
+        try:
+            result = self.runner.probe(argv, timeout=self.module.params["probe_timeout"])
+        except (ProbeTimeout, ProbeFailed) as exc:
+            raise MigLayoutError("nvidia-smi --query-gpu did not answer: %s" % exc)
+        if result.rc != 0:
+            raise MigLayoutError("nvidia-smi --query-gpu failed (rc %d): %s" % (result.rc, _last_line(result)))
+        found = {}
+        for line in result.out.splitlines():
+            index, comma, uuid = line.partition(",")
+            if comma and index.strip().isdigit():
+                found[uuid.strip()] = int(index.strip())
+        return found
 
     def _create(self, step, report):
         gi = step["gi"]
@@ -120,7 +141,8 @@ def restore_left_layout(module, layout, journal, record):
 def keeper_for(module, layout, journal, snapshot, indexes):
     """A MigLayoutKeeper of the GPUs among `indexes` with MIG mode on (a reset or reload loses their instances), or None."""
     gpus = mig_gpus(snapshot, set(indexes))
-    return MigLayoutKeeper(module, layout, journal, gpus) if gpus else None
+    uuids = dict((gpu["index"], gpu.get("uuid")) for gpu in snapshot["gpus"] if gpu["index"] in gpus)
+    return MigLayoutKeeper(module, layout, journal, gpus, uuids) if gpus else None
 
 
 def planned(keeper):

@@ -59,6 +59,24 @@ def restore_steps(recorded, current):
     return steps
 
 
+def follow_gpus(recorded, uuids, indexes_now):
+    """The recorded layout keyed by where each GPU is now: a GPU's index can change across a reset or a reload (one that
+    fell off the bus leaves the enumeration), so a record names each GPU by its UUID (`uuids`: {index then: uuid}) and
+    `indexes_now` ({uuid: index now}) says where it went. Returns (layout, lost): `lost` names each recorded GPU that
+    is no longer on the node, whose instances are never created on another GPU. A GPU without a recorded UUID (a
+    record of an older run) keeps its index."""
+    layout, lost = {}, []
+    for gpu, instances in recorded.items():
+        uuid = (uuids or {}).get(gpu)
+        if uuid is None:
+            layout[gpu] = instances
+        elif uuid in indexes_now:
+            layout[str(indexes_now[uuid])] = instances
+        else:
+            lost.append("GPU %s (%s) is not on the node any more: its instances were not created elsewhere" % (gpu, uuid))
+    return layout, lost
+
+
 def describe(step):
     """One instance of the layout, as an operator names it: "GPU 0: 3g.40gb (profile 9) at 4:4 with compute instances
     of profile 2"."""

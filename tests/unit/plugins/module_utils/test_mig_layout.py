@@ -51,6 +51,18 @@ def test_restore_creates_only_what_is_missing_and_never_touches_the_rest():
     assert layout.describe(step) == "GPU 0: 4g.20gb (profile 5) at placement 0 with compute instance of profile 3"
 
 
+def test_a_recorded_gpu_is_followed_by_its_uuid_and_one_that_left_the_node_gets_nothing():
+    recorded = {"0": layout.build_layout(parse_lgi(REAL_LGI), parse_lci(REAL_LCI), [0])["0"], "1": [], "2": [{"profile_id": 19}]}
+    uuids = {"0": "GPU-aaaa", "1": "GPU-bbbb", "2": "GPU-cccc"}
+    # after the reload GPU-aaaa fell off the bus: GPU-bbbb is index 0 now, GPU-cccc index 1
+    followed, lost = layout.follow_gpus(recorded, uuids, {"GPU-bbbb": 0, "GPU-cccc": 1})
+    assert followed == {"0": [], "1": [{"profile_id": 19}]}
+    assert lost == ["GPU 0 (GPU-aaaa) is not on the node any more: its instances were not created elsewhere"]
+    # nothing moved: the same layout; a record without UUIDs (an older run's) keeps its indexes
+    assert layout.follow_gpus(recorded, uuids, {"GPU-aaaa": 0, "GPU-bbbb": 1, "GPU-cccc": 2}) == (recorded, [])
+    assert layout.follow_gpus(recorded, {}, {}) == (recorded, [])
+
+
 def test_the_created_instance_id_is_read_from_the_real_line():
     assert layout.created_gi("Successfully created GPU instance ID 13 on GPU 0 using profile MIG 1g.5gb (ID 19)\n") == 13
     assert layout.created_gi("Successfully created GPU instance ID  5 on GPU  0 using profile MIG 1g.24gb (ID 15)\n") == 5
