@@ -90,6 +90,11 @@ def _alone(snapshot, gpu, options):
 BUSY_EVIDENCE = "which would end the working programs that hold it"
 
 
+# The rungs that never reach a working program: the kill spares them, and the instance rung (Linux, MIG) re-creates only
+# an instance nobody is in.
+SPARING_RUNGS = ("kill", "instance")
+
+
 def busy_evidence(snapshot, options):
     """The GPUs whose own evidence (an Xid, NVML's recovery action, ghost memory) needs a rung above the kill while
     working programs hold them - only they (in_use), or beside that evidence (a held GPU): that rung would end them, so
@@ -104,9 +109,8 @@ def busy_evidence(snapshot, options):
         if not working or gpu.get("state") not in HELD_STATES + (IN_USE,):
             continue
         judged = _alone(snapshot, gpu, options)["verdict"]
-        # Up to the instance rung nothing reaches a working program: the kill spares them, and the instance rung
-        # re-creates only an instance nobody is in.
-        if rung_index(judged["rung"], options.rungs) <= rung_index("instance", options.rungs):
+        if rung_index(judged["rung"], options.rungs) <= max(rung_index(rung, options.rungs) for rung in SPARING_RUNGS
+                                                            if rung in options.rungs):
             continue
         found.append({"index": gpu["index"], "rung": judged["rung"],
                       "reasons": [reason["reason"] for reason in judged["reasons"] if reason["rung"] != NO_RUNG],

@@ -87,7 +87,7 @@ SITES = {
         'r"[\\s_-]"': [],
     },
     'plugins/module_utils/_mig_selection.py': {
-        'r"^(?P<gpu>[^/]{1,64}):(?P<gi>\\d{1,2})(?:/(?P<ci>\\d{1,2}))?$"': [("", "0:"), ("", ":1"), ("0", ":1/")],
+        'r"^(?P<gpu>[^/]{1,64}):(?P<gi>[0-9]{1,2})(?:/(?P<ci>[0-9]{1,2}))?$"': [("", "0:"), ("", ":1"), ("0", ":1/")],
     },
     'plugins/module_utils/probes/_pci.py': {
         'r"^(?:PCI:)?(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<device>[0-9A-Fa-f]{1,2})" r"(?:\\.(?P<function>[0-7]))?$"': [],
@@ -128,6 +128,12 @@ SITES = {
     },
     'plugins/modules/gpu_journal_info.py': {
         'r"^(\\d+(?:\\.\\d+)?)\\s*([smhdw])$"': [],
+    },
+    'plugins/module_utils/_mig_layout.py': {
+        'r"^Successfully created GPU instance ID +(\\d+) on GPU +(\\d+) "': [],
+    },
+    'plugins/plugin_utils/eda/_root_answers.py': {
+        'r"\\s+"': [],
     },
     'plugins/plugin_utils/eda/_source_shared.py': {
         'r"\\A[A-Za-z0-9_][A-Za-z0-9._-]*\\Z"': [],

@@ -38,7 +38,8 @@ def _rule_extra_vars(rule, event):
 
 
 EVENT = _rule_extra_vars("Xid asking for a GPU reset", {"gpuops": {"type": "xid", "host": "gpunode", "gpu": "00000000:18:00.0",
-                                                                   "xid": 63, "policy": "site", "rung": "reset"}})
+                                                                   "selection": "00000000:18:00.0", "xid": 63, "policy": "site",
+                                                                   "rung": "reset"}})
 
 
 def _unsafe_yaml(variables):
