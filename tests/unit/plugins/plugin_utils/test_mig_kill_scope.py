@@ -8,11 +8,11 @@ ansible-playbook on a simulated A100 split in seven, the process a real one hold
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import sys
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
 from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import play
 
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -30,10 +30,9 @@ def test_a_process_in_the_selected_instance_and_a_neighbours_is_not_ended(tmp_pa
     sim.create_node(node_root, {"gpus": [{"name": A100, "memory_mib": 81920, "mig_mode": True,
                                           "mig_instances": [{"profile": "1g.10gb"} for dummy in range(7)]}]})
     paths = [os.path.join(node_root, "dev", "nvidia0"), cap_node(node_root, 3), cap_node(node_root, 5)]
-    both = subprocess.Popen([sys.executable, "-c", HOLD] + paths, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    both = bounded.start([sys.executable, "-c", HOLD] + paths, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert select.select([both.stdout], [], [], 60)[0], "the process did not say within 60 s that it holds the files"
-        assert both.stdout.readline() == "held\n"
+        assert bounded.line(both, "the process holding the files") == "held"
         task = "gpuops.remediation.gpu_kill: {gpus: [\"0:3\"], end_running_jobs: true}\n      ignore_errors: true"
         results = play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_holders_info: {gpus: [\"0:3\"]}",
                                                                task + "\n      check_mode: true", task], ["info", "plan", "real"])
@@ -47,4 +46,4 @@ def test_a_process_in_the_selected_instance_and_a_neighbours_is_not_ended(tmp_pa
         assert both.poll() is None  # it runs on
     finally:
         both.stdin.close()
-        both.wait(timeout=30)
+        bounded.wait(both, "the process holding the files")
