@@ -92,12 +92,15 @@ def validate_kill_params(module, on_node=False):
     except ProtectEntryError as exc:
         module.fail_json(msg=str(exc))
     if on_node:
-        kill_policy(module)
+        kill_policy(module, probe_node=False)
 
 
-def kill_policy(module):
+def kill_policy(module, probe_node=True):
     """The Policy of the module's kill options, every protect entry resolved on this node (the user and group
-    database, systemd): an entry that names nothing fails the module, naming the option and the entry."""
+    database, systemd): an entry that names nothing fails the module, naming the option and the entry.
+
+    probe_node=False: the entries alone, for the check before the lock; the GPU units' members, the scheduler and
+    the standing of processes are read only for the Policy that ends holders (one `systemctl show` less a run)."""
     params = module.params
     layout = current_layout()
     try:
@@ -105,12 +108,13 @@ def kill_policy(module):
         units = list(params["protect_units"] or [])
         states = unit_states(module, layout.command(module, "systemctl"), units) if units else {}
         check_units(units, states)
+        node = {}
+        if probe_node:
+            node = {"members": probe_unit_members(module, layout), "jobs": JobProbe(module), "standing": probe_standing(module, layout)}
         return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
                       protect_units=units, allow_display=params["allow_display"],
                       allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
-                      members=probe_unit_members(module, layout), unit_states=states,
-                      jobs=JobProbe(module), end_running_jobs=params["end_running_jobs"],
-                      standing=probe_standing(module, layout), explicit=explicit_selection(params))
+                      unit_states=states, end_running_jobs=params["end_running_jobs"], explicit=explicit_selection(params), **node)
     except ProtectEntryError as exc:
         module.fail_json(changed=False, msg=str(exc))
     return None
