@@ -60,17 +60,6 @@ class SnapshotOptions:
 
 
 # The options every module that takes a snapshot accepts (merged into its argument_spec).
-SNAPSHOT_ARGUMENT_SPEC = dict(
-    gpus=dict(type="list", elements="str"),
-    backend=dict(type="str", default="auto", choices=["auto", "nvml", "nvidia_smi"]),
-    probe_timeout=dict(type="float", default=10.0),
-    kernel_log_source=dict(type="str", default="auto", choices=["auto", "journal", "dmesg", "file", "none"]),
-    kernel_log_path=dict(type="path"),
-    kernel_log_window=dict(type="int"),
-    ghost_threshold_mib=dict(type="int", default=256),
-    xid_policy=dict(type="dict", default={}),
-)
-
 # gpu_holders_info's choice of scan tier (the acting modules always read every memory map).
 MEMORY_MAPS_ARGUMENT_SPEC = dict(
     scan_memory_maps=dict(type="str", default="auto", choices=["auto", "always", "never"]),

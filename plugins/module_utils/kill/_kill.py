@@ -34,26 +34,10 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot impor
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import KILL_GRACE, POLL_INTERVAL, Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import POLL_INTERVAL, Target, signal_number
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._zombies import reap_zombie
-
-KILL_ARGUMENT_SPEC = dict(
-    signals=dict(type="list", elements="str", default=["TERM", "KILL"]),
-    grace=dict(type="float", default=10.0),
-    kill_grace=dict(type="float", default=KILL_GRACE),
-    containers=dict(type="str", choices=["stop", "kill", "skip"], default="stop"),
-    protect_names=dict(type="list", elements="str", default=[]),
-    protect_users=dict(type="list", elements="str", default=[]),
-    protect_units=dict(type="list", elements="str", default=[]),
-    allow_display=dict(type="bool", default=False),
-    allow_daemons=dict(type="bool", default=False),
-    reap_zombies=dict(type="bool", default=True),
-    allow_parent_termination=dict(type="bool", default=False),
-    thaw_frozen=dict(type="bool", default=False),
-    end_running_jobs=dict(type="bool", default=False),
-)
 
 # What HolderKiller.end() reports, as gpu_reset and nvidia_driver_reload return it under `killed`.
 KILL_RESULT_KEYS = ("signalled", "left_alone", "zombies", "containers", "unconfirmed_containers", "thawed")

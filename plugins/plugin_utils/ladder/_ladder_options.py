@@ -6,6 +6,7 @@ checks made before any rung, and the constants the walk and its callers share.""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import LEVELS as HEALTH_CHECK_LEVELS
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import ACTION_ARGUMENT_SPEC, KILL_ARGUMENT_SPEC, SNAPSHOT_ARGUMENT_SPEC
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import ALL_RUNGS, LINUX, PLATFORMS, WINDOWS
@@ -53,11 +54,8 @@ LADDER_ARGUMENT_SPEC = dict(
 
 
 def module_specs():
-    """(snapshot, journal and lock, kill) argument specs of the modules the walk runs, which pass through to them.
-    Imported when a walk needs them: the filters, which only ask the ladder's questions, do without."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC
-    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import KILL_ARGUMENT_SPEC
-    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC
+    """(snapshot, journal and lock, kill) argument specs of the modules the walk runs, which pass through to them
+    (plain data: the controller's forks compile none of the node code to read them)."""
     return SNAPSHOT_ARGUMENT_SPEC, ACTION_ARGUMENT_SPEC, KILL_ARGUMENT_SPEC
 
 
