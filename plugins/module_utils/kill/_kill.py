@@ -26,15 +26,15 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, outside_instances, reaches
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import check_kill_options
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import POLL_INTERVAL, Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import POLL_INTERVAL, Target
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._zombies import reap_zombie
@@ -57,24 +57,7 @@ SELECTION_ARGUMENT_SPEC = dict(
 def validate_kill_params(module, on_node=False):
     """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
     ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
-    params = module.params
-    if params.get("kill_grace") is not None and not within("kill_grace", params["kill_grace"]):
-        module.fail_json(msg="kill_grace must be more than 0 seconds, got %r: it is how long a process gets to be gone after "
-                             "SIGKILL" % params["kill_grace"])
-    if not within("grace", params["grace"]):
-        module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
-                             "(to end processes at once, set signals=[KILL])" % params["grace"])
-    if not params["signals"]:
-        module.fail_json(msg="signals must name at least one signal, got []")
-    for name in params["signals"]:
-        try:
-            signal_number(name)
-        except (AttributeError, ValueError):
-            module.fail_json(msg="signals: %r is not a signal name (TERM, INT, KILL, ...)" % name)
-    try:
-        check_entries(params)
-    except ProtectEntryError as exc:
-        module.fail_json(msg=str(exc))
+    check_kill_options(module)
     if on_node:
         kill_policy(module, probe_node=False)
 

@@ -6,7 +6,9 @@ checks made before any rung, and the constants the walk and its callers share.""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import LEVELS as HEALTH_CHECK_LEVELS
-from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import ACTION_ARGUMENT_SPEC, KILL_ARGUMENT_SPEC, SNAPSHOT_ARGUMENT_SPEC
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import (
+    ACTION_ARGUMENT_SPEC, KILL_ARGUMENT_SPEC, SNAPSHOT_ARGUMENT_SPEC, check_kill_options, validate_snapshot_params,
+)
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import ALL_RUNGS, LINUX, PLATFORMS, WINDOWS
@@ -167,11 +169,9 @@ def check_options(args):
     if unknown:
         raise WalkError("destructive_rungs: %s not a rung of the %s ladder (%s)" % (
             ", ".join(map(repr, unknown)), args["platform"], ", ".join(rungs)))
-    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import validate_kill_params
-    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import validate_snapshot_params
     check = _OptionCheck(args)
     validate_snapshot_params(check)
-    validate_kill_params(check)
+    check_kill_options(check)
     for name in ("kill_wait_timeout", "reload_grace", "lock_timeout", "snapshot_max_age"):
         if args.get(name) is not None and not within("wait_timeout" if name == "kill_wait_timeout" else name, args[name]):
             raise WalkError("%s must be 0 or more seconds, got %r" % (name, args[name]))
