@@ -47,7 +47,7 @@ class RecordingModule:
 
     def systemctl_shows(self):
         """The units of each `systemctl show` run, in order."""
-        return [[arg for arg in argv[3:]] for argv in self.ran if argv[0].endswith("/systemctl") and argv[1] == "show"]
+        return [list(argv[3:]) for argv in self.ran if argv[0].endswith("/systemctl") and argv[1] == "show"]
 
 
 @pytest.fixture
