@@ -4,10 +4,12 @@
 of the checkout's files, so that the fragments stay; the CHANGELOG.rst it writes is left in .build/changelog/.
 
 Fails when the release did not take every fragment's entries, when what it wrote speaks of reviews or issue numbers
-instead of what a user sees or shows ansible-doc markup (C(...), O(...)) as typed, or when a first release lists fixes;
-prints how many entries each section lists."""
+instead of what a user sees or shows ansible-doc markup (C(...), O(...)) as typed, when it is not reStructuredText that
+docutils reads without a warning (Galaxy renders it), or when a first release lists fixes; prints how many entries each
+section lists."""
 
 import glob
+import io
 import os
 import re
 import shutil
@@ -44,6 +46,14 @@ def fixes_in_a_first_release(entries, releases):
         return []
     return ["section %s: %d entries in the first release, which has nothing released to fix (say what the collection does, "
             "under minor_changes)" % (section, len(entries[section])) for section in FIXES if entries.get(section)]
+
+
+def rst_problems(text):
+    """What docutils warns of in the text (an unclosed ``literal``, a broken list), one line each."""
+    import docutils.core  # antsibull-changelog's own dependency, there wherever the release runs
+    stream = io.StringIO()
+    docutils.core.publish_doctree(text, settings_overrides={"warning_stream": stream, "report_level": 2, "halt_level": 5})
+    return [line for line in stream.getvalue().splitlines() if line.strip()]
 
 
 def released_before():
@@ -84,6 +94,7 @@ def main():
         and len(items) != len([released[section]] if isinstance(released.get(section), str) else released.get(section, []))]
     found += ["CHANGELOG.rst says %r" % match.group(0) for match in INSIDER.finditer(text)]
     found += ["CHANGELOG.rst shows ansible-doc markup as typed: %r" % match.group(0) for match in MARKUP.finditer(text)]
+    found += ["CHANGELOG.rst is not clean reStructuredText: %s" % line for line in rst_problems(text)]
     found += first_release_fixes
     if "v%s" % version not in text:
         found.append("CHANGELOG.rst has no v%s section" % version)

@@ -101,3 +101,10 @@ def test_fragments_use_no_ansible_doc_markup():
     found = ["%s: %r" % (section, match.group(0)) for section, items in _entries().items() for item in items
              for match in TOOL.MARKUP.finditer(item)]
     assert found == []
+
+
+def test_a_changelog_galaxy_cannot_render_is_found():
+    good = "Title\n=====\n\n- gpu_kill - ends ``holders`` left behind.\n- gpu_reset - resets.\n"
+    assert TOOL.rst_problems(good) == []
+    broken = "Title\n=====\n\n- gpu_kill - ends ``holders left behind.\n"
+    assert TOOL.rst_problems(broken)
