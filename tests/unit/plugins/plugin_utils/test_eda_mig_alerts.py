@@ -175,8 +175,8 @@ def test_the_kill_xid_rule_takes_only_an_instance_and_an_xid_elsewhere_holds_bac
     async def act():
         _append(log, *lines)
 
-    events, dummy_task = asyncio.run(_collect("gpu_kernel_log", {"path": log, "host": "node07", "poll_interval": 0.05,
-                                                                  "throttle_seconds": 300}, act, 3, ready=following(log)))
+    options = {"path": log, "host": "node07", "poll_interval": 0.05, "throttle_seconds": 300}
+    events, dummy_task = asyncio.run(_collect("gpu_kernel_log", options, act, 3, ready=following(log)))
     assert [(e["gpuops"]["selection"], e["gpuops"]["scope"]) for e in events] == [
         (BUS + ":3/0", "instance"), (BUS + ":5/0", "instance"), (BUS, "gpu")]
     with open(os.path.join(ROOT, "extensions", "eda", "rulebooks", "gpu_remediation.yml")) as handle:
