@@ -38,7 +38,7 @@ description:
     C(a,b), C(node*), C(~regex) or C(@file) would name other hosts), or a C(pci_bus_id) that is not a PCI bus id or a
     C(gpu) that is not an index (the playbook's extra vars are templated - a label must never carry a template to the
     controller), or a C(GPU_I_ID) or C(GPU_CI_ID) that cannot name an instance of that GPU (not a plain number of at
-    most two digits, a compute instance without its GPU instance, an instance without C(pci_bus_id): never widened to
+    most two digits, a compute instance without its GPU instance, an instance without C(pci_bus_id) - never widened to
     the whole GPU), is answered 422 and logged, never dropped silently. A timestamp that is no number of seconds
     (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
 options:
