@@ -78,7 +78,7 @@ class MigLayoutKeeper:
                   "missing": [], "errors": [], "ok": False, "of_run": self.of_run}
         wanted = self.recorded
         try:
-            wanted, lost = follow_gpus(self.recorded, self.uuids, self._indexes_now()) if self.uuids else (self.recorded, [])
+            wanted, lost = follow_gpus(self.recorded, self.uuids, self.indexes_now()) if self.uuids else (self.recorded, [])
             report["errors"] += lost
             gpus = sorted(int(gpu) for gpu in wanted)
             for step in restore_steps(wanted, self.read(gpus)):
@@ -93,7 +93,7 @@ class MigLayoutKeeper:
             self.journal.outcome(self.entry, report["ok"], missing=report["missing"], created=report["created"], of=self.of)
         return report
 
-    def _indexes_now(self):
+    def indexes_now(self):
         """{uuid: index} of the GPUs the driver lists now (nvidia-smi --query-gpu=index,uuid); raises MigLayoutError."""
         argv = [self.nvidia_smi, "--query-gpu=index,uuid", "--format=csv,noheader"]
         try:
@@ -136,6 +136,16 @@ def restore_left_layout(module, layout, journal, record):
     keeper = MigLayoutKeeper(module, layout, journal)
     keeper.adopt(record)
     return keeper.restore()
+
+
+def restore_plan(module, layout, journal, record):
+    """Check mode's report of the restore of `record` (a journal intent `mig_layout`): what is missing of it now, which
+    the real run would create; writes nothing."""
+    keeper = MigLayoutKeeper(module, layout, journal, uuids=record.get("uuids") if isinstance(record.get("uuids"), dict) else {})
+    wanted, lost = follow_gpus(record["layout"], keeper.uuids, keeper.indexes_now()) if keeper.uuids else (record["layout"], [])
+    steps = restore_steps(wanted, keeper.read(sorted(int(gpu) for gpu in wanted)))
+    return {"gpus": sorted(int(gpu) for gpu in wanted), "recorded": record["layout"], "would_restore": [describe(step) for step in steps],
+            "errors": lost}
 
 
 def keeper_for(module, layout, journal, snapshot, indexes):

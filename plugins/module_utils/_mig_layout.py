@@ -86,6 +86,14 @@ def describe(step):
     return what
 
 
+def reboot_plan_line(recorded, check_mode):
+    """What the reboot rung says of the layout it keeps: the GPUs and each instance it creates again after the reboot."""
+    steps = restore_steps(recorded, {})
+    return "%s the MIG layout of GPU %s, to create again after the reboot: %s" % (
+        "would record" if check_mode else "recorded", ", ".join(sorted(recorded, key=int)),
+        "; ".join(describe(step) for step in steps) or "no instance")
+
+
 def create_argv(nvidia_smi, step):
     """The argv that creates the GPU instance of one step at its placement (no compute instance: create_ci_argv)."""
     return [nvidia_smi, "mig", "-i", str(step["gpu"]), "-cgi", "%d:%d" % (step["profile_id"], step["start"])]
@@ -107,6 +115,12 @@ def created_gi(out):
 def mig_gpus(snapshot, indexes):
     """The GPUs among `indexes` whose MIG mode is on now: those whose layout a reset or a reload would lose."""
     return [gpu["index"] for gpu in snapshot["gpus"] if gpu["index"] in indexes and (gpu.get("mig_mode") or {}).get("current")]
+
+
+def mig_layout_at_stake(snapshot, scoped):
+    """Whether a reboot of the node may lose a MIG layout: a GPU of the snapshot has MIG mode on, or the snapshot is
+    `scoped` to some GPUs (a reboot reaches the others too, which it does not show)."""
+    return scoped or any((gpu.get("mig_mode") or {}).get("current") for gpu in (snapshot or {}).get("gpus") or [])
 
 
 def pending_mig_change(gpu):
