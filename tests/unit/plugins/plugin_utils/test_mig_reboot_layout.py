@@ -133,3 +133,19 @@ def test_a_layout_that_cannot_be_restored_fails_the_reboot_rung_naming_it(tmp_pa
     assert "Insufficient Resources" in step["msg"]
     assert results["after"]["outcome"]["status"] != "fixed"
     assert layout_of(node_root) == [(5, 0, [3]), (14, 4, [1]), (15, 6, [0])]
+
+
+def test_a_pending_mig_mode_change_fails_the_reboot_rung_in_check_mode_as_in_the_real_run(tmp_path, node_root, collections_root):
+    before = lost_gpu_node(node_root)
+    sim_state.update_state(node_root, lambda state: state["gpus"][0].update(mig_mode={"current": True, "pending": False}))
+    results = play(tmp_path, collections_root, node_root, [WALK % "plan" + "\n      check_mode: true", WALK % "run-1"], ["plan", "walk"])
+    for name in ("plan", "walk"):
+        walk = results[name]
+        assert walk["pending"] is None, name  # no reboot
+        step = walk["outcome"]["rungs_tried"][-1]
+        assert step["rung"] == "reboot" and step["failed"] is True, name
+        assert "the reboot refused: it resets every GPU, and GPU 0: its MIG mode change is pending (now on, off after a reset)" in step["msg"], name
+    assert results["plan"]["outcome"]["rungs_tried"][-1]["msg"] == results["walk"]["outcome"]["rungs_tried"][-1]["msg"]
+    assert layout_of(node_root) == before
+    assert not os.path.exists(os.path.join(node_root, "var", "lib", "gpuops", "journal.jsonl"))  # nothing journaled
+    assert sim_state.load_state(node_root).get("reboots") is None
