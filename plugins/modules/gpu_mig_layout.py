@@ -23,7 +23,7 @@ description:
   - O(state=restored) creates again, under the node lock, what is missing of each layout this run (O(run_id)) recorded
     and has not restored yet, on the GPU with the recorded UUID, reads it back and journals the outcome; the module fails
     naming each instance that is missing. A run that died between the reboot and the restore leaves its record in the
-    journal: the next run that acts on the node restores it (M(gpuops.remediation.gpu_mig_recreate) reports it as
+    journal, and the next run that acts on the node restores it (M(gpuops.remediation.gpu_mig_recreate) reports it as
     C(restored_mig_layouts)).
   - A node without a GPU in MIG mode has nothing to record; the module then changes nothing.
   - Linux only (Windows has no MIG).

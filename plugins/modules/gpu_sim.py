@@ -40,8 +40,8 @@ options:
   state:
     description:
       - Whether the node should exist.
-      - V(rebooted) reboots an existing node, the stand-in for C(ansible.builtin.reboot) (which a local connection
-        refuses): every GPU is back on the bus without leaked memory, MIG mode stays as it was with a pending change
+      - V(rebooted) reboots an existing node, the stand-in for C(ansible.builtin.reboot), which a local connection
+        refuses. Every GPU is back on the bus without leaked memory, MIG mode stays as it was with a pending change
         applied, no MIG instance is left, the kernel log starts empty. Refused while a holder of the node still runs.
         Always changed.
     type: str
