@@ -11,9 +11,9 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import (
-    RC_NOT_FOUND, build_layout, create_argv, create_ci_argv, created_gi, describe, follow_gpus, mig_gpus, pending_mig_change, restore_steps,
+    build_layout, create_argv, create_ci_argv, created_gi, describe, follow_gpus, mig_gpus, pending_mig_change, restore_steps,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import parse_lci, parse_lgi
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import RC_NOT_FOUND, parse_lci, parse_lgi, unlisted_words
 
 ACTION = "mig_layout"
 
@@ -30,8 +30,9 @@ def _last_line(result):
 class MigLayoutKeeper:
     """The layout of one set of MIG GPUs, from record() to restore()."""
 
-    def __init__(self, module, layout, journal, gpus=None, uuids=None):
+    def __init__(self, module, layout, journal, gpus=None, uuids=None, unlisted=None):
         self.module = module
+        self.unlisted = list(unlisted or [])  # the snapshot's GPUs whose MIG listing failed (mig_listing_error)
         self.gpus = sorted(gpus or [])
         self.uuids = dict((str(index), uuid) for index, uuid in (uuids or {}).items() if uuid)  # each GPU by identity
         self.journal = journal
@@ -44,6 +45,10 @@ class MigLayoutKeeper:
 
     def read(self, indexes):
         """The layout of the GPUs `indexes` now, from nvidia-smi mig -lgi and -lci; raises MigLayoutError."""
+        unlisted = [gpu for gpu in self.unlisted if gpu["index"] in indexes]
+        if unlisted:
+            # An empty layout recorded, then "restored", would lose the instances the listing did not show.
+            raise MigLayoutError("the MIG instances could not be listed (%s)" % unlisted_words(unlisted))
         listings = []
         for verb in ("-lgi", "-lci"):
             try:
@@ -152,7 +157,8 @@ def keeper_for(module, layout, journal, snapshot, indexes):
     """A MigLayoutKeeper of the GPUs among `indexes` with MIG mode on (a reset or reload loses their instances), or None."""
     gpus = mig_gpus(snapshot, set(indexes))
     uuids = dict((gpu["index"], gpu.get("uuid")) for gpu in snapshot["gpus"] if gpu["index"] in gpus)
-    return MigLayoutKeeper(module, layout, journal, gpus, uuids) if gpus else None
+    unlisted = [gpu for gpu in snapshot["gpus"] if gpu["index"] in gpus and gpu.get("mig_listing_error")]
+    return MigLayoutKeeper(module, layout, journal, gpus, uuids, unlisted) if gpus else None
 
 
 def planned(keeper):

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 
-# nvidia-smi exits 6 (Not Found) when a listing is empty: "No GPU instances found: Not Found".
-RC_NOT_FOUND = 6
 _CREATED_GI = re.compile(r"^Successfully created GPU instance ID +(\d+) on GPU +(\d+) ")
 
 

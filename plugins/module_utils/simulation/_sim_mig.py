@@ -20,6 +20,11 @@ MEMORY_SLICES = 8
 COMPUTE_SLICES = 7
 INSUFFICIENT = "Insufficient Resources"
 INVALID_ARGUMENT = "Invalid Argument"
+NO_PERMISSION = "Insufficient Permissions"
+# A test's knob: with "mig_listing_denied" in the state, the MIG listings fail as for a user without the MIG monitor
+# capability: nvidia-smi mig -lgi / -lci exit 4 (NVML's NO_PERMISSION), NVML's MIG device calls answer NO_PERMISSION.
+DENIED_KEY = "mig_listing_denied"
+RC_NO_PERMISSION = 4
 
 # profile id -> (name, compute slices, memory slices (placement size), placement starts, instance count)
 _SHAPES = {

@@ -134,6 +134,8 @@ class _MigReads:
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, handle, index, ref):
         state, gpu, rc = self._mig_enabled(handle, "nvmlDeviceGetMigDeviceHandleByIndex", NVML_ERROR_INVALID_ARGUMENT)
+        if not rc and state.get(sim_mig.DENIED_KEY):
+            rc = NVML_ERROR_NO_PERMISSION
         if not rc and not 0 <= _value(index) < len(sim_mig.devices(gpu, node.live_holders(state, gpu["index"]))):
             rc = NVML_ERROR_NOT_FOUND
         return rc or _set_raw_handle(ref, MIG_HANDLE_BASE, gpu, _value(index))
