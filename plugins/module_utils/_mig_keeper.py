@@ -11,7 +11,8 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import (
-    build_layout, create_argv, create_ci_argv, created_gi, describe, follow_gpus, mig_gpus, pending_mig_change, restore_steps,
+    build_layout, create_argv, create_ci_argv, created_gi, describe, follow_gpus, mig_gpus, pending_mig_change, placement_mismatches,
+    restore_steps,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import RC_NOT_FOUND, parse_lci, parse_lgi, unlisted_words
 
@@ -89,7 +90,7 @@ class MigLayoutKeeper:
             for step in restore_steps(wanted, self.read(gpus)):
                 self._create(step, report)
             report["now"] = self.read(gpus)
-            report["missing"] = [describe(step) for step in restore_steps(wanted, report["now"])]
+            report["missing"] = [describe(step) for step in restore_steps(wanted, report["now"])] + placement_mismatches(wanted, report["now"])
         except MigLayoutError as exc:
             report["errors"].append(str(exc))
             report["missing"] = [describe(step) for step in restore_steps(wanted, {})]

@@ -99,7 +99,10 @@ def nvml_mig_devices(nvml, handle, optional):
         ci_id = optional(nvml.nvmlDeviceGetComputeInstanceId, mig)
         if gi_id is None or ci_id is None:
             continue
-        info = optional(nvml.nvmlGpuInstanceGetInfo, optional(nvml.nvmlDeviceGetGpuInstanceById, handle, gi_id))
+        gi_handle = optional(nvml.nvmlDeviceGetGpuInstanceById, handle, gi_id)
+        info = optional(nvml.nvmlGpuInstanceGetInfo, gi_handle) if gi_handle is not None else None
+        ci_handle = optional(nvml.nvmlGpuInstanceGetComputeInstanceById, gi_handle, ci_id) if gi_handle is not None else None
+        ci_info = optional(nvml.nvmlComputeInstanceGetInfo, ci_handle) if ci_handle is not None else None
         memory = optional(nvml.nvmlDeviceGetMemoryInfo, mig)
         uuid = optional(nvml.nvmlDeviceGetUUID, mig)
         devices.append({
@@ -108,6 +111,8 @@ def nvml_mig_devices(nvml, handle, optional):
             "profile": _profile_from_name(optional(nvml.nvmlDeviceGetName, mig)),
             "profile_id": int(info.profileId) if info is not None else None,
             "placement": {"start": int(info.placement.start), "size": int(info.placement.size)} if info is not None else None,
+            "ci_profile_id": int(ci_info.profileId) if ci_info is not None else None,
+            "ci_placement": {"start": int(ci_info.placement.start), "size": int(ci_info.placement.size)} if ci_info is not None else None,
             "memory_total_mib": int(memory.total // (1024 * 1024)) if memory is not None else None,
             "memory_used_mib": int(memory.used // (1024 * 1024)) if memory is not None else None,
         })

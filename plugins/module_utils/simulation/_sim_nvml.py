@@ -54,6 +54,8 @@ HANDLE_BASE = 0x51D0  # device handles are HANDLE_BASE + index, cast to nvmlDevi
 # GI_HANDLE_BASE + GPU index * HANDLE_STRIDE + GPU instance id.
 MIG_HANDLE_BASE = 0x60000
 GI_HANDLE_BASE = 0x70000
+# Compute instance handles: CI_HANDLE_BASE + GPU index * HANDLE_STRIDE + GPU instance id * 16 + compute instance id.
+CI_HANDLE_BASE = 0x80000
 HANDLE_STRIDE = 0x100
 MAX_MIG_DEVICES = 7  # what nvmlDeviceGetMaxMigDeviceCount answers on an A100/H100
 MIB = 1024 * 1024
@@ -205,6 +207,44 @@ class _MigReads:
         ctypes.c_void_p.from_buffer(info, 0).value = HANDLE_BASE + gpu["index"]
         info.id, info.profileId = gi["id"], gi["profile_id"]
         info.placement.start, info.placement.size = gi["start"], gi["size"]
+        return NVML_SUCCESS
+
+
+    def _gi_of_handle(self, gi_handle, call):
+        """(gpu, GPU instance id, error code) of a GPU instance handle."""
+        raw = (_handle_value(gi_handle) or 0) - GI_HANDLE_BASE
+        if not 0 <= raw < CI_HANDLE_BASE - GI_HANDLE_BASE:
+            return None, None, NVML_ERROR_INVALID_ARGUMENT
+        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), call)
+        return gpu, raw % HANDLE_STRIDE, rc
+
+    def nvmlGpuInstanceGetComputeInstanceById(self, gi_handle, ci_id, ref):
+        gpu, gi_id, rc = self._gi_of_handle(gi_handle, "nvmlGpuInstanceGetComputeInstanceById")
+        if rc:
+            return rc
+        try:
+            sim_mig.compute_instance_info(gpu, gi_id, _value(ci_id))
+        except sim_mig.MigError:
+            return NVML_ERROR_NOT_FOUND
+        return _set_raw_handle(ref, CI_HANDLE_BASE, gpu, gi_id * 16 + _value(ci_id))
+
+    def nvmlComputeInstanceGetInfo_v2(self, ci_handle, ref):
+        raw = (_handle_value(ci_handle) or 0) - CI_HANDLE_BASE
+        if raw < 0:
+            return NVML_ERROR_INVALID_ARGUMENT
+        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), "nvmlComputeInstanceGetInfo")
+        if rc:
+            return rc
+        gi_id, ci_id = divmod(raw % HANDLE_STRIDE, 16)
+        try:
+            ci = sim_mig.compute_instance_info(gpu, gi_id, ci_id)
+        except sim_mig.MigError:
+            return NVML_ERROR_INVALID_ARGUMENT  # destroyed since the handle was taken
+        info = _target(ref)
+        ctypes.c_void_p.from_buffer(info, 0).value = HANDLE_BASE + gpu["index"]
+        ctypes.c_void_p.from_buffer(info, ctypes.sizeof(ctypes.c_void_p)).value = GI_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + gi_id
+        info.id, info.profileId = ci["id"], ci["profile_id"]
+        info.placement.start, info.placement.size = ci["start"], ci["size"]
         return NVML_SUCCESS
 
 
