@@ -56,7 +56,9 @@ def test_a_failed_listing_is_a_note_and_everything_that_would_record_or_destroy_
         "gpuops.remediation.gpu_reset: {gpus: [0], force: true}\n      ignore_errors: true",
         "gpuops.remediation.gpu_mig_layout: {state: recorded}\n      check_mode: true\n      ignore_errors: true",
         "gpuops.remediation.gpu_mig_layout: {state: recorded}\n      ignore_errors: true",
-    ], ["smi", "nvml", "selected", "recreate_check", "recreate", "reset_check", "reset", "record_check", "record"])
+        "gpuops.remediation.nvidia_driver_reload: {force: true}\n      check_mode: true\n      ignore_errors: true",
+        "gpuops.remediation.nvidia_driver_reload: {force: true}\n      ignore_errors: true",
+    ], ["smi", "nvml", "selected", "recreate_check", "recreate", "reset_check", "reset", "record_check", "record", "reload_check", "reload"])
     smi_gpu, nvml_gpu = results["smi"]["gpus"][0], results["nvml"]["gpus"][0]
     # the note, by either backend; no instance is claimed
     assert smi_gpu["mig_listing_error"] == {"command": "nvidia-smi mig -lgi", "rc": 4,
@@ -76,7 +78,10 @@ def test_a_failed_listing_is_a_note_and_everything_that_would_record_or_destroy_
         assert results[name]["failed"] is True and results[name]["changed"] is False, name
         assert results[name]["msg"] == ("gpu_mig_layout failed: the MIG instances could not be listed (%s); nothing was recorded, "
                                         "and the reboot would lose the layout" % NVML_NOTE), name
-    # nothing was reset, destroyed or recorded
+    for name in ("reload_check", "reload"):
+        assert results[name]["failed"] is True and "the MIG instances could not be listed (%s)" % NVML_NOTE in results[name]["msg"], name
+    assert sim_state.load_state(node_root).get("driver_unloads", 0) == 0
+    # nothing was reset, reloaded, destroyed or recorded
     sim_state.update_state(node_root, lambda state: state.update({sim_mig.DENIED_KEY: False}))
     assert layout_of(node_root) == before
     records = journal(node_root) if os.path.exists(os.path.join(node_root, "var", "lib", "gpuops", "journal.jsonl")) else []
