@@ -209,7 +209,6 @@ class _MigReads:
         info.placement.start, info.placement.size = gi["start"], gi["size"]
         return NVML_SUCCESS
 
-
     def _gi_of_handle(self, gi_handle, call):
         """(gpu, GPU instance id, error code) of a GPU instance handle."""
         raw = (_handle_value(gi_handle) or 0) - GI_HANDLE_BASE

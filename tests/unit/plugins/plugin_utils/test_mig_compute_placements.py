@@ -83,8 +83,8 @@ def test_a_reset_restores_the_compute_placements_and_both_backends_show_them(tmp
         assert shown == [(0, 0, 2, 1), (0, 1, 0, 2), (4, 0, 0, 1), (4, 0, 1, 1)], name
     reset = results["reset"]
     assert reset["mig_layout"]["ok"] is True and reset["mig_layout"]["missing"] == []
-    assert reset["mig_layout"]["recorded"]["0"][0]["compute_placements"] == [{"profile_id": 1, "start": 0, "size": 2},
-                                                                            {"profile_id": 0, "start": 2, "size": 1}]
+    assert reset["mig_layout"]["recorded"]["0"][0]["compute_placements"] == [
+        {"profile_id": 1, "start": 0, "size": 2}, {"profile_id": 0, "start": 2, "size": 1}]
     assert ci_placements(node_root) == before
 
 

@@ -67,7 +67,8 @@ def test_a_failed_listing_is_a_note_and_everything_that_would_record_or_destroy_
     assert smi_gpu["gpu_instances"] == [] and nvml_gpu["gpu_instances"] == []
     # a selection of an instance on it: refused saying the listing failed, with the exit code
     selected = results["selected"]
-    assert selected["failed"] is True and selected["msg"].startswith("gpus: '0:1' names a MIG instance, but the MIG instances could not be listed (%s)" % SMI_NOTE)
+    assert selected["failed"] is True
+    assert selected["msg"].startswith("gpus: '0:1' names a MIG instance, but the MIG instances could not be listed (%s)" % SMI_NOTE)
     # the instance rung, a reset (its layout record) and the reboot's layout record: refused, in check mode as for real
     for name in ("recreate_check", "recreate"):
         assert results[name]["failed"] is True and results[name]["changed"] is False, name
@@ -90,8 +91,8 @@ def test_a_failed_listing_is_a_note_and_everything_that_would_record_or_destroy_
 
 def test_a_gpu_without_instances_is_an_answer_not_a_failure(tmp_path, node_root, collections_root):
     sim.create_node(node_root, {"gpus": [{"name": A100, "memory_mib": 81920, "mig_mode": True}]})
-    results = play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_holders_info: {backend: nvidia_smi}",
-                                                          "gpuops.remediation.gpu_holders_info: {backend: nvml}"], ["smi", "nvml"])
+    results = play(tmp_path, collections_root, node_root, [
+        "gpuops.remediation.gpu_holders_info: {backend: nvidia_smi}", "gpuops.remediation.gpu_holders_info: {backend: nvml}"], ["smi", "nvml"])
     for name in ("smi", "nvml"):
         gpu = results[name]["gpus"][0]
         assert gpu["gpu_instances"] == [] and "mig_listing_error" not in gpu, name
