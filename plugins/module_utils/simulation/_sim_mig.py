@@ -282,12 +282,12 @@ def instances_ghost_mib(gpu):
 
 
 def compute_instance_info(gpu, gi_id, ci_id):
-    """What NVML's nvmlComputeInstanceGetInfo gives: {"id", "profile_id", "start", "size"}, or raise MigError."""
+    """What NVML's nvmlComputeInstanceGetInfo gives: {"id", "gi", "profile_id", "start", "size"}, or raise MigError."""
     gi = find_gpu_instance(gpu, gi_id)
     for ci in gi["compute_instances"]:
         if ci["id"] == ci_id:
             start, size = ci_placement(gpu, gi, ci)
-            return {"id": ci["id"], "profile_id": ci["profile_id"], "start": start, "size": size}
+            return {"id": ci["id"], "gi": gi_id, "profile_id": ci["profile_id"], "start": start, "size": size}
     raise MigError("Not Found")
 
 

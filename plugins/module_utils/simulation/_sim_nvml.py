@@ -192,33 +192,38 @@ class _MigReads:
             rc = NVML_ERROR_NOT_FOUND
         return rc or _set_raw_handle(ref, GI_HANDLE_BASE, gpu, _value(gi_id))
 
+    def _owned(self, handle, base, end, call):
+        """(gpu, number, error code) of a GPU instance or compute instance handle: base + GPU index * HANDLE_STRIDE +
+        number, below `end`."""
+        raw = (_handle_value(handle) or 0) - base
+        if not 0 <= raw < end - base:
+            return None, None, NVML_ERROR_INVALID_ARGUMENT
+        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), call)
+        return gpu, raw % HANDLE_STRIDE, rc
+
+    def _instance_info(self, handle, base, end, call, read):
+        """(gpu, what read(gpu, number) gives, error code): an instance that is gone since its handle was taken is
+        Invalid Argument."""
+        gpu, number, rc = self._owned(handle, base, end, call)
+        if rc:
+            return gpu, None, rc
+        try:
+            return gpu, read(gpu, number), NVML_SUCCESS
+        except sim_mig.MigError:
+            return gpu, None, NVML_ERROR_INVALID_ARGUMENT
+
     def nvmlGpuInstanceGetInfo(self, gi_handle, ref):
-        raw = (_handle_value(gi_handle) or 0) - GI_HANDLE_BASE
-        if raw < 0:
-            return NVML_ERROR_INVALID_ARGUMENT
-        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), "nvmlGpuInstanceGetInfo")
+        gpu, gi, rc = self._instance_info(gi_handle, GI_HANDLE_BASE, CI_HANDLE_BASE, "nvmlGpuInstanceGetInfo", sim_mig.gpu_instance_info)
         if rc:
             return rc
-        try:
-            gi = sim_mig.gpu_instance_info(gpu, raw % HANDLE_STRIDE)
-        except sim_mig.MigError:
-            return NVML_ERROR_INVALID_ARGUMENT  # destroyed since the handle was taken
         info = _target(ref)
         ctypes.c_void_p.from_buffer(info, 0).value = HANDLE_BASE + gpu["index"]
         info.id, info.profileId = gi["id"], gi["profile_id"]
         info.placement.start, info.placement.size = gi["start"], gi["size"]
         return NVML_SUCCESS
 
-    def _gi_of_handle(self, gi_handle, call):
-        """(gpu, GPU instance id, error code) of a GPU instance handle."""
-        raw = (_handle_value(gi_handle) or 0) - GI_HANDLE_BASE
-        if not 0 <= raw < CI_HANDLE_BASE - GI_HANDLE_BASE:
-            return None, None, NVML_ERROR_INVALID_ARGUMENT
-        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), call)
-        return gpu, raw % HANDLE_STRIDE, rc
-
     def nvmlGpuInstanceGetComputeInstanceById(self, gi_handle, ci_id, ref):
-        gpu, gi_id, rc = self._gi_of_handle(gi_handle, "nvmlGpuInstanceGetComputeInstanceById")
+        gpu, gi_id, rc = self._owned(gi_handle, GI_HANDLE_BASE, CI_HANDLE_BASE, "nvmlGpuInstanceGetComputeInstanceById")
         if rc:
             return rc
         try:
@@ -228,20 +233,14 @@ class _MigReads:
         return _set_raw_handle(ref, CI_HANDLE_BASE, gpu, gi_id * 16 + _value(ci_id))
 
     def nvmlComputeInstanceGetInfo_v2(self, ci_handle, ref):
-        raw = (_handle_value(ci_handle) or 0) - CI_HANDLE_BASE
-        if raw < 0:
-            return NVML_ERROR_INVALID_ARGUMENT
-        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), "nvmlComputeInstanceGetInfo")
+        gpu, ci, rc = self._instance_info(ci_handle, CI_HANDLE_BASE, CI_HANDLE_BASE + 0x10000, "nvmlComputeInstanceGetInfo",
+                                          lambda gpu, number: sim_mig.compute_instance_info(gpu, *divmod(number, 16)))
         if rc:
             return rc
-        gi_id, ci_id = divmod(raw % HANDLE_STRIDE, 16)
-        try:
-            ci = sim_mig.compute_instance_info(gpu, gi_id, ci_id)
-        except sim_mig.MigError:
-            return NVML_ERROR_INVALID_ARGUMENT  # destroyed since the handle was taken
         info = _target(ref)
         ctypes.c_void_p.from_buffer(info, 0).value = HANDLE_BASE + gpu["index"]
-        ctypes.c_void_p.from_buffer(info, ctypes.sizeof(ctypes.c_void_p)).value = GI_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + gi_id
+        gi_handle = GI_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + ci["gi"]
+        ctypes.c_void_p.from_buffer(info, ctypes.sizeof(ctypes.c_void_p)).value = gi_handle
         info.id, info.profileId = ci["id"], ci["profile_id"]
         info.placement.start, info.placement.size = ci["start"], ci["size"]
         return NVML_SUCCESS
