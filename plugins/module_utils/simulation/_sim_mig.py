@@ -212,10 +212,9 @@ def create_compute_instance(gpu, gi_id, profile_id=None):
 def ci_name(gpu, gi, ci):
     """A compute instance's profile name: its GPU instance's for the full-size one, else "<n>c.<GPU instance's>"
     (1c.7g.80gb)."""
-    name = profiles(gpu["name"])[gi["profile_id"]]["name"]
-    start, size = ci_placement(gpu, gi, ci)
-    del start
-    return name if size == profiles(gpu["name"])[gi["profile_id"]]["compute"] else "%dc.%s" % (size, name)
+    profile = profiles(gpu["name"])[gi["profile_id"]]
+    size = ci_placement(gpu, gi, ci)[1]
+    return profile["name"] if size == profile["compute"] else "%dc.%s" % (size, profile["name"])
 
 
 def full_compute_profile_id(gpu, gi):
