@@ -13,7 +13,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
     ambiguous_instance, instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, node_instances, reaches,
-    resolve_instance, scope_words)
+    resolve_instance, scope_words, unlisted_for, unlisted_message)
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
@@ -100,6 +100,9 @@ def unknown_gpu_message(error):
     """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
     if isinstance(error, AmbiguousGpu):
         return _ambiguous_message(error)
+    unlisted = unlisted_for(error.gpus, error.name)
+    if unlisted:
+        return unlisted_message(error.name, unlisted)
     there = _gpus_text(error.gpus)
     if looks_like_instance(error.name) or any(gpu.get("gpu_instances") for gpu in error.gpus):
         return ("gpus: no GPU or MIG instance on this node is named %r (give an index, a UUID, a PCI bus id, a MIG device UUID "

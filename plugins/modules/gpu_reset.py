@@ -418,7 +418,11 @@ class GpuResetWorker:
                 keeper.record(keeper.gpus)
             services.stop(units)
             outcome = self._reset(groups, snapshot)
-        except (ServiceError, MigLayoutError) as exc:
+        except MigLayoutError as exc:
+            # The layout could not be recorded: no GPU is reset (each says why).
+            self.result["error"] = str(exc)
+            outcome = dict((index, {"reset": False, "message": "not reset: %s" % exc}) for group in groups for index in group)
+        except ServiceError as exc:
             self.result["error"] = str(exc)
         finally:
             restore_into(keeper, self.result)

@@ -22,6 +22,8 @@ RUNG_MODULES = {
     "graphics": "gpuops.remediation.gpu_graphics_restart",
 }
 HEALTH_MODULE = "gpuops.remediation.gpu_health_check"
+# Records the MIG layout before the reboot rung and creates it again after (the other rungs' modules keep it themselves).
+LAYOUT_MODULE = "gpuops.remediation.gpu_mig_layout"
 # The rungs after which the GPUs are checked (the health gate) before the node goes back into service: the ones that
 # reset the GPUs' state. A kill leaves the GPUs as they were; a reboot starts them afresh.
 GATED_RUNGS = ("reset", "reload")
