@@ -30,7 +30,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, outside_instances, reaches
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
@@ -246,8 +246,7 @@ def holdings_now(pid, snapshot):
         found = scan_holders_report(layout.dev_dir, proc_root=root, sys_dir=layout.sys_dir, workers=1,
                                     nvidia_dri=layout.dri_node_rule)["holders"].get(pid) or {}
     devices = found.get("devices") or []
-    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in snapshot["gpus"] if gpu.get("minor_number") is not None)
-    return {"gpus": sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices))), "devices": devices,
+    return {"gpus": device_gpus(devices, snapshot["gpus"]), "devices": devices,
             "seen_by": list(found.get("via") or [])}
 
 
