@@ -29,7 +29,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._node import cu
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, outside_instances, reaches
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import holder_instances, narrowed_instances, outside_instances, reaches
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
@@ -531,7 +531,8 @@ def beyond_selection(processes, selected, instances=None):
             found.append(dict(process, outside="no GPU: a client of the whole driver (holding %s)" % (
                 ", ".join(process.get("devices") or []) or "a driver context on no GPU")))
             continue
-        gpus = sorted(set(process.get("gpus") or []) - set(selected))
+        # A GPU instance's nvidia-caps node puts it on that GPU too, /dev/nvidia<N> held or not.
+        gpus = sorted((set(process.get("gpus") or []) | set(gpu for gpu, dummy_gi, dummy_ci in holder_instances(process))) - set(selected))
         others = (["GPU " + ",".join(str(index) for index in gpus)] if gpus else []) + outside_instances(process, instances or {})
         if others:
             found.append(dict(process, outside=", ".join(others)))

@@ -62,3 +62,31 @@ def test_a_minor_that_is_not_plain_ascii_digits_names_no_node(tmp_path):
         path.parent.mkdir(parents=True)
         path.write_text(text, encoding="utf-8")
     assert mig_caps.instance_minors(str(tmp_path)) == {40: [{"gpu": 0, "gi": 5, "ci": None}]}
+
+
+def test_a_process_holding_another_gpus_instance_node_is_refused_by_a_run_on_this_gpu(tmp_path, node_root, collections_root):
+    """The nvidia-caps node of GPU 1's instance puts the process in that instance, whether or not it holds /dev/nvidia1:
+    a run on GPU 0 alone (whole, or narrowed to an instance of it) would end its work there, and refuses it, naming it."""
+    sim.create_node(node_root, {"gpus": [{"name": A100, "memory_mib": 81920, "mig_mode": True, "mig_instances": ["1g.10gb"] * 7},
+                                         {"name": A100, "memory_mib": 81920, "mig_mode": True, "mig_instances": ["1g.10gb"] * 2}]})
+    caps = os.path.join(node_root, "dev", "nvidia-caps")
+    paths = [os.path.join(node_root, "dev", "nvidia0"), os.path.join(caps, "nvidia-cap%d" % sim_mig.cap_minor(0, 3)),
+             os.path.join(caps, "nvidia-cap%d" % sim_mig.cap_minor(1, 1))]
+    holder = bounded.start([sys.executable, "-c", HOLD] + paths, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert bounded.line(holder, "the process holding the files") == "held"
+        tasks = []
+        for key in ("0:3", "0"):
+            task = "gpuops.remediation.gpu_kill: {gpus: [\"%s\"], end_running_jobs: true}\n      ignore_errors: true" % key
+            tasks += [task + "\n      check_mode: true", task]
+        names = ["plan_instance", "real_instance", "plan_gpu", "real_gpu"]
+        results = play(tmp_path, collections_root, node_root, tasks, names)
+        for name in names:
+            result = results[name]
+            assert result["failed"] is True and result["changed"] is False, (name, result.get("signalled"), result.get("msg"))
+            assert [p["pid"] for p in result["beyond_selection"]] == [holder.pid], name
+            assert "GPU 1" in result["beyond_selection"][0]["outside"], (name, result["beyond_selection"][0]["outside"])
+        assert holder.poll() is None  # it runs on
+    finally:
+        holder.stdin.close()
+        bounded.wait(holder, "the process holding the files")
