@@ -3,8 +3,9 @@
 """An nvidia-caps node is in every instance whose capabilities access file names its minor: when two files name the same
 one, a process holding it is counted in both (never in whichever file was read last), so a run narrowed to one of them
 refuses it and the other instance counts it as its holder. A DeviceFileMinor that is not plain ASCII digits (negative,
-hexadecimal, other digits, too long) names no node. A process holding another GPU's instance node is on that GPU too. Through ansible-playbook on a simulated A100 split in seven, the
-process a real one holding the simulated device files."""
+hexadecimal, other digits, too long) names no node. A process holding another GPU's instance node is on that GPU too.
+Through ansible-playbook on simulated A100s split in instances, the processes real ones holding the simulated device
+files."""
 
 from __future__ import annotations
 
