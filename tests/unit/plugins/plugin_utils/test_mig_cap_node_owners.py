@@ -17,7 +17,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
-from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import play
+from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import narrowed_kills, play, refused_beyond
 
 A100 = "NVIDIA A100-SXM4-80GB"
 HOLD = "import sys\nfiles = [open(path) for path in sys.argv[1:]]\nsys.stdout.write('held\\n')\nsys.stdout.flush()\nsys.stdin.read()\n"
@@ -37,14 +37,10 @@ def test_a_minor_two_access_files_name_is_both_instances_and_a_narrowed_kill_ref
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert bounded.line(holder, "the process holding the files") == "held"
-        task = "gpuops.remediation.gpu_kill: {gpus: [\"0:5\"], end_running_jobs: true}\n      ignore_errors: true"
-        results = play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_holders_info: {gpus: [\"0\"]}",
-                                                               task + "\n      check_mode: true", task], ["info", "plan", "real"])
+        results = play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_holders_info: {gpus: [\"0\"]}"] + narrowed_kills(["0:5"]),
+                       ["info", "plan", "real"])
         for name in ("plan", "real"):
-            result = results[name]
-            assert result["failed"] is True and result["changed"] is False, (name, result.get("signalled"), result.get("msg"))
-            assert [p["pid"] for p in result["beyond_selection"]] == [holder.pid], name
-            assert "MIG instance 0:3" in result["msg"], (name, result["msg"])
+            assert refused_beyond(results[name], name, holder.pid)["outside"] == "MIG instance 0:3", name
         assert holder.poll() is None  # it runs on
         seen = [h for h in results["info"]["holders"] if h["pid"] == holder.pid][0]
         assert [i["gpu_instance_id"] for i in seen["mig_instances"]] == [3, 5]
@@ -76,17 +72,10 @@ def test_a_process_holding_another_gpus_instance_node_is_refused_by_a_run_on_thi
     holder = bounded.start([sys.executable, "-c", HOLD] + paths, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert bounded.line(holder, "the process holding the files") == "held"
-        tasks = []
-        for key in ("0:3", "0"):
-            task = "gpuops.remediation.gpu_kill: {gpus: [\"%s\"], end_running_jobs: true}\n      ignore_errors: true" % key
-            tasks += [task + "\n      check_mode: true", task]
         names = ["plan_instance", "real_instance", "plan_gpu", "real_gpu"]
-        results = play(tmp_path, collections_root, node_root, tasks, names)
+        results = play(tmp_path, collections_root, node_root, narrowed_kills(["0:3", "0"]), names)
         for name in names:
-            result = results[name]
-            assert result["failed"] is True and result["changed"] is False, (name, result.get("signalled"), result.get("msg"))
-            assert [p["pid"] for p in result["beyond_selection"]] == [holder.pid], name
-            assert "GPU 1" in result["beyond_selection"][0]["outside"], (name, result["beyond_selection"][0]["outside"])
+            assert refused_beyond(results[name], name, holder.pid)["outside"].startswith("GPU 1"), name
         assert holder.poll() is None  # it runs on
     finally:
         holder.stdin.close()

@@ -19,7 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.simulation impo
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_tools as sim_tools
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as sim_state
 from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
-from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import play
+from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import narrowed_kills, play, refused_beyond
 
 A100 = "NVIDIA A100-SXM4-80GB"
 HOLD = "import sys\nfiles = [open(path) for path in sys.argv[1:]]\nsys.stdout.write('held\\n')\nsys.stdout.flush()\nsys.stdin.read()\n"
@@ -45,17 +45,11 @@ def test_a_process_in_two_compute_instances_is_in_both_and_a_narrowed_kill_refus
     both = bounded.start([sys.executable, "-c", HOLD] + paths, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert bounded.line(both, "the process holding the files") == "held"
-        tasks = []
-        for key in ("0:1/1", "0:1/0"):
-            task = "gpuops.remediation.gpu_kill: {gpus: [\"%s\"], end_running_jobs: true}\n      ignore_errors: true" % key
-            tasks += [task + "\n      check_mode: true", task]
-        results = play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_holders_info: {gpus: [\"0:1/1\"]}"] + tasks,
+        results = play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_holders_info: {gpus: [\"0:1/1\"]}"] + narrowed_kills(["0:1/1", "0:1/0"]),
                        ["info", "plan1", "real1", "plan0", "real0"])
         for name, left_out in (("plan1", "0:1/0"), ("real1", "0:1/0"), ("plan0", "0:1/1"), ("real0", "0:1/1")):
-            result = results[name]
-            assert result["failed"] is True and result["changed"] is False, (name, result.get("signalled"), result.get("msg"))
-            assert [p["pid"] for p in result["beyond_selection"]] == [both.pid], name
-            assert "MIG instance %s" % left_out in result["msg"], (name, result["msg"])
+            assert refused_beyond(results[name], name, both.pid)["outside"] == "MIG instance %s" % left_out, name
+            assert "MIG instance %s" % left_out in results[name]["msg"], (name, results[name]["msg"])
         assert both.poll() is None  # it runs on
         seen = [h for h in results["info"]["holders"] if h["pid"] == both.pid][0]
         assert sorted((i["gpu_instance_id"], i["compute_instance_id"]) for i in seen["mig_instances"]) == [(1, 0), (1, 1)]
