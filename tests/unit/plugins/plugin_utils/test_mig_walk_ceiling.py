@@ -34,7 +34,7 @@ def test_a_walk_narrowed_to_an_instance_stops_at_the_instance_rung_whatever_max_
     for name, entry in (("check", plan), ("real", report)):
         assert [step["rung"] for step in entry["rungs_tried"]] == ["instance"], (name, entry["msg"])
         assert entry["rungs_tried"][0]["failed"] is True, name
-        assert "gpu_reclaim_gpus" in entry["msg"] and "MIG instance 0:3" in entry["msg"] and "whole GPU (0)" in entry["msg"], (name, entry["msg"])
+        assert "narrows the run to MIG instance 0:3" in entry["msg"] and "whole GPU (0)" in entry["msg"], (name, entry["msg"])
     assert report["status"] == "failed" and run.returncode != 0
     assert resets(commands) == []
     assert all(os.path.exists("/proc/%d" % pid) for pid in jobs) and len(jobs) == 6
