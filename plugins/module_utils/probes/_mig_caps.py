@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 _ACCESS_READ_LIMIT = 4096  # an access file is three short lines
-_MINOR_KEY = "DeviceFileMinor:"
+_MINOR_KEY = "DeviceFileMinor"
 
 
 def _number_after(text, prefix, digits=9):
@@ -29,9 +29,10 @@ def access_minor(path):
     except (IOError, OSError):
         return None
     for line in text.splitlines():
-        minor = _number_after(line.replace(" ", "").replace("\t", ""), _MINOR_KEY)
-        if minor is not None:
-            return minor
+        key, colon, value = line.partition(":")
+        if colon and key.strip() == _MINOR_KEY:
+            # "4 1" is no number: blanks count only around it
+            return _number_after(value.strip(), "")
     return None
 
 

@@ -53,7 +53,8 @@ def test_a_minor_two_access_files_name_is_both_instances_and_a_narrowed_kill_ref
 
 def test_a_minor_that_is_not_plain_ascii_digits_names_no_node(tmp_path):
     texts = {1: "DeviceFileMinor: -12\n", 2: "DeviceFileMinor: 1%s\n" % ("0" * 20), 3: "DeviceFileMinor: 0x1f\n",
-             4: "DeviceFileMinor: \u0664\u0660\n", 5: "DeviceFileMinor: 40\n"}
+             4: "DeviceFileMinor: \u0664\u0660\n", 6: "DeviceFileMinor: 4 1\n", 7: "Device File Minor: 41\n",
+             5: "DeviceFileMode: 292\n  DeviceFileMinor:\t40 \n"}
     for gi, text in texts.items():
         path = tmp_path / "gpu0" / "mig" / ("gi%d" % gi) / "access"
         path.parent.mkdir(parents=True)
