@@ -13,8 +13,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
     ambiguous_instance, instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, node_instances, reaches,
-    resolve_instance, scope_words)
-from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
+    resolve_instance, scope_words, unlisted_for, unlisted_message)
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
@@ -25,7 +24,6 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procsca
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, NO_GPU_SELECTED, NO_RUNG, answer_events, gpu_state, verdict
-from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
 # The classes a live scheduler job's process turns busy (a zombie, a D-state process or a GPU daemon stays what it is).
@@ -59,41 +57,10 @@ class SnapshotOptions:
         return cls(**dict((name, params[name]) for name in names if name in params))
 
 
-# The options every module that takes a snapshot accepts (merged into its argument_spec).
-SNAPSHOT_ARGUMENT_SPEC = dict(
-    gpus=dict(type="list", elements="str"),
-    backend=dict(type="str", default="auto", choices=["auto", "nvml", "nvidia_smi"]),
-    probe_timeout=dict(type="float", default=10.0),
-    kernel_log_source=dict(type="str", default="auto", choices=["auto", "journal", "dmesg", "file", "none"]),
-    kernel_log_path=dict(type="path"),
-    kernel_log_window=dict(type="int"),
-    ghost_threshold_mib=dict(type="int", default=256),
-    xid_policy=dict(type="dict", default={}),
-)
-
 # gpu_holders_info's choice of scan tier (the acting modules always read every memory map).
 MEMORY_MAPS_ARGUMENT_SPEC = dict(
     scan_memory_maps=dict(type="str", default="auto", choices=["auto", "always", "never"]),
 )
-
-
-def validate_snapshot_params(module):
-    """Fail before anything runs when an option is out of range, naming it and its value."""
-    params = module.params
-    if not within("probe_timeout", params["probe_timeout"]):
-        module.fail_json(msg="probe_timeout must be greater than 0, got %r" % params["probe_timeout"])
-    if params["kernel_log_window"] is not None and not within("kernel_log_window", params["kernel_log_window"]):
-        module.fail_json(msg="kernel_log_window must be a positive number of minutes, got %r" % params["kernel_log_window"])
-    if not within("ghost_threshold_mib", params["ghost_threshold_mib"]):
-        module.fail_json(msg="ghost_threshold_mib must be 0 or more, got %r" % params["ghost_threshold_mib"])
-    try:
-        parse_policy(params.get("xid_policy"))
-    except PolicyError as exc:
-        module.fail_json(msg=str(exc))
-    if params["kernel_log_source"] == "file" and not params["kernel_log_path"]:
-        module.fail_json(msg="kernel_log_source=file needs kernel_log_path")
-    if params["kernel_log_path"] and params["kernel_log_source"] not in ("file", "auto"):
-        module.fail_json(msg="kernel_log_path is only used with kernel_log_source=file, got kernel_log_source=%s" % params["kernel_log_source"])
 
 
 class UnknownGpu(ValueError):
@@ -133,6 +100,9 @@ def unknown_gpu_message(error):
     """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
     if isinstance(error, AmbiguousGpu):
         return _ambiguous_message(error)
+    unlisted = unlisted_for(error.gpus, error.name)
+    if unlisted:
+        return unlisted_message(error.name, unlisted)
     there = _gpus_text(error.gpus)
     if looks_like_instance(error.name) or any(gpu.get("gpu_instances") for gpu in error.gpus):
         return ("gpus: no GPU or MIG instance on this node is named %r (give an index, a UUID, a PCI bus id, a MIG device UUID "

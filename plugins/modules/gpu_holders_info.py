@@ -346,8 +346,9 @@ compile_each_file_once()  # before the collection's other imports: zipimport com
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import SNAPSHOT_ARGUMENT_SPEC, validate_snapshot_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    MEMORY_MAPS_ARGUMENT_SPEC, SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
+    MEMORY_MAPS_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail,
 )
 
 

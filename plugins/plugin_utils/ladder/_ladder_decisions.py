@@ -10,7 +10,9 @@ import re
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import (
     HELD_STATES, IN_USE, NO_RUNG, RUNGS, entry_floor, memory_held, rung_index, running_job_holders, verdict, VM_CLASS, windows_verdict,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import mig_layout_at_stake
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import GATED_RUNGS
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import LINUX
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._words import plural
 
@@ -319,3 +321,10 @@ def host_fails(outcome):
     """Whether the walk's outcome fails the host: memory still held after the allowed rungs, the walk refused, or only
     some GPUs helped. Every role that fails a host reads this answer (gpu_ladder's host_fails), none repeats it."""
     return bool(outcome) and outcome.get("status") in FAILING_STATUSES
+
+
+def reboot_keeps_mig_layout(options, snapshot):
+    """Whether the walk records the MIG layout before the reboot rung (gpu_mig_layout) and creates it again after: on
+    Linux (Windows has no MIG) when a reboot may lose one (mig_layout_at_stake; a walk scoped to some GPUs does not see
+    the others, which the reboot reaches too)."""
+    return options.platform == LINUX.name and mig_layout_at_stake(snapshot, options.snapshot_args.get("gpus") is not None)
