@@ -349,6 +349,9 @@ def _collect_worker(worker):
 # Each worker takes this many pieces of the process list on average: few enough that taking one costs nothing (one
 # read of a pipe), enough that a worker slowed by other work on its core leaves little for the others to wait on.
 _PIECES_PER_WORKER = 64
+# At most this many pieces, so that their indexes (two bytes each) fit in one write to an empty pipe, which never
+# blocks (PIPE_BUF, 4096 bytes, is the least a pipe holds), whatever number of workers a caller asks for.
+_MAX_PIECES = 2048
 _INDEX_BYTES = 2
 
 
@@ -373,7 +376,7 @@ def _shared(names, workers, work):
     """
     if workers <= 1:
         return [work(names)]
-    size = max(1, -(-len(names) // (workers * _PIECES_PER_WORKER)))
+    size = max(1, -(-len(names) // min(workers * _PIECES_PER_WORKER, _MAX_PIECES)))
     pieces = [names[at:at + size] for at in range(0, len(names), size)]
     queue_fd, write_fd = os.pipe()
     try:
