@@ -11,14 +11,15 @@ not share their leader's file table (kcmp says so) have their own fds read, as d
 process whose leader exited (_threads). A holder's record is read by _process.
 
 The scan runs over every process on the node, so it is written for speed: one os.listdir and one os.stat
-per fd, the maps file read as bytes with os.read and searched for the few filesystem numbers the device
-nodes live on before any line is looked at, no objects built for processes that hold nothing, and full
-records (stat, cmdline, uid) only for the holders. It has two tiers: the fds of every process always, the
-memory maps of every process only when asked (memory_maps=True), else only those of the pids named in
-map_pids. Nine tenths of a full scan is the kernel formatting maps files, a page per read (about 1.5 us a
-line, measured): no buffer size or Python change makes that cheaper, so the tier that skips them is what
-makes a healthy node cheap. On a large process table the scan shares the work among a few forked workers,
-one per core (threads would serialise on the GIL at every system call); the fds are read first, so that
+per fd, the maps file read as bytes with os.read and searched (the C library's memmem) for the few
+filesystem numbers the device nodes live on before any line is looked at, no objects built for processes
+that hold nothing, and full records (stat, cmdline, uid) only for the holders. It has two tiers: the fds of
+every process always, the memory maps of every process only when asked (memory_maps=True), else only those
+of the pids named in map_pids. Most of a full scan is the kernel formatting maps files, a page per read
+(escaping each mapped file's path takes the most): no buffer size or Python change makes that cheaper, so
+the tier that skips them is what makes a healthy node cheap. On a large process table the scan shares the
+work among a few forked workers, one per core (threads would serialise on the GIL at every system call),
+each taking small pieces of the process list from a queue as it is free; the fds are read first, so that
 the device nodes other processes opened (a container's own nodes) are known when the maps are read.
 
 A process stuck with its mmap lock held (D state inside the driver) makes a read of its maps block, as it
