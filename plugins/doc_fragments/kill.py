@@ -8,7 +8,7 @@ from __future__ import annotations
 
 class ModuleDocFragment:
 
-    # How every module that ends processes ends them (module_utils.kill._kill.KILL_ARGUMENT_SPEC): one policy, one path.
+    # How every module that ends processes ends them (module_utils._argument_specs.KILL_ARGUMENT_SPEC): one policy, one path.
     DOCUMENTATION = r"""
 options:
   signals:

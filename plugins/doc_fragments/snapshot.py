@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The options of every module that takes a snapshot of a Linux GPU node (module_utils._snapshot.SNAPSHOT_ARGUMENT_SPEC)."""
+"""The options of every module that takes a snapshot of a Linux GPU node (module_utils._argument_specs.SNAPSHOT_ARGUMENT_SPEC)."""
 
 from __future__ import annotations
 
 
 class ModuleDocFragment:
 
-    # The options of every module that takes a snapshot of the node (module_utils._snapshot.SNAPSHOT_ARGUMENT_SPEC).
+    # The options of every module that takes a snapshot of the node (module_utils._argument_specs.SNAPSHOT_ARGUMENT_SPEC).
     DOCUMENTATION = r"""
 options:
   gpus:
@@ -95,7 +95,7 @@ options:
     default: auto
 """
 
-    # The options of the modules that act (module_utils._action.ACTION_ARGUMENT_SPEC).
+    # The options of the modules that act (module_utils._argument_specs.ACTION_ARGUMENT_SPEC).
     ACTION = r"""
 options:
   journal_path:

@@ -16,14 +16,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._lock import Lo
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_keeper import failure_message, restore_left_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import ACTION_ARGUMENT_SPEC, SNAPSHOT_ARGUMENT_SPEC, validate_snapshot_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, UnknownGpu, select_gpus, snapshot_or_fail, unknown_gpu_message, validate_snapshot_params,
-)
-
-ACTION_ARGUMENT_SPEC = dict(
-    journal_path=dict(type="path"),
-    lock_timeout=dict(type="float", default=60.0),
-    run_id=dict(type="str"),
+    SnapshotOptions, UnknownGpu, select_gpus, snapshot_or_fail, unknown_gpu_message,
 )
 
 

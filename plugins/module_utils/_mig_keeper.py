@@ -11,9 +11,10 @@ from __future__ import annotations
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import (
-    RC_NOT_FOUND, build_layout, create_argv, create_ci_argv, created_gi, describe, follow_gpus, mig_gpus, pending_mig_change, restore_steps,
+    build_layout, create_argv, create_ci_argv, created_gi, describe, follow_gpus, mig_gpus, pending_mig_change, placement_mismatches,
+    restore_steps,
 )
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import parse_lci, parse_lgi
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import RC_NOT_FOUND, parse_lci, parse_lgi, unlisted_words
 
 ACTION = "mig_layout"
 
@@ -30,8 +31,9 @@ def _last_line(result):
 class MigLayoutKeeper:
     """The layout of one set of MIG GPUs, from record() to restore()."""
 
-    def __init__(self, module, layout, journal, gpus=None, uuids=None):
+    def __init__(self, module, layout, journal, gpus=None, uuids=None, unlisted=None):
         self.module = module
+        self.unlisted = list(unlisted or [])  # the snapshot's GPUs whose MIG listing failed (mig_listing_error)
         self.gpus = sorted(gpus or [])
         self.uuids = dict((str(index), uuid) for index, uuid in (uuids or {}).items() if uuid)  # each GPU by identity
         self.journal = journal
@@ -44,6 +46,10 @@ class MigLayoutKeeper:
 
     def read(self, indexes):
         """The layout of the GPUs `indexes` now, from nvidia-smi mig -lgi and -lci; raises MigLayoutError."""
+        unlisted = [gpu for gpu in self.unlisted if gpu["index"] in indexes]
+        if unlisted:
+            # An empty layout recorded, then "restored", would lose the instances the listing did not show.
+            raise MigLayoutError("the MIG instances could not be listed (%s)" % unlisted_words(unlisted))
         listings = []
         for verb in ("-lgi", "-lci"):
             try:
@@ -78,13 +84,13 @@ class MigLayoutKeeper:
                   "missing": [], "errors": [], "ok": False, "of_run": self.of_run}
         wanted = self.recorded
         try:
-            wanted, lost = follow_gpus(self.recorded, self.uuids, self._indexes_now()) if self.uuids else (self.recorded, [])
+            wanted, lost = follow_gpus(self.recorded, self.uuids, self.indexes_now()) if self.uuids else (self.recorded, [])
             report["errors"] += lost
             gpus = sorted(int(gpu) for gpu in wanted)
             for step in restore_steps(wanted, self.read(gpus)):
                 self._create(step, report)
             report["now"] = self.read(gpus)
-            report["missing"] = [describe(step) for step in restore_steps(wanted, report["now"])]
+            report["missing"] = [describe(step) for step in restore_steps(wanted, report["now"])] + placement_mismatches(wanted, report["now"])
         except MigLayoutError as exc:
             report["errors"].append(str(exc))
             report["missing"] = [describe(step) for step in restore_steps(wanted, {})]
@@ -93,7 +99,7 @@ class MigLayoutKeeper:
             self.journal.outcome(self.entry, report["ok"], missing=report["missing"], created=report["created"], of=self.of)
         return report
 
-    def _indexes_now(self):
+    def indexes_now(self):
         """{uuid: index} of the GPUs the driver lists now (nvidia-smi --query-gpu=index,uuid); raises MigLayoutError."""
         argv = [self.nvidia_smi, "--query-gpu=index,uuid", "--format=csv,noheader"]
         try:
@@ -138,11 +144,22 @@ def restore_left_layout(module, layout, journal, record):
     return keeper.restore()
 
 
+def restore_plan(module, layout, journal, record):
+    """Check mode's report of the restore of `record` (a journal intent `mig_layout`): what is missing of it now, which
+    the real run would create; writes nothing."""
+    keeper = MigLayoutKeeper(module, layout, journal, uuids=record.get("uuids") if isinstance(record.get("uuids"), dict) else {})
+    wanted, lost = follow_gpus(record["layout"], keeper.uuids, keeper.indexes_now()) if keeper.uuids else (record["layout"], [])
+    steps = restore_steps(wanted, keeper.read(sorted(int(gpu) for gpu in wanted)))
+    return {"gpus": sorted(int(gpu) for gpu in wanted), "recorded": record["layout"], "would_restore": [describe(step) for step in steps],
+            "errors": lost}
+
+
 def keeper_for(module, layout, journal, snapshot, indexes):
     """A MigLayoutKeeper of the GPUs among `indexes` with MIG mode on (a reset or reload loses their instances), or None."""
     gpus = mig_gpus(snapshot, set(indexes))
     uuids = dict((gpu["index"], gpu.get("uuid")) for gpu in snapshot["gpus"] if gpu["index"] in gpus)
-    return MigLayoutKeeper(module, layout, journal, gpus, uuids) if gpus else None
+    unlisted = [gpu for gpu in snapshot["gpus"] if gpu["index"] in gpus and gpu.get("mig_listing_error")]
+    return MigLayoutKeeper(module, layout, journal, gpus, uuids, unlisted) if gpus else None
 
 
 def planned(keeper):

@@ -1,21 +1,22 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Never lose a node's MIG layout: read it before a GPU reset or a driver reload (which leave MIG mode on and no
-instance at all), keep it in the journal, create exactly it again afterwards, read it back.
+"""Never lose a node's MIG layout: read it before a GPU reset, a driver reload or a reboot (which leave MIG mode on and
+no instance at all), keep it in the journal, create exactly it again afterwards, read it back.
 
 A layout is, per GPU index (a string, as JSON keys are), its GPU instances: {"profile_id", "start", "size", "gi" (the id
-the driver gave it, for the report), "compute" (its compute instances' profile ids, sorted)}. Two layouts are the same
-when each GPU has the same instances by profile and placement with the same compute instance profiles: the ids are the
-driver's to choose. Read from `nvidia-smi mig -lgi` and `-lci` (the snapshot's parsers, _mig_instances); written with
-`nvidia-smi mig -i <gpu> -cgi <profile>:<start>` then `-cci <profiles> -gi <id>`, argv only. Linux only.
+the driver gave it, for the report), "compute" (its compute instances' profile ids, sorted), "compute_placements"
+(each compute instance's {"profile_id", "start", "size"} in its GPU instance, in placement order)}. Two layouts are the
+same when each GPU has the same instances by profile and placement with the same compute instances by profile and
+placement: the ids are the driver's to choose. Read from `nvidia-smi mig -lgi` and `-lci` (the snapshot's parsers,
+_mig_instances); written with `nvidia-smi mig -i <gpu> -cgi <profile>:<start>` then `-cci <profiles> -gi <id>`, argv
+only. `-cci` takes no placement: the compute instances are created in the recorded placement order (the driver gives
+each the lowest free one) and read back; one the driver placed elsewhere is a failed restore naming it. Linux only.
 """
 
 from __future__ import annotations
 
 import re
 
-# nvidia-smi exits 6 (Not Found) when a listing is empty: "No GPU instances found: Not Found".
-RC_NOT_FOUND = 6
 _CREATED_GI = re.compile(r"^Successfully created GPU instance ID +(\d+) on GPU +(\d+) ")
 
 
@@ -25,12 +26,19 @@ def build_layout(gpu_instances, compute_instances, indexes):
     layout = dict((str(index), []) for index in indexes)
     for (gpu, gi_id), gi in sorted(gpu_instances.items()):
         if str(gpu) in layout:
-            compute = sorted(ci["profile_id"] for (ci_gpu, ci_gi, dummy), ci in compute_instances.items() if (ci_gpu, ci_gi) == (gpu, gi_id))
+            mine = [ci for (ci_gpu, ci_gi, dummy), ci in compute_instances.items() if (ci_gpu, ci_gi) == (gpu, gi_id)]
             layout[str(gpu)].append({"profile_id": gi["profile_id"], "name": gi["profile"], "start": gi["placement"]["start"],
-                                     "size": gi["placement"]["size"], "gi": gi_id, "compute": compute})
+                                     "size": gi["placement"]["size"], "gi": gi_id, "compute": sorted(ci["profile_id"] for ci in mine),
+                                     "compute_placements": compute_placements(mine)})
     for instances in layout.values():
         instances.sort(key=lambda gi: gi["start"])
     return layout
+
+
+def compute_placements(compute_instances):
+    """[{"profile_id", "start", "size"}] of a GPU instance's compute instances in placement order (as -lci lists them)."""
+    return sorted(({"profile_id": ci["profile_id"], "start": ci["placement"]["start"], "size": ci["placement"]["size"]}
+                   for ci in compute_instances if ci.get("placement")), key=lambda ci: (ci["start"], ci["profile_id"]))
 
 
 def _key(gi):
@@ -49,7 +57,8 @@ def restore_steps(recorded, current):
         now = dict((_key(gi), gi) for gi in current.get(gpu, []))
         for gi in instances:
             there = now.get(_key(gi))
-            wanted = list(gi["compute"])
+            # in the recorded placement order: the driver places each new compute instance at the lowest free slot
+            wanted = [ci["profile_id"] for ci in gi.get("compute_placements") or []] or list(gi["compute"])
             for profile in (there or {}).get("compute", []):
                 if profile in wanted:
                     wanted.remove(profile)
@@ -57,6 +66,26 @@ def restore_steps(recorded, current):
                 steps.append({"gpu": int(gpu), "profile_id": gi["profile_id"], "start": gi["start"], "name": gi.get("name"),
                               "gi": there["gi"] if there else None, "compute": wanted})
     return steps
+
+
+def placement_mismatches(recorded, current):
+    """Each recorded compute instance whose placement the GPU instance now (same profile and placement) does not have,
+    as an operator names it ("GPU 0: 7g.80gb (profile 0) at placement 0: compute instance of profile 0 at 1:1, read back at
+    0:1"): the restore created it, but elsewhere. A record without compute placements (an older run's) has none."""
+    found = []
+    for gpu, instances in sorted(recorded.items(), key=lambda item: int(item[0])):
+        now = dict((_key(gi), gi) for gi in current.get(gpu, []))
+        for gi in instances:
+            there = now.get(_key(gi))
+            if there is None or not gi.get("compute_placements"):
+                continue
+            have = [(ci["profile_id"], ci["start"], ci["size"]) for ci in there.get("compute_placements") or []]
+            for ci in gi["compute_placements"]:
+                if (ci["profile_id"], ci["start"], ci["size"]) not in have:
+                    read = ", ".join("%d:%d" % (start, size) for profile, start, size in have if profile == ci["profile_id"]) or "none"
+                    found.append("GPU %s: %s (profile %d) at placement %d: compute instance of profile %d at %d:%d, read back at %s" % (
+                        gpu, gi.get("name") or "instance", gi["profile_id"], gi["start"], ci["profile_id"], ci["start"], ci["size"], read))
+    return found
 
 
 def follow_gpus(recorded, uuids, indexes_now):
@@ -86,6 +115,14 @@ def describe(step):
     return what
 
 
+def reboot_plan_line(recorded, check_mode):
+    """What the reboot rung says of the layout it keeps: the GPUs and each instance it creates again after the reboot."""
+    steps = restore_steps(recorded, {})
+    return "%s the MIG layout of GPU %s, to create again after the reboot: %s" % (
+        "would record" if check_mode else "recorded", ", ".join(sorted(recorded, key=int)),
+        "; ".join(describe(step) for step in steps) or "no instance")
+
+
 def create_argv(nvidia_smi, step):
     """The argv that creates the GPU instance of one step at its placement (no compute instance: create_ci_argv)."""
     return [nvidia_smi, "mig", "-i", str(step["gpu"]), "-cgi", "%d:%d" % (step["profile_id"], step["start"])]
@@ -107,6 +144,12 @@ def created_gi(out):
 def mig_gpus(snapshot, indexes):
     """The GPUs among `indexes` whose MIG mode is on now: those whose layout a reset or a reload would lose."""
     return [gpu["index"] for gpu in snapshot["gpus"] if gpu["index"] in indexes and (gpu.get("mig_mode") or {}).get("current")]
+
+
+def mig_layout_at_stake(snapshot, scoped):
+    """Whether a reboot of the node may lose a MIG layout: a GPU of the snapshot has MIG mode on, or the snapshot is
+    `scoped` to some GPUs (a reboot reaches the others too, which it does not show)."""
+    return scoped or any((gpu.get("mig_mode") or {}).get("current") for gpu in (snapshot or {}).get("gpus") or [])
 
 
 def pending_mig_change(gpu):

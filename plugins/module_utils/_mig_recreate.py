@@ -11,6 +11,8 @@ exactly). Linux only.
 
 from __future__ import annotations
 
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import listing_words
+
 
 def _label(gpu, gi):
     return "MIG instance %s:%s (%s, profile %s, placement %s)" % (
@@ -37,6 +39,10 @@ def recreate_plan(snapshot, ghost_threshold_mib, instances=None):
     """
     to_recreate, refused = [], []
     for gpu in snapshot["gpus"]:
+        if gpu.get("mig_listing_error"):
+            # No listing is no answer: which instance holds ghost memory, and what to create again, are unknown.
+            refused.append({"gpu": gpu["index"], "gi": None, "label": "GPU %s" % gpu["index"],
+                            "why": "its MIG instances could not be listed (%s): none is destroyed or created" % listing_words(gpu["mig_listing_error"])})
         for gi in gpu.get("gpu_instances") or []:
             ghost = gi.get("unattributed_mib")
             if not gi.get("selected", True) or ghost is None or ghost <= ghost_threshold_mib:

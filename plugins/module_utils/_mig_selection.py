@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import unlisted_words
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 
 # GPU : GPU instance id [/ compute instance id], the GPU by index, UUID or PCI bus id ("0:3/0", "0000:01:00:5/0"); a text
@@ -37,6 +38,23 @@ def node_instances(gpus):
 def instances_text(gpus):
     """The node's instances for a refusal: "0:1/0 (MIG-...), 0:2/0 (MIG-...)", or "none"."""
     return ", ".join("%s (%s)" % (instance_label(g, gi, ci), uuid or "no UUID") for g, gi, ci, uuid in node_instances(gpus)) or "none"
+
+
+def unlisted_for(gpus, key):
+    """The GPUs whose MIG instances could not be listed (mig_listing_error) that the instance name `key` may be on: the
+    GPU a GPU:GI[/CI] names, every such GPU for a MIG device UUID; [] for a key that names no instance."""
+    failed = [gpu for gpu in gpus if gpu.get("mig_listing_error")]
+    if key.upper().startswith("MIG-"):
+        return failed
+    match = _INSTANCE_KEY.match(key)
+    return [gpu for gpu in failed if names_gpu(gpu, match.group("gpu"))] if match else []
+
+
+def unlisted_message(key, unlisted):
+    """Why an instance name on a GPU whose MIG listing failed selects nothing."""
+    return ("gpus: %r names a MIG instance, but the MIG instances could not be listed (%s): nothing was selected; select "
+            "the whole GPU (%s), or the instance once its listing works" % (
+                key, unlisted_words(unlisted), ", ".join(str(gpu["index"]) for gpu in unlisted)))
 
 
 def looks_like_instance(key):

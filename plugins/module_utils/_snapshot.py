@@ -13,8 +13,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
     ambiguous_instance, instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, node_instances, reaches,
-    resolve_instance, scope_words)
-from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
+    resolve_instance, scope_words, unlisted_for, unlisted_message)
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
@@ -25,7 +24,6 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procsca
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, NO_GPU_SELECTED, NO_RUNG, answer_events, gpu_state, verdict
-from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
 
 GPU_DEVICE = re.compile(r"/nvidia(\d+)$")
 # The classes a live scheduler job's process turns busy (a zombie, a D-state process or a GPU daemon stays what it is).
@@ -59,41 +57,10 @@ class SnapshotOptions:
         return cls(**dict((name, params[name]) for name in names if name in params))
 
 
-# The options every module that takes a snapshot accepts (merged into its argument_spec).
-SNAPSHOT_ARGUMENT_SPEC = dict(
-    gpus=dict(type="list", elements="str"),
-    backend=dict(type="str", default="auto", choices=["auto", "nvml", "nvidia_smi"]),
-    probe_timeout=dict(type="float", default=10.0),
-    kernel_log_source=dict(type="str", default="auto", choices=["auto", "journal", "dmesg", "file", "none"]),
-    kernel_log_path=dict(type="path"),
-    kernel_log_window=dict(type="int"),
-    ghost_threshold_mib=dict(type="int", default=256),
-    xid_policy=dict(type="dict", default={}),
-)
-
 # gpu_holders_info's choice of scan tier (the acting modules always read every memory map).
 MEMORY_MAPS_ARGUMENT_SPEC = dict(
     scan_memory_maps=dict(type="str", default="auto", choices=["auto", "always", "never"]),
 )
-
-
-def validate_snapshot_params(module):
-    """Fail before anything runs when an option is out of range, naming it and its value."""
-    params = module.params
-    if not within("probe_timeout", params["probe_timeout"]):
-        module.fail_json(msg="probe_timeout must be greater than 0, got %r" % params["probe_timeout"])
-    if params["kernel_log_window"] is not None and not within("kernel_log_window", params["kernel_log_window"]):
-        module.fail_json(msg="kernel_log_window must be a positive number of minutes, got %r" % params["kernel_log_window"])
-    if not within("ghost_threshold_mib", params["ghost_threshold_mib"]):
-        module.fail_json(msg="ghost_threshold_mib must be 0 or more, got %r" % params["ghost_threshold_mib"])
-    try:
-        parse_policy(params.get("xid_policy"))
-    except PolicyError as exc:
-        module.fail_json(msg=str(exc))
-    if params["kernel_log_source"] == "file" and not params["kernel_log_path"]:
-        module.fail_json(msg="kernel_log_source=file needs kernel_log_path")
-    if params["kernel_log_path"] and params["kernel_log_source"] not in ("file", "auto"):
-        module.fail_json(msg="kernel_log_path is only used with kernel_log_source=file, got kernel_log_source=%s" % params["kernel_log_source"])
 
 
 class UnknownGpu(ValueError):
@@ -133,6 +100,9 @@ def unknown_gpu_message(error):
     """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
     if isinstance(error, AmbiguousGpu):
         return _ambiguous_message(error)
+    unlisted = unlisted_for(error.gpus, error.name)
+    if unlisted:
+        return unlisted_message(error.name, unlisted)
     there = _gpus_text(error.gpus)
     if looks_like_instance(error.name) or any(gpu.get("gpu_instances") for gpu in error.gpus):
         return ("gpus: no GPU or MIG instance on this node is named %r (give an index, a UUID, a PCI bus id, a MIG device UUID "
@@ -161,9 +131,16 @@ def select_gpus(gpus, wanted):
     return sorted(selected)
 
 
-def _device_gpus(devices, index_by_minor):
+def index_by_minor(gpus):
+    """{minor number: NVML index} of the GPUs whose minor is known: /dev/nvidia<N> and the driver's capabilities/gpu<N>
+    name a GPU by its minor number N, which is not always its index."""
+    return dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
+
+
+def device_gpus(devices, gpus):
     """GPU indexes of the /dev/nvidiaN nodes held: N is the device's minor number, not always its NVML index."""
-    return sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices)))
+    indexes = index_by_minor(gpus)
+    return sorted(set(indexes.get(minor, minor) for minor in device_minors(devices)))
 
 
 def device_minors(devices):
@@ -218,7 +195,6 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None, standi
             entry = by_pid.setdefault(proc["pid"], {"memory": {}, "types": set(), "name": proc.get("name")})
             entry["memory"][gpu["index"]] = proc.get("used_mib")
             entry["types"].update(proc["type"].split("+"))
-    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
     holders = []
     for pid in sorted(set(scan) | set(by_pid)):
         driver_view = by_pid.get(pid, {"memory": {}, "types": set(), "name": None})
@@ -237,7 +213,7 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None, standi
             "pid": pid, "start_time": record["start_time"], "name": record["name"], "cmdline": record["cmdline"],
             "exe": _exe(pid, proc_root),
             "user": record["user"], "uid": record["uid"], "state": PROCESS_STATES.get(record["state"], record["state"]),
-            "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(_device_gpus(devices, index_by_minor))),
+            "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(device_gpus(devices, gpus))),
             "used_mib": _total(driver_view["memory"]), "used_mib_per_gpu": driver_view["memory"],
             "seen_by": seen_by, "devices": devices, "class": _holder_class(record, driver_view["types"], role),
             "unit_role": role,
@@ -318,9 +294,8 @@ def _attribute_instances(holders, gpus, layout):
         instance_minors, instances_held)
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import attribute  # pylint: disable=import-outside-toplevel
     minors = instance_minors(layout.mig_capabilities_dir)
-    # capabilities/gpu<M>: M is the GPU's minor number, not always its NVML index
-    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
-    held = dict((h["pid"], set((index_by_minor.get(g, g), gi, ci) for g, gi, ci in instances_held(h.get("devices") or [], minors)))
+    indexes = index_by_minor(gpus)  # capabilities/gpu<M>: M is the GPU's minor number, not always its NVML index
+    held = dict((h["pid"], set((indexes.get(g, g), gi, ci) for g, gi, ci in instances_held(h.get("devices") or [], minors)))
                 for h in holders)
     attribute(holders, gpus, held)
 

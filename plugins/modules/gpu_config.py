@@ -131,7 +131,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._payload_import
 
 compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
 
-from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC, node_locked
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import ACTION_ARGUMENT_SPEC
+from ansible_collections.gpuops.remediation.plugins.module_utils._action import node_locked
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_config import (
     apply_changes, busy_message, busy_reason, changes_for, compute_mode_problem, current_settings, failure_hint, unsupported,

@@ -224,8 +224,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._payload_import
 compile_each_file_once()  # before the collection's other imports: zipimport compiles each of them once
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import KILL_ARGUMENT_SPEC
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
-    KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, refuse_beyond_selection,
+    SELECTION_ARGUMENT_SPEC, HolderKiller, HolderSelection, ended_pids, failures, refuse_beyond_selection,
     validate_kill_params, validate_selection_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, scope_words

@@ -191,8 +191,9 @@ compile_each_file_once()  # before the collection's other imports: zipimport com
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import refuse_whole_gpu_action
 from ansible_collections.gpuops.remediation.plugins.module_utils._action import Remediation, action_argument_spec
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import KILL_ARGUMENT_SPEC
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
-    KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, ended_pids, refuse_beyond_selection, still_holding, validate_kill_params,
+    KILL_RESULT_KEYS, HolderKiller, ended_pids, refuse_beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import DISPLAY_MANAGER
@@ -417,7 +418,11 @@ class GpuResetWorker:
                 keeper.record(keeper.gpus)
             services.stop(units)
             outcome = self._reset(groups, snapshot)
-        except (ServiceError, MigLayoutError) as exc:
+        except MigLayoutError as exc:
+            # The layout could not be recorded: no GPU is reset (each says why).
+            self.result["error"] = str(exc)
+            outcome = dict((index, {"reset": False, "message": "not reset: %s" % exc}) for group in groups for index in group)
+        except ServiceError as exc:
             self.result["error"] = str(exc)
         finally:
             restore_into(keeper, self.result)

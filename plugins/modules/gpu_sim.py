@@ -38,9 +38,14 @@ attributes:
     support: none
 options:
   state:
-    description: Whether the node should exist.
+    description:
+      - Whether the node should exist.
+      - V(rebooted) reboots an existing node, the stand-in for C(ansible.builtin.reboot), which a local connection
+        refuses. Every GPU is back on the bus without leaked memory, MIG mode stays as it was with a pending change
+        applied, no MIG instance is left, the kernel log starts empty. Refused while a holder of the node still runs.
+        Always changed.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, rebooted]
     default: present
   root:
     description:
@@ -495,7 +500,7 @@ XID_SPEC = dict(
 )
 MODULE_CHOICES = list(KNOWN_MODULES)
 ARGUMENT_SPEC = dict(
-    state=dict(type="str", choices=["present", "absent"], default="present"),
+    state=dict(type="str", choices=["present", "absent", "rebooted"], default="present"),
     root=dict(type="path", required=True),
     gpus=dict(type="list", elements="dict", options=GPU_SPEC),
     holders=dict(type="list", elements="dict", options=HOLDER_SPEC, default=[]),
@@ -614,6 +619,17 @@ def main():
         result["changed"] = current is not None or os.path.exists(root)
         if result["changed"] and not module.check_mode:
             sim.destroy_node(root)
+        module.exit_json(**result)
+
+    if module.params["state"] == "rebooted":
+        if current is None:
+            module.fail_json(msg="state=rebooted: root %s holds no simulated node" % root, root=root)
+        result["changed"] = True
+        if not module.check_mode:
+            try:
+                sim.reboot_node(root)
+            except SimError as exc:
+                module.fail_json(msg=str(exc), root=root)
         module.exit_json(**result)
 
     check_input(module, spec)

@@ -269,8 +269,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files imp
 from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, NodeLock
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import SNAPSHOT_ARGUMENT_SPEC, validate_snapshot_params
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import (
-    SNAPSHOT_ARGUMENT_SPEC, SnapshotOptions, snapshot_or_fail, validate_snapshot_params,
+    SnapshotOptions, snapshot_or_fail,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils.watch._watch import (
     DEFAULT_STATE_FILE, FINDING_KINDS, Thresholds, alert_of, dump_state, judge, load_state, probe_node_lock, read_last_remediation, remediation_for, sample_of,

@@ -203,8 +203,9 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadlin
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import parse_modprobe_error, parse_proc_modules, unload_plan
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import GpuServices, ServiceError
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import KILL_ARGUMENT_SPEC
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import (
-    KILL_ARGUMENT_SPEC, KILL_RESULT_KEYS, HolderKiller, acted, refuse_beyond_selection, still_holding, validate_kill_params,
+    KILL_RESULT_KEYS, HolderKiller, acted, refuse_beyond_selection, still_holding, validate_kill_params,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import GpuModule
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import NO_GPU_SELECTED, node_reset_evidence

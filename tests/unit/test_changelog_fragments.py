@@ -63,3 +63,48 @@ def test_nothing_was_added_after_the_collection_version():
                 later += ["%s: %s" % (os.path.relpath(path, ROOT), found) for found in
                           re.findall(r"version_added:\s*['\"]?([\d.]+)", handle.read()) if _version(found) > version]
     assert later == []
+
+
+TOOL = _release_tool()
+
+
+def _entries():
+    return TOOL.fragment_entries()
+
+
+def test_the_first_release_lists_features_not_fixes():
+    with open(os.path.join(ROOT, "changelogs", "changelog.yaml")) as handle:
+        releases = (yaml.safe_load(handle) or {}).get("releases") or {}
+    assert TOOL.fixes_in_a_first_release(_entries(), releases) == []
+    if not releases:
+        assert not set(_entries()) & set(TOOL.FIXES)
+
+
+def test_a_fix_is_refused_only_before_the_first_release():
+    fixes = {"minor_changes": ["gpu_kill - ends what was left behind."], "bugfixes": ["gpu_kill - a zombie is reaped."],
+             "security_fixes": ["gpu_kill - never writes through a link."]}
+    found = TOOL.fixes_in_a_first_release(fixes, {})
+    assert [line.split(":")[0] for line in found] == ["section bugfixes", "section security_fixes"]
+    assert TOOL.fixes_in_a_first_release(fixes, {"1.0.0": {"changes": {}}}) == []
+    assert TOOL.fixes_in_a_first_release({"minor_changes": ["x"]}, {}) == []
+
+
+def test_the_markup_pattern_catches_what_it_is_for():
+    for text in ("C(gpus)", "an O(state_path) of root", "V(true)", "M(gpuops.remediation.gpu_kill)", "I(name)"):
+        assert TOOL.MARKUP.search(text), text
+    for text in ("``gpus``", "SIGKILL (9)", "a GPU (C+G)", "UTF-16LE (BOM)", "Xid 79 (fallen off the bus)"):
+        assert not TOOL.MARKUP.search(text), text
+
+
+def test_fragments_use_no_ansible_doc_markup():
+    """CHANGELOG.rst is reStructuredText, which shows C(gpus) as typed: an entry writes ``gpus``."""
+    found = ["%s: %r" % (section, match.group(0)) for section, items in _entries().items() for item in items
+             for match in TOOL.MARKUP.finditer(item)]
+    assert found == []
+
+
+def test_a_changelog_galaxy_cannot_render_is_found():
+    good = "Title\n=====\n\n- gpu_kill - ends ``holders`` left behind.\n- gpu_reset - resets.\n"
+    assert TOOL.rst_problems(good) == []
+    broken = "Title\n=====\n\n- gpu_kill - ends ``holders left behind.\n"
+    assert TOOL.rst_problems(broken)

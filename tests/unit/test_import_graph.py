@@ -69,3 +69,30 @@ def test_a_windows_plugin_does_import_the_windows_package(collections_root):
     modules = imported(collections_root, ["%s.plugins.action.%s" % (PACKAGE, name) for name in ACTING_WINDOWS_PLUGINS])
     assert "%s.plugins.plugin_utils.windows" % PACKAGE in modules
     assert "%s.plugins.plugin_utils.windows.rungs._reset_dispatch" % PACKAGE in modules
+
+
+# The node code the controller has no use for: each of its forks would compile it from source (the collection loader
+# keeps no bytecode) to read the options the walk passes through.
+NODE_CODE = ("module_utils._snapshot", "module_utils._action", "module_utils._lock", "module_utils.kill._kill",
+             "module_utils.probes._procscan", "module_utils.journal._writer")
+WALK_OPTIONS = """import json, sys
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.gpuops.remediation.plugins.action import gpu_ladder
+from ansible_collections.gpuops.remediation.plugins.filter.ladder import FilterModule
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import WalkOptions, walk_argument_spec
+spec = walk_argument_spec()
+options = WalkOptions(dict((name, value.get("default")) for name, value in spec.items()))
+print(json.dumps({"spec": sorted(spec), "kill_args": sorted(options.kill_args), "filters": sorted(FilterModule().filters()),
+                  "modules": sorted(name for name in sys.modules if name.startswith("ansible_collections.gpuops."))}))
+"""
+
+
+def test_the_walk_reads_the_modules_options_without_importing_their_node_code(collections_root):
+    completed = subprocess.run([sys.executable, "-c", WALK_OPTIONS, collections_root], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, check=False, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    walk = json.loads(completed.stdout)
+    # The options are all there: the snapshot's, the lock's and the kill's pass through to the modules.
+    assert {"gpus", "probe_timeout", "lock_timeout", "journal_path", "signals", "kill_grace", "protect_units"} <= set(walk["spec"])
+    assert "needs_destructive_rung" in walk["filters"] and "signals" in walk["kill_args"]
+    assert [name for name in walk["modules"] if name.endswith(NODE_CODE)] == []

@@ -77,6 +77,11 @@ def left_unrestored_layouts(records, run_id=None):
     return list(open_layouts.values())
 
 
+def own_unrestored_layouts(records, run_id):
+    """The MIG layouts the run run_id recorded (before its reboot) and has not restored yet, oldest first."""
+    return [record for record in left_unrestored_layouts(records) if record.get("run_id") == run_id]
+
+
 def unfinished(records):
     """The intents that have no outcome: actions a killed run may have left half done."""
     finished = set(record.get("id") for record in records if record.get("phase") == "outcome")

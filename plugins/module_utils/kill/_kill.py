@@ -26,34 +26,18 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import holder_source
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
-from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, outside_instances, reaches
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import holder_instances, narrowed_instances, outside_instances, reaches
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import check_kill_options
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import KILL_GRACE, POLL_INTERVAL, Target, signal_number
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import POLL_INTERVAL, Target
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._zombies import reap_zombie
-
-KILL_ARGUMENT_SPEC = dict(
-    signals=dict(type="list", elements="str", default=["TERM", "KILL"]),
-    grace=dict(type="float", default=10.0),
-    kill_grace=dict(type="float", default=KILL_GRACE),
-    containers=dict(type="str", choices=["stop", "kill", "skip"], default="stop"),
-    protect_names=dict(type="list", elements="str", default=[]),
-    protect_users=dict(type="list", elements="str", default=[]),
-    protect_units=dict(type="list", elements="str", default=[]),
-    allow_display=dict(type="bool", default=False),
-    allow_daemons=dict(type="bool", default=False),
-    reap_zombies=dict(type="bool", default=True),
-    allow_parent_termination=dict(type="bool", default=False),
-    thaw_frozen=dict(type="bool", default=False),
-    end_running_jobs=dict(type="bool", default=False),
-)
 
 # What HolderKiller.end() reports, as gpu_reset and nvidia_driver_reload return it under `killed`.
 KILL_RESULT_KEYS = ("signalled", "left_alone", "zombies", "containers", "unconfirmed_containers", "thawed")
@@ -73,31 +57,17 @@ SELECTION_ARGUMENT_SPEC = dict(
 def validate_kill_params(module, on_node=False):
     """Fail, naming the option and the value, before anything is signalled; on_node (a module on its node, not the
     ladder's check on the controller): also resolve every protect entry there (kill_policy)."""
-    params = module.params
-    if params.get("kill_grace") is not None and not within("kill_grace", params["kill_grace"]):
-        module.fail_json(msg="kill_grace must be more than 0 seconds, got %r: it is how long a process gets to be gone after "
-                             "SIGKILL" % params["kill_grace"])
-    if not within("grace", params["grace"]):
-        module.fail_json(msg="grace must be more than 0 seconds, got %r: a process needs time to exit after a signal "
-                             "(to end processes at once, set signals=[KILL])" % params["grace"])
-    if not params["signals"]:
-        module.fail_json(msg="signals must name at least one signal, got []")
-    for name in params["signals"]:
-        try:
-            signal_number(name)
-        except (AttributeError, ValueError):
-            module.fail_json(msg="signals: %r is not a signal name (TERM, INT, KILL, ...)" % name)
-    try:
-        check_entries(params)
-    except ProtectEntryError as exc:
-        module.fail_json(msg=str(exc))
+    check_kill_options(module)
     if on_node:
-        kill_policy(module)
+        kill_policy(module, probe_node=False)
 
 
-def kill_policy(module):
+def kill_policy(module, probe_node=True):
     """The Policy of the module's kill options, every protect entry resolved on this node (the user and group
-    database, systemd): an entry that names nothing fails the module, naming the option and the entry."""
+    database, systemd): an entry that names nothing fails the module, naming the option and the entry.
+
+    probe_node=False: the entries alone, for the check before the lock; the GPU units' members, the scheduler and
+    the standing of processes are read only for the Policy that ends holders (one `systemctl show` less a run)."""
     params = module.params
     layout = current_layout()
     try:
@@ -105,12 +75,13 @@ def kill_policy(module):
         units = list(params["protect_units"] or [])
         states = unit_states(module, layout.command(module, "systemctl"), units) if units else {}
         check_units(units, states)
+        node = {}
+        if probe_node:
+            node = {"members": probe_unit_members(module, layout), "jobs": JobProbe(module), "standing": probe_standing(module, layout)}
         return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
                       protect_units=units, allow_display=params["allow_display"],
                       allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
-                      members=probe_unit_members(module, layout), unit_states=states,
-                      jobs=JobProbe(module), end_running_jobs=params["end_running_jobs"],
-                      standing=probe_standing(module, layout), explicit=explicit_selection(params))
+                      unit_states=states, end_running_jobs=params["end_running_jobs"], explicit=explicit_selection(params), **node)
     except ProtectEntryError as exc:
         module.fail_json(changed=False, msg=str(exc))
     return None
@@ -246,8 +217,7 @@ def holdings_now(pid, snapshot):
         found = scan_holders_report(layout.dev_dir, proc_root=root, sys_dir=layout.sys_dir, workers=1,
                                     nvidia_dri=layout.dri_node_rule)["holders"].get(pid) or {}
     devices = found.get("devices") or []
-    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in snapshot["gpus"] if gpu.get("minor_number") is not None)
-    return {"gpus": sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices))), "devices": devices,
+    return {"gpus": device_gpus(devices, snapshot["gpus"]), "devices": devices,
             "seen_by": list(found.get("via") or [])}
 
 
@@ -532,7 +502,8 @@ def beyond_selection(processes, selected, instances=None):
             found.append(dict(process, outside="no GPU: a client of the whole driver (holding %s)" % (
                 ", ".join(process.get("devices") or []) or "a driver context on no GPU")))
             continue
-        gpus = sorted(set(process.get("gpus") or []) - set(selected))
+        # A GPU instance's nvidia-caps node puts it on that GPU too, /dev/nvidia<N> held or not.
+        gpus = sorted((set(process.get("gpus") or []) | set(gpu for gpu, dummy_gi, dummy_ci in holder_instances(process))) - set(selected))
         others = (["GPU " + ",".join(str(index) for index in gpus)] if gpus else []) + outside_instances(process, instances or {})
         if others:
             found.append(dict(process, outside=", ".join(others)))

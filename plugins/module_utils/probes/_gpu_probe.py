@@ -133,8 +133,10 @@ class _NvmlReader:
         """The instances of a MIG-enabled GPU, and the instance of each process from the list its MIG device gives."""
         from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import (  # pylint: disable=import-outside-toplevel
             gpu_instances, nvml_mig_devices)
-        devices, placed = nvml_mig_devices(self.nvml, handle, self.optional)
+        devices, placed, failed = nvml_mig_devices(self.nvml, handle, self.optional)
         gpu["gpu_instances"] = gpu_instances(devices)
+        if failed:
+            gpu["mig_listing_error"] = failed
         for proc in gpu["processes"]:
             if proc["gpu_instance_id"] is None and proc["pid"] in placed:
                 proc["gpu_instance_id"], proc["compute_instance_id"] = placed[proc["pid"]]
@@ -211,14 +213,18 @@ def _add_smi_mig_instances(module, nvidia_smi, gpus):
     """The instances of the MIG-enabled GPUs from nvidia-smi mig -lgi and -lci (profiles, placements) and -L (MIG UUIDs)."""
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _mig_instances as mig  # pylint: disable=import-outside-toplevel
     runner = CommandRunner(module)
-    texts = []
+    texts, failed = [], None
     for argv in ([nvidia_smi, "mig", "-lgi"], [nvidia_smi, "mig", "-lci"], [nvidia_smi, "-L"]):
-        dummy_rc, out, dummy_err = runner.probe(argv)  # Not Found (no instance) is an answer: the tables are empty
+        rc, out, err = runner.probe(argv)
+        failed = failed or mig.smi_listing_failure(argv, rc, out, err)
         texts.append(out)
     lgi, lci, uuids = mig.parse_lgi(texts[0]), mig.parse_lci(texts[1]), mig.parse_list_uuids(texts[2])
     for gpu in gpus:
         if (gpu.get("mig_mode") or {}).get("current"):
-            gpu["gpu_instances"] = mig.gpu_instances(mig.smi_mig_devices(gpu, lgi, lci, uuids))
+            # A listing that failed is no answer: the GPU's instances are unknown (a note), not none.
+            gpu["gpu_instances"] = [] if failed else mig.gpu_instances(mig.smi_mig_devices(gpu, lgi, lci, uuids))
+            if failed:
+                gpu["mig_listing_error"] = failed
 
 
 def probe_gpus(module, layout, backend, timeout):

@@ -11,6 +11,35 @@ profile, placement and memory); gpu_instances() groups them into the snapshot's 
 from __future__ import annotations
 
 NOT_AVAILABLE = 0xFFFFFFFF
+# nvidia-smi exits 6 (NVML's Not Found) when a listing has nothing to list ("No GPU instances found: Not Found", no
+# MIG-enabled device): an answer, the tables empty. Any other non-zero exit is no answer at all.
+RC_NOT_FOUND = 6
+
+
+def listing_failure(command, rc, message):
+    """The note a MIG-enabled GPU carries when its instances could not be listed (`mig_listing_error`): the command, its
+    exit code (or NVML's error code) and its last words. The GPU's gpu_instances are then unknown, not none."""
+    return {"command": command, "rc": rc, "message": message}
+
+
+def listing_words(failure):
+    """A listing_failure as an operator reads it: "nvidia-smi mig -lgi exited 4: ..." or "NVML nvmlDevice... failed
+    (error 4): ..."."""
+    how = "exited %s" % failure.get("rc") if failure.get("command", "").startswith("nvidia-smi") else "failed (error %s)" % failure.get("rc")
+    return "%s %s%s" % (failure.get("command"), how, ": %s" % failure["message"] if failure.get("message") else "")
+
+
+def unlisted_words(gpus):
+    """"GPU 0: nvidia-smi mig -lgi exited 4: ..." for each GPU whose MIG instances could not be listed; "" for none."""
+    return "; ".join("GPU %s: %s" % (gpu["index"], listing_words(gpu["mig_listing_error"])) for gpu in gpus if gpu.get("mig_listing_error"))
+
+
+def smi_listing_failure(argv, rc, out, err):
+    """listing_failure of an nvidia-smi listing that exited `rc`, or None when it answered (0 or Not Found)."""
+    if rc in (0, RC_NOT_FOUND):
+        return None
+    lines = (err or out or "").strip().splitlines()
+    return listing_failure("nvidia-smi " + " ".join(argv[1:]), rc, lines[-1].strip() if lines else "")
 
 
 def gpu_instances(devices):
@@ -38,20 +67,42 @@ def _profile_from_name(name):
     return text.rpartition("MIG ")[2].strip() or None
 
 
+def _nvml_listing(nvml, call, *args):
+    """(answer, None), or (None, listing_failure) when the MIG listing call raised; a lost GPU raises on."""
+    try:
+        return call(*args), None
+    except nvml.NVMLError_GpuIsLost:
+        raise
+    except nvml.NVMLError as exc:
+        return None, listing_failure("NVML %s" % call.__name__, getattr(exc, "value", None), str(exc))
+
+
 def nvml_mig_devices(nvml, handle, optional):
-    """(MIG devices, {pid: (gi, ci)}) of one MIG-enabled GPU through nvidia-ml-py; `optional` calls an NVML function
-    and gives None for an error. The processes are those each MIG device lists (NVML's per-instance process list)."""
+    """(MIG devices, {pid: (gi, ci)}, listing_failure or None) of one MIG-enabled GPU through nvidia-ml-py; `optional`
+    calls an NVML function and gives None for an error. The processes are those each MIG device lists (NVML's
+    per-instance process list). The MIG devices themselves come from calls whose error is no answer (a failure), but
+    Not Found for a free slot."""
     devices, placed = [], {}
-    count = optional(nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0
-    for index in range(count):
-        mig = optional(nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, index)
-        if mig is None:
-            continue  # a free slot: NVML answers Not Found
+    count, failed = _nvml_listing(nvml, nvml.nvmlDeviceGetMaxMigDeviceCount, handle)
+    if failed:
+        return [], {}, failed
+    for index in range(count or 0):
+        try:
+            mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, index)
+        except nvml.NVMLError_NotFound:
+            continue  # a free slot
+        except nvml.NVMLError_GpuIsLost:
+            raise
+        except nvml.NVMLError as exc:
+            return [], {}, listing_failure("NVML nvmlDeviceGetMigDeviceHandleByIndex", getattr(exc, "value", None), str(exc))
         gi_id = optional(nvml.nvmlDeviceGetGpuInstanceId, mig)
         ci_id = optional(nvml.nvmlDeviceGetComputeInstanceId, mig)
         if gi_id is None or ci_id is None:
             continue
-        info = optional(nvml.nvmlGpuInstanceGetInfo, optional(nvml.nvmlDeviceGetGpuInstanceById, handle, gi_id))
+        gi_handle = optional(nvml.nvmlDeviceGetGpuInstanceById, handle, gi_id)
+        info = optional(nvml.nvmlGpuInstanceGetInfo, gi_handle) if gi_handle is not None else None
+        ci_handle = optional(nvml.nvmlGpuInstanceGetComputeInstanceById, gi_handle, ci_id) if gi_handle is not None else None
+        ci_info = optional(nvml.nvmlComputeInstanceGetInfo, ci_handle) if ci_handle is not None else None
         memory = optional(nvml.nvmlDeviceGetMemoryInfo, mig)
         uuid = optional(nvml.nvmlDeviceGetUUID, mig)
         devices.append({
@@ -60,13 +111,15 @@ def nvml_mig_devices(nvml, handle, optional):
             "profile": _profile_from_name(optional(nvml.nvmlDeviceGetName, mig)),
             "profile_id": int(info.profileId) if info is not None else None,
             "placement": {"start": int(info.placement.start), "size": int(info.placement.size)} if info is not None else None,
+            "ci_profile_id": int(ci_info.profileId) if ci_info is not None else None,
+            "ci_placement": {"start": int(ci_info.placement.start), "size": int(ci_info.placement.size)} if ci_info is not None else None,
             "memory_total_mib": int(memory.total // (1024 * 1024)) if memory is not None else None,
             "memory_used_mib": int(memory.used // (1024 * 1024)) if memory is not None else None,
         })
         for func in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
             for proc in optional(func, mig) or []:
                 placed[int(proc.pid)] = (int(gi_id), int(ci_id))
-    return devices, placed
+    return devices, placed, None
 
 
 # ---------------------------------------------------------------- nvidia-smi
@@ -161,30 +214,40 @@ def attribute(holders, gpus, held_by_pid):
 
     held_by_pid: {pid: {(gpu index, gi, ci or None)}} from the nvidia-caps nodes each holder has open or mapped (the
     kernel's fact, _mig_caps.instances_held); the driver's process list (gpu_instance_id / compute_instance_id of each
-    process) is joined in. holders[].mig_instances: [{"gpu", "gpu_instance_id", "compute_instance_id", "seen_by"}];
-    gpu_instances[].holders (pids), attributed_mib (what the driver lists in it) and unattributed_mib (used that no
-    listed process accounts for: ghost memory, None when unknown).
+    process) is joined in. holders[].mig_instances: [{"gpu", "gpu_instance_id", "compute_instance_id", "seen_by"}], one per
+    compute instance it is in; gpu_instances[].holders (pids), attributed_mib (what the driver lists in it) and
+    unattributed_mib (used that no listed process accounts for: ghost memory, None when unknown).
     """
     for holder in holders:
         found = {}
-        for gpu_index, gi, ci in sorted(held_by_pid.get(holder["pid"], ()), key=str):
-            entry = found.setdefault((gpu_index, gi), {"gpu": gpu_index, "gpu_instance_id": gi, "compute_instance_id": None,
-                                                       "seen_by": ["nvidia-caps"]})
-            if ci is not None:
-                entry["compute_instance_id"] = ci
+        for gpu_index, gi, ci in held_by_pid.get(holder["pid"], ()):
+            found.setdefault((gpu_index, gi, ci), {"gpu": gpu_index, "gpu_instance_id": gi, "compute_instance_id": ci, "seen_by": ["nvidia-caps"]})
         for gpu in gpus:
             for proc in gpu.get("processes") or []:
                 if proc["pid"] != holder["pid"] or proc.get("gpu_instance_id") is None:
                     continue
-                entry = found.setdefault((gpu["index"], proc["gpu_instance_id"]), {
-                    "gpu": gpu["index"], "gpu_instance_id": proc["gpu_instance_id"], "compute_instance_id": None, "seen_by": []})
-                entry["compute_instance_id"] = proc.get("compute_instance_id") if entry["compute_instance_id"] is None else entry["compute_instance_id"]
-                entry["seen_by"].append("nvml")
+                key = (gpu["index"], proc["gpu_instance_id"], proc.get("compute_instance_id"))
+                found.setdefault(key, {"gpu": key[0], "gpu_instance_id": key[1], "compute_instance_id": key[2], "seen_by": []})["seen_by"].append("nvml")
         if found or any(gpu.get("gpu_instances") for gpu in gpus):
-            holder["mig_instances"] = [found[key] for key in sorted(found)]
+            holder["mig_instances"] = _one_per_instance(found)
     for gpu in gpus:
         for gi in gpu.get("gpu_instances") or []:
             _finish_instance(gpu, gi, holders)
+
+
+def _one_per_instance(found):
+    """The entries in (gpu, gi, ci) order, a GPU instance's entry with no compute instance folded into those of the same
+    GPU instance that name one: a process is in every compute instance whose node it holds or the driver lists it in
+    (in two of one GPU instance, it is in both: ending it ends its work in each)."""
+    for (gpu_index, gi, ci), entry in list(found.items()):
+        known = [other for key, other in found.items() if ci is None and key[:2] == (gpu_index, gi) and key[2] is not None]
+        for other in known:
+            other["seen_by"] = sorted(set(other["seen_by"]) | set(entry["seen_by"]))
+        if known:
+            del found[(gpu_index, gi, ci)]
+    for entry in found.values():
+        entry["seen_by"] = sorted(set(entry["seen_by"]))
+    return [found[key] for key in sorted(found, key=lambda key: (key[0], key[1], -1 if key[2] is None else key[2]))]
 
 
 def _finish_instance(gpu, gi, holders):

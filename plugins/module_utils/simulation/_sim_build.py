@@ -36,9 +36,10 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import (
     SERVICES, STOP_TIMEOUT, record_holder, send_signal, spawn, start_service, start_supervisor, wait_gone)
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_rules import (
-    DEFAULT_MODULES, KNOWN_MODULES, MODULE_DEPENDS, append_kernel_log, write_module_views, xid_line)
+    DEFAULT_MODULES, KNOWN_MODULES, MODULE_DEPENDS, append_kernel_log, clear_gpu_after_reset, write_module_views, xid_line)
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_mig_write import mig_after_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import (
-    DEVICE_SIZE, SimError, dev_path, gpu_device, load_state, process_exists, state_path, write_json_atomic)
+    DEVICE_SIZE, SimError, dev_path, gpu_device, load_state, process_exists, state_path, update_state, write_json_atomic)
 
 STATE_VERSION = 1
 HOLDER_KINDS = ("fd", "mmap", "inherited", "zombie", "ignores_term", "leader_exited", "leader_exited_ignores_term",
@@ -448,6 +449,34 @@ def _install_code(root, tools):
             # -SE: the tools need only the standard library; no site-packages scan, no PYTHON* variables.
             handle.write("#!%s -SE\n" % sys.executable + TOOL_SCRIPT)
         os.chmod(path, 0o755)
+
+
+# ---------------------------------------------------------------- rebooting
+
+def reboot_node(root):
+    """What a reboot does to the node's GPUs (gpu_sim state=rebooted, the stand-in for ansible.builtin.reboot): each GPU
+    is found on the bus again, without leaked memory or a pending recovery; MIG mode stays as it was (A100, H100 and H200
+    keep it across a reboot) and a pending mode change takes effect; no GPU or compute instance is left; the kernel log
+    starts empty. A reboot ends every process: this one refuses while a holder the node started still runs (a test
+    ends it first), so that no simulated job outlives the reboot. Returns the state."""
+    root = os.path.abspath(root)
+    state = load_state(root)
+    alive = [holder["pid"] for holder in state.get("holders", []) if process_exists(holder.get("pid"), holder.get("start_time"))]
+    if alive:
+        raise SimError("the simulated reboot ends no process: holders %s still run (end them first)" % ", ".join(str(pid) for pid in alive))
+
+    def rebooted(state):
+        for gpu in state["gpus"]:
+            gpu["lost"] = False
+            clear_gpu_after_reset(gpu)
+            mig_after_reset(gpu)
+        state["reboots"] = state.get("reboots", 0) + 1
+        publish_mig(root, state)
+
+    state = update_state(root, rebooted)
+    with open(os.path.join(root, "kernel.log"), "w"):
+        pass
+    return state
 
 
 # ---------------------------------------------------------------- destroying

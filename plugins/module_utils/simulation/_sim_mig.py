@@ -20,6 +20,11 @@ MEMORY_SLICES = 8
 COMPUTE_SLICES = 7
 INSUFFICIENT = "Insufficient Resources"
 INVALID_ARGUMENT = "Invalid Argument"
+NO_PERMISSION = "Insufficient Permissions"
+# A test's knob: with "mig_listing_denied" in the state, the MIG listings fail as for a user without the MIG monitor
+# capability: nvidia-smi mig -lgi / -lci exit 4 (NVML's NO_PERMISSION), NVML's MIG device calls answer NO_PERMISSION.
+DENIED_KEY = "mig_listing_denied"
+RC_NO_PERMISSION = 4
 
 # profile id -> (name, compute slices, memory slices (placement size), placement starts, instance count)
 _SHAPES = {
@@ -34,6 +39,7 @@ _SHAPES = {
 
 # compute slices -> NVML's compute instance profile id (NVML_COMPUTE_INSTANCE_PROFILE_<n>_SLICE)
 _CI_PROFILE_IDS = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
+_CI_SLICES = dict((profile_id, slices) for slices, profile_id in _CI_PROFILE_IDS.items())
 
 # product -> names' memory words and the MiB each memory-slice count gives an instance
 PRODUCTS = {
@@ -163,14 +169,52 @@ def create_gpu_instance(gpu, profile_id, start=None):
     return gi
 
 
-def create_compute_instance(gpu, gi_id):
-    """The GPU instance's one full-size compute instance (id 0, the -C default), or raise MigError."""
+def compute_starts(compute, slices):
+    """Where a compute instance of `slices` compute slices may start in a GPU instance of `compute` slices, as the driver
+    places them (nvidia-smi mig -lcip): at a multiple of its size rounded up to a power of two, inside the instance
+    (1c.7g: 0..6, 2c.7g: 0, 2, 4, 3c.7g: 0, 4, 4c.7g and 7g: 0; 1c.3g: 0..2, 2c.3g: 0)."""
+    step = 1
+    while step < slices:
+        step *= 2
+    return [start for start in range(0, compute, step) if start + slices <= compute]
+
+
+def ci_placement(gpu, gi, ci):
+    """(start, size) of a compute instance in its GPU instance's compute slices (one of an older state: the whole)."""
+    compute = profiles(gpu["name"])[gi["profile_id"]]["compute"]
+    return ci.get("start", 0), ci.get("size", compute)
+
+
+def create_compute_instance(gpu, gi_id, profile_id=None):
+    """A compute instance of NVML's compute profile `profile_id` (None: the full-size one, the -C default) at the
+    lowest free placement the profile allows, with the lowest free id from 0; raise MigError (Invalid Argument for a
+    profile the GPU instance cannot hold, Insufficient Resources when no placement is free)."""
     gi = find_gpu_instance(gpu, gi_id)
-    if gi["compute_instances"]:
+    compute = profiles(gpu["name"])[gi["profile_id"]]["compute"]
+    if profile_id is None:
+        profile_id = full_compute_profile_id(gpu, gi)
+    slices = _CI_SLICES.get(profile_id)
+    if slices is None or slices > compute:
+        raise MigError(INVALID_ARGUMENT)
+    taken = set()
+    for other in gi["compute_instances"]:
+        start, size = ci_placement(gpu, gi, other)
+        taken.update(range(start, start + size))
+    free = [start for start in compute_starts(compute, slices) if not taken & set(range(start, start + slices))]
+    if not free:
         raise MigError(INSUFFICIENT)
-    ci = {"id": 0, "profile_id": full_compute_profile_id(gpu, gi)}
+    used = set(ci["id"] for ci in gi["compute_instances"])
+    ci = {"id": next(i for i in range(8) if i not in used), "profile_id": profile_id, "start": free[0], "size": slices}
     gi["compute_instances"].append(ci)
     return ci
+
+
+def ci_name(gpu, gi, ci):
+    """A compute instance's profile name: its GPU instance's for the full-size one, else "<n>c.<GPU instance's>"
+    (1c.7g.80gb)."""
+    profile = profiles(gpu["name"])[gi["profile_id"]]
+    size = ci_placement(gpu, gi, ci)[1]
+    return profile["name"] if size == profile["compute"] else "%dc.%s" % (size, profile["name"])
 
 
 def full_compute_profile_id(gpu, gi):
@@ -236,6 +280,16 @@ def instances_ghost_mib(gpu):
     return sum(int(gi.get("ghost_mib", 0)) for gi in gpu.get("gpu_instances", []))
 
 
+def compute_instance_info(gpu, gi_id, ci_id):
+    """What NVML's nvmlComputeInstanceGetInfo gives: {"id", "gi", "profile_id", "start", "size"}, or raise MigError."""
+    gi = find_gpu_instance(gpu, gi_id)
+    for ci in gi["compute_instances"]:
+        if ci["id"] == ci_id:
+            start, size = ci_placement(gpu, gi, ci)
+            return {"id": ci["id"], "gi": gi_id, "profile_id": ci["profile_id"], "start": start, "size": size}
+    raise MigError("Not Found")
+
+
 def gpu_instance_info(gpu, gi_id):
     """What NVML's nvmlGpuInstanceGetInfo gives: {"id", "profile_id", "start", "size"}, or raise MigError."""
     gi = find_gpu_instance(gpu, gi_id)
@@ -251,12 +305,9 @@ def render_lci(gpus):
               "|         ID                                                         |", "|" + "=" * 68 + "|"]
     rows = []
     for gpu in gpus:
-        table = profiles(gpu["name"]) if gpu.get("gpu_instances") else {}
         for gi in sorted(gpu.get("gpu_instances", []), key=lambda g: g["id"]):
-            compute = table[gi["profile_id"]]["compute"]
             for ci in sorted(gi["compute_instances"], key=lambda c: c["id"]):
-                name = "MIG " + table[gi["profile_id"]]["name"]
-                row = (gpu["index"], gi["id"], name, ci["profile_id"], ci["id"], "0:%d" % compute)
+                row = (gpu["index"], gi["id"], "MIG " + ci_name(gpu, gi, ci), ci["profile_id"], ci["id"], "%d:%d" % ci_placement(gpu, gi, ci))
                 rows.append("|  %3d  %5d       %-16s %5d %9d %10s     |" % row)
     if not rows:
         return ["No compute instances found: Not Found"]

@@ -132,24 +132,23 @@ def destroy_gpu_instances(gpu, gi_ids, users):
 
 
 def create_compute_instances(gpu, gi_ids, ci_profiles):
-    """nvidia-smi mig -cci [<profile ids>] -gi <ids> on one GPU: (lines, failed). Only each GPU instance's full-size
-    compute instance exists here: another profile is refused (Invalid Argument), a second one has no room."""
+    """nvidia-smi mig -cci [<profile ids>] -gi <ids> on one GPU: (lines, failed). Each profile in the order given, at
+    the lowest free placement it allows (sim_mig.create_compute_instance); none given: the full-size one."""
     missing = _missing_gpu_instance(gpu, gi_ids, "cci")
     if missing:
         return missing, True
     lines = []
     for gi in sorted(_chosen(gpu.get("gpu_instances", []), gi_ids), key=lambda g: g["id"]):
-        profile = sim_mig.profiles(gpu["name"])[gi["profile_id"]]
         for word in ci_profiles or [None]:
+            full = sim_mig.full_compute_profile_id(gpu, gi)
             try:
-                full = sim_mig.full_compute_profile_id(gpu, gi)
-                if word is not None and word != str(full):
+                if word is not None and not (word.isascii() and word.isdigit() and len(word) <= 2):
                     raise sim_mig.MigError(sim_mig.INVALID_ARGUMENT)
-                ci = sim_mig.create_compute_instance(gpu, gi["id"])
+                ci = sim_mig.create_compute_instance(gpu, gi["id"], None if word is None else int(word))
             except sim_mig.MigError as exc:
                 return lines + ["Unable to create a compute instance on GPU %2d GPU instance ID %2d using profile %s: %s"
                                 % (gpu["index"], gi["id"], word if word is not None else full, exc),
                                 "Failed to create compute instances: %s" % exc], True
             lines.append("Successfully created compute instance ID %2d on GPU %2d GPU instance ID %2d using profile MIG %s (ID %2d)"
-                         % (ci["id"], gpu["index"], gi["id"], profile["name"], ci["profile_id"]))
+                         % (ci["id"], gpu["index"], gi["id"], sim_mig.ci_name(gpu, gi, ci), ci["profile_id"]))
     return lines, False

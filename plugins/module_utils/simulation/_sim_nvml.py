@@ -54,6 +54,8 @@ HANDLE_BASE = 0x51D0  # device handles are HANDLE_BASE + index, cast to nvmlDevi
 # GI_HANDLE_BASE + GPU index * HANDLE_STRIDE + GPU instance id.
 MIG_HANDLE_BASE = 0x60000
 GI_HANDLE_BASE = 0x70000
+# Compute instance handles: CI_HANDLE_BASE + GPU index * HANDLE_STRIDE + GPU instance id * 16 + compute instance id.
+CI_HANDLE_BASE = 0x80000
 HANDLE_STRIDE = 0x100
 MAX_MIG_DEVICES = 7  # what nvmlDeviceGetMaxMigDeviceCount answers on an A100/H100
 MIB = 1024 * 1024
@@ -134,6 +136,8 @@ class _MigReads:
 
     def nvmlDeviceGetMigDeviceHandleByIndex(self, handle, index, ref):
         state, gpu, rc = self._mig_enabled(handle, "nvmlDeviceGetMigDeviceHandleByIndex", NVML_ERROR_INVALID_ARGUMENT)
+        if not rc and state.get(sim_mig.DENIED_KEY):
+            rc = NVML_ERROR_NO_PERMISSION
         if not rc and not 0 <= _value(index) < len(sim_mig.devices(gpu, node.live_holders(state, gpu["index"]))):
             rc = NVML_ERROR_NOT_FOUND
         return rc or _set_raw_handle(ref, MIG_HANDLE_BASE, gpu, _value(index))
@@ -188,21 +192,57 @@ class _MigReads:
             rc = NVML_ERROR_NOT_FOUND
         return rc or _set_raw_handle(ref, GI_HANDLE_BASE, gpu, _value(gi_id))
 
+    def _owned(self, handle, base, end, call):
+        """(gpu, number, error code) of a GPU instance or compute instance handle: base + GPU index * HANDLE_STRIDE +
+        number, below `end`."""
+        raw = (_handle_value(handle) or 0) - base
+        if not 0 <= raw < end - base:
+            return None, None, NVML_ERROR_INVALID_ARGUMENT
+        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), call)
+        return gpu, raw % HANDLE_STRIDE, rc
+
+    def _instance_info(self, handle, base, end, call, read):
+        """(gpu, what read(gpu, number) gives, error code): an instance that is gone since its handle was taken is
+        Invalid Argument."""
+        gpu, number, rc = self._owned(handle, base, end, call)
+        if rc:
+            return gpu, None, rc
+        try:
+            return gpu, read(gpu, number), NVML_SUCCESS
+        except sim_mig.MigError:
+            return gpu, None, NVML_ERROR_INVALID_ARGUMENT
+
     def nvmlGpuInstanceGetInfo(self, gi_handle, ref):
-        raw = (_handle_value(gi_handle) or 0) - GI_HANDLE_BASE
-        if raw < 0:
-            return NVML_ERROR_INVALID_ARGUMENT
-        _state, gpu, rc = self._device(ctypes.c_void_p(HANDLE_BASE + raw // HANDLE_STRIDE), "nvmlGpuInstanceGetInfo")
+        gpu, gi, rc = self._instance_info(gi_handle, GI_HANDLE_BASE, CI_HANDLE_BASE, "nvmlGpuInstanceGetInfo", sim_mig.gpu_instance_info)
         if rc:
             return rc
-        try:
-            gi = sim_mig.gpu_instance_info(gpu, raw % HANDLE_STRIDE)
-        except sim_mig.MigError:
-            return NVML_ERROR_INVALID_ARGUMENT  # destroyed since the handle was taken
         info = _target(ref)
         ctypes.c_void_p.from_buffer(info, 0).value = HANDLE_BASE + gpu["index"]
         info.id, info.profileId = gi["id"], gi["profile_id"]
         info.placement.start, info.placement.size = gi["start"], gi["size"]
+        return NVML_SUCCESS
+
+    def nvmlGpuInstanceGetComputeInstanceById(self, gi_handle, ci_id, ref):
+        gpu, gi_id, rc = self._owned(gi_handle, GI_HANDLE_BASE, CI_HANDLE_BASE, "nvmlGpuInstanceGetComputeInstanceById")
+        if rc:
+            return rc
+        try:
+            sim_mig.compute_instance_info(gpu, gi_id, _value(ci_id))
+        except sim_mig.MigError:
+            return NVML_ERROR_NOT_FOUND
+        return _set_raw_handle(ref, CI_HANDLE_BASE, gpu, gi_id * 16 + _value(ci_id))
+
+    def nvmlComputeInstanceGetInfo_v2(self, ci_handle, ref):
+        gpu, ci, rc = self._instance_info(ci_handle, CI_HANDLE_BASE, CI_HANDLE_BASE + 0x10000, "nvmlComputeInstanceGetInfo",
+                                          lambda gpu, number: sim_mig.compute_instance_info(gpu, *divmod(number, 16)))
+        if rc:
+            return rc
+        info = _target(ref)
+        ctypes.c_void_p.from_buffer(info, 0).value = HANDLE_BASE + gpu["index"]
+        gi_handle = GI_HANDLE_BASE + gpu["index"] * HANDLE_STRIDE + ci["gi"]
+        ctypes.c_void_p.from_buffer(info, ctypes.sizeof(ctypes.c_void_p)).value = gi_handle
+        info.id, info.profileId = ci["id"], ci["profile_id"]
+        info.placement.start, info.placement.size = ci["start"], ci["size"]
         return NVML_SUCCESS
 
 

@@ -247,6 +247,11 @@ def _nvidia_smi_mig(argv, root, out):
     if gpus is None:
         out.say("No devices were found\n")
         return RC_NOT_FOUND
+    if opts["verb"] in ("lgi", "lci") and node.load_state(root).get(sim_mig.DENIED_KEY):
+        what = "GPU instances" if opts["verb"] == "lgi" else "compute instances"
+        out.say("Unable to list %s on GPU %2d: %s\nFailed to display %s: %s\n" % (
+            what, gpus[0]["index"], sim_mig.NO_PERMISSION, what, sim_mig.NO_PERMISSION))
+        return sim_mig.RC_NO_PERMISSION
     if opts["verb"] in ("lgi", "lci"):
         return _list_instances(opts["verb"], gpus, out)
     indexes = [gpu["index"] for gpu in gpus]

@@ -12,7 +12,6 @@ import os
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.journal._writer import SYSLOG_IDENTIFIER
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import instance_label
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import (
     MAX_LINE_CHARS, _MULTILINE_START_RE, _split_nvrm, device_key, kernel_lines, open_log_file, parse_kernel_log,
 )
@@ -20,6 +19,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy imp
     PolicyError, apply_policy, event_rung, parse_policy,
 )
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_selection import selection_fields
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._root_answers import RootAnswers
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import OptionError
 
@@ -139,30 +139,22 @@ def kernel_event(host, parsed):
         "rung": event_rung(parsed) or "none",
         "pid": parsed.get("pid"),
         "process_name": parsed.get("process_name"),
-        "gpu_instance_id": parsed.get("gpu_instance_id"),
-        "compute_instance_id": parsed.get("compute_instance_id"),
-        "selection": event_selection(parsed),
         "message": parsed.get("message"),
         "time": parsed.get("time"),
         "time_epoch": parsed.get("time_epoch"),
         "line": parsed.get("line"),
     }
+    # The MIG instance an Xid line names (GPU-I, GPU-CI): the event selects it alone.
+    body.update(selection_fields(parsed.get("pci_bus_id"), parsed.get("gpu_instance_id"), parsed.get("compute_instance_id")))
     return {"gpuops": body, "meta": {"hosts": host}}
 
 
-def event_selection(parsed):
-    """What a run started by the event selects (gpus): the MIG instance an Xid line names (GPU-I, GPU-CI) as
-    "<bus id>:<GI>[/<CI>]", that instance only; else the GPU's bus id."""
-    bus = parsed.get("pci_bus_id")
-    if bus is None or parsed.get("gpu_instance_id") is None:
-        return bus
-    return instance_label(bus, parsed["gpu_instance_id"], parsed.get("compute_instance_id"))
-
-
 def throttle_key(body):
-    """Repeats are the same condition on the same host and GPU: (host, GPU device, what)."""
+    """Repeats are the same condition on the same host and GPU, or MIG instance: (host, GPU device, instance, what).
+    An Xid in one instance never holds back the same Xid in a neighbour's."""
     what = body.get("xid") if body["type"] == "xid" else body["type"]
-    return (body["host"], device_key(body.get("gpu")) if body.get("gpu") else None, what)
+    instance = (body.get("gpu_instance_id"), body.get("compute_instance_id"))
+    return (body["host"], device_key(body.get("gpu")) if body.get("gpu") else None, instance, what)
 
 
 def pending_tail(lines):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils import _safe_files
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import device_key
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_selection import selection_fields
 
 
 def snapshot_conditions(snapshot, ghost_threshold_mib):
@@ -88,5 +89,6 @@ class Lasting:
                 continue
             body = dict(condition, host=self.host, lasted_seconds=round(lasted, 1),
                         rung="reset" if condition["type"] == "ghost_memory" else "reboot")
+            body.update(selection_fields(condition.get("gpu")))
             events.append({"gpuops": body, "meta": {"hosts": self.host}})
         return events

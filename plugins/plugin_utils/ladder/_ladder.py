@@ -17,10 +17,11 @@ import time
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import command_text, health_check
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import entry_floor, kill_targets, memory_held
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
-    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, undrain_outcome, walk_ceiling, walk_reach,
+    drain_followup, drain_outcome, health_gate, health_gate_failed, needs_drain, next_rung, reboot_keeps_mig_layout, undrain_outcome,
+    walk_ceiling, walk_reach,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
-    HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, RUNG_MODULES, SCOPE_OPTIONS, WalkError,
+    HEALTH_MODULE, INSPECT_MODULE, KEPT_OPTIONS, LAYOUT_MODULE, RUNG_MODULES, SCOPE_OPTIONS, WalkError,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_outcome import (
     kill_plan_lines, outcome, reset_plan_lines, step_result, unique_lines,
@@ -121,10 +122,32 @@ class LadderWalk:
             return self._end(state)
         return self._climb(state)
 
+    def _before_reboot(self, state):
+        """Pause for the reboot, the MIG layout recorded first where a GPU has MIG on (a reboot leaves no instance):
+        a layout that could not be recorded fails the rung, and the node is not rebooted."""
+        if reboot_keeps_mig_layout(self.options, state.last):
+            recorded = self.execute(LAYOUT_MODULE, self._module_args(state="recorded"))
+            if recorded.get("failed"):
+                state.tried.append(step_result("reboot", recorded, list(recorded.get("plan") or [])))
+                return self._end(state)
+            state.reboot_layout = list(recorded.get("plan") or [])
+        state.pending, state.pending_rung = "reboot", "reboot"
+        return state
+
     def _after_reboot(self, state, reboot):
         state.pending_rung = None
         plan = [] if reboot.get("failed") else ["%s the node" % ("would reboot" if self.check_mode else "rebooted")]
-        state.tried.append(step_result("reboot", reboot, plan))
+        step = step_result("reboot", reboot, plan + state.reboot_layout)
+        if state.reboot_layout and not self.check_mode:
+            # After a failed reboot too: what is there of the layout is left as it is, and the record gets its outcome.
+            restored = self.execute(LAYOUT_MODULE, self._module_args(state="restored"))
+            step["plan"] += list(restored.get("plan") or [])
+            step["mig_layouts"] = restored.get("mig_layouts") or []
+            step["changed"] = step["changed"] or bool(restored.get("changed"))
+            if restored.get("failed"):
+                step["failed"] = True
+                step["msg"] = "; ".join(part for part in (step["msg"], restored.get("msg")) if part)
+        state.tried.append(step)
         if not self.check_mode and not reboot.get("failed"):
             self._inspect(state, "reboot")
         return self._end(state)
@@ -140,13 +163,14 @@ class LadderWalk:
 
     def _climb(self, state):
         while memory_held(state.last, self.options.end_running_jobs) and not state.error:
-            rung = next_rung(state.floor, state.tried, walk_ceiling(state.beyond, self.options), self.options.rungs, state.last)
+            rung = next_rung(state.floor, state.tried, walk_ceiling(state.beyond, self.options, state.first), self.options.rungs, state.last)
             if rung is None:
                 break
-            if needs_drain(rung, self.options, state) or rung == "reboot":
-                state.pending = "drain" if needs_drain(rung, self.options, state) else "reboot"
-                state.pending_rung = rung
+            if needs_drain(rung, self.options, state):
+                state.pending, state.pending_rung = "drain", rung
                 return state
+            if rung == "reboot":
+                return self._before_reboot(state)
             self._take(state, rung)
             if self.check_mode and not state.tried[-1]["failed"]:
                 # The modules only predicted: the node did not change, so only the first rung that would work can be

@@ -6,6 +6,9 @@ checks made before any rung, and the constants the walk and its callers share.""
 from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm import LEVELS as HEALTH_CHECK_LEVELS
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import (
+    ACTION_ARGUMENT_SPEC, KILL_ARGUMENT_SPEC, SNAPSHOT_ARGUMENT_SPEC, check_kill_options, validate_snapshot_params,
+)
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import ceiling_index
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._platform import ALL_RUNGS, LINUX, PLATFORMS, WINDOWS
@@ -19,6 +22,8 @@ RUNG_MODULES = {
     "graphics": "gpuops.remediation.gpu_graphics_restart",
 }
 HEALTH_MODULE = "gpuops.remediation.gpu_health_check"
+# Records the MIG layout before the reboot rung and creates it again after (the other rungs' modules keep it themselves).
+LAYOUT_MODULE = "gpuops.remediation.gpu_mig_layout"
 # The rungs after which the GPUs are checked (the health gate) before the node goes back into service: the ones that
 # reset the GPUs' state. A kill leaves the GPUs as they were; a reboot starts them afresh.
 GATED_RUNGS = ("reset", "reload")
@@ -53,11 +58,8 @@ LADDER_ARGUMENT_SPEC = dict(
 
 
 def module_specs():
-    """(snapshot, journal and lock, kill) argument specs of the modules the walk runs, which pass through to them.
-    Imported when a walk needs them: the filters, which only ask the ladder's questions, do without."""
-    from ansible_collections.gpuops.remediation.plugins.module_utils._action import ACTION_ARGUMENT_SPEC
-    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import KILL_ARGUMENT_SPEC
-    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import SNAPSHOT_ARGUMENT_SPEC
+    """(snapshot, journal and lock, kill) argument specs of the modules the walk runs, which pass through to them
+    (plain data: the controller's forks compile none of the node code to read them)."""
     return SNAPSHOT_ARGUMENT_SPEC, ACTION_ARGUMENT_SPEC, KILL_ARGUMENT_SPEC
 
 
@@ -169,11 +171,9 @@ def check_options(args):
     if unknown:
         raise WalkError("destructive_rungs: %s not a rung of the %s ladder (%s)" % (
             ", ".join(map(repr, unknown)), args["platform"], ", ".join(rungs)))
-    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import validate_kill_params
-    from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import validate_snapshot_params
     check = _OptionCheck(args)
     validate_snapshot_params(check)
-    validate_kill_params(check)
+    check_kill_options(check)
     for name in ("kill_wait_timeout", "reload_grace", "lock_timeout", "snapshot_max_age"):
         if args.get(name) is not None and not within("wait_timeout" if name == "kill_wait_timeout" else name, args[name]):
             raise WalkError("%s must be 0 or more seconds, got %r" % (name, args[name]))

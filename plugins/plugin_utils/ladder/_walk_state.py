@@ -53,6 +53,7 @@ class WalkState:
     outcome: Optional[Dict[str, Any]] = None
     run_id: Optional[str] = None
     reboot_journal: Optional[Dict[str, Any]] = None  # Windows: the reboot's intent line, while the walk waits for it
+    reboot_layout: List[str] = field(default_factory=list)  # the MIG layout recorded before the reboot, as the plan says it
 
     def to_json(self):
         """The state as gpu_ladder returns it (the keys of the collection's earlier, untyped state)."""
@@ -71,7 +72,8 @@ class WalkState:
                     ("drain_followup", scheduler.followup, self.ended),
                     ("outcome", self.outcome, self.ended),
                     ("run_id", self.run_id, self.run_id is not None),
-                    ("reboot_journal", self.reboot_journal, self.reboot_journal is not None))
+                    ("reboot_journal", self.reboot_journal, self.reboot_journal is not None),
+                    ("reboot_layout", self.reboot_layout, bool(self.reboot_layout)))
         data.update((key, value) for key, value, present in optional if present)
         return data
 
@@ -91,6 +93,7 @@ class WalkState:
             beyond=list(data.get("beyond") or []), error=data.get("error") or "", scheduler=scheduler,
             options=dict(data.get("options") or {}), ended="outcome" in data, health_check=data.get("health_check"),
             outcome=data.get("outcome"), run_id=data.get("run_id"), reboot_journal=data.get("reboot_journal"),
+            reboot_layout=list(data.get("reboot_layout") or []),
         )
 
     # Read as the task returns it: state["outcome"], "outcome" in state (what a caller of the walk reads).

@@ -30,12 +30,16 @@ description:
     (no room left, or a host past its share), none is taken and the answer is 503 with C(Retry-After) (Alertmanager
     retries it, and a relay can); one host's storm is answered 503 while the other hosts' alerts are still taken.
   - "Each event: C(event.gpuops) with C(type) (alert), C(alert) (the alert name or gpu_watch finding kind), C(host),
-    C(gpu) and C(pci_bus_id), C(gpu_index), C(rung) (reset for ghost memory and a recovery action, reboot for a lost
-    or silent GPU, none otherwise), C(message), C(fingerprint)."
+    C(gpu) and C(pci_bus_id), C(gpu_index), C(gpu_instance_id) and C(compute_instance_id) (dcgm-exporter's MIG labels
+    C(GPU_I_ID), C(GPU_CI_ID)), C(selection) (the MIG instance as C(<bus id>:<GI>[/<CI>]), else the bus id: what the
+    run selects), C(scope) (instance, gpu or node), C(rung) (reset for ghost memory and a recovery action, reboot for
+    a lost or silent GPU, none otherwise), C(message), C(fingerprint)."
   - An alert naming no host, or a host that is not one host name (C(meta.hosts) is the playbook's limit, where C(all),
     C(a,b), C(node*), C(~regex) or C(@file) would name other hosts), or a C(pci_bus_id) that is not a PCI bus id or a
     C(gpu) that is not an index (the playbook's extra vars are templated - a label must never carry a template to the
-    controller), is answered 422 and logged, never dropped silently. A timestamp that is no number of seconds
+    controller), or a C(GPU_I_ID) or C(GPU_CI_ID) that cannot name an instance of that GPU (not a plain number of at
+    most two digits, a compute instance without its GPU instance, an instance without C(pci_bus_id) - never widened to
+    the whole GPU), is answered 422 and logged, never dropped silently. A timestamp that is no number of seconds
     (C(nan), C(inf)) is rejected. Never returns; ends when cancelled.
 options:
   host:

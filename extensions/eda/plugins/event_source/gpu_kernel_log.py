@@ -15,9 +15,11 @@ description:
     parser (plugins/module_utils/probes/_kernel_log.py) and ranked by the site's Xid policy over NVIDIA's catalog.
   - "Each event: C(event.gpuops) with C(type) (xid or fallen_off_bus), C(host), C(pci_bus_id) (also C(gpu)), C(xid),
     C(name), C(action) (NVIDIA's catalog action, or the policy's), C(catalog_action), C(policy) (catalog or site),
-    C(rung) (none, kill, reset, reboot), C(pid), C(process_name), C(message), C(time), C(line); and C(meta.hosts),
-    the host, which limits the rule's playbook or job template to it."
-  - A repeat of the same Xid on the same host and GPU within O(throttle_seconds) is dropped. An event dated before
+    C(rung) (none, kill, reset, reboot), C(pid), C(process_name), C(gpu_instance_id) and C(compute_instance_id) (the
+    line's C(GPU-I), C(GPU-CI)), C(selection) (that MIG instance as C(<bus id>:<GI>[/<CI>]), else the bus id: what the
+    run selects), C(scope) (instance, gpu or node), C(message), C(time), C(line); and C(meta.hosts), the host, which
+    limits the rule's playbook or job template to it."
+  - A repeat of the same Xid on the same host and GPU (or MIG instance) within O(throttle_seconds) is dropped. An event dated before
     a remediation the same log reported (root's C(gpuops-remediation) syslog line of that host and GPU; in a file,
     one root's action journal confirms, see O(journal_path)) is dropped, as it was answered.
   - What it cannot read is reported, never hidden, and tried again after a delay that grows up to a minute (it never

@@ -101,7 +101,7 @@ def _probe_with_nvml(root):
                 return func(*args)
             except pynvml.NVMLError:
                 return None
-        devices, placed = mig.nvml_mig_devices(pynvml, pynvml.nvmlDeviceGetHandleByIndex(0), optional)
+        devices, placed, dummy_failed = mig.nvml_mig_devices(pynvml, pynvml.nvmlDeviceGetHandleByIndex(0), optional)
         return mig.gpu_instances(devices), placed
     finally:
         pynvml.nvmlShutdown()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import KILL_ARGUMENT_SPEC, SELECTION_ARGUMENT_SPEC, process_identities
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import KILL_ARGUMENT_SPEC
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._kill import SELECTION_ARGUMENT_SPEC, process_identities
 from ansible_collections.gpuops.remediation.plugins.module_utils._module import input_errors
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_check import wrong_kind
 

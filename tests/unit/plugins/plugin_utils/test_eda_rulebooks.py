@@ -50,7 +50,7 @@ def test_hosts_run_in_parallel_one_hosts_runs_in_order():
         rulebook = _load(name)
         assert rulebook["execution_strategy"] == "parallel"
         runs = [rule["action"][action] for rule in rulebook["rules"] if action in rule["action"]]
-        assert len(runs) == 3 and all(run["lock"] == "{{ event.gpuops.host }}" for run in runs), name
+        assert len(runs) == 4 and all(run["lock"] == "{{ event.gpuops.host }}" for run in runs), name
 
 
 def test_the_webhooks_listen_on_the_loopback_unless_tls_and_alertmanager_needs_no_relay():
