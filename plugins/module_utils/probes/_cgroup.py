@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 
 try:
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._proc_files import _read_bytes
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._proc_files import _read_all
 except ImportError:  # copied flat into a simulated node's lib/, or run on its own
-    from _proc_files import _read_bytes  # type: ignore[no-redef] # pylint: disable=import-error
+    from _proc_files import _read_all  # type: ignore[no-redef] # pylint: disable=import-error
 
 _HEX_ID = r"([0-9a-f]{64})"
 # (pattern over one path component, runtime); the id is group 1.
@@ -156,7 +156,7 @@ _OWN_CGROUP = {}
 
 def _read_cgroup(path):
     try:
-        return _read_bytes(path).decode("utf-8", "replace")
+        return _read_all(path).decode("utf-8", "replace")
     except OSError:
         return ""
 

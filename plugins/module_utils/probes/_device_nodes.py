@@ -123,6 +123,9 @@ class DeviceTable:
         # {b" MAJ:MIN ": {b"INODE": device path}}: what a maps line shows for each known node.
         self.map_fields = {}
         self._majors = {}
+        # {path: device} of the nodes that are regular files (a simulated node's): what their mappings show is read
+        # from a mapping made here (_fields_as_mapped).
+        self._regular = {}
         # The file types a device of this node can have (S_IFCHR, and S_IFREG on a simulated node).
         self.kinds = {stat_module.S_IFCHR}
         modes = set()
@@ -132,6 +135,8 @@ class DeviceTable:
         registry = os.path.join(sys_dir, SIM_REGISTRY)
         for relative in self._node_names(registry):
             self._add_node(os.path.join(registry, relative), relative)
+        for path, (dev_field, inode) in _fields_as_mapped_all(list(self._regular)).items():
+            self.map_fields.setdefault(dev_field, {}).setdefault(inode, self._regular[path])
         if stat_module.S_IFCHR in modes or stat_module.S_IFREG not in modes:
             self._majors = _driver_majors(proc_root)
             self._name_by_number()
@@ -183,9 +188,7 @@ class DeviceTable:
         self.kinds.add(stat_module.S_IFMT(st.st_mode))
         self.add_map_fields(st.st_dev, st.st_ino, device)
         if stat_module.S_ISREG(st.st_mode):
-            mapped = _fields_as_mapped(path)
-            if mapped is not None:
-                self.map_fields.setdefault(mapped[0], {}).setdefault(mapped[1], device)
+            self._regular[path] = device
         return st
 
     def add_map_fields(self, st_dev, st_ino, device):
@@ -225,6 +228,13 @@ def _fields_as_mapped(path):
     mapping of it made here, or None. On overlayfs and btrfs they are not the numbers stat gives (a mapping shows
     the inode of the layer below, or the filesystem's own device number). Never called for a device: mapping one
     would be an act on the driver."""
+    return _fields_as_mapped_all([path]).get(path)
+
+
+def _fields_as_mapped_all(paths):
+    """{path: _fields_as_mapped(path)} of the paths that could be mapped: all mapped at once, so that this
+    process's own maps file (hundreds of lines in a Python that loaded a few libraries) is read once for all."""
+    found = {}
     try:
         import ctypes  # only for a simulated node's regular files
 
@@ -232,20 +242,30 @@ def _fields_as_mapped(path):
         libc.mmap.restype = ctypes.c_void_p
         libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            address = libc.mmap(None, 1, 0x1, 0x1, fd, 0)  # PROT_READ, MAP_SHARED
-        finally:
-            os.close(fd)
-        if address in (None, ctypes.c_void_p(-1).value):
-            return None
-        try:
+    except (ImportError, OSError, AttributeError):
+        return found
+    mapped = {}  # {address: path}
+    try:
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            try:
+                address = libc.mmap(None, 1, 0x1, 0x1, fd, 0)  # PROT_READ, MAP_SHARED
+            finally:
+                os.close(fd)
+            if address not in (None, ctypes.c_void_p(-1).value):
+                mapped[address] = path
+        if mapped:
             for line in _read_all("/proc/self/maps").splitlines():
                 fields = line.split(None, 5)
-                if len(fields) >= 5 and int(fields[0].split(b"-")[0], 16) == address:
-                    return b" %s " % fields[3], fields[4]
-        finally:
-            libc.munmap(address, 1)
-    except (ImportError, OSError, AttributeError, ValueError):
+                path = mapped.get(int(fields[0].split(b"-")[0], 16)) if len(fields) >= 5 else None
+                if path is not None:
+                    found[path] = (b" %s " % fields[3], fields[4])
+    except (OSError, ValueError):
         pass
-    return None
+    finally:
+        for address in mapped:
+            libc.munmap(address, 1)
+    return found

@@ -20,17 +20,15 @@ def _read_all(path):
         data = os.read(fd, _READ_SIZE)
         if data:
             chunk = os.read(fd, _READ_SIZE)
-            while chunk:
-                data += chunk
-                chunk = os.read(fd, _READ_SIZE)
+            if chunk:
+                chunks = [data]
+                while chunk:
+                    chunks.append(chunk)
+                    chunk = os.read(fd, _READ_SIZE)
+                data = b"".join(chunks)
         return data
     finally:
         os.close(fd)
-
-
-def _read_bytes(path):
-    with open(path, "rb") as handle:
-        return handle.read()
 
 
 def _listdir(path):

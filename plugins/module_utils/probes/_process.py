@@ -10,9 +10,9 @@ import os
 import pwd
 
 try:
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._proc_files import _read_bytes
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._proc_files import _read_all
 except ImportError:  # copied flat into a simulated node's lib/, or run on its own
-    from _proc_files import _read_bytes  # type: ignore[no-redef] # pylint: disable=import-error
+    from _proc_files import _read_all  # type: ignore[no-redef] # pylint: disable=import-error
 
 PF_KTHREAD = 0x00200000
 
@@ -45,7 +45,7 @@ def process_stat(pid, proc_root="/proc"):
 
 def _read_stat(pid, proc_root="/proc"):
     try:
-        return _parse_stat(_read_bytes("%s/%d/stat" % (proc_root, pid)))
+        return _parse_stat(_read_all("%s/%d/stat" % (proc_root, pid)))
     except (OSError, ValueError, IndexError):
         return None
 
@@ -94,7 +94,7 @@ def live_thread(pid, proc_root="/proc"):
         if tid == pid:
             continue
         try:
-            stat = _parse_stat(_read_bytes("%s/task/%d/stat" % (proc_dir, tid)))
+            stat = _parse_stat(_read_all("%s/task/%d/stat" % (proc_dir, tid)))
         except (OSError, ValueError, IndexError):
             continue  # exited between the listing and the read
         if stat["state"] not in ("Z", "X"):
@@ -111,9 +111,9 @@ def read_process(pid, proc_root="/proc"):
     """
     proc_dir = "%s/%d" % (proc_root, pid)
     try:
-        stat = _parse_stat(_read_bytes(proc_dir + "/stat"))
-        cmdline = _parse_cmdline(_read_bytes(proc_dir + "/cmdline"))
-        uid = _real_uid(_read_bytes(proc_dir + "/status"))
+        stat = _parse_stat(_read_all(proc_dir + "/stat"))
+        cmdline = _parse_cmdline(_read_all(proc_dir + "/cmdline"))
+        uid = _real_uid(_read_all(proc_dir + "/status"))
     except (OSError, ValueError, IndexError):
         return None
     state = stat["state"]
@@ -122,7 +122,7 @@ def read_process(pid, proc_root="/proc"):
         tid, thread_stat = live
         state = thread_stat["state"]
         try:
-            cmdline = _parse_cmdline(_read_bytes("%s/task/%d/cmdline" % (proc_dir, tid))) or cmdline
+            cmdline = _parse_cmdline(_read_all("%s/task/%d/cmdline" % (proc_dir, tid))) or cmdline
         except OSError:
             pass
     return {

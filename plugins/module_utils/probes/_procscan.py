@@ -11,14 +11,15 @@ not share their leader's file table (kcmp says so) have their own fds read, as d
 process whose leader exited (_threads). A holder's record is read by _process.
 
 The scan runs over every process on the node, so it is written for speed: one os.listdir and one os.stat
-per fd, the maps file read as bytes with os.read and searched for the few filesystem numbers the device
-nodes live on before any line is looked at, no objects built for processes that hold nothing, and full
-records (stat, cmdline, uid) only for the holders. It has two tiers: the fds of every process always, the
-memory maps of every process only when asked (memory_maps=True), else only those of the pids named in
-map_pids. Nine tenths of a full scan is the kernel formatting maps files, a page per read (about 1.5 us a
-line, measured): no buffer size or Python change makes that cheaper, so the tier that skips them is what
-makes a healthy node cheap. On a large process table the scan shares the work among a few forked workers,
-one per core (threads would serialise on the GIL at every system call); the fds are read first, so that
+per fd, the maps file read as bytes with os.read and searched (the C library's memmem) for the few
+filesystem numbers the device nodes live on before any line is looked at, no objects built for processes
+that hold nothing, and full records (stat, cmdline, uid) only for the holders. It has two tiers: the fds of
+every process always, the memory maps of every process only when asked (memory_maps=True), else only those
+of the pids named in map_pids. Most of a full scan is the kernel formatting maps files, a page per read
+(escaping each mapped file's path takes the most): no buffer size or Python change makes that cheaper, so
+the tier that skips them is what makes a healthy node cheap. On a large process table the scan shares the
+work among a few forked workers, one per core (threads would serialise on the GIL at every system call),
+each taking small pieces of the process list from a queue as it is free; the fds are read first, so that
 the device nodes other processes opened (a container's own nodes) are known when the maps are read.
 
 A process stuck with its mmap lock held (D state inside the driver) makes a read of its maps block, as it
@@ -106,7 +107,9 @@ def _fd_stat_function():
             import struct
 
             statx = ctypes.CDLL(None).statx
-            statx.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_char_p]
+            statx.restype = ctypes.c_int
+            # No argtypes: statx_stat passes ints (C ints) and bytes (char *) as they are, which costs a third less
+            # per call than converting each argument; the call is made for every fd of every process.
             buffer = ctypes.create_string_buffer(256)
             unpack = struct.Struct("=H2xQ88xIIII").unpack_from  # stx_mode at 28, stx_ino at 32, rdev/dev at 128
             makedev = os.makedev
@@ -165,15 +168,48 @@ def _map_needles(map_fields):
     return [(dev_field + prefix, len(dev_field), inodes) for (dev_field, prefix), inodes in sorted(groups.items())]
 
 
-def _maps_devices(path, needles):
+_MEMMEM = []
+
+
+def _contains_function():
+    """A function (data, needle) -> whether the bytes needle occurs in data; loaded once, before any fork.
+
+    The C library's memmem where it has one: it skips through a maps file several bytes at a time, where bytes.find
+    looks at nearly every byte (its skip table tells a needle's digits from the text's hex digits and path letters
+    badly), and nearly every maps file holds no needle at all. `in` elsewhere.
+    """
+    if not _MEMMEM:
+        function = bytes.__contains__
+        try:
+            import ctypes  # only for memmem
+
+            memmem = ctypes.CDLL(None).memmem
+            memmem.restype = ctypes.c_void_p
+            memmem.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+
+            def contains(data, needle):
+                return memmem(data, len(data), needle, len(needle)) is not None
+
+            if contains(b"1 fe:01 23\0 fe:01 4", b" fe:01 4") and not contains(b" fe:01 3", b" fe:01 4"):
+                function = contains
+        except (ImportError, OSError, AttributeError):
+            function = bytes.__contains__
+        _MEMMEM.append(function)
+    return _MEMMEM[0]
+
+
+def _maps_devices(path, needles, contains=bytes.__contains__):
     """(bytes in the maps file, [device paths mapped] or None); raises OSError.
 
     A line is "start-end perms offset MAJ:MIN INODE   path": a mapping is the device's when its MAJ:MIN and
-    INODE are those of one of the device's nodes (needles, from _map_needles); the path is never read.
+    INODE are those of one of the device's nodes (needles, from _map_needles); the path is never read. contains:
+    _contains_function(), which passes over the files that hold no needle.
     """
     data = _read_all(path)
     devices = None
     for needle, inode_at, inodes in needles:
+        if not contains(data, needle):
+            continue
         at = data.find(needle)
         while at != -1:
             start = at + inode_at
@@ -220,17 +256,17 @@ def _scan_fds(proc_dir, pid, table, found_nodes):
     return found, denied
 
 
-def _scan_maps(proc_dir, pid, needles):
+def _scan_maps(proc_dir, pid, needles, contains):
     """(findings or None, denied: bool) of one process's memory maps (an exited leader's are read through a live
     thread: threads share one memory map); (None, False) when it is gone."""
     try:
-        size, mapped = _maps_devices(proc_dir + "/maps", needles)
+        size, mapped = _maps_devices(proc_dir + "/maps", needles, contains)
     except OSError as error:
         return None, error.errno in _DENIED
     if size == 0:
         for tid in _other_threads(proc_dir, pid):
             try:
-                size, mapped = _maps_devices("%s/task/%d/maps" % (proc_dir, tid), needles)
+                size, mapped = _maps_devices("%s/task/%d/maps" % (proc_dir, tid), needles, contains)
             except OSError:
                 continue
             if size:
@@ -254,8 +290,9 @@ def _fds_of(names, proc_root, table):
 def _maps_of(names, proc_root, needles):
     """The maps pass over names: [[pid, findings] of holders, [denied pids]]."""
     holders, denied = [], []
+    contains = _contains_function()
     for name in names:
-        found, refused = _scan_maps(proc_root + "/" + name, int(name), needles)
+        found, refused = _scan_maps(proc_root + "/" + name, int(name), needles, contains)
         if refused:
             denied.append(int(name))
         if found is not None:
@@ -310,15 +347,53 @@ def _collect_worker(worker):
     return result if status == 0 else None
 
 
+# Each worker takes this many pieces of the process list on average: few enough that taking one costs nothing (one
+# read of a pipe), enough that a worker slowed by other work on its core leaves little for the others to wait on.
+_PIECES_PER_WORKER = 64
+# At most this many pieces, so that their indexes (two bytes each) fit in one write to an empty pipe, which never
+# blocks (PIPE_BUF, 4096 bytes, is the least a pipe holds), whatever number of workers a caller asks for.
+_MAX_PIECES = 2048
+_INDEX_BYTES = 2
+
+
+def _take_pieces(queue_fd, pieces, work):
+    """[[index, work(piece)] of each piece taken from the queue] until the queue is empty."""
+    done = []
+    taken = os.read(queue_fd, _INDEX_BYTES)
+    while len(taken) == _INDEX_BYTES:
+        index = int.from_bytes(taken, "big")
+        done.append([index, work(pieces[index])])
+        taken = os.read(queue_fd, _INDEX_BYTES)
+    return done
+
+
 def _shared(names, workers, work):
-    """[results of work(share)] with names shared among `workers` processes (this one and forked ones)."""
-    shares = [names[index::workers] for index in range(workers)] if workers > 1 else [names]
-    forked = [(_fork_worker(lambda share=share: work(share)), share) for share in shares[1:]]
-    results = [work(shares[0])]
-    for worker, share in forked:
+    """[results of work(piece)] over pieces of names, shared among `workers` processes (this one and forked ones).
+
+    The pieces wait in a pipe, each as its index, written before any worker forks and closed for writing: every
+    worker (this process too) takes the next index until the pipe is empty, so a worker that gets less of its core
+    (other work on the node) takes fewer pieces instead of holding the others up. A read of a pipe hands its bytes to
+    one reader, so each piece is taken once; the pieces a failed worker took are done here.
+    """
+    if workers <= 1:
+        return [work(names)]
+    size = max(1, -(-len(names) // min(workers * _PIECES_PER_WORKER, _MAX_PIECES)))
+    pieces = [names[at:at + size] for at in range(0, len(names), size)]
+    queue_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, b"".join(index.to_bytes(_INDEX_BYTES, "big") for index in range(len(pieces))))
+    finally:
+        os.close(write_fd)
+    try:
+        forked = [_fork_worker(lambda: _take_pieces(queue_fd, pieces, work)) for _worker in range(workers - 1)]
+        done = _take_pieces(queue_fd, pieces, work)
+    finally:
+        os.close(queue_fd)
+    for worker in forked:
         result = _collect_worker(worker) if worker is not None else None
-        results.append(result if result is not None else work(share))  # the worker failed: do its share here
-    return results
+        done.extend(result or [])
+    results = dict((index, result) for index, result in done)
+    return [results[index] if index in results else work(piece) for index, piece in enumerate(pieces)]
 
 
 def _worker_count(process_count):
@@ -349,6 +424,7 @@ def _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri):
         return {}, 0
     _kcmp_files()  # loaded before any fork
     _fd_stat_function()
+    _contains_function()
     if workers is None:
         workers = _worker_count(len(names))
     findings = {}
