@@ -131,9 +131,16 @@ def select_gpus(gpus, wanted):
     return sorted(selected)
 
 
-def _device_gpus(devices, index_by_minor):
+def index_by_minor(gpus):
+    """{minor number: NVML index} of the GPUs whose minor is known: /dev/nvidia<N> and the driver's capabilities/gpu<N>
+    name a GPU by its minor number N, which is not always its index."""
+    return dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
+
+
+def device_gpus(devices, gpus):
     """GPU indexes of the /dev/nvidiaN nodes held: N is the device's minor number, not always its NVML index."""
-    return sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices)))
+    indexes = index_by_minor(gpus)
+    return sorted(set(indexes.get(minor, minor) for minor in device_minors(devices)))
 
 
 def device_minors(devices):
@@ -188,7 +195,6 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None, standi
             entry = by_pid.setdefault(proc["pid"], {"memory": {}, "types": set(), "name": proc.get("name")})
             entry["memory"][gpu["index"]] = proc.get("used_mib")
             entry["types"].update(proc["type"].split("+"))
-    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
     holders = []
     for pid in sorted(set(scan) | set(by_pid)):
         driver_view = by_pid.get(pid, {"memory": {}, "types": set(), "name": None})
@@ -207,7 +213,7 @@ def build_holders(scan, gpus, proc_root="/proc", members=None, jobs=None, standi
             "pid": pid, "start_time": record["start_time"], "name": record["name"], "cmdline": record["cmdline"],
             "exe": _exe(pid, proc_root),
             "user": record["user"], "uid": record["uid"], "state": PROCESS_STATES.get(record["state"], record["state"]),
-            "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(_device_gpus(devices, index_by_minor))),
+            "visible": True, "gpus": sorted(set(driver_view["memory"]) | set(device_gpus(devices, gpus))),
             "used_mib": _total(driver_view["memory"]), "used_mib_per_gpu": driver_view["memory"],
             "seen_by": seen_by, "devices": devices, "class": _holder_class(record, driver_view["types"], role),
             "unit_role": role,
@@ -288,9 +294,8 @@ def _attribute_instances(holders, gpus, layout):
         instance_minors, instances_held)
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import attribute  # pylint: disable=import-outside-toplevel
     minors = instance_minors(layout.mig_capabilities_dir)
-    # capabilities/gpu<M>: M is the GPU's minor number, not always its NVML index
-    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in gpus if gpu.get("minor_number") is not None)
-    held = dict((h["pid"], set((index_by_minor.get(g, g), gi, ci) for g, gi, ci in instances_held(h.get("devices") or [], minors)))
+    indexes = index_by_minor(gpus)  # capabilities/gpu<M>: M is the GPU's minor number, not always its NVML index
+    held = dict((h["pid"], set((indexes.get(g, g), gi, ci) for g, gi, ci in instances_held(h.get("devices") or [], minors)))
                 for h in holders)
     attribute(holders, gpus, held)
 

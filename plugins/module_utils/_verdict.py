@@ -8,6 +8,7 @@ import datetime
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import instance_label
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_layout import pending_mig_change
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import event_rung
 
@@ -265,6 +266,9 @@ def _gpu_findings(finding, gpu, probe_report, ghost_threshold_mib):
     action = gpu.get("recovery_action")
     if action in RECOVERY_RUNGS:
         finding.need(RECOVERY_RUNGS[action], "NVML asks for recovery action '%s' on %s" % (action, label))
+    pending = pending_mig_change(gpu)
+    if pending:  # named, never applied as a side effect (gpu_reset and nvidia_driver_reload refuse the GPU)
+        finding.reasons.append({"rung": NO_RUNG, "reason": "%s: %s" % (label, pending)})
     if gpu.get("gpu_instances"):
         _instance_ghost_findings(finding, gpu, label, ghost_threshold_mib)
         return

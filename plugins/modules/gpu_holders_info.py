@@ -186,7 +186,8 @@ holders:
       description:
         - The MIG instances it is in, each C(gpu), C(gpu_instance_id), C(compute_instance_id) and C(seen_by) -
           V(nvidia-caps) (it holds the instance's C(/dev/nvidia-caps) nodes, known by device number) and V(nvml) (the
-          driver lists it in that instance).
+          driver lists it in that instance). One entry per compute instance it is in (a process holding two compute
+          instances of one GPU instance is in both); C(compute_instance_id) is null when only the GPU instance is known.
       type: list
       elements: dict
       returned: when a GPU of the node has MIG instances

@@ -28,8 +28,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behi
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import read_process, same_process
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_holders_report
-from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import narrowed_instances, outside_instances, reaches
-from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_minors
+from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import holder_instances, narrowed_instances, outside_instances, reaches
+from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import check_kill_options
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
@@ -217,8 +217,7 @@ def holdings_now(pid, snapshot):
         found = scan_holders_report(layout.dev_dir, proc_root=root, sys_dir=layout.sys_dir, workers=1,
                                     nvidia_dri=layout.dri_node_rule)["holders"].get(pid) or {}
     devices = found.get("devices") or []
-    index_by_minor = dict((gpu["minor_number"], gpu["index"]) for gpu in snapshot["gpus"] if gpu.get("minor_number") is not None)
-    return {"gpus": sorted(set(index_by_minor.get(minor, minor) for minor in device_minors(devices))), "devices": devices,
+    return {"gpus": device_gpus(devices, snapshot["gpus"]), "devices": devices,
             "seen_by": list(found.get("via") or [])}
 
 
@@ -503,7 +502,8 @@ def beyond_selection(processes, selected, instances=None):
             found.append(dict(process, outside="no GPU: a client of the whole driver (holding %s)" % (
                 ", ".join(process.get("devices") or []) or "a driver context on no GPU")))
             continue
-        gpus = sorted(set(process.get("gpus") or []) - set(selected))
+        # A GPU instance's nvidia-caps node puts it on that GPU too, /dev/nvidia<N> held or not.
+        gpus = sorted((set(process.get("gpus") or []) | set(gpu for gpu, dummy_gi, dummy_ci in holder_instances(process))) - set(selected))
         others = (["GPU " + ",".join(str(index) for index in gpus)] if gpus else []) + outside_instances(process, instances or {})
         if others:
             found.append(dict(process, outside=", ".join(others)))

@@ -194,10 +194,13 @@ _TIME_PATTERNS = (
 _ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?$")
 _A_DAY = 86400.0
 # "Xid (PCI:0000:01:00): 94, ...", on a MIG GPU "Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, ..." (GPU-CI optional).
-_XID_RE = re.compile(r"^Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\s+GPU-I:(?P<gi>\d+))?(?:\s+GPU-CI:(?P<ci>\d+))?\s*\):"
-                     r"\s*(?P<xid>\d+)(?:,\s*(?P<rest>.*))?$")
+# The numbers as the kernel prints them (ASCII; instance ids two digits): a line with others is no Xid line, never an
+# event widened to the whole GPU, and no number is too long for int().
+_XID_RE = re.compile(r"^Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\s+GPU-I:(?P<gi>[0-9]{1,2}))?(?:\s+GPU-CI:(?P<ci>[0-9]{1,2}))?\s*\):"
+                     r"\s*(?P<xid>[0-9]{1,9})(?:,\s*(?P<rest>.*))?$")
 # "pid=123, name=x, msg", "pid='<unknown>', name=<unknown>, msg", "pid=0, msg" (no name), "pid=8494,   name=x, msg".
-_PID_RE = re.compile(r"^pid='?(?P<pid><unknown>|\d+)'?(?:,\s*|$)(?P<rest>.*)$")
+# A pid has at most 7 digits (PID_MAX_LIMIT 4194304): a longer number is no pid.
+_PID_RE = re.compile(r"^pid='?(?P<pid><unknown>|[0-9]{1,7})'?(?:,\s*|$)(?P<rest>.*)$")
 _NAME_RE = re.compile(r"^name='?(?P<name>.*?)'?(?:,\s*(?P<message>.*))?$")
 # Xid 94/95 end with "RST: Yes|No, D-RST: Yes|No": the driver marked the GPU for a reset (or a drain and reset).
 _RESET_REQUIRED_RE = re.compile(r"\b(D-)?RST:\s*Yes\b")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 _ACCESS_READ_LIMIT = 4096  # an access file is three short lines
-_MINOR_KEY = "DeviceFileMinor:"
+_MINOR_KEY = "DeviceFileMinor"
 
 
 def _number_after(text, prefix, digits=9):
@@ -29,9 +29,10 @@ def access_minor(path):
     except (IOError, OSError):
         return None
     for line in text.splitlines():
-        minor = _number_after(line.replace(" ", "").replace("\t", ""), _MINOR_KEY)
-        if minor is not None:
-            return minor
+        key, colon, value = line.partition(":")
+        if colon and key.strip() == _MINOR_KEY:
+            # "4 1" is no number: blanks count only around it
+            return _number_after(value.strip(), "")
     return None
 
 
@@ -45,7 +46,10 @@ def _numbered(directory, prefix):
 
 
 def instance_minors(capabilities_dir):
-    """{minor: {"gpu": M, "gi": X, "ci": Y or None}} for every GPU and compute instance the driver lists."""
+    """{minor: [{"gpu": M, "gi": X, "ci": Y or None}]} for every GPU and compute instance the driver lists.
+
+    A minor two access files name is both instances' (never the last one read): the driver gives each its own, so a
+    process holding such a node may be in either, and a narrowed run or the instance rung must count it in both."""
     minors = {}
     for gpu, gpu_name in _numbered(capabilities_dir, "gpu"):
         mig_dir = os.path.join(capabilities_dir, gpu_name, "mig")
@@ -53,11 +57,11 @@ def instance_minors(capabilities_dir):
             gi_dir = os.path.join(mig_dir, gi_name)
             minor = access_minor(os.path.join(gi_dir, "access"))
             if minor is not None:
-                minors[minor] = {"gpu": gpu, "gi": gi, "ci": None}
+                minors.setdefault(minor, []).append({"gpu": gpu, "gi": gi, "ci": None})
             for ci, ci_name in _numbered(gi_dir, "ci"):
                 minor = access_minor(os.path.join(gi_dir, ci_name, "access"))
                 if minor is not None:
-                    minors[minor] = {"gpu": gpu, "gi": gi, "ci": ci}
+                    minors.setdefault(minor, []).append({"gpu": gpu, "gi": gi, "ci": ci})
     return minors
 
 
@@ -76,7 +80,6 @@ def instances_held(device_paths, minors):
     for path in device_paths:
         if os.path.basename(os.path.dirname(path)) != "nvidia-caps":
             continue
-        owner = minors.get(cap_minor_from_name(path))
-        if owner is not None:
+        for owner in minors.get(cap_minor_from_name(path)) or []:
             held.add((owner["gpu"], owner["gi"], owner["ci"]))
     return held

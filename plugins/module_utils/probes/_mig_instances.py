@@ -214,30 +214,40 @@ def attribute(holders, gpus, held_by_pid):
 
     held_by_pid: {pid: {(gpu index, gi, ci or None)}} from the nvidia-caps nodes each holder has open or mapped (the
     kernel's fact, _mig_caps.instances_held); the driver's process list (gpu_instance_id / compute_instance_id of each
-    process) is joined in. holders[].mig_instances: [{"gpu", "gpu_instance_id", "compute_instance_id", "seen_by"}];
-    gpu_instances[].holders (pids), attributed_mib (what the driver lists in it) and unattributed_mib (used that no
-    listed process accounts for: ghost memory, None when unknown).
+    process) is joined in. holders[].mig_instances: [{"gpu", "gpu_instance_id", "compute_instance_id", "seen_by"}], one per
+    compute instance it is in; gpu_instances[].holders (pids), attributed_mib (what the driver lists in it) and
+    unattributed_mib (used that no listed process accounts for: ghost memory, None when unknown).
     """
     for holder in holders:
         found = {}
-        for gpu_index, gi, ci in sorted(held_by_pid.get(holder["pid"], ()), key=str):
-            entry = found.setdefault((gpu_index, gi), {"gpu": gpu_index, "gpu_instance_id": gi, "compute_instance_id": None,
-                                                       "seen_by": ["nvidia-caps"]})
-            if ci is not None:
-                entry["compute_instance_id"] = ci
+        for gpu_index, gi, ci in held_by_pid.get(holder["pid"], ()):
+            found.setdefault((gpu_index, gi, ci), {"gpu": gpu_index, "gpu_instance_id": gi, "compute_instance_id": ci, "seen_by": ["nvidia-caps"]})
         for gpu in gpus:
             for proc in gpu.get("processes") or []:
                 if proc["pid"] != holder["pid"] or proc.get("gpu_instance_id") is None:
                     continue
-                entry = found.setdefault((gpu["index"], proc["gpu_instance_id"]), {
-                    "gpu": gpu["index"], "gpu_instance_id": proc["gpu_instance_id"], "compute_instance_id": None, "seen_by": []})
-                entry["compute_instance_id"] = proc.get("compute_instance_id") if entry["compute_instance_id"] is None else entry["compute_instance_id"]
-                entry["seen_by"].append("nvml")
+                key = (gpu["index"], proc["gpu_instance_id"], proc.get("compute_instance_id"))
+                found.setdefault(key, {"gpu": key[0], "gpu_instance_id": key[1], "compute_instance_id": key[2], "seen_by": []})["seen_by"].append("nvml")
         if found or any(gpu.get("gpu_instances") for gpu in gpus):
-            holder["mig_instances"] = [found[key] for key in sorted(found)]
+            holder["mig_instances"] = _one_per_instance(found)
     for gpu in gpus:
         for gi in gpu.get("gpu_instances") or []:
             _finish_instance(gpu, gi, holders)
+
+
+def _one_per_instance(found):
+    """The entries in (gpu, gi, ci) order, a GPU instance's entry with no compute instance folded into those of the same
+    GPU instance that name one: a process is in every compute instance whose node it holds or the driver lists it in
+    (in two of one GPU instance, it is in both: ending it ends its work in each)."""
+    for (gpu_index, gi, ci), entry in list(found.items()):
+        known = [other for key, other in found.items() if ci is None and key[:2] == (gpu_index, gi) and key[2] is not None]
+        for other in known:
+            other["seen_by"] = sorted(set(other["seen_by"]) | set(entry["seen_by"]))
+        if known:
+            del found[(gpu_index, gi, ci)]
+    for entry in found.values():
+        entry["seen_by"] = sorted(set(entry["seen_by"]))
+    return [found[key] for key in sorted(found, key=lambda key: (key[0], key[1], -1 if key[2] is None else key[2]))]
 
 
 def _finish_instance(gpu, gi, holders):

@@ -57,18 +57,36 @@ def default_host():
 
 
 class Throttle:
-    """One event per key within `seconds` (a repeat of the same condition on the same host and GPU is dropped)."""
+    """One event per key within `seconds` (a repeat of the same condition on the same host and GPU is dropped).
 
-    def __init__(self, seconds):
+    It remembers at most `most_keys` keys: a key whose window has passed throttles nothing and is forgotten, and a
+    flood of distinct keys (lines a file source reads may name any GPU, instance or Xid) forgets the oldest first."""
+
+    MOST_KEYS = 10000
+
+    def __init__(self, seconds, most_keys=MOST_KEYS):
         self.seconds = seconds
-        self._last = {}
+        self.most_keys = most_keys
+        self._last = {}  # in the order the keys were last allowed
 
     def allow(self, key, now):
         last = self._last.get(key)
         if last is not None and 0 <= now - last < self.seconds:
             return False
+        self._last.pop(key, None)
         self._last[key] = now
+        self._forget(now)
         return True
+
+    def remembered(self):
+        return len(self._last)
+
+    def _forget(self, now):
+        while self._last:
+            oldest = next(iter(self._last))
+            if len(self._last) <= self.most_keys and 0 <= now - self._last[oldest] < self.seconds:
+                return
+            del self._last[oldest]
 
 
 # ---------------------------------------------------------------- what a source cannot read

@@ -163,7 +163,7 @@ class LadderWalk:
 
     def _climb(self, state):
         while memory_held(state.last, self.options.end_running_jobs) and not state.error:
-            rung = next_rung(state.floor, state.tried, walk_ceiling(state.beyond, self.options), self.options.rungs, state.last)
+            rung = next_rung(state.floor, state.tried, walk_ceiling(state.beyond, self.options, state.first), self.options.rungs, state.last)
             if rung is None:
                 break
             if needs_drain(rung, self.options, state):

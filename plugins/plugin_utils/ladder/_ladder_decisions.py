@@ -172,7 +172,7 @@ def reach(snapshot, floor, options):
     if not refused:
         return floor, "", []
     busy = busy_evidence(snapshot, options)
-    ceiling = walk_ceiling(busy, options)
+    ceiling = walk_ceiling(busy, options, snapshot)
     needs = [need for need in gpu_needs(snapshot, options) if need["index"] not in set(gpu["index"] for gpu in busy)]
     helped = [need for need in needs if rung_index(need["rung"], options.rungs) <= ceiling]
     if not helped:
@@ -182,10 +182,22 @@ def reach(snapshot, floor, options):
     return max(rung_index(need["rung"], options.rungs) for need in helped), "", sorted(beyond + busy, key=lambda need: need["index"])
 
 
-def walk_ceiling(beyond, options):
-    """The heaviest rung (its index) the walk may take: the ceiling, and below the rung every GPU of `beyond` that
-    working programs hold needs (busy_evidence: a rung that would reach them is never taken while they run)."""
-    return min([options.ceiling] + [rung_index(need["rung"], options.rungs) - 1 for need in beyond if need.get("busy")])
+def walk_ceiling(beyond, options, snapshot=None):
+    """The heaviest rung (its index) the walk may take: the ceiling, below the rung every GPU of `beyond` that working
+    programs hold needs (busy_evidence: a rung that would reach them is never taken while they run), and no higher than
+    the instance rung where the snapshot's selection narrows a GPU to MIG instances (instance_cap)."""
+    cap = instance_cap(snapshot, options)
+    return min([options.ceiling] + [rung_index(need["rung"], options.rungs) - 1 for need in beyond if need.get("busy")]
+               + ([] if cap is None else [cap]))
+
+
+def instance_cap(snapshot, options):
+    """The instance rung's index when the snapshot's selection narrows a GPU to MIG instances, else None: every rung
+    above it (a reset, a reload, the graphics restart, a reboot) reaches the whole GPU or the node, every other
+    instance's jobs with it."""
+    if not ((snapshot or {}).get("scope") or {}).get("mig_instances") or "instance" not in options.rungs:
+        return None
+    return rung_index("instance", options.rungs)
 
 
 def _allow(rung, options):
@@ -292,7 +304,7 @@ def first_rung(snapshot, options):
     if not memory_held(snapshot, options.end_running_jobs):
         return None
     floor, refused, beyond = walk_reach(snapshot, options)
-    return None if refused else next_rung(floor, [], walk_ceiling(beyond, options), options.rungs, snapshot)
+    return None if refused else next_rung(floor, [], walk_ceiling(beyond, options, snapshot), options.rungs, snapshot)
 
 
 def destructive_entry(snapshot, options):

@@ -8,7 +8,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._dcgm im
 from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import holder_command
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import HELD_STATES, IN_USE, NO_GPU_SELECTED, memory_held, undetermined
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import BUSY_EVIDENCE, health_gate_failed
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import BUSY_EVIDENCE, health_gate_failed, instance_cap
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._walk_state import walk_state
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.report._summary import holder_line
 
@@ -166,9 +166,20 @@ def outcome_status(state, options, check_mode, freed_mib):
             "out of service: %s" % (tried[-1], freed_mib, state.health_check["reason"])
     if not held:
         return "fixed", "the %s rung got the memory back (%d MiB)" % (tried[-1], freed_mib)
-    return "failed", "GPU memory still held after the %s rung(s); the heaviest rung allowed is %s (%s): %s" % (
-        ", ".join(tried), options.rungs[options.ceiling], options.limits_text(),
-        "; ".join(r["reason"] for r in state.last["verdict"]["reasons"]))
+    return "failed", "GPU memory still held after the %s rung(s); the heaviest rung allowed is %s: %s" % (
+        ", ".join(tried), _allowed_text(state, options), "; ".join(r["reason"] for r in state.last["verdict"]["reasons"]))
+
+
+def _allowed_text(state, options):
+    """The heaviest rung the walk was allowed, and what set it (the limits, or a selection narrowed to MIG instances)."""
+    cap = instance_cap(state.first, options)
+    if cap is None or cap >= options.ceiling:
+        return "%s (%s)" % (options.rungs[options.ceiling], options.limits_text())
+    labels = state.first["scope"]["mig_instances"]
+    return ("%s (%s narrows the run to MIG instance %s: a heavier rung reaches the whole GPU or the node, every other "
+            "instance's jobs with it; name the whole GPU (%s) to allow it)" % (
+                options.rungs[cap], options.named("gpus", state.first["scope"]["gpus"]), ", ".join(labels),
+                ", ".join(sorted(set(label.split(":")[0] for label in labels)))))
 
 
 def held_by(snapshot):

@@ -16,3 +16,19 @@ def play(tmp_path, collections_root, root, tasks, names):
     body += "    - ansible.builtin.copy:\n        content: \"{{ {%s} | to_json }}\"\n        dest: %s\n        mode: \"0600\"\n" % (
         ", ".join("'%s': %s" % (name, name) for name in names), out)
     return playbook.run_playbook(str(tmp_path), collections_root, body, out)
+
+
+def narrowed_kills(keys):
+    """gpu_kill tasks (end_running_jobs, allowed to fail) for each selection key in turn, check mode first, then real."""
+    tasks = []
+    for key in keys:
+        task = "gpuops.remediation.gpu_kill: {gpus: [\"%s\"], end_running_jobs: true}\n      ignore_errors: true" % key
+        tasks += [task + "\n      check_mode: true", task]
+    return tasks
+
+
+def refused_beyond(result, name, pid):
+    """The result of a gpu_kill that refused pid, and only it, as beyond its selection, changing nothing; its entry."""
+    assert result["failed"] is True and result["changed"] is False, (name, result.get("signalled"), result.get("msg"))
+    assert [p["pid"] for p in result["beyond_selection"]] == [pid], name
+    return result["beyond_selection"][0]

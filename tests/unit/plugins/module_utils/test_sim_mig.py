@@ -137,8 +137,8 @@ def test_created_instances_show_their_capabilities_files_and_cap_nodes(node_root
     assert smi(node_root, "mig", "-i", "1", "-cgi", "19,19", "-C").returncode == 0
     layout = NodeLayout(node_root)
     minors = mig_caps.instance_minors(layout.mig_capabilities_dir)
-    expected = {mig.cap_minor(1, 1): {"gpu": 1, "gi": 1, "ci": None}, mig.cap_minor(1, 1, 0): {"gpu": 1, "gi": 1, "ci": 0},
-                mig.cap_minor(1, 2): {"gpu": 1, "gi": 2, "ci": None}, mig.cap_minor(1, 2, 0): {"gpu": 1, "gi": 2, "ci": 0}}
+    expected = {mig.cap_minor(1, 1): [{"gpu": 1, "gi": 1, "ci": None}], mig.cap_minor(1, 1, 0): [{"gpu": 1, "gi": 1, "ci": 0}],
+                mig.cap_minor(1, 2): [{"gpu": 1, "gi": 2, "ci": None}], mig.cap_minor(1, 2, 0): [{"gpu": 1, "gi": 2, "ci": 0}]}
     assert minors == expected
     nodes = sorted(mig_caps.cap_minor_from_name(name) for name in os.listdir(os.path.join(node_root, "dev", "nvidia-caps")))
     assert nodes == sorted(expected)
@@ -151,7 +151,7 @@ def test_an_access_file_without_a_minor_and_odd_names_are_skipped(tmp_path):
     (gi_dir / "ci0" / "access").write_text("DeviceFileMinor: 40\nDeviceFileMode: 292\nDeviceFileModify: 1\n")
     (tmp_path / "gpu0" / "mig" / "gi-x").mkdir()
     (tmp_path / "notgpu").mkdir()
-    assert mig_caps.instance_minors(str(tmp_path)) == {40: {"gpu": 0, "gi": 3, "ci": 0}}
+    assert mig_caps.instance_minors(str(tmp_path)) == {40: [{"gpu": 0, "gi": 3, "ci": 0}]}
     assert mig_caps.instance_minors(str(tmp_path / "missing")) == {}
     assert mig_caps.cap_minor_from_name("/dev/nvidia-caps/nvidia-cap12") == 12
     assert mig_caps.cap_minor_from_name("/dev/nvidia0") is None

@@ -23,6 +23,7 @@ from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._alert_webh
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._kernel_log_source import kernel_event
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._snapshot_source import Lasting
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import Throttle
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._webhook_server import Handover
 from ansible_collections.gpuops.remediation.tests.unit.helpers.eda_webhook import bearer_post, serve
 from ansible_collections.gpuops.remediation.tests.unit.plugins.plugin_utils.test_eda_sources import ROOT, _append, _collect, following
 
@@ -183,3 +184,18 @@ def test_the_kill_xid_rule_takes_only_an_instance_and_an_xid_elsewhere_holds_bac
         rule = next(r for r in yaml.safe_load(handle)[0]["rules"] if r["name"] == "Xid in one MIG instance asking for its application to end")
     assert rule["condition"] == 'event.gpuops.type == "xid" and event.gpuops.rung == "kill" and event.gpuops.scope == "instance"'
     assert rule["throttle"]["group_by_attributes"] == ["event.gpuops.host", "event.gpuops.selection"]
+
+
+def test_alerts_for_many_instances_of_one_host_hold_only_that_hosts_share_of_the_queue():
+    """Each instance is its own selection (its own throttle in the rulebooks), never its own share of the webhook's queue:
+    node07's alerts for eleven instances (GPU instance 0 to 10, leading zeros or not) pass node07's share of ten and
+    are refused whole, while node08's alert for one instance is taken."""
+    handover = Handover(asyncio.Queue(1), 100, 10)
+    many, dummy_problems = alert_events(alertmanager_body(*[dcgm_labels(GPU_I_ID="%02d" % gi if gi % 2 else str(gi))
+                                                            for gi in range(11)]))
+    assert len({event["gpuops"]["selection"] for event in many}) == 11
+    assert handover.offer(many) == "0 events of host node07 wait for the rulebook already, its share of the queue (option host_queue_size 10)"
+    assert handover.offer(many[:10]) is None
+    assert handover.offer(many[10:]).startswith("10 events of host node07 wait")
+    other, dummy_problems = alert_events(alertmanager_body(dcgm_labels(instance="node08:9400")))
+    assert handover.offer(other) is None
