@@ -18,6 +18,10 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_ins
 
 ACTION = "mig_layout"
 
+# nvidia-smi's exit code when a GPU has fallen off the bus (GPU is lost): it still lists every other GPU, and the lost
+# one's absence from the list is what follow_gpus reports.
+RC_GPU_LOST = 15
+
 
 class MigLayoutError(Exception):
     """The layout could not be read: nothing that would lose it may go ahead."""
@@ -106,7 +110,7 @@ class MigLayoutKeeper:
             result = self.runner.probe(argv, timeout=self.module.params["probe_timeout"])
         except (ProbeTimeout, ProbeFailed) as exc:
             raise MigLayoutError("nvidia-smi --query-gpu did not answer: %s" % exc)
-        if result.rc != 0:
+        if result.rc not in (0, RC_GPU_LOST):
             raise MigLayoutError("nvidia-smi --query-gpu failed (rc %d): %s" % (result.rc, _last_line(result)))
         found = {}
         for line in result.out.splitlines():
