@@ -7,6 +7,9 @@
 #   tools/debian_tools.sh ensure CMD:PACKAGE ...   for each CMD not on PATH, install PACKAGE with apt-get (root only),
 #                                                  one apt-get at a time on this machine (flock); exit 3 with the
 #                                                  reason when a CMD is missing and cannot be installed.
+#                                                  PACKAGE may list alternatives, PKG1|PKG2|...: the first one apt
+#                                                  knows here is installed (java:openjdk-17-jre-headless|openjdk-21-...
+#                                                  takes 17 on Debian 12, which has no 21, and 21 on Debian 13).
 #   tools/debian_tools.sh check CMD:PACKAGE ...    exit 0 when every CMD is on PATH or could be installed; else 3.
 #   tools/debian_tools.sh install PACKAGE ...      apt-get install them (root), under the same lock: what
 #                                                  tools/slurm_env.sh and tools/docker_env.sh install with, so that
@@ -20,6 +23,41 @@ missing_packages() {
     for spec in "$@"; do
         command -v "${spec%%:*}" >/dev/null 2>&1 || echo "${spec#*:}"
     done
+}
+
+# The first of the alternatives PKG1|PKG2|... that apt has a version of (apt-cache show's exit code), or nothing.
+known_alternative() {
+    local alternative
+    local -a alternatives
+    IFS='|' read -r -a alternatives <<<"$1"
+    for alternative in "${alternatives[@]}"; do
+        if apt-cache show --no-all-versions "$alternative" >/dev/null 2>&1; then
+            echo "$alternative"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# The packages to install for the specs PKG or PKG1|PKG2|..., each alternative resolved by apt's word; the package lists
+# are fetched once when one is unknown (a fresh machine has none). Exit 3 naming the ones apt does not have.
+resolve_packages() {
+    local package resolved updated=0
+    local -a packages=()
+    for package in "$@"; do
+        if [[ $package != *'|'* ]]; then
+            packages+=("$package")
+            continue
+        fi
+        if ! resolved=$(known_alternative "$package") && ((updated == 0)); then
+            (flock 9; apt-get update -q >/dev/null) 9>"$LOCK"
+            updated=1
+            resolved=$(known_alternative "$package") || true
+        fi
+        [[ -n $resolved ]] || { echo "debian_tools: apt has none of ${package//|/, }" >&2; exit 3; }
+        packages+=("$resolved")
+    done
+    echo "${packages[@]}"
 }
 
 can_install() { [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; }
@@ -37,7 +75,7 @@ apt_install() {
 }
 
 main() {
-    local action=${1:-} missing
+    local action=${1:-} missing resolved
     shift || true
     if [[ $action == install ]]; then
         can_install || { echo "debian_tools: installing $* needs root and apt-get" >&2; exit 3; }
@@ -48,10 +86,12 @@ main() {
     mapfile -t missing < <(missing_packages "$@")
     ((${#missing[@]})) || exit 0
     if ! can_install; then
-        echo "debian_tools: needs Debian's ${missing[*]}, or root with apt-get to install them" >&2
+        echo "debian_tools: needs Debian's ${missing[*]//|/ or }, or root with apt-get to install them" >&2
         exit 3
     fi
     [[ $action == check ]] && exit 0
+    resolved=$(resolve_packages "${missing[@]}") || exit 3
+    read -r -a missing <<<"$resolved"
     echo "debian_tools: installing ${missing[*]} with apt-get"
     apt_install "${missing[@]}"
     mapfile -t missing < <(missing_packages "$@")

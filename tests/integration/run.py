@@ -183,7 +183,7 @@ def run_target(name, env, log_dir=None, deadline=None):
 SHARED_RESOURCES = ("slurm", "docker", "prometheus")
 # Debian's Prometheus stack and the Java of ansible-rulebook, for the alert loop (command:package).
 PROMETHEUS_STACK = ("prometheus:prometheus", "prometheus-alertmanager:prometheus-alertmanager",
-                    "prometheus-node-exporter:prometheus-node-exporter", "java:openjdk-17-jre-headless")
+                    "prometheus-node-exporter:prometheus-node-exporter", "java:openjdk-17-jre-headless|openjdk-21-jre-headless")
 
 
 def lanes_of(names):

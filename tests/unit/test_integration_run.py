@@ -11,12 +11,14 @@ import importlib.util
 import os
 import shutil
 import stat
+import subprocess
 import time
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # What the tools need from a bare machine, without docker, dockerd, apt-get or Slurm.
+HOST_PATH = os.environ.get("PATH", os.defpath)
 BASE_TOOLS = ("bash", "mkdir", "id", "cat", "dirname", "tail", "sleep", "setsid", "seq", "rm", "tee")
 
 
@@ -104,7 +106,7 @@ def test_without_the_prometheus_stack_or_apt_get_the_alert_loop_is_not_run_with_
     engines = targets.Engines()
     assert targets.why_not_here("needs_prometheus", engines) == (
         "the Prometheus stack cannot be installed here: debian_tools: needs Debian's prometheus prometheus-alertmanager "
-        "prometheus-node-exporter openjdk-17-jre-headless, or root with apt-get to install them")
+        "prometheus-node-exporter openjdk-17-jre-headless or openjdk-21-jre-headless, or root with apt-get to install them")
     targets.main(["needs_prometheus"], engines=engines)
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("integration target needs_prometheus: not run: ")
     assert targets.lanes_of(["needs_prometheus", "needs_docker", "other"]) == [["needs_docker"], ["needs_prometheus"], ["other"]]
@@ -179,3 +181,40 @@ def _state(pid):
             return handle.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return None
+
+
+def as_root_with_flock(bare_path):
+    """The tool installs only as root: `id -u` says 0 here, whoever runs the tests."""
+    os.unlink(str(bare_path / "id"))
+    executable(str(bare_path / "id"), "#!/bin/bash\necho 0\n")
+    os.symlink(shutil.which("flock", path=HOST_PATH), str(bare_path / "flock"))
+
+
+@pytest.mark.parametrize("known, installed", [("openjdk-17-jre-headless", "openjdk-17-jre-headless"),
+                                              ("openjdk-21-jre-headless", "openjdk-21-jre-headless"),
+                                              ("openjdk-17-jre-headless openjdk-21-jre-headless", "openjdk-17-jre-headless")])
+def test_ensure_installs_the_first_alternative_apt_has(bare_path, tmp_path, known, installed):
+    """java:openjdk-17-jre-headless|openjdk-21-jre-headless: the first package apt-cache knows is installed (Debian 12 has
+    17, Debian 13 only 21), decided by apt-cache's exit code, never by the release's name."""
+    log = tmp_path / "apt.log"
+    as_root_with_flock(bare_path)
+    executable(str(bare_path / "apt-cache"), "#!/bin/bash\n[[ ' %s ' == *\" ${@: -1} \"* ]]\n" % known)
+    executable(str(bare_path / "apt-get"), "#!/bin/bash\necho \"$*\" >>%s\n"
+               "[[ $1 == install ]] && printf '#!/bin/bash\\n' >%s/java && chmod +x %s/java\nexit 0\n" % (log, bare_path, bare_path))
+    os.symlink(shutil.which("chmod", path=HOST_PATH), str(bare_path / "chmod"))
+    done = subprocess.run(["bash", os.path.join(ROOT, "tools", "debian_tools.sh"), "ensure", "java:openjdk-17-jre-headless|openjdk-21-jre-headless"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout
+    assert log.read_text().splitlines() == ["install -y -q --no-install-recommends %s" % installed]
+
+
+def test_ensure_names_the_alternatives_when_apt_has_none_even_after_fetching_the_lists(bare_path, tmp_path):
+    log = tmp_path / "apt.log"
+    as_root_with_flock(bare_path)
+    executable(str(bare_path / "apt-cache"), "#!/bin/bash\nexit 100\n")
+    executable(str(bare_path / "apt-get"), "#!/bin/bash\necho \"$*\" >>%s\n" % log)
+    done = subprocess.run(["bash", os.path.join(ROOT, "tools", "debian_tools.sh"), "ensure", "java:openjdk-17-jre-headless|openjdk-21-jre-headless"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
+    assert done.returncode == 3
+    assert "apt has none of openjdk-17-jre-headless, openjdk-21-jre-headless" in done.stdout
+    assert log.read_text().splitlines() == ["update -q"]
