@@ -59,8 +59,10 @@ install_packages() {
         say "installing ${missing[*]} with apt-get"
         bash "$(dirname "$0")/debian_tools.sh" install "${missing[@]}"
     fi
+    # Debian 13 ships the CLI apart from the engine (docker-cli); Debian 12's docker.io holds both.
+    bash "$(dirname "$0")/debian_tools.sh" ensure "docker:docker-cli|docker.io" >/dev/null \
+        || die "the Docker engine is installed but no docker CLI is on PATH, and apt-get could not install one"
     # docker.io's postinst may have started the engine through systemd: use it rather than start another.
-    command -v docker >/dev/null 2>&1 || die "docker.io is installed but no docker CLI is on PATH"
 }
 
 # dockerd's own last words, on one line: its "failed to start daemon: ..." (exit status 4 in an unprivileged container,
