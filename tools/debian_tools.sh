@@ -8,7 +8,7 @@
 #                                                  one apt-get at a time on this machine (flock); exit 3 with the
 #                                                  reason when a CMD is missing and cannot be installed.
 #                                                  PACKAGE may list alternatives, PKG1|PKG2|...: the first one apt
-#                                                  knows here is installed (java:openjdk-17-jre-headless|openjdk-21-...
+#                                                  can install here is installed (java:openjdk-17-jre-headless|openjdk-21-...
 #                                                  takes 17 on Debian 12, which has no 21, and 21 on Debian 13).
 #   tools/debian_tools.sh check CMD:PACKAGE ...    exit 0 when every CMD is on PATH or could be installed; else 3.
 #   tools/debian_tools.sh install PACKAGE ...      apt-get install them (root), under the same lock: what
@@ -25,13 +25,14 @@ missing_packages() {
     done
 }
 
-# The first of the alternatives PKG1|PKG2|... that apt has a version of (apt-cache show's exit code), or nothing.
+# The first of the alternatives PKG1|PKG2|... that apt could install here (the exit code of apt-get's simulated install:
+# apt-cache show succeeds for a name Debian 13 only mentions, such as openjdk-17-jre-headless), or nothing.
 known_alternative() {
     local alternative
     local -a alternatives
     IFS='|' read -r -a alternatives <<<"$1"
     for alternative in "${alternatives[@]}"; do
-        if apt-cache show --no-all-versions "$alternative" >/dev/null 2>&1; then
+        if apt-get install --simulate -q --no-install-recommends "$alternative" >/dev/null 2>&1; then
             echo "$alternative"
             return 0
         fi

@@ -194,13 +194,14 @@ def as_root_with_flock(bare_path):
                                               ("openjdk-21-jre-headless", "openjdk-21-jre-headless"),
                                               ("openjdk-17-jre-headless openjdk-21-jre-headless", "openjdk-17-jre-headless")])
 def test_ensure_installs_the_first_alternative_apt_has(bare_path, tmp_path, known, installed):
-    """java:openjdk-17-jre-headless|openjdk-21-jre-headless: the first package apt-cache knows is installed (Debian 12 has
-    17, Debian 13 only 21), decided by apt-cache's exit code, never by the release's name."""
+    """java:openjdk-17-jre-headless|openjdk-21-jre-headless: the first package apt can install is installed (Debian 12 has
+    17, Debian 13 only 21), decided by the exit code of apt-get's simulated install, never by the release's name."""
     log = tmp_path / "apt.log"
     as_root_with_flock(bare_path)
-    executable(str(bare_path / "apt-cache"), "#!/bin/bash\n[[ ' %s ' == *\" ${@: -1} \"* ]]\n" % known)
-    executable(str(bare_path / "apt-get"), "#!/bin/bash\necho \"$*\" >>%s\n"
-               "[[ $1 == install ]] && printf '#!/bin/bash\\n' >%s/java && chmod +x %s/java\nexit 0\n" % (log, bare_path, bare_path))
+    # apt-get: a simulated install succeeds only for the packages this release has; a real one is logged and gives java.
+    executable(str(bare_path / "apt-get"), "#!/bin/bash\nif [[ $2 == --simulate ]]; then [[ ' %s ' == *\" ${@: -1} \"* ]]; exit; fi\n"
+               "echo \"$*\" >>%s\n[[ $1 == install ]] && printf '#!/bin/bash\\n' >%s/java && chmod +x %s/java\nexit 0\n"
+               % (known, log, bare_path, bare_path))
     os.symlink(shutil.which("chmod", path=HOST_PATH), str(bare_path / "chmod"))
     done = subprocess.run(["bash", os.path.join(ROOT, "tools", "debian_tools.sh"), "ensure", "java:openjdk-17-jre-headless|openjdk-21-jre-headless"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
@@ -211,8 +212,7 @@ def test_ensure_installs_the_first_alternative_apt_has(bare_path, tmp_path, know
 def test_ensure_names_the_alternatives_when_apt_has_none_even_after_fetching_the_lists(bare_path, tmp_path):
     log = tmp_path / "apt.log"
     as_root_with_flock(bare_path)
-    executable(str(bare_path / "apt-cache"), "#!/bin/bash\nexit 100\n")
-    executable(str(bare_path / "apt-get"), "#!/bin/bash\necho \"$*\" >>%s\n" % log)
+    executable(str(bare_path / "apt-get"), "#!/bin/bash\n[[ $2 == --simulate ]] && exit 100\necho \"$*\" >>%s\n" % log)
     done = subprocess.run(["bash", os.path.join(ROOT, "tools", "debian_tools.sh"), "ensure", "java:openjdk-17-jre-headless|openjdk-21-jre-headless"],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=60, check=False)
     assert done.returncode == 3
