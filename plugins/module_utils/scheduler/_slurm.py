@@ -90,6 +90,14 @@ def long_state(base, flags):
     return base.lower()
 
 
+def _reason_is_live(states):
+    """Whether a reason on a node in these states (base state and flags) is a decision still in force: the node is out
+    of service (drained, down, failing) or carries an administrator's flag. On a node back in service it is what an
+    ended drain left: Slurm 23.02 to 24.11 without accounting storage (no slurmdbd) keep the reason after RESUME, where
+    22.05 and a cluster with slurmdbd clear it. Such a leftover is nobody's drain, and no gpuops drain either."""
+    return any(state in OUT_OF_SERVICE_FLAGS or state in HANDS_OFF_FLAGS for state in states)
+
+
 def _parse_record(line):
     name = re.match(r"\ANodeName=(\S+) ", line)
     state = re.search(r" State=(\S+)", line)
@@ -99,7 +107,7 @@ def _parse_record(line):
     base, flags = parts[0].upper().rstrip("*~#!%$@^-"), [flag.upper() for flag in parts[1:]]
     reason, user, when = None, None, None
     at = line.find(" Reason=", state.end())
-    if at >= 0:
+    if at >= 0 and _reason_is_live([base] + flags):
         reason, user, when = _split_reason(line[at + len(" Reason="):])
     return {"node": name.group(1), "state": long_state(base, flags), "base": base, "flags": flags,
             "raw_state": state.group(1), "reason": reason or None, "reason_user": user, "reason_time": when}
