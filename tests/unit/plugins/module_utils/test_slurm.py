@@ -68,6 +68,18 @@ def test_not_responding_alone_is_nobodys_decision():
     assert found["flags"] == ["NOT_RESPONDING"] and hands_off(found, MARKER) == ""
 
 
+@pytest.mark.parametrize("name", ["idle-after-resume-ours-24.11", "idle-after-resume-others-24.11"])
+def test_a_reason_left_on_a_node_back_in_service_is_nobodys_drain(name):
+    """Slurm 24.11 (Debian 13) without accounting storage keeps the reason after RESUME: the node is in service, the
+    reason an ended drain's leftover - neither someone else's drain to keep off nor a gpuops drain for the breaker."""
+    text = capture(name)
+    assert " Reason=" in text and " Version=24.11" in text
+    found = parse_node(text, "gpunode1")
+    assert (found["base"], found["reason"], found["reason_user"], found["reason_time"]) == ("IDLE", None, None, None)
+    assert not is_drained(found) and not out_of_service(found) and hands_off(found, MARKER) == ""
+    assert drain_run(found, MARKER) is None and drained_with_marker([found], MARKER) == {}
+
+
 def test_our_drain_read_back_whole():
     ours = node("idle-drain-ours")
     assert ours["reason"] == "gpuops: reclaiming stuck GPU memory (run r1: the reset rung)"
