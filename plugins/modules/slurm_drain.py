@@ -22,9 +22,9 @@ description:
     or any reason that is not exactly one this module writes (someone else's drain, a note, Slurm's own). Our drain is
     never applied over it (DRAIN would replace the reason; RESUME would clear DOWN and FAIL too). When such a node is
     out of service (drained, down or failing - no job can start) the drain succeeds without ours; otherwise it fails,
-    saying that draining it yourself allows the rung. A reason on a node back in service (none of those flags, nor
-    DRAIN) is what an ended drain left - Slurm 23.02 to 24.11 keep it after a resume when the cluster has no
-    accounting storage (slurmdbd) - and counts as no reason.
+    saying that draining it yourself allows the rung. A reason on a node neither out of service nor asked to reboot
+    or power down (back in service, or only in a maintenance reservation) is what an ended drain left - Slurm 23.02 to
+    24.11 keep it after a resume when the cluster has no accounting storage (slurmdbd) - and counts as no reason.
   - With O(state=confirmed), before a later destructive rung of the same run, checks that the node is still out of
     service with no job on it, and fails naming what changed (an administrator resumed it, a job started). Changes
     nothing.

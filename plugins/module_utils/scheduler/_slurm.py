@@ -22,9 +22,13 @@ OUT_OF_SERVICE_FLAGS = ("DRAIN", "DOWN", "FAIL")
 BUSY_STATES = ("ALLOCATED", "MIXED", "COMPLETING")
 # Where a one-line node record ends its reason's first line: " [user@time]" (slurm_make_time_str's ISO form).
 _REASON_STAMP = re.compile(r" \[([^\s\[\]@]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None)\]")
-# In one-line output, scontrol joins a reason's later lines with " " + 7 spaces; Comment= and Extra= follow the reason.
+# In one-line output, scontrol joins a reason's later lines with " " + 7 spaces; the fields it prints after the reason
+# (Slurm 24.11's node_info.c: Comment, Extra, InstanceId, InstanceType, ReservationName - 22.05 prints none of the last
+# three there) follow it.
 _CONTINUATION = " " * 8
-_AFTER_REASON = (" Comment=", " Extra=")
+_AFTER_REASON = (" Comment=", " Extra=", " InstanceId=", " InstanceType=", " ReservationName=")
+# The flags under which a node's reason is a decision in force: out of service, or a reboot or power-down asked for.
+LIVE_REASON_FLAGS = OUT_OF_SERVICE_FLAGS + ("REBOOT_REQUESTED", "REBOOT_ISSUED", "POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -92,10 +96,11 @@ def long_state(base, flags):
 
 def _reason_is_live(states):
     """Whether a reason on a node in these states (base state and flags) is a decision still in force: the node is out
-    of service (drained, down, failing) or carries an administrator's flag. On a node back in service it is what an
-    ended drain left: Slurm 23.02 to 24.11 without accounting storage (no slurmdbd) keep the reason after RESUME, where
-    22.05 and a cluster with slurmdbd clear it. Such a leftover is nobody's drain, and no gpuops drain either."""
-    return any(state in OUT_OF_SERVICE_FLAGS or state in HANDS_OFF_FLAGS for state in states)
+    of service (drained, down, failing) or a reboot or power-down was asked for. Otherwise (a node back in service, or
+    only in a maintenance reservation, which sets no reason) it is what an ended drain left: Slurm 23.02 to 24.11
+    without accounting storage (no slurmdbd) keep the reason after RESUME, where 22.05 and a cluster with slurmdbd
+    clear it. Such a leftover is nobody's drain, and no gpuops drain either."""
+    return any(state in LIVE_REASON_FLAGS for state in states)
 
 
 def _parse_record(line):
