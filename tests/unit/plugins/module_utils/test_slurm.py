@@ -80,6 +80,14 @@ def test_a_reason_left_on_a_node_back_in_service_is_nobodys_drain(name):
     assert drain_run(found, MARKER) is None and drained_with_marker([found], MARKER) == {}
 
 
+def test_the_reservation_slurm_24_prints_after_the_reason_is_not_part_of_it():
+    """24.11 prints ReservationName= after the reason of a node in a maintenance reservation (22.05 prints nothing there)."""
+    found = node("idle-drain-maintenance-ours-24.11")
+    assert "MAINTENANCE" in found["flags"] and "DRAIN" in found["flags"]
+    assert (found["reason"], found["reason_user"]) == ("gpuops: reclaiming stuck GPU memory (run r1: the reset rung)", "root")
+    assert drain_run(found, MARKER) == "r1"
+
+
 def test_our_drain_read_back_whole():
     ours = node("idle-drain-ours")
     assert ours["reason"] == "gpuops: reclaiming stuck GPU memory (run r1: the reset rung)"
