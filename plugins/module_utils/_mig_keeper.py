@@ -23,6 +23,26 @@ ACTION = "mig_layout"
 RC_GPU_LOST = 15
 
 
+_BOOT_ID_CHARS = frozenset("0123456789abcdef-")
+
+
+def read_boot_id(layout):
+    """The kernel's id of the current boot (a UUID), or None when it cannot be read as one."""
+    try:
+        with open(layout.boot_id_file) as handle:
+            text = handle.read(64).strip()
+    except (IOError, OSError):
+        return None
+    return text if len(text) == 36 and set(text) <= _BOOT_ID_CHARS else None
+
+
+def lost_by_reboot(recorded_boot_id, boot_id_now):
+    """Whether a layout recorded for a reboot may have been lost since: unless the node is known to be in the very boot
+    it was recorded in (the reboot never came: a run that died before it, a reboot task that failed). Creating it again
+    then would bring back instances the operator may have removed on purpose since."""
+    return recorded_boot_id is None or boot_id_now is None or recorded_boot_id != boot_id_now
+
+
 class MigLayoutError(Exception):
     """The layout could not be read: nothing that would lose it may go ahead."""
 
@@ -41,7 +61,9 @@ class MigLayoutKeeper:
         self.gpus = sorted(gpus or [])
         self.uuids = dict((str(index), uuid) for index, uuid in (uuids or {}).items() if uuid)  # each GPU by identity
         self.journal = journal
+        self.layout = layout
         self.nvidia_smi = layout.command(module, "nvidia-smi", required=True)
+        self.boot_id = None  # the boot a layout recorded for a reboot was recorded in
         self.runner = CommandRunner(module, journal)
         self.recorded = None
         self.entry = None
@@ -65,11 +87,16 @@ class MigLayoutKeeper:
             listings.append(result.out)
         return build_layout(parse_lgi(listings[0]), parse_lci(listings[1]), indexes)
 
-    def record(self, indexes):
-        """Read and journal the layout of `indexes` before they lose it (check mode: read only). Returns it."""
+    def record(self, indexes, reboot=False):
+        """Read and journal the layout of `indexes` before they lose it (check mode: read only). Returns it. For a
+        reboot the record carries the boot it was made in."""
         self.recorded = self.read(indexes)
+        extra = {}
+        if reboot:
+            self.boot_id = read_boot_id(self.layout)
+            extra["boot_id"] = self.boot_id
         if not self.module.check_mode:
-            self.entry = self.journal.intent(ACTION, gpus=sorted(indexes), layout=self.recorded, uuids=self.uuids)
+            self.entry = self.journal.intent(ACTION, gpus=sorted(indexes), layout=self.recorded, uuids=self.uuids, **extra)
         return self.recorded
 
     def adopt(self, record):
@@ -77,6 +104,7 @@ class MigLayoutKeeper:
         self.recorded = record["layout"]
         self.uuids = record.get("uuids") if isinstance(record.get("uuids"), dict) else {}
         self.of_run = record.get("run_id")
+        self.boot_id = record.get("boot_id") if isinstance(record.get("boot_id"), str) else None
         self.of = [record["id"]] + [entry for entry in record.get("of") or [] if isinstance(entry, str)]
         self.entry = self.journal.intent(ACTION, gpus=sorted(int(gpu) for gpu in self.recorded), layout=self.recorded, uuids=self.uuids,
                                          of=self.of)
@@ -87,6 +115,11 @@ class MigLayoutKeeper:
         report = {"gpus": sorted(int(gpu) for gpu in self.recorded), "recorded": self.recorded, "now": None, "created": [],
                   "missing": [], "errors": [], "ok": False, "of_run": self.of_run}
         wanted = self.recorded
+        if not lost_by_reboot(self.boot_id, read_boot_id(self.layout)):
+            report.update(ok=True, not_rebooted=True)
+            if self.entry is not None:
+                self.journal.outcome(self.entry, True, missing=[], created=[], of=self.of, not_rebooted=True)
+            return report
         try:
             wanted, lost = follow_gpus(self.recorded, self.uuids, self.indexes_now()) if self.uuids else (self.recorded, [])
             report["errors"] += lost
@@ -152,6 +185,10 @@ def restore_plan(module, layout, journal, record):
     """Check mode's report of the restore of `record` (a journal intent `mig_layout`): what is missing of it now, which
     the real run would create; writes nothing."""
     keeper = MigLayoutKeeper(module, layout, journal, uuids=record.get("uuids") if isinstance(record.get("uuids"), dict) else {})
+    recorded_boot = record.get("boot_id") if isinstance(record.get("boot_id"), str) else None
+    if not lost_by_reboot(recorded_boot, read_boot_id(layout)):
+        return {"gpus": sorted(int(gpu) for gpu in record["layout"]), "recorded": record["layout"], "would_restore": [], "errors": [],
+                "not_rebooted": True}
     wanted, lost = follow_gpus(record["layout"], keeper.uuids, keeper.indexes_now()) if keeper.uuids else (record["layout"], [])
     steps = restore_steps(wanted, keeper.read(sorted(int(gpu) for gpu in wanted)))
     return {"gpus": sorted(int(gpu) for gpu in wanted), "recorded": record["layout"], "would_restore": [describe(step) for step in steps],

@@ -37,6 +37,9 @@ class NodeLayout:
         # Where a simulated node's syslog lines go (a real node's go to syslog itself): the remediations' closed-loop line.
         self.syslog_file = os.path.join(sim_root, "var", "log", "syslog") if sim_root else None
         self.lock_file = os.path.join(root, "run", "gpuops.lock")
+        # The kernel's id of this boot (a new one at every boot): whether the node rebooted since a MIG layout was
+        # recorded for a reboot. A simulated node's changes at its simulated reboot.
+        self.boot_id_file = os.path.join(sim_root, "boot_id") if sim_root else "/proc/sys/kernel/random/boot_id"
         self._bin_dir = os.path.join(sim_root, "bin") if sim_root else None
         # Which /dev/dri nodes are an NVIDIA card's: a real node's sysfs names each card's PCI vendor (None: the scan
         # reads it there); a simulated node has no sysfs of its own, and only NVIDIA cards.

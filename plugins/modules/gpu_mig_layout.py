@@ -143,7 +143,7 @@ class LayoutAcrossReboot:
             if self.module.check_mode:
                 self.result["mig_layout"] = planned(keeper)
             else:
-                self.result["mig_layout"] = {"gpus": keeper.gpus, "recorded": keeper.record(keeper.gpus)}
+                self.result["mig_layout"] = {"gpus": keeper.gpus, "recorded": keeper.record(keeper.gpus, reboot=True)}
         except MigLayoutError as exc:
             self.result["error"] = "%s; nothing was recorded, and the reboot would lose the layout" % exc
             return
@@ -160,16 +160,30 @@ class LayoutAcrossReboot:
             except MigLayoutError as exc:
                 self.result["error"] = str(exc)
                 return
-            self.result["plan"] = ["would create again: %s" % ("; ".join(report["would_restore"]) or "nothing")
-                                   for report in self.result["mig_layouts"]]
+            self.result["plan"] = [planned_line(report) for report in self.result["mig_layouts"]]
             return
         reports = [restore_left_layout(self.module, self.run.layout, self.run.journal, record) for record in mine]
         self.result["mig_layouts"] = reports
         self.result["changed"] = any(report["created"] for report in reports)
-        self.result["plan"] = ["created again: %s" % ("; ".join(report["created"]) or "nothing (the layout was there)") for report in reports]
+        self.result["plan"] = [restored_line(report) for report in reports]
         failed = "; ".join(failure_message(report) for report in reports if not report["ok"])
         if failed:
             self.result["error"] = failed
+
+
+NOT_REBOOTED = "the node has not rebooted since the layout was recorded, so it was never lost"
+
+
+def restored_line(report):
+    if report.get("not_rebooted"):
+        return "created again: nothing (%s)" % NOT_REBOOTED
+    return "created again: %s" % ("; ".join(report["created"]) or "nothing (the layout was there)")
+
+
+def planned_line(report):
+    if report.get("not_rebooted"):
+        return "would create again: nothing (%s)" % NOT_REBOOTED
+    return "would create again: %s" % ("; ".join(report["would_restore"]) or "nothing")
 
 
 def main():

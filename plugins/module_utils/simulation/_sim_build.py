@@ -26,6 +26,7 @@ import shutil
 import signal
 import sys
 import time
+import uuid
 
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._freezer import parse_mountinfo
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import GPU_COMMANDS
@@ -39,7 +40,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim
     DEFAULT_MODULES, KNOWN_MODULES, MODULE_DEPENDS, append_kernel_log, clear_gpu_after_reset, write_module_views, xid_line)
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_mig_write import mig_after_reset
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import (
-    DEVICE_SIZE, SimError, dev_path, gpu_device, load_state, process_exists, state_path, update_state, write_json_atomic)
+    DEVICE_SIZE, SimError, dev_path, gpu_device, load_state, process_exists, state_path, update_state, write_json_atomic,
+    write_text_atomic)
 
 STATE_VERSION = 1
 HOLDER_KINDS = ("fd", "mmap", "inherited", "zombie", "ignores_term", "leader_exited", "leader_exited_ignores_term",
@@ -413,6 +415,7 @@ def _make_tree(root, state):
     publish_mig(root, state)  # the capabilities files and nvidia-caps nodes of the scenario's MIG instances
     _write_drm_vendors(root)
     open(os.path.join(root, "kernel.log"), "a").close()
+    _new_boot_id(root)
     _install_code(root, GPU_COMMANDS + (DCGM_COMMANDS if state["dcgm"] else ()) + (LOGIND_COMMANDS if state["logind"] is not None else ()))
 
 
@@ -476,7 +479,13 @@ def reboot_node(root):
     state = update_state(root, rebooted)
     with open(os.path.join(root, "kernel.log"), "w"):
         pass
+    _new_boot_id(root)
     return state
+
+
+def _new_boot_id(root):
+    """<root>/boot_id, as the kernel's /proc/sys/kernel/random/boot_id: a new random UUID at every (simulated) boot."""
+    write_text_atomic(os.path.join(root, "boot_id"), "%s\n" % uuid.uuid4())
 
 
 # ---------------------------------------------------------------- destroying

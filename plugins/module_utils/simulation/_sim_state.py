@@ -58,7 +58,12 @@ def load_state(root):
 
 def write_json_atomic(path, data):
     """data as JSON, replaced whole (_safe_files.write_atomic, the collection's one writer of such files)."""
-    write_atomic(path, json.dumps(data, indent=1, sort_keys=True), 0o644, option="simulated node file", dir_mode=0o755)
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True))
+
+
+def write_text_atomic(path, text):
+    """A simulated node's file, replaced whole."""
+    write_atomic(path, text, 0o644, option="simulated node file", dir_mode=0o755)
 
 
 @contextlib.contextmanager

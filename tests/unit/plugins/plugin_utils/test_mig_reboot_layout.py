@@ -149,3 +149,47 @@ def test_a_pending_mig_mode_change_fails_the_reboot_rung_in_check_mode_as_in_the
     assert layout_of(node_root) == before
     assert not os.path.exists(os.path.join(node_root, "var", "lib", "gpuops", "journal.jsonl"))  # nothing journaled
     assert sim_state.load_state(node_root).get("reboots") is None
+
+
+def remove_instance_at(root, start):
+    """What an operator does by hand: destroy the GPU instance at `start` of GPU 0 and its compute instances."""
+    gi = next(gi["id"] for gi in sim_state.load_state(root)["gpus"][0]["gpu_instances"] if gi["start"] == start)
+    assert smi(root, "mig", "-i", "0", "-dci", "-gi", str(gi)).returncode == 0
+    assert smi(root, "mig", "-i", "0", "-dgi", "-gi", str(gi)).returncode == 0
+
+
+def test_a_layout_recorded_for_a_reboot_that_never_came_is_not_created_again(tmp_path, node_root, collections_root):
+    """The walk recorded the layout and the run died before the reboot; the operator then removed an instance on purpose.
+    The node is still in the boot the record was made in, so the layout was never lost: the next run creates nothing,
+    check mode alike, and answers the record."""
+    lost_gpu_node(node_root)
+    play(tmp_path, collections_root, node_root, [WALK % "died"], ["walk"])
+    assert layout_lines(node_root) == [("intent", "died", None)]
+    remove_instance_at(node_root, 6)
+    kept = layout_of(node_root)
+    assert kept == [(5, 0, [3]), (14, 4, [1])]
+    (tmp_path / "next").mkdir()
+    results = play(tmp_path / "next", collections_root, node_root, [
+        "gpuops.remediation.gpu_mig_layout: {state: restored, run_id: died}\n      check_mode: true",
+        "gpuops.remediation.gpu_mig_layout: {state: restored, run_id: died}",
+        WALK % "third"], ["check", "restored", "third"])
+    check, restored, third = results["check"], results["restored"], results["third"]
+    not_lost = "the node has not rebooted since the layout was recorded, so it was never lost"
+    assert check["plan"] == ["would create again: nothing (%s)" % not_lost]
+    assert restored["plan"] == ["created again: nothing (%s)" % not_lost]
+    assert restored["changed"] is False and restored["mig_layouts"][0]["ok"] is True
+    assert layout_of(node_root) == kept
+    assert ("outcome", "died", True) in layout_lines(node_root)
+    # answered: the next walk (GPU 1 is still lost: it goes for the reboot) has no layout of that run left to restore,
+    # and leaves the operator's layout as it is
+    assert third["pending"] == "reboot" and "instance" not in [step["rung"] for step in third["state"]["tried"]]
+    assert layout_of(node_root) == kept
+
+
+def test_the_simulated_reboot_is_a_new_boot(node_root):
+    lost_gpu_node(node_root)
+    with open(os.path.join(node_root, "boot_id"), encoding="utf-8") as handle:
+        first = handle.read()
+    sim.reboot_node(node_root)
+    with open(os.path.join(node_root, "boot_id"), encoding="utf-8") as handle:
+        assert handle.read() != first
