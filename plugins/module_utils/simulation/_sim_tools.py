@@ -10,7 +10,6 @@ tests/unit/plugins/fixtures are the reference), with the real exit codes.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
@@ -21,33 +20,94 @@ except ImportError:  # running from <root>/lib as plain modules
 
 
 class _OnFirstUse:
-    """A module imported when one of its names is first read: each tool stands in for a C binary that starts in a few
-    milliseconds, so a run imports only what its command reads (systemctl show: the state file alone)."""
+    """A module imported when one of its names is first read (load() imports it): each tool stands in for a C binary
+    that starts in a few milliseconds, so a run imports only what its command reads (systemctl show: the state file
+    alone). The import statements stay written out in load(), where Ansible's payload builder finds them."""
 
-    def __init__(self, package, name):
-        self._names = (package + "." + name if package else name, name)
+    def __init__(self, load):
+        self._load = load
         self._module = None
 
     def __getattr__(self, attribute):
         if self._module is None:
-            try:
-                self._module = importlib.import_module(self._names[0])
-            except ImportError:  # running from <root>/lib as plain modules
-                self._module = importlib.import_module(self._names[1])
+            self._module = self._load()
         return getattr(self._module, attribute)
 
 
-_COLLECTION = "ansible_collections.gpuops.remediation.plugins.module_utils."
-pci = _OnFirstUse(_COLLECTION + "probes", "_pci")
-dcgmi_tool = _OnFirstUse(_COLLECTION + "simulation", "_sim_dcgmi")
-sim_mig = _OnFirstUse(_COLLECTION + "simulation", "_sim_mig")
-mig_write = _OnFirstUse(_COLLECTION + "simulation", "_sim_mig_write")
-processes = _OnFirstUse(_COLLECTION + "simulation", "_sim_processes")
-rules = _OnFirstUse(_COLLECTION + "simulation", "_sim_rules")
-datetime = _OnFirstUse("", "datetime")
-json = _OnFirstUse("", "json")
-shutil = _OnFirstUse("", "shutil")
-time = _OnFirstUse("", "time")
+# pylint: disable=import-outside-toplevel
+def _load_pci():
+    try:
+        from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _pci as module
+    except ImportError:  # running from <root>/lib as plain modules
+        import _pci as module  # type: ignore[no-redef] # pylint: disable=import-error
+    return module
+
+
+def _load_dcgmi():
+    try:
+        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_dcgmi as module
+    except ImportError:  # running from <root>/lib as plain modules
+        import _sim_dcgmi as module  # type: ignore[no-redef] # pylint: disable=import-error
+    return module
+
+
+def _load_mig():
+    try:
+        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as module
+    except ImportError:  # running from <root>/lib as plain modules
+        import _sim_mig as module  # type: ignore[no-redef] # pylint: disable=import-error
+    return module
+
+
+def _load_mig_write():
+    try:
+        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig_write as module
+    except ImportError:  # running from <root>/lib as plain modules
+        import _sim_mig_write as module  # type: ignore[no-redef] # pylint: disable=import-error
+    return module
+
+
+def _load_processes():
+    try:
+        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as module
+    except ImportError:  # running from <root>/lib as plain modules
+        import _sim_processes as module  # type: ignore[no-redef] # pylint: disable=import-error
+    return module
+
+
+def _load_rules():
+    try:
+        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as module
+    except ImportError:  # running from <root>/lib as plain modules
+        import _sim_rules as module  # type: ignore[no-redef] # pylint: disable=import-error
+    return module
+
+
+def _load_datetime():
+    import datetime as module
+    return module
+
+
+def _load_shutil():
+    import shutil as module
+    return module
+
+
+def _load_time():
+    import time as module
+    return module
+# pylint: enable=import-outside-toplevel
+
+
+pci = _OnFirstUse(_load_pci)
+dcgmi_tool = _OnFirstUse(_load_dcgmi)
+sim_mig = _OnFirstUse(_load_mig)
+mig_write = _OnFirstUse(_load_mig_write)
+processes = _OnFirstUse(_load_processes)
+rules = _OnFirstUse(_load_rules)
+datetime = _OnFirstUse(_load_datetime)
+shutil = _OnFirstUse(_load_shutil)
+time = _OnFirstUse(_load_time)
 
 NVSMI_DRIVER_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                        "Make sure that the latest NVIDIA driver is installed and running.\n")
