@@ -44,7 +44,7 @@ def never_written():
 
 
 def test_both_probes_run_in_one_child_each_answering_in_turn():
-    child = ProbeChild(lambda: os.getpid(), lambda request: [os.getpid(), request])
+    child = ProbeChild(os.getpid, lambda request: [os.getpid(), request])
     first = child.first_answer(10)
     assert first == child.pid != os.getpid()
     assert child.second_answer({"memory_maps": True}, 10) == [child.pid, {"memory_maps": True}]
