@@ -10,6 +10,7 @@ tests/unit/plugins/fixtures are the reference), with the real exit codes.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -20,94 +21,38 @@ except ImportError:  # running from <root>/lib as plain modules
 
 
 class _OnFirstUse:
-    """A module imported when one of its names is first read (load() imports it): each tool stands in for a C binary
-    that starts in a few milliseconds, so a run imports only what its command reads (systemctl show: the state file
-    alone). The import statements stay written out in load(), where Ansible's payload builder finds them."""
+    """A module imported when one of its names is first read: each tool stands in for a C binary that starts in a few
+    milliseconds, so a run imports only what its command reads (systemctl show: the state file alone). `package`: the
+    collection's package of a sibling, which on a node is a plain module of <root>/lib; None for the standard library.
+    (gpu_sim imports every sibling by name, so that its payload carries them.)"""
 
-    def __init__(self, load):
-        self._load = load
+    def __init__(self, name, package=None):
+        self._name = name
+        self._package = package
         self._module = None
 
     def __getattr__(self, attribute):
         if self._module is None:
-            self._module = self._load()
+            try:
+                self._module = importlib.import_module(self._package + "." + self._name if self._package else self._name)
+            except ImportError:
+                if self._package is None:
+                    raise
+                self._module = importlib.import_module(self._name)  # running from <root>/lib as plain modules
         return getattr(self._module, attribute)
 
 
-# pylint: disable=import-outside-toplevel
-def _load_pci():
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _pci as module
-    except ImportError:  # running from <root>/lib as plain modules
-        import _pci as module  # type: ignore[no-redef] # pylint: disable=import-error
-    return module
-
-
-def _load_dcgmi():
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_dcgmi as module
-    except ImportError:  # running from <root>/lib as plain modules
-        import _sim_dcgmi as module  # type: ignore[no-redef] # pylint: disable=import-error
-    return module
-
-
-def _load_mig():
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as module
-    except ImportError:  # running from <root>/lib as plain modules
-        import _sim_mig as module  # type: ignore[no-redef] # pylint: disable=import-error
-    return module
-
-
-def _load_mig_write():
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig_write as module
-    except ImportError:  # running from <root>/lib as plain modules
-        import _sim_mig_write as module  # type: ignore[no-redef] # pylint: disable=import-error
-    return module
-
-
-def _load_processes():
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as module
-    except ImportError:  # running from <root>/lib as plain modules
-        import _sim_processes as module  # type: ignore[no-redef] # pylint: disable=import-error
-    return module
-
-
-def _load_rules():
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as module
-    except ImportError:  # running from <root>/lib as plain modules
-        import _sim_rules as module  # type: ignore[no-redef] # pylint: disable=import-error
-    return module
-
-
-def _load_datetime():
-    import datetime as module
-    return module
-
-
-def _load_shutil():
-    import shutil as module
-    return module
-
-
-def _load_time():
-    import time as module
-    return module
-# pylint: enable=import-outside-toplevel
-
-
-pci = _OnFirstUse(_load_pci)
-dcgmi_tool = _OnFirstUse(_load_dcgmi)
-sim_mig = _OnFirstUse(_load_mig)
-mig_write = _OnFirstUse(_load_mig_write)
-processes = _OnFirstUse(_load_processes)
-rules = _OnFirstUse(_load_rules)
-datetime = _OnFirstUse(_load_datetime)
-shutil = _OnFirstUse(_load_shutil)
-time = _OnFirstUse(_load_time)
+_PROBES = "ansible_collections.gpuops.remediation.plugins.module_utils.probes"
+_SIMULATION = "ansible_collections.gpuops.remediation.plugins.module_utils.simulation"
+pci = _OnFirstUse("_pci", _PROBES)
+dcgmi_tool = _OnFirstUse("_sim_dcgmi", _SIMULATION)
+sim_mig = _OnFirstUse("_sim_mig", _SIMULATION)
+mig_write = _OnFirstUse("_sim_mig_write", _SIMULATION)
+processes = _OnFirstUse("_sim_processes", _SIMULATION)
+rules = _OnFirstUse("_sim_rules", _SIMULATION)
+datetime = _OnFirstUse("datetime")
+shutil = _OnFirstUse("shutil")
+time = _OnFirstUse("time")
 
 NVSMI_DRIVER_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                        "Make sure that the latest NVIDIA driver is installed and running.\n")
