@@ -9,38 +9,33 @@ import os
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
+from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import RegexOnFirstUse
 
 NVIDIA_MODULE_UNLOAD_ORDER = ("nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia")
 
 _HEADER_RE = re.compile(r"^Module\s+Size\s+Used by", re.IGNORECASE)
 
-_ERROR_PATTERNS = []
-
-
-def _error_patterns():
-    """([(regex on one stderr line, reason)], the first line that matches any of these decides; the regex of any other
-    ERROR/FATAL line; the regex of its module, the quoted name or the one after "for"/"module"). Compiled on first use:
-    only a failed modprobe is read with them, and every snapshot imports this file."""
-    if not _ERROR_PATTERNS:
-        _ERROR_PATTERNS.append([
-            (re.compile(r"Module (?P<module>\S+) is in use by:?(?P<users>.*)$"), "in_use"),  # users split on whitespace
-            (re.compile(r"Module (?P<module>\S+?) is in use\.?\s*$"), "in_use"),
-            (re.compile(r"Module (?P<module>\S+) is not currently loaded"), "not_loaded"),
-            (re.compile(r"Module (?P<module>\S+) does not exist in /proc/modules"), "not_loaded"),
-            (re.compile(r"Module (?P<module>\S+) not found"), "not_found"),
-            (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Resource temporarily unavailable"),
-             "in_use"),
-            (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Device or resource busy"), "in_use"),
-            (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Operation not permitted"),
-             "permission"),
-            (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: No such file or directory"),
-             "not_loaded"),
-            (re.compile(r"Operation not permitted|Permission denied|must be superuser|must be root", re.IGNORECASE),
-             "permission"),
-        ])
-        _ERROR_PATTERNS.append(re.compile(r"(?:FATAL|ERROR):"))
-        _ERROR_PATTERNS.append(re.compile(r"'(?P<quoted>[A-Za-z0-9_-]+)'|\b(?:for|module) (?P<named>[A-Za-z0-9_-]+)"))
-    return _ERROR_PATTERNS
+# (regex on one stderr line, reason); the first line that matches any of these decides. Compiled on first use: only a
+# failed modprobe is read with them, and every snapshot imports this file.
+_ERROR_PATTERNS = (
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) is in use by:?(?P<users>.*)$")), "in_use"),  # users split on whitespace
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+?) is in use\.?\s*$")), "in_use"),
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) is not currently loaded")), "not_loaded"),
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) does not exist in /proc/modules")), "not_loaded"),
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) not found")), "not_found"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Resource temporarily unavailable")),
+     "in_use"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Device or resource busy")), "in_use"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Operation not permitted")),
+     "permission"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: No such file or directory")),
+     "not_loaded"),
+    (RegexOnFirstUse(lambda: re.compile(r"Operation not permitted|Permission denied|must be superuser|must be root", re.IGNORECASE)),
+     "permission"),
+)
+# Any other ERROR/FATAL line: the module is the quoted name or the one after "for"/"module".
+_OTHER_ERROR_RE = RegexOnFirstUse(lambda: re.compile(r"(?:FATAL|ERROR):"))
+_OTHER_MODULE_RE = RegexOnFirstUse(lambda: re.compile(r"'(?P<quoted>[A-Za-z0-9_-]+)'|\b(?:for|module) (?P<named>[A-Za-z0-9_-]+)"))
 
 
 def module_name(name):
@@ -90,8 +85,7 @@ def parse_proc_modules(text):
 
 
 def _classify(line):
-    patterns, other_error, other_module = _error_patterns()
-    for pattern, reason in patterns:
+    for pattern, reason in _ERROR_PATTERNS:
         match = pattern.search(line)
         if not match:
             continue
@@ -104,8 +98,8 @@ def _classify(line):
             "users": [module_name(user) for user in users.split()],
             "message": line.strip(),
         }
-    if other_error.search(line):
-        named = other_module.search(line)
+    if _OTHER_ERROR_RE.search(line):
+        named = _OTHER_MODULE_RE.search(line)
         module = (named.group("quoted") or named.group("named")) if named else None
         return {"module": module_name(module) if module else None, "reason": "other", "users": [],
                 "message": line.strip()}
