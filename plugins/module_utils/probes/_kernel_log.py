@@ -198,7 +198,7 @@ _A_DAY = 86400.0
 # The numbers as the kernel prints them (ASCII; instance ids two digits): a line with others is no Xid line, never an
 # event widened to the whole GPU, and no number is too long for int().
 _XID_RE = RegexOnFirstUse(lambda: re.compile(r"^Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\s+GPU-I:(?P<gi>[0-9]{1,2}))?(?:\s+GPU-CI:(?P<ci>[0-9]{1,2}))?\s*\):"
-                     r"\s*(?P<xid>[0-9]{1,9})(?:,\s*(?P<rest>.*))?$"))
+                                             r"\s*(?P<xid>[0-9]{1,9})(?:,\s*(?P<rest>.*))?$"))
 # "pid=123, name=x, msg", "pid='<unknown>', name=<unknown>, msg", "pid=0, msg" (no name), "pid=8494,   name=x, msg".
 # A pid has at most 7 digits (PID_MAX_LIMIT 4194304): a longer number is no pid.
 _PID_RE = RegexOnFirstUse(lambda: re.compile(r"^pid='?(?P<pid><unknown>|[0-9]{1,7})'?(?:,\s*|$)(?P<rest>.*)$"))
