@@ -103,20 +103,36 @@ def load_state(root):
         raise SimError("no simulated GPU node at %s: %s" % (root, exc))
 
 
+_WRITE_CODE = {}
+
+
+def write_code():
+    """What a write of the node's files needs (json, fcntl, the product's lock and atomic writer), imported on the first
+    write: a read-only tool run (systemctl show) never needs it. A node process that drops its privileges calls this
+    before it does (_sim_programs.run_holder): the user it becomes may not read root's interpreter files."""
+    if not _WRITE_CODE:
+        # pylint: disable=import-outside-toplevel
+        import fcntl
+        import json
+        try:
+            from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, flock_within, open_lock
+            from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
+        except ImportError:  # running from <root>/lib as a plain module
+            from _lock import LockTimeout, flock_within, open_lock  # type: ignore[no-redef] # pylint: disable=import-error
+            from _safe_files import UnsafePath, write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
+        _WRITE_CODE.update(fcntl=fcntl, json=json, LockTimeout=LockTimeout, flock_within=flock_within, open_lock=open_lock,
+                           UnsafePath=UnsafePath, write_atomic=write_atomic)
+    return _WRITE_CODE
+
+
 def write_json_atomic(path, data):
     """data as JSON, replaced whole (_safe_files.write_atomic, the collection's one writer of such files)."""
-    import json  # pylint: disable=import-outside-toplevel
-
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True))
+    write_text_atomic(path, write_code()["json"].dumps(data, indent=1, sort_keys=True))
 
 
 def write_text_atomic(path, text):
     """A simulated node's file, replaced whole."""
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import write_atomic  # pylint: disable=import-outside-toplevel
-    except ImportError:  # running from <root>/lib as a plain module
-        from _safe_files import write_atomic  # type: ignore[no-redef] # pylint: disable=import-error,import-outside-toplevel
-    write_atomic(path, text, 0o644, option="simulated node file", dir_mode=0o755)
+    write_code()["write_atomic"](path, text, 0o644, option="simulated node file", dir_mode=0o755)
 
 
 def node_lock(root, timeout=LOCK_TIMEOUT):
@@ -124,22 +140,15 @@ def node_lock(root, timeout=LOCK_TIMEOUT):
     (_lock.open_lock: mode 0600, so that nobody else can open it to hold it, never through a link; an older node's lock
     is made 0600), waiting at most `timeout` seconds: SimError names the lock and the process holding it. Returns the
     lock's fd: closing it lets go. (No contextlib: a read-only tool run would import it, and collections, for nothing.)"""
-    import fcntl  # pylint: disable=import-outside-toplevel
-    try:
-        from ansible_collections.gpuops.remediation.plugins.module_utils._lock import (  # pylint: disable=import-outside-toplevel
-            LockTimeout, flock_within, open_lock)
-        from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath  # pylint: disable=import-outside-toplevel
-    except ImportError:  # running from <root>/lib as a plain module
-        from _lock import LockTimeout, flock_within, open_lock  # type: ignore[no-redef] # pylint: disable=import-error,import-outside-toplevel
-        from _safe_files import UnsafePath  # type: ignore[no-redef] # pylint: disable=import-error,import-outside-toplevel
+    code = write_code()
     path = os.path.join(root, "state.lock")
     try:
-        fd = open_lock(path, "simulated node lock")
-    except UnsafePath as exc:
+        fd = code["open_lock"](path, "simulated node lock")
+    except code["UnsafePath"] as exc:
         raise SimError(str(exc))
     try:
-        flock_within(fd, fcntl.LOCK_EX, timeout, path, what="simulated node lock")
-    except LockTimeout as exc:
+        code["flock_within"](fd, code["fcntl"].LOCK_EX, timeout, path, what="simulated node lock")
+    except code["LockTimeout"] as exc:
         os.close(fd)
         raise SimError(str(exc))
     except BaseException:
