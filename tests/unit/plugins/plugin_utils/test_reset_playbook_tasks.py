@@ -9,8 +9,6 @@ a reset: the run resets it, and what it shows of each task says which ran and wh
 
 import re
 
-import pytest
-
 from ansible_collections.gpuops.remediation.tests.unit.helpers.reset_run import idle_xid_nodes, reset_gpu as _reset_gpu, resets as _resets
 
 TASK = re.compile(r"^TASK \[(?:[\w.]+ : )?(.*?)\] \*+$", re.M)
@@ -19,16 +17,9 @@ BREAKER_TASKS = ("Read the Slurm nodes drained by gpuops, for the circuit breake
                  "Give this host's place in the circuit breaker back when it is found healthy")
 
 
-@pytest.fixture
-def node():
-    with idle_xid_nodes() as made:
-        yield made
-
-
-def test_a_reset_with_the_breaker_off_skips_at_most_six_tasks_and_reaches_no_breaker_refusal_or_drain_task(node, collections_root):
-    directory, make = node
-    root = make(119)
-    run, report, commands = _reset_gpu(directory, root, collections_root)
+def test_a_reset_with_the_breaker_off_skips_at_most_six_tasks_and_reaches_no_breaker_refusal_or_drain_task(collections_root):
+    with idle_xid_nodes() as (directory, make):
+        run, report, commands = _reset_gpu(directory, make(119), collections_root)
     assert run.returncode == 0, run.stdout[-3000:]
     assert (report["status"], report["fixed_by"]) == ("fixed", "reset"), report
     assert len(_resets(commands)) == 1, commands
@@ -39,12 +30,10 @@ def test_a_reset_with_the_breaker_off_skips_at_most_six_tasks_and_reaches_no_bre
     assert len(SKIPPED.findall(run.stdout)) <= 6, run.stdout[-3000:]
 
 
-def test_a_reset_with_the_breaker_on_runs_its_tasks_and_still_resets(node, collections_root):
-    directory, make = node
-    root = make(119)
-    breaker_dir = "%s/breaker" % directory
-    run, report, commands = _reset_gpu(directory, root, collections_root, extra=[
-        "-e", "gpu_remediate_breaker_max_count=5", "-e", "gpu_remediate_breaker_dir=%s" % breaker_dir])
+def test_a_reset_with_the_breaker_on_runs_its_tasks_and_still_resets(collections_root):
+    with idle_xid_nodes() as (directory, make):
+        run, report, commands = _reset_gpu(directory, make(119), collections_root, extra=[
+            "-e", "gpu_remediate_breaker_max_count=5", "-e", "gpu_remediate_breaker_dir=%s/breaker" % directory])
     assert run.returncode == 0, run.stdout[-3000:]
     assert (report["status"], report["fixed_by"]) == ("fixed", "reset"), report
     assert len(_resets(commands)) == 1, commands
