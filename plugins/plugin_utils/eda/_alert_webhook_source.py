@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_selection import alert_instance, gpu_uuid_label, selection_fields
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
@@ -178,20 +179,21 @@ def alert_events(payload, host_label="instance", groups=None):
             gpu, message = _text(alert.get("pci_bus_id")), _text(alert.get("message"))
             gpu_index = alert.get("gpu_index") if isinstance(alert.get("gpu_index"), (int, str)) and not isinstance(
                 alert.get("gpu_index"), bool) else None
+        shown = printable(name) if name is not None else None  # the sender's text, one line of the problem
         if not host:
-            problems.append("alert %d (%s) names no host" % (index, name))
+            problems.append("alert %d (%s) names no host" % (index, shown))
             continue
         why = host_problem(host)
         if why:
-            problems.append("alert %d (%s): %s" % (index, name, why))
+            problems.append("alert %d (%s): %s" % (index, shown, why))
             continue
         why = inventory_host_problem(host, groups) if groups is not None else None
         if why:
-            problems.append("alert %d (%s): its host %s" % (index, name, why))
+            problems.append("alert %d (%s): its host %s" % (index, shown, why))
             continue
         why = _gpu_problem(gpu, gpu_index) or instance[2] or uuid[1]
         if why:
-            problems.append("alert %d (%s) on %s: %s" % (index, name, host, why))
+            problems.append("alert %d (%s) on %s: %s" % (index, shown, host, why))
             continue
         body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
                 "rung": ALERT_RUNGS.get(name, "none"), "message": message,
