@@ -34,6 +34,25 @@ def _cut_before(root, action):
         handle.writelines(lines[:cut])
 
 
+def _line(entry_id, action, phase="intent", **extra):
+    return dict({"ts": "2026-12-06T10:00:00Z", "run_id": entry_id.split("-")[0], "id": entry_id, "phase": phase, "action": action},
+                **extra)
+
+
+def test_only_the_recording_modules_own_later_action_loses_the_layout():
+    """The same module (the entry ids' run and token) and a later entry: another module's reset (another token, even of
+    the same run id), or one written before the record, lost nothing of it. A record for a reboot (its boot id decides)
+    and one a later run took over (the earlier loss stands) are never answered this way."""
+    record = _line("r-t1-3", "mig_layout", layout={"0": []})
+    for action in ("gpu_reset", "module_unload", "mig_destroy"):
+        assert left_unrestored_layouts([record, _line("r-t1-4", action)]) == [record], action
+    for others in ([_line("r-t2-4", "gpu_reset")], [_line("r-t1-2", "gpu_reset")], [_line("r-t1-4", "systemctl_stop")],
+                   [_line("r-t1-4", "gpu_reset", phase="outcome")]):
+        assert left_unrestored_layouts([record] + others) == [], others
+    for kept in (dict(record, boot_id="0f0c3c2e-8b1c-4c7e-9a59-1f7f3c1d2b6a"), dict(record, boot_id=None), dict(record, of=["q-t0-1"])):
+        assert left_unrestored_layouts([kept]) == [kept], kept
+
+
 def test_a_layout_whose_run_died_before_its_reset_is_not_created_over_the_operators(tmp_path, node_root, collections_root):
     before = mig_node(node_root)
     play(tmp_path, collections_root, node_root, ["gpuops.remediation.gpu_reset: {gpus: [0], force: true, run_id: died}"], ["reset"])
