@@ -114,11 +114,11 @@ def unknown_gpu_message(error):
                 "disagree and nothing was selected; this node has: %s" % (
                     error.name, error.named["index"], error.uuid, error.named["index"], error.named.get("uuid") or "of no known UUID",
                     _gpus_text(error.gpus)))
-    unlisted = unlisted_for(error.gpus, pinned_key(error.name)[0])
+    unlisted = unlisted_for(error.gpus, error.name)
     if unlisted:
         return unlisted_message(error.name, unlisted)
     there = _gpus_text(error.gpus)
-    if looks_like_instance(pinned_key(error.name)[0]) or any(gpu.get("gpu_instances") for gpu in error.gpus):
+    if looks_like_instance(error.name) or any(gpu.get("gpu_instances") for gpu in error.gpus):
         return ("gpus: no GPU or MIG instance on this node is named %r (give an index, a UUID, a PCI bus id, a MIG device UUID "
                 "or GPU:GI[/CI]); this node has: %s; MIG instances: %s" % (error.name, there, instances_text(error.gpus)))
     return "gpus: no GPU on this node is named %r (give an index, a UUID or a PCI bus id); this node has: %s" % (error.name, there)
@@ -140,7 +140,7 @@ def select_gpus(gpus, wanted):
             # A MIG instance selects its GPU here; narrowed_instances() says which of its holders the selection reaches.
             match = [found[0] for found in [resolve_instance(gpus, key)] if found is not None]
         if not match:
-            raise UnknownGpu(str(name).strip(), gpus)
+            raise UnknownGpu(key, gpus)  # what names nothing, whatever UUID it is pinned to
         for gpu in gpus:
             if pinned and gpu["index"] in match and (gpu.get("uuid") or "").lower() != pinned.lower():
                 raise DisagreeingGpu(str(name).strip(), gpus, gpu, pinned)
