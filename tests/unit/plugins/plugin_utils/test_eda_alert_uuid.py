@@ -78,7 +78,7 @@ def test_the_node_refuses_a_selection_whose_two_names_are_two_gpus():
             "and nothing was selected; this node has: 0 (%s, %s)" % (wanted, OTHER, UUID, UUID, BUS))
     with pytest.raises(UnknownGpu) as raised:  # an instance the GPU lacks is named as it is missing, the pin aside
         select_gpus(NODE_GPUS, ["PCI:%s:9@%s" % (BUS, UUID)])
-    assert unknown_gpu_message(raised.value).startswith("gpus: no GPU or MIG instance on this node is named 'PCI:%s:9';" % BUS)
+    assert unknown_gpu_message(raised.value).startswith("gpus: no GPU or MIG instance on this node is named 'PCI:%s:9' (" % BUS)
     with pytest.raises(UnknownGpu) as raised:
         select_gpus(NODE_GPUS, [OTHER])
     assert unknown_gpu_message(raised.value).startswith("gpus: no GPU or MIG instance on this node is named %r" % OTHER)
