@@ -17,6 +17,9 @@ options:
       - Left out (or null), every GPU of the node. An empty list (what a filter that matched nothing gives) selects no
         GPU - the module says so and changes nothing.
       - A name that matches no GPU fails the module, naming it.
+      - Any of these names followed by C(@) and a GPU UUID (V(00000000:18:00.0@GPU-5e1c...), what an alert naming its GPU
+        by both gives) selects that GPU (or instance) only when its GPU has that UUID; else the module fails naming both
+        names and every GPU of the node, and changes nothing.
       - "On a GPU with MIG mode on, a MIG instance: its MIG device UUID (V(MIG-4f7c...)) or V(GPU:GI) / V(GPU:GI/CI), the
         GPU index and the GPU (and compute) instance ids, as an Xid line names them (C(GPU-I:05 GPU-CI:00) is V(0:5/0) on
         GPU 0); a text that is also a short PCI bus id of a GPU of the node (V(1:0) is C(01:00.0)) fails the module, asking

@@ -16,6 +16,15 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci imp
 _INSTANCE_KEY = re.compile(r"^(?P<gpu>[^/]{1,64}):(?P<gi>[0-9]{1,2})(?:/(?P<ci>[0-9]{1,2}))?$")
 
 
+def pinned_key(key):
+    """(the key, the GPU UUID it is pinned to or None): "<GPU or instance>@GPU-<UUID>" names that GPU or instance only
+    when the GPU it is on has that UUID (an alert that names a GPU by its PCI bus id and its UUID: both must be one GPU)."""
+    named, at, uuid = key.rpartition("@")
+    if at and named and uuid.upper().startswith("GPU-"):
+        return named, uuid
+    return key, None
+
+
 def names_gpu(gpu, key):
     """Whether key names the GPU: its index, its UUID (any case) or its PCI bus id (any usual spelling)."""
     if key == str(gpu["index"]) or key.lower() == (gpu.get("uuid") or "").lower():
@@ -93,7 +102,7 @@ def narrowed_instances(gpus, wanted):
     GPU itself (index, UUID, bus id) selects it whole, which no instance of it narrows."""
     whole, result = set(), {}
     for name in wanted or []:
-        key = str(name).strip()
+        key = pinned_key(str(name).strip())[0]  # select_gpus refused a key whose GPU has another UUID
         named = [gpu["index"] for gpu in gpus if names_gpu(gpu, key)]
         found = resolve_instance(gpus, key) if not named else None
         whole.update(named)

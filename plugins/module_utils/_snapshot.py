@@ -12,7 +12,7 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names import PROCESS_STATES
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
-    ambiguous_instance, instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, node_instances, reaches,
+    ambiguous_instance, instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, node_instances, pinned_key, reaches,
     resolve_instance, scope_words, unlisted_for, unlisted_message)
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus_then
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
@@ -81,6 +81,15 @@ class AmbiguousGpu(UnknownGpu):
         self.instance = instance
 
 
+class DisagreeingGpu(UnknownGpu):
+    """A selection pinned to a GPU UUID ("<GPU or instance>@GPU-<UUID>") whose GPU on this node has another UUID."""
+
+    def __init__(self, name, gpus, named, uuid):
+        super().__init__(name, gpus)
+        self.named = named
+        self.uuid = uuid
+
+
 def _gpus_text(gpus):
     return "; ".join("%s (%s, %s)" % (gpu["index"], gpu.get("uuid") or "no UUID", gpu.get("pci_bus_id") or "no bus id")
                      for gpu in gpus) or "none"
@@ -100,6 +109,11 @@ def unknown_gpu_message(error):
     """The unknown name and every GPU the node has (index, UUID, bus id), so the operator can pick one."""
     if isinstance(error, AmbiguousGpu):
         return _ambiguous_message(error)
+    if isinstance(error, DisagreeingGpu):
+        return ("gpus: %r names GPU %s of this node by one name and UUID %s by the other, but GPU %s is %s: the two names "
+                "disagree and nothing was selected; this node has: %s" % (
+                    error.name, error.named["index"], error.uuid, error.named["index"], error.named.get("uuid") or "of no known UUID",
+                    _gpus_text(error.gpus)))
     unlisted = unlisted_for(error.gpus, error.name)
     if unlisted:
         return unlisted_message(error.name, unlisted)
@@ -117,7 +131,7 @@ def select_gpus(gpus, wanted):
         return [gpu["index"] for gpu in gpus]
     selected = []
     for name in wanted:
-        key = str(name).strip()
+        key, pinned = pinned_key(str(name).strip())
         match = [gpu["index"] for gpu in gpus if names_gpu(gpu, key)]
         instance = ambiguous_instance(gpus, key, match)
         if instance is not None:
@@ -126,7 +140,10 @@ def select_gpus(gpus, wanted):
             # A MIG instance selects its GPU here; narrowed_instances() says which of its holders the selection reaches.
             match = [found[0] for found in [resolve_instance(gpus, key)] if found is not None]
         if not match:
-            raise UnknownGpu(key, gpus)
+            raise UnknownGpu(key, gpus)  # what names nothing, whatever UUID it is pinned to
+        for gpu in gpus:
+            if pinned and gpu["index"] in match and (gpu.get("uuid") or "").lower() != pinned.lower():
+                raise DisagreeingGpu(str(name).strip(), gpus, gpu, pinned)
         selected.extend(index for index in match if index not in selected)
     return sorted(selected)
 

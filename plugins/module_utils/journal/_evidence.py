@@ -56,11 +56,40 @@ def left_isolated(records, run_id=None):
     return "graphical.target" if down else None
 
 
+# The actions after which a recorded MIG layout is gone: a GPU reset, the driver's unload, instances destroyed. (A
+# reboot is the controller's: a layout recorded for it carries the boot id instead.)
+LOSES_MIG_LAYOUT = ("gpu_reset", "module_unload", "mig_destroy")
+
+
+def _entry_order(entry_id):
+    """(the writing process's prefix of a journal entry id, its counter): ids are "<run id>-<token>-<n>" (_writer)."""
+    prefix, dash, counter = str(entry_id).rpartition("-")
+    return (prefix, int(counter)) if dash and counter.isascii() and counter.isdigit() and len(counter) < 12 else (None, None)
+
+
+def _never_acted(record, records):
+    """Whether the module that recorded this layout before its reset, reload or re-creation wrote no intent of an action
+    that loses it afterwards: it died before its rung acted, and the layout was never lost. A record for a reboot (its
+    boot id decides) or one a later run took over (`of`: the earlier run's loss stands) is never such a record."""
+    if "boot_id" in record or record.get("of"):
+        return False
+    prefix, counter = _entry_order(record["id"])
+    if prefix is None:
+        return False
+    for later in records:
+        if later.get("phase") == "intent" and later.get("action") in LOSES_MIG_LAYOUT:
+            later_prefix, later_counter = _entry_order(later.get("id"))
+            if later_prefix == prefix and later_counter > counter:
+                return False
+    return True
+
+
 def left_unrestored_layouts(records, run_id=None):
     """The MIG layouts a run recorded before a reset or a reload (intent `mig_layout` with its layout) that no run has
     restored since (no ok outcome of that intent, nor of a later `mig_layout` naming it in `of`), oldest first, skipping
-    the run run_id (the caller's own); a layout a later run took over (its intent's `of`) is that run's. Read under the
-    node lock."""
+    the run run_id (the caller's own) and a run that died before it acted (_never_acted: the operator may have changed
+    that layout since, on purpose); a layout a later run took over (its intent's `of`) is that run's. Read under the node
+    lock."""
     open_layouts = {}
     for record in records:
         if record.get("action") != "mig_layout":
@@ -69,7 +98,7 @@ def left_unrestored_layouts(records, run_id=None):
             # A later run's intent that took an earlier layout over (its `of`) stands for it from now on.
             for taken in [entry for entry in record.get("of") or [] if isinstance(entry, str)]:
                 open_layouts.pop(taken, None)
-            if record.get("run_id") != run_id:
+            if record.get("run_id") != run_id and not _never_acted(record, records):
                 open_layouts[record["id"]] = record
         elif record["phase"] == "outcome" and record.get("ok") is True:
             for answered in [record["id"]] + [entry for entry in record.get("of") or [] if isinstance(entry, str)]:

@@ -17,6 +17,8 @@ leader that moved to another group with setpgid has not exited); the kernel neve
 or a session's id. A daemon that
 double-forked on purpose is its own session leader (it started itself), or the main process of a systemd unit that
 runs (active, activating, reloading, deactivating), and what it started is that unit's: busy, whoever its parent is now.
+So is what a running unit's start command put in the background when the unit has no main process (a oneshot unit that
+RemainAfterExit keeps active): it runs in the session systemd opened for that command (its id is the unit's ExecMainPID).
 """
 
 from __future__ import annotations
@@ -109,14 +111,24 @@ def _kept_by_parent(stat, proc_root, depth):
     return "its parent %s, of its session, runs and is busy (%s)" % (_what(parent), why)
 
 
-def _unit_facts(pid, unit, unit_state, proc_root):
+def _unit_facts(stat, unit, unit_state, proc_root):
     state = unit_state(unit) if unit and unit_state else None
     if state is None:
         return None
+    pid = stat["pid"]
     if state["active"] in ENDED_UNIT_STATES:
         return LEFT_BEHIND, "its systemd unit %s is %s (systemctl show): a leftover of it" % (unit, state["active"])
+    if state["active"] not in RUNNING_UNIT_STATES:
+        return None
     main_pid = state["main_pid"]
-    if state["active"] not in RUNNING_UNIT_STATES or main_pid <= 1:
+    exec_main_pid = state.get("exec_main_pid") or 0
+    if main_pid <= 1 and exec_main_pid > 1 and stat["sid"] == exec_main_pid:
+        # A oneshot unit kept active (RemainAfterExit) after its start command put a program in the background: systemd
+        # opened a session for that command, so the session id is its ExecMainPID. A program an earlier start of the unit
+        # left has another session id (the kernel gives no pid that is still a session's id to a new process).
+        return BUSY, "it runs in the session systemd unit %s's start command %d opened, and the unit is %s (%s)" % (
+            unit, exec_main_pid, state["active"], state.get("sub") or "?")
+    if main_pid <= 1:
         return None
     if main_pid == pid:
         # A forking service's daemon: re-parented to init by design, the init system runs it.
@@ -152,7 +164,7 @@ def holder_standing(pid, proc_root="/proc", job=None, unit=None, unit_state=None
         return {"standing": LEFT_BEHIND, "why": "its thread group leader %d has exited while its threads live on" % pid}
     if job is not None:
         return {"standing": BUSY if job["running"] else LEFT_BEHIND, "why": job["why"]}
-    for found in (_unit_facts(pid, unit, unit_state, proc_root), _session_facts(session, session_state)):
+    for found in (_unit_facts(stat, unit, unit_state, proc_root), _session_facts(session, session_state)):
         if found:
             return {"standing": found[0], "why": found[1]}
     standing, why = _process_facts(stat, proc_root)
@@ -166,14 +178,27 @@ def session_of(unit):
     return None
 
 
+def _pid_field(fields, name):
+    value = fields.get(name) or "0"
+    return int(value) if value.isdigit() and value.isascii() and len(value) < 12 else 0
+
+
 def parse_unit_state(out):
-    """{"active": ActiveState, "main_pid"} from `systemctl show --property=LoadState,ActiveState,MainPID` of one unit;
-    None for a unit it does not know."""
+    """{"active": ActiveState, "main_pid", and "sub" (SubState) and "exec_main_pid" (ExecMainPID: the start command's
+    pid, kept after it exited) where systemd printed them} from `systemctl show` of one unit (UNIT_PROPERTIES); None for
+    a unit it does not know."""
     fields = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     if fields.get("LoadState") in (None, "", "not-found") or not fields.get("ActiveState"):
         return None
-    main_pid = fields.get("MainPID") or "0"
-    return {"active": fields["ActiveState"], "main_pid": int(main_pid) if main_pid.isdigit() else 0}
+    state = {"active": fields["ActiveState"], "main_pid": _pid_field(fields, "MainPID")}
+    if "SubState" in fields:
+        state["sub"] = fields["SubState"]
+    if "ExecMainPID" in fields:
+        state["exec_main_pid"] = _pid_field(fields, "ExecMainPID")
+    return state
+
+
+UNIT_PROPERTIES = "--property=LoadState,ActiveState,SubState,MainPID,ExecMainPID"
 
 
 class StandingProbe:
@@ -194,7 +219,7 @@ class StandingProbe:
         if not self.systemctl or not unit:
             return None
         if unit not in self._units:
-            rc, out, dummy = CommandRunner(self.module).probe([self.systemctl, "show", "--property=LoadState,ActiveState,MainPID", "--", unit])
+            rc, out, dummy = CommandRunner(self.module).probe([self.systemctl, "show", UNIT_PROPERTIES, "--", unit])
             self._units[unit] = parse_unit_state(out) if rc == 0 else None
         return self._units[unit]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._escape import printable
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_selection import alert_instance, selection_fields
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_selection import alert_instance, gpu_uuid_label, selection_fields
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._event_target import inventory_host_problem
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.eda._source_shared import host_problem
 
@@ -161,7 +162,7 @@ def alert_events(payload, host_label="instance", groups=None):
         labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
         # A value of another type than the payload's own (a list, a mapping, a number where a label is text) is taken as
         # missing: the alert is still reported or made an event, and never fails the whole request.
-        instance = (None, None, None)
+        instance, uuid = (None, None, None), (None, None)
         if labels:  # Alertmanager
             name = _text(labels.get("alertname"))
             host = _instance_host(labels.get("instance")) if host_label == "instance" else labels.get(host_label)
@@ -171,30 +172,32 @@ def alert_events(payload, host_label="instance", groups=None):
             message = _text(annotations.get("summary"))
             # dcgm-exporter's labels of a MIG instance's series: refused, never taken as missing (that is the whole GPU)
             instance = alert_instance(labels, gpu)
+            uuid = gpu_uuid_label(labels.get("UUID"))
         else:  # gpu_watch's webhook
             name = _text(alert.get("kind"))
             host = payload.get("host")
             gpu, message = _text(alert.get("pci_bus_id")), _text(alert.get("message"))
             gpu_index = alert.get("gpu_index") if isinstance(alert.get("gpu_index"), (int, str)) and not isinstance(
                 alert.get("gpu_index"), bool) else None
+        shown = printable(name) if name is not None else None  # the sender's text, one line of the problem
         if not host:
-            problems.append("alert %d (%s) names no host" % (index, name))
+            problems.append("alert %d (%s) names no host" % (index, shown))
             continue
         why = host_problem(host)
         if why:
-            problems.append("alert %d (%s): %s" % (index, name, why))
+            problems.append("alert %d (%s): %s" % (index, shown, why))
             continue
         why = inventory_host_problem(host, groups) if groups is not None else None
         if why:
-            problems.append("alert %d (%s): its host %s" % (index, name, why))
+            problems.append("alert %d (%s): its host %s" % (index, shown, why))
             continue
-        why = _gpu_problem(gpu, gpu_index) or instance[2]
+        why = _gpu_problem(gpu, gpu_index) or instance[2] or uuid[1]
         if why:
-            problems.append("alert %d (%s) on %s: %s" % (index, name, host, why))
+            problems.append("alert %d (%s) on %s: %s" % (index, shown, host, why))
             continue
         body = {"type": "alert", "alert": name, "host": host, "gpu": gpu, "pci_bus_id": gpu, "gpu_index": gpu_index,
                 "rung": ALERT_RUNGS.get(name, "none"), "message": message,
                 "fingerprint": _text(alert.get("fingerprint"))}
-        body.update(selection_fields(normalize_bus_id(gpu) if gpu else None, instance[0], instance[1]))
+        body.update(selection_fields(normalize_bus_id(gpu) if gpu else None, instance[0], instance[1], uuid[0]))
         events.append({"gpuops": body, "meta": {"hosts": host}})
     return events, problems

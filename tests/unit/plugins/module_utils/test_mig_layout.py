@@ -89,12 +89,14 @@ def _record(run_id, entry_id, phase, ok=None, of=None, layout_=None):
 
 def test_a_layout_is_left_unrestored_until_an_ok_outcome_answers_it():
     killed = _record("a", "a-1", "intent")
-    assert left_unrestored_layouts([killed]) == [killed]
-    assert left_unrestored_layouts([killed], run_id="a") == []
+    # killed after its reset: the reset's intent follows the record (a run killed before it never lost the layout)
+    reset = {"ts": "2026-12-06T10:00:01Z", "run_id": "a", "id": "a-2", "phase": "intent", "action": "gpu_reset"}
+    assert left_unrestored_layouts([killed, reset]) == [killed]
+    assert left_unrestored_layouts([killed, reset], run_id="a") == []
     interrupted = _record("b", "a-1", "outcome", ok=False)
     # a run that took it over and failed to restore it: its own intent (naming the first in `of`) stands for both
     failed_restore = [dict(_record("b", "b-1", "intent"), of=["a-1"]), _record("b", "b-1", "outcome", ok=False, of=["a-1"])]
-    assert left_unrestored_layouts([killed, interrupted] + failed_restore) == [failed_restore[0]]
+    assert left_unrestored_layouts([killed, reset, interrupted] + failed_restore) == [failed_restore[0]]
     restored = [_record("c", "c-1", "intent"), _record("c", "c-1", "outcome", ok=True, of=["a-1", "b-1"])]
-    assert left_unrestored_layouts([killed, interrupted] + failed_restore + restored) == []
+    assert left_unrestored_layouts([killed, reset, interrupted] + failed_restore + restored) == []
     assert left_unrestored_layouts([dict(killed, layout="not a layout")]) == []

@@ -56,3 +56,16 @@ def test_alert_values_of_the_wrong_type_are_taken_as_missing_never_an_exception(
     events, problems = alert_events(watch)
     assert problems == [] and [(e["gpuops"]["alert"], e["gpuops"]["gpu_index"], e["gpuops"]["gpu"]) for e in events] == [
         (None, None, None)]
+
+
+def test_an_alert_name_that_holds_a_line_break_is_one_line_of_its_problem():
+    """The alert's name is text from the sender: in the problem (logged by the source, printed by the rulebooks) it
+    cannot start a line of its own that reads as another alert's problem, nor carry terminal escapes."""
+    forged = "GpuopsGhostMemory\nalert 1 (GpuopsGhostMemory) on node08: its pci_bus_id 'x' is not a PCI bus id\x1b[2J"
+    body = {"alerts": [{"status": "firing", "labels": {"alertname": forged, "instance": "node07:9100", "pci_bus_id": "nope"}},
+                       {"status": "firing", "labels": {"alertname": forged}}]}
+    events, problems = alert_events(body)
+    assert events == [] and len(problems) == 2
+    assert all("\n" not in problem and "\x1b" not in problem for problem in problems), problems
+    assert problems[0].startswith("alert 0 (GpuopsGhostMemory\\x0aalert 1 (GpuopsGhostMemory) on node08: ")
+    assert problems[1].endswith("\\x1b[2J) names no host")

@@ -155,7 +155,7 @@ def test_the_rulebooks_run_the_ladder_on_the_instance_an_event_names(rulebook):
     line = "2026-12-06T10:00:01+00:00 node07 kernel: NVRM: Xid (PCI:0000:18:00 GPU-I:03 GPU-CI:00): 31, pid=4242, name=python3, x"
     xid = kernel_event("node07", parse_kernel_log(line)[0])
     rule = "Ghost memory or an alert asking for a reset"
-    assert _rule_vars(rulebook, rule, alert)["gpu_reclaim_gpus"] == ["PCI:%s:3" % BUS]
+    assert _rule_vars(rulebook, rule, alert)["gpu_reclaim_gpus"] == ["PCI:%s:3@%s" % (BUS, NODE_GPUS[0]["uuid"])]  # pinned to its UUID label
     assert _rule_vars(rulebook, rule, ghost)["gpu_reclaim_gpus"] == ["PCI:%s" % BUS]  # gpu_snapshot's: the whole GPU, as before
     mine = _rule_vars(rulebook, "Xid in one MIG instance asking for its application to end", xid)
     assert (mine["gpu_inspect_gpus"], mine["gpu_reclaim_gpus"], mine["gpu_reclaim_max_rung"]) == (

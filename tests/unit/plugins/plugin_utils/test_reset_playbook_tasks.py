@@ -1,0 +1,41 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""reset_gpu.yml's tasks per host: each task is a fork per host on the controller, a skipped one too, so what a run
+does not need stays behind one include that is not reached (the circuit breaker when it is off, the refusal when
+nothing is refused, the walk's controller steps when it asks for none).
+
+The real reset_gpu.yml (ansible-playbook in a child) against a simulated node whose idle GPU 0 has an Xid that asks for
+a reset: the run resets it, and what it shows of each task says which ran and which were skipped."""
+
+import re
+
+from ansible_collections.gpuops.remediation.tests.unit.helpers.reset_run import idle_xid_nodes, reset_gpu as _reset_gpu, resets as _resets
+
+TASK = re.compile(r"^TASK \[(?:[\w.]+ : )?(.*?)\] \*+$", re.M)
+SKIPPED = re.compile(r"^skipping: \[gpunode\]", re.M)
+BREAKER_TASKS = ("Read the Slurm nodes drained by gpuops, for the circuit breaker", "Apply the circuit breaker",
+                 "Give this host's place in the circuit breaker back when it is found healthy")
+
+
+def test_a_reset_with_the_breaker_off_skips_at_most_six_tasks_and_reaches_no_breaker_refusal_or_drain_task(collections_root):
+    with idle_xid_nodes() as (directory, make):
+        run, report, commands = _reset_gpu(directory, make(119), collections_root)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert (report["status"], report["fixed_by"]) == ("fixed", "reset"), report
+    assert len(_resets(commands)) == 1, commands
+    shown = TASK.findall(run.stdout)
+    assert not set(BREAKER_TASKS) & set(shown), shown
+    assert "Write the run report of the refused run" not in shown and "Refuse this host when the circuit breaker is open" not in shown, shown
+    assert "The drain (and its check before each later destructive rung) and the reboot, as the walk pauses for them" not in shown, shown
+    assert len(SKIPPED.findall(run.stdout)) <= 6, run.stdout[-3000:]
+
+
+def test_a_reset_with_the_breaker_on_runs_its_tasks_and_still_resets(collections_root):
+    with idle_xid_nodes() as (directory, make):
+        run, report, commands = _reset_gpu(directory, make(119), collections_root, extra=[
+            "-e", "gpu_remediate_breaker_max_count=5", "-e", "gpu_remediate_breaker_dir=%s/breaker" % directory])
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert (report["status"], report["fixed_by"]) == ("fixed", "reset"), report
+    assert len(_resets(commands)) == 1, commands
+    shown = TASK.findall(run.stdout)
+    assert "Apply the circuit breaker" in shown and "Read the Slurm nodes drained by gpuops, for the circuit breaker" in shown, shown
