@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._option_ranges import within
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import PolicyError, parse_policy
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import KILL_GRACE, signal_number
+
+# Seconds a process gets to be gone after SIGKILL (the kill_grace option's default, kill/_terminate.py waits it): the
+# driver's teardown of a CUDA context, in uninterruptible sleep, can take tens of seconds on a large GPU; only after this
+# is it "outlived SIGKILL". Defined with the option, so that a module that ends nothing loads none of the kill code.
+KILL_GRACE = 30.0
 
 # The options every module that takes a snapshot accepts (merged into its argument_spec).
 SNAPSHOT_ARGUMENT_SPEC = dict(
@@ -70,6 +73,11 @@ def validate_snapshot_params(module):
 def check_kill_options(module):
     """Fail, naming the option and the value, before anything is signalled: the kill options alone (on the node,
     validate_kill_params also resolves every protect entry there)."""
+    # Imported here: the modules that end nothing (gpu_holders_info) share this file and never need them.
+    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import (  # pylint: disable=import-outside-toplevel
+        ProtectEntryError, check_entries)
+    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import signal_number  # pylint: disable=import-outside-toplevel
+
     params = module.params
     if params.get("kill_grace") is not None and not within("kill_grace", params["kill_grace"]):
         module.fail_json(msg="kill_grace must be more than 0 seconds, got %r: it is how long a process gets to be gone after "

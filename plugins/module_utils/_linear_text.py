@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Small scans of node text that a pattern would backtrack over: each reads its input a bounded number of times."""
+"""Small scans of node text that a pattern would backtrack over: each reads its input a bounded number of times; and
+the patterns of node text's parsers compiled on first use (RegexOnFirstUse)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,18 @@ def without_trailing_brackets(text):
         return text
     opening = stripped.find("[", stripped.rfind("]", 0, len(stripped) - 1) + 1, len(stripped) - 1)
     return stripped[:opening].rstrip() if opening >= 0 else text
+
+
+class RegexOnFirstUse:
+    """A compiled pattern, compiled when first used: compile_it() is the re.compile call (written out, where
+    tests/unit/plugins/test_linear_parsers.py finds it). For the parsers of text a snapshot seldom reads (the kernel log's
+    NVRM lines, modprobe's errors), whose files every snapshot imports."""
+
+    def __init__(self, compile_it):
+        self._compile_it = compile_it
+        self._pattern = None
+
+    def __getattr__(self, name):
+        if self._pattern is None:
+            self._pattern = self._compile_it()
+        return getattr(self._pattern, name)

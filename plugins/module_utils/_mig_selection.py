@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import unlisted_words
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 
 # GPU : GPU instance id [/ compute instance id], the GPU by index, UUID or PCI bus id ("0:3/0", "0000:01:00:5/0"); a text
@@ -61,6 +60,8 @@ def unlisted_for(gpus, key):
 
 def unlisted_message(key, unlisted):
     """Why an instance name on a GPU whose MIG listing failed selects nothing."""
+    # Imported here: every snapshot imports this file, few have a MIG GPU whose listing failed.
+    from ansible_collections.gpuops.remediation.plugins.module_utils.probes._mig_instances import unlisted_words  # pylint: disable=import-outside-toplevel
     return ("gpus: %r names a MIG instance, but the MIG instances could not be listed (%s): nothing was selected; select "
             "the whole GPU (%s), or the instance once its listing works" % (
                 key, unlisted_words(unlisted), ", ".join(str(gpu["index"]) for gpu in unlisted)))

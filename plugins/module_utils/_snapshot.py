@@ -14,13 +14,13 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._gpu_names impo
 from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection import (
     ambiguous_instance, instance_label, instances_text, looks_like_instance, names_gpu, narrowed_instances, node_instances, pinned_key, reaches,
     resolve_instance, scope_words, unlisted_for, unlisted_message)
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import BackendUnavailable, probe_gpus_then
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kernel_log import bus_id_to_index, probe_kernel_log
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._kmod import probe_driver
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import BUSY, probe_standing
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._cgroup import attribution
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import boot_time, read_process, start_time_epoch
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_processes
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._procscan import scan_job, scan_processes
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import probe_services
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import DAEMON, DISPLAY, UnitMembers, probe_unit_members
 from ansible_collections.gpuops.remediation.plugins.module_utils._verdict import BUSY_CLASS, NO_GPU_SELECTED, NO_RUNG, answer_events, gpu_state, verdict
@@ -463,7 +463,17 @@ def _start_epochs(holders):
 def take_snapshot(module, layout, options):
     """Everything gpu_holders_info reports; the remediation modules plan from the same dict."""
     started = time.monotonic()
-    result, gpu_report = probe_gpus(module, layout, options.backend, options.probe_timeout)
+    # One probe process: the driver's answer, then the /proc scan once the driver's answer has chosen its tier.
+    result, gpu_report, child = probe_gpus_then(module, layout, options.backend, options.probe_timeout, then=scan_job(layout))
+    try:
+        return _snapshot(module, layout, options, started, (result, gpu_report, child))
+    finally:
+        if child is not None:
+            child.close()
+
+
+def _snapshot(module, layout, options, started, probed):
+    result, gpu_report, child = probed
     gpus = (result or {}).get("gpus") or ([] if gpu_report["ok"] else _gpus_from_device_nodes(layout.dev_dir))
     boot_epoch = _boot_epoch()
     events, log_report = probe_kernel_log(module, layout, options, boot_epoch)
@@ -475,7 +485,7 @@ def take_snapshot(module, layout, options):
     every_map, why = memory_maps_tier(options.scan_memory_maps, gpus_in_view, gpu_report, options.ghost_threshold_mib)
     # The maps of the processes the driver lists are read in any case: a handful, and they say how each holds its GPU.
     listed = _listed_pids(gpus)
-    scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed)
+    scan, scan_report = scan_processes(layout, options.probe_timeout, memory_maps=every_map, map_pids=listed, child=child)
     scan_report["memory_maps"] = {"scanned": every_map, "reason": why, "listed_pids": len(listed)}
     members = probe_unit_members(module, layout) if scan or listed else UnitMembers({})
     jobs = standing = None

@@ -451,13 +451,16 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_programs import (  # noqa: F401 pylint: disable=unused-import
     main as _sim_programs_main,
 )
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_dcgmi import (  # noqa: F401 pylint: disable=unused-import
+    dcgmi as _sim_dcgmi_main,
+)
 from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_tools import (  # noqa: F401 pylint: disable=unused-import
     main as _sim_tools_main,
 )
 
-# _sim_tools, _sim_nvml and _sim_programs are imported so that AnsiballZ ships them: gpu_sim copies their source
-# into <root>/lib (_sim_build.LIB_FILES), where the simulated tools, NodeLayout.load_nvml and the node's processes
-# load them.
+# _sim_tools, _sim_nvml, _sim_programs and _sim_dcgmi are imported so that AnsiballZ ships them: gpu_sim copies their
+# source into <root>/lib (_sim_build.LIB_FILES), where the simulated tools, NodeLayout.load_nvml and the node's processes
+# load them (the tools import their siblings by name, on first use).
 
 GPU_SPEC = dict(
     name=dict(type="str", default=sim.DEFAULT_GPU_NAME),

@@ -15,13 +15,11 @@ import os
 import signal
 import time
 
+from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import KILL_GRACE
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _process
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._signal_state import HANDLER, TERM, plan, read_facts
 
 POLL_INTERVAL = 0.05
-# Seconds a process gets to be gone after SIGKILL (the kill_grace option's default): the driver's teardown of a CUDA
-# context, in uninterruptible sleep, can take tens of seconds on a large GPU; only after this is it "outlived SIGKILL".
-KILL_GRACE = 30.0
 
 
 class Target:

@@ -13,7 +13,8 @@ import importlib.util
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
-from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import ProbeFailed, ProbeTimeout, run_with_deadline
+from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadline import (
+    ProbeChild, ProbeFailed, ProbeTimeout, run_with_deadline)
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 
 MIB = 1024 * 1024
@@ -229,6 +230,13 @@ def _add_smi_mig_instances(module, nvidia_smi, gpus):
 
 def probe_gpus(module, layout, backend, timeout):
     """Return (driver probe result or None, probe report). Raises BackendUnavailable for an explicit backend."""
+    result, report, dummy_child = probe_gpus_then(module, layout, backend, timeout)
+    return result, report
+
+
+def probe_gpus_then(module, layout, backend, timeout, then=None):
+    """probe_gpus, and the probe's child (None where none is left): then, a second probe (request -> result), is run
+    by the same child when asked (ProbeChild.second_answer), so that a snapshot forks one probe process, not two."""
     report = {"backend": None, "ok": False, "timed_out": False, "error": None, "seconds": None}
     nvml = backend in ("nvml", "auto") and _nvml_available()
     if backend == "nvml" and not nvml:
@@ -242,12 +250,13 @@ def probe_gpus(module, layout, backend, timeout):
             if backend == "nvidia_smi":
                 raise BackendUnavailable("nvidia_smi")
             report["error"] = "neither nvidia-ml-py nor nvidia-smi is available on this node"
-            return None, report
+            return None, report, None
         report["backend"] = "nvidia_smi"
         probe = _nvidia_smi_snapshot(module, nvidia_smi)
     started = time.monotonic()
+    child = ProbeChild(probe, then) if then is not None else None
     try:
-        result = run_with_deadline(probe, timeout)
+        result = child.first_answer(timeout) if child is not None else run_with_deadline(probe, timeout)
         report["ok"] = True
     except ProbeTimeout as exc:
         result = None
@@ -256,4 +265,4 @@ def probe_gpus(module, layout, backend, timeout):
         result = None
         report["error"] = str(exc)
     report["seconds"] = round(time.monotonic() - started, 3)
-    return result, report
+    return result, report, child

@@ -17,7 +17,7 @@ import stat
 import time
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
-from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import without_trailing_brackets
+from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import RegexOnFirstUse, without_trailing_brackets
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._pci import normalize_bus_id
 from ansible_collections.gpuops.remediation.plugins.module_utils._xid_policy import apply_policy, parse_policy
 
@@ -175,7 +175,7 @@ FALLEN_OFF_BUS = {"name": "GPU has fallen off the bus", "mnemonic": None, "bucke
 
 # Xid 154 names the new recovery action: "... changed from 0x0 (None) to 0x1 (GPU Reset Required)".
 # "[^()]" (not "[^)]"): a scan stops at the next "(", so that "to 0x1 (" repeated is read in linear time.
-_XID154_TARGET_RE = re.compile(r"\bto\s+0x[0-9A-Fa-f]+\s*\(([^()]*)\)")
+_XID154_TARGET_RE = RegexOnFirstUse(lambda: re.compile(r"\bto\s+0x[0-9A-Fa-f]+\s*\(([^()]*)\)"))
 _RECOVERY_TEXT = (
     ("drain and reset", "drain_and_reset", "reset_gpu"),
     ("drain p2p", "drain_p2p", "report"),
@@ -184,29 +184,30 @@ _RECOVERY_TEXT = (
     ("none", "none", "none"),
 )
 
-# Line prefixes, tried on the text before "NVRM:"; the first that matches gives the printed time and its kind.
+# Line prefixes, tried on the text before "NVRM:"; the first that matches gives the printed time and its kind. These
+# patterns, and those below, are compiled on first use: a healthy node's kernel log has no NVRM line to read.
 _TIME_PATTERNS = (
-    ("ctime", re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]")),  # dmesg -T / --ctime
-    ("iso", re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)")),  # journalctl -o short-iso
-    ("syslog", re.compile(r"([A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)")),  # journalctl short / syslog
-    ("uptime", re.compile(r"\[\s*(\d+\.\d+)\]")),  # dmesg: seconds since boot
+    ("ctime", RegexOnFirstUse(lambda: re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]"))),  # dmesg -T / --ctime
+    ("iso", RegexOnFirstUse(lambda: re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"))),  # journalctl -o short-iso
+    ("syslog", RegexOnFirstUse(lambda: re.compile(r"([A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d)"))),  # journalctl short / syslog
+    ("uptime", RegexOnFirstUse(lambda: re.compile(r"\[\s*(\d+\.\d+)\]"))),  # dmesg: seconds since boot
 )
-_ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?$")
+_ISO_RE = RegexOnFirstUse(lambda: re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?$"))
 _A_DAY = 86400.0
 # "Xid (PCI:0000:01:00): 94, ...", on a MIG GPU "Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:00): 94, ..." (GPU-CI optional).
 # The numbers as the kernel prints them (ASCII; instance ids two digits): a line with others is no Xid line, never an
 # event widened to the whole GPU, and no number is too long for int().
-_XID_RE = re.compile(r"^Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\s+GPU-I:(?P<gi>[0-9]{1,2}))?(?:\s+GPU-CI:(?P<ci>[0-9]{1,2}))?\s*\):"
-                     r"\s*(?P<xid>[0-9]{1,9})(?:,\s*(?P<rest>.*))?$")
+_XID_RE = RegexOnFirstUse(lambda: re.compile(r"^Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f:.]+)(?:\s+GPU-I:(?P<gi>[0-9]{1,2}))?(?:\s+GPU-CI:(?P<ci>[0-9]{1,2}))?\s*\):"
+                                             r"\s*(?P<xid>[0-9]{1,9})(?:,\s*(?P<rest>.*))?$"))
 # "pid=123, name=x, msg", "pid='<unknown>', name=<unknown>, msg", "pid=0, msg" (no name), "pid=8494,   name=x, msg".
 # A pid has at most 7 digits (PID_MAX_LIMIT 4194304): a longer number is no pid.
-_PID_RE = re.compile(r"^pid='?(?P<pid><unknown>|[0-9]{1,7})'?(?:,\s*|$)(?P<rest>.*)$")
-_NAME_RE = re.compile(r"^name='?(?P<name>.*?)'?(?:,\s*(?P<message>.*))?$")
+_PID_RE = RegexOnFirstUse(lambda: re.compile(r"^pid='?(?P<pid><unknown>|[0-9]{1,7})'?(?:,\s*|$)(?P<rest>.*)$"))
+_NAME_RE = RegexOnFirstUse(lambda: re.compile(r"^name='?(?P<name>.*?)'?(?:,\s*(?P<message>.*))?$"))
 # Xid 94/95 end with "RST: Yes|No, D-RST: Yes|No": the driver marked the GPU for a reset (or a drain and reset).
-_RESET_REQUIRED_RE = re.compile(r"\b(D-)?RST:\s*Yes\b")
-_BUS_IN_TEXT_RE = re.compile(r"(?:PCI:)?((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)")
+_RESET_REQUIRED_RE = RegexOnFirstUse(lambda: re.compile(r"\b(D-)?RST:\s*Yes\b"))
+_BUS_IN_TEXT_RE = RegexOnFirstUse(lambda: re.compile(r"(?:PCI:)?((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"))
 _FALLEN = "fallen off the bus"
-_MULTILINE_START_RE = re.compile(r"^The NVIDIA GPU (?P<bus>\S+)")
+_MULTILINE_START_RE = RegexOnFirstUse(lambda: re.compile(r"^The NVIDIA GPU (?P<bus>\S+)"))
 _MULTILINE_LOOKAHEAD = 4
 
 

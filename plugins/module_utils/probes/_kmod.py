@@ -9,31 +9,33 @@ import os
 import re
 
 from ansible_collections.gpuops.remediation.plugins.module_utils._command import CommandRunner
+from ansible_collections.gpuops.remediation.plugins.module_utils._linear_text import RegexOnFirstUse
 
 NVIDIA_MODULE_UNLOAD_ORDER = ("nvidia_peermem", "nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia")
 
 _HEADER_RE = re.compile(r"^Module\s+Size\s+Used by", re.IGNORECASE)
 
-# (regex on one stderr line, reason); the first line that matches any of these decides.
+# (regex on one stderr line, reason); the first line that matches any of these decides. Compiled on first use: only a
+# failed modprobe is read with them, and every snapshot imports this file.
 _ERROR_PATTERNS = (
-    (re.compile(r"Module (?P<module>\S+) is in use by:?(?P<users>.*)$"), "in_use"),  # users split on whitespace
-    (re.compile(r"Module (?P<module>\S+?) is in use\.?\s*$"), "in_use"),
-    (re.compile(r"Module (?P<module>\S+) is not currently loaded"), "not_loaded"),
-    (re.compile(r"Module (?P<module>\S+) does not exist in /proc/modules"), "not_loaded"),
-    (re.compile(r"Module (?P<module>\S+) not found"), "not_found"),
-    (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Resource temporarily unavailable"),
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) is in use by:?(?P<users>.*)$")), "in_use"),  # users split on whitespace
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+?) is in use\.?\s*$")), "in_use"),
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) is not currently loaded")), "not_loaded"),
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) does not exist in /proc/modules")), "not_loaded"),
+    (RegexOnFirstUse(lambda: re.compile(r"Module (?P<module>\S+) not found")), "not_found"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Resource temporarily unavailable")),
      "in_use"),
-    (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Device or resource busy"), "in_use"),
-    (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Operation not permitted"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Device or resource busy")), "in_use"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: Operation not permitted")),
      "permission"),
-    (re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: No such file or directory"),
+    (RegexOnFirstUse(lambda: re.compile(r"could not (?:remove|insert) (?:module )?'?(?P<module>[^':\s]+)'?: No such file or directory")),
      "not_loaded"),
-    (re.compile(r"Operation not permitted|Permission denied|must be superuser|must be root", re.IGNORECASE),
+    (RegexOnFirstUse(lambda: re.compile(r"Operation not permitted|Permission denied|must be superuser|must be root", re.IGNORECASE)),
      "permission"),
 )
 # Any other ERROR/FATAL line: the module is the quoted name or the one after "for"/"module".
-_OTHER_ERROR_RE = re.compile(r"(?:FATAL|ERROR):")
-_OTHER_MODULE_RE = re.compile(r"'(?P<quoted>[A-Za-z0-9_-]+)'|\b(?:for|module) (?P<named>[A-Za-z0-9_-]+)")
+_OTHER_ERROR_RE = RegexOnFirstUse(lambda: re.compile(r"(?:FATAL|ERROR):"))
+_OTHER_MODULE_RE = RegexOnFirstUse(lambda: re.compile(r"'(?P<quoted>[A-Za-z0-9_-]+)'|\b(?:for|module) (?P<named>[A-Za-z0-9_-]+)"))
 
 
 def module_name(name):

@@ -415,11 +415,11 @@ def _merge(findings, holders):
             mine.setdefault(via, []).extend(devices)
 
 
-def _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri):
+def _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri, exclude=()):
     """({pid: findings}, unreadable count)."""
     table = DeviceTable(dev_dir, sys_dir, nvidia_dri, proc_root)
     try:
-        names = [name for name in os.listdir(proc_root) if name.isdigit()]
+        names = [name for name in os.listdir(proc_root) if name.isdigit() and name not in exclude]
     except OSError:
         return {}, 0
     _kcmp_files()  # loaded before any fork
@@ -455,7 +455,7 @@ def _holder(pid, found, proc_root):
 
 
 def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None, memory_maps=True, map_pids=(),
-                        nvidia_dri=None):
+                        nvidia_dri=None, exclude_pids=()):
     """{"holders": {pid: holder}, "unreadable_pids": int}.
 
     unreadable_pids counts the processes whose fds or maps this user may not read (a non-root run cannot
@@ -463,9 +463,10 @@ def scan_holders_report(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None
     processes share the scan (None: one per core, at most 8, one per 500 processes; 1: no fork).
     memory_maps: read every process's memory maps (True), or only those of map_pids (False): a process that
     holds a device only through a mapping is found only where its maps are read. nvidia_dri: see DeviceTable.
+    exclude_pids: processes not scanned (the scan's own process).
     """
     maps = True if memory_maps else set(str(pid) for pid in map_pids)
-    findings, unreadable = _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri)
+    findings, unreadable = _scan(dev_dir, proc_root, sys_dir, workers, maps, nvidia_dri, set(str(pid) for pid in exclude_pids))
     holders = {}
     for pid, found in findings.items():
         holder = _holder(pid, found, proc_root)
@@ -483,9 +484,19 @@ def scan_holders(dev_dir, proc_root="/proc", sys_dir="/sys", workers=None, memor
     return scan_holders_report(dev_dir, proc_root, sys_dir, workers, memory_maps)["holders"]
 
 
-def scan_processes(layout, timeout, memory_maps=True, map_pids=()):
+def scan_job(layout):
+    """The scan as a probe child runs it: request {"memory_maps", "map_pids"} -> scan_holders_report's result. The
+    process that scans is left out: the module's own child, whose NVML probe may have left a device open."""
+    def scan(request):
+        return scan_holders_report(layout.dev_dir, sys_dir=layout.sys_dir, memory_maps=request["memory_maps"],
+                                   map_pids=request["map_pids"], nvidia_dri=layout.dri_node_rule, exclude_pids=(os.getpid(),))
+    return scan
+
+
+def scan_processes(layout, timeout, memory_maps=True, map_pids=(), child=None):
     """({pid: holder}, report): the scan of the layout's device nodes, in a child with a deadline, since reading
-    the maps of a process stuck in D state with its memory lock held blocks the reader too.
+    the maps of a process stuck in D state with its memory lock held blocks the reader too. child: the snapshot's
+    probe child (_deadline.ProbeChild, its second probe scan_job), which scans when it still lives.
 
     report: {"ok", "timed_out", "error", "unreadable_pids", "seconds"}.
     """
@@ -495,10 +506,13 @@ def scan_processes(layout, timeout, memory_maps=True, map_pids=()):
     started = time.monotonic()
     report = {"ok": False, "timed_out": False, "error": None, "unreadable_pids": None}
     holders = {}
+    request = {"memory_maps": memory_maps, "map_pids": list(map_pids)}
     try:
-        result = run_with_deadline(lambda: scan_holders_report(
-            layout.dev_dir, sys_dir=layout.sys_dir, memory_maps=memory_maps, map_pids=map_pids,
-            nvidia_dri=layout.dri_node_rule), timeout)
+        if child is not None:
+            result = child.second_answer(request, timeout)
+        else:
+            scan = scan_job(layout)
+            result = run_with_deadline(lambda: scan(request), timeout)
         holders = dict((int(pid), holder) for pid, holder in result["holders"].items())
         report.update(ok=True, unreadable_pids=result["unreadable_pids"])
     except ProbeTimeout as exc:

@@ -25,13 +25,13 @@ try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_processes import (
         SUPERVISOR_NAME, launch, program_path, send_signal)
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_state import (
-        DEVICE_SIZE, load_state, process_exists, write_json_atomic)
+        DEVICE_SIZE, load_state, process_exists, write_code, write_json_atomic)
 except ImportError:  # running from <root>/lib as plain modules
     from _process import read_process, start_time  # type: ignore[no-redef] # pylint: disable=import-error
     from _sim_processes import (  # type: ignore[no-redef] # pylint: disable=import-error
         SUPERVISOR_NAME, launch, program_path, send_signal)
     from _sim_state import (  # type: ignore[no-redef] # pylint: disable=import-error
-        DEVICE_SIZE, load_state, process_exists, write_json_atomic)
+        DEVICE_SIZE, load_state, process_exists, write_code, write_json_atomic)
 
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
@@ -108,6 +108,7 @@ def run_holder(spec_path):
     if spec.get("role") == "holder" and not spec.get("running"):
         _crash_leaves_behind()
     if spec.get("run_as"):
+        write_code()  # imported while root's interpreter files can still be read
         uid, gid = spec["run_as"]
         os.setgroups([])
         os.setgid(gid)

@@ -11,19 +11,12 @@ lib/ with the simulation).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import os
 
 try:
     from ansible_collections.gpuops.remediation.plugins.module_utils.probes._process import same_process
-    from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, flock_within, open_lock
-    from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
 except ImportError:  # running from <root>/lib as a plain module
     from _process import same_process  # type: ignore[no-redef] # pylint: disable=import-error
-    from _lock import LockTimeout, flock_within, open_lock  # type: ignore[no-redef] # pylint: disable=import-error
-    from _safe_files import UnsafePath, write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
 
 DEVICE_SIZE = 4096  # bytes of each regular file standing in for a device node
 # How long one read-modify-write waits for the state lock: the node's tools answer in milliseconds, so a longer wait is
@@ -47,54 +40,135 @@ def gpu_device(root, index):
     return dev_path(root, "nvidia%d" % index)
 
 
+def _lean_json():
+    """(loads, dumps) of one line of JSON through the C accelerator of the json package, without importing that package
+    (re, enum and the rest, three quarters of a simulated tool's start), where the interpreter has it; json's own
+    otherwise. The simulated tools stand in for C binaries that start in a few milliseconds."""
+    try:
+        import _json  # pylint: disable=import-outside-toplevel
+        scanner_of, encoder_of, quoted = _json.make_scanner, _json.make_encoder, _json.encode_basestring_ascii
+        encoder_of({}, None, quoted, None, ": ", ", ", False, False, True)
+    except (ImportError, AttributeError, TypeError):
+        import json  # pylint: disable=import-outside-toplevel
+        return json.loads, json.dumps
+
+    def constant(name):
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+    class _Context:  # the attributes json.decoder.JSONDecoder gives its scanner
+        strict = True
+        object_hook = object_pairs_hook = None
+        parse_float, parse_int, parse_constant = float, int, staticmethod(constant)
+        memo = {}
+
+    scan = scanner_of(_Context())
+
+    def loads(text):
+        start = len(text) - len(text.lstrip(_JSON_SPACE))
+        try:
+            value, end = scan(text, start)
+        except StopIteration as exc:
+            raise ValueError("no JSON value at %d" % exc.value)
+        if text[end:].strip(_JSON_SPACE):
+            raise ValueError("extra data after the JSON value at %d" % end)
+        return value
+
+    def refuse(value):
+        raise TypeError("%r is not JSON serializable" % (value,))
+
+    def dumps(value):
+        return "".join(encoder_of({}, refuse, quoted, None, ": ", ", ", False, False, True)(value, 0))
+    return loads, dumps
+
+
+_JSON = []
+_JSON_SPACE = " \t\n\r"
+
+
+def json_text(value):
+    """value as one line of JSON (json.dumps's default form)."""
+    if not _JSON:
+        _JSON.extend(_lean_json())
+    return _JSON[1](value)
+
+
 def load_state(root):
     """The node's state, or raise SimError when root holds no simulated node."""
+    if not _JSON:
+        _JSON.extend(_lean_json())
     try:
         with open(state_path(root)) as handle:
-            return json.load(handle)
+            return _JSON[0](handle.read())
     except (IOError, OSError) as exc:
         raise SimError("no simulated GPU node at %s: %s" % (root, exc))
 
 
+_WRITE_CODE = {}
+
+
+def write_code():
+    """What a write of the node's files needs (json, fcntl, the product's lock and atomic writer), imported on the first
+    write: a read-only tool run (systemctl show) never needs it. A node process that drops its privileges calls this
+    before it does (_sim_programs.run_holder): the user it becomes may not read root's interpreter files."""
+    if not _WRITE_CODE:
+        # pylint: disable=import-outside-toplevel
+        import fcntl
+        import json
+        try:
+            from ansible_collections.gpuops.remediation.plugins.module_utils._lock import LockTimeout, flock_within, open_lock
+            from ansible_collections.gpuops.remediation.plugins.module_utils._safe_files import UnsafePath, write_atomic
+        except ImportError:  # running from <root>/lib as a plain module
+            from _lock import LockTimeout, flock_within, open_lock  # type: ignore[no-redef] # pylint: disable=import-error
+            from _safe_files import UnsafePath, write_atomic  # type: ignore[no-redef] # pylint: disable=import-error
+        _WRITE_CODE.update(fcntl=fcntl, json=json, LockTimeout=LockTimeout, flock_within=flock_within, open_lock=open_lock,
+                           UnsafePath=UnsafePath, write_atomic=write_atomic)
+    return _WRITE_CODE
+
+
 def write_json_atomic(path, data):
     """data as JSON, replaced whole (_safe_files.write_atomic, the collection's one writer of such files)."""
-    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True))
+    write_text_atomic(path, write_code()["json"].dumps(data, indent=1, sort_keys=True))
 
 
 def write_text_atomic(path, text):
     """A simulated node's file, replaced whole."""
-    write_atomic(path, text, 0o644, option="simulated node file", dir_mode=0o755)
+    write_code()["write_atomic"](path, text, 0o644, option="simulated node file", dir_mode=0o755)
 
 
-@contextlib.contextmanager
 def node_lock(root, timeout=LOCK_TIMEOUT):
     """Exclusive flock on <root>/state.lock for one read-modify-write, as the product's own locks are taken
     (_lock.open_lock: mode 0600, so that nobody else can open it to hold it, never through a link; an older node's lock
-    is made 0600), waiting at most `timeout` seconds: SimError names the lock and the process holding it."""
+    is made 0600), waiting at most `timeout` seconds: SimError names the lock and the process holding it. Returns the
+    lock's fd: closing it lets go. (No contextlib: a read-only tool run would import it, and collections, for nothing.)"""
+    code = write_code()
     path = os.path.join(root, "state.lock")
     try:
-        fd = open_lock(path, "simulated node lock")
-    except UnsafePath as exc:
+        fd = code["open_lock"](path, "simulated node lock")
+    except code["UnsafePath"] as exc:
         raise SimError(str(exc))
     try:
-        try:
-            flock_within(fd, fcntl.LOCK_EX, timeout, path, what="simulated node lock")
-        except LockTimeout as exc:
-            raise SimError(str(exc))
-        yield
-    finally:
+        code["flock_within"](fd, code["fcntl"].LOCK_EX, timeout, path, what="simulated node lock")
+    except code["LockTimeout"] as exc:
         os.close(fd)
+        raise SimError(str(exc))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def update_state(root, fn):
     """Lock, load, let fn change the state (in place or by returning a new one), write atomically."""
-    with node_lock(root):
+    fd = node_lock(root)
+    try:
         state = load_state(root)
         result = fn(state)
         if result is not None:
             state = result
         write_json_atomic(state_path(root), state)
         return state
+    finally:
+        os.close(fd)
 
 
 def process_exists(pid, start_time):

@@ -10,29 +10,49 @@ tests/unit/plugins/fixtures are the reference), with the real exit codes.
 
 from __future__ import annotations
 
-import datetime
-import json
+import importlib
 import os
-import shutil
 import sys
-import time
 
 try:
-    from ansible_collections.gpuops.remediation.plugins.module_utils.probes import _pci as pci
-    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation._sim_dcgmi import dcgmi
-    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig as sim_mig
-    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_mig_write as mig_write
-    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_processes as processes
-    from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_rules as rules
     from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state as node
 except ImportError:  # running from <root>/lib as plain modules
-    import _pci as pci  # type: ignore[no-redef] # pylint: disable=import-error
-    from _sim_dcgmi import dcgmi  # type: ignore[no-redef] # pylint: disable=import-error
-    import _sim_mig as sim_mig  # type: ignore[no-redef] # pylint: disable=import-error
-    import _sim_mig_write as mig_write  # type: ignore[no-redef] # pylint: disable=import-error
-    import _sim_processes as processes  # type: ignore[no-redef] # pylint: disable=import-error
-    import _sim_rules as rules  # type: ignore[no-redef] # pylint: disable=import-error
     import _sim_state as node  # type: ignore[no-redef] # pylint: disable=import-error
+
+
+class _OnFirstUse:
+    """A module imported when one of its names is first read: each tool stands in for a C binary that starts in a few
+    milliseconds, so a run imports only what its command reads (systemctl show: the state file alone). `package`: the
+    collection's package of a sibling, which on a node is a plain module of <root>/lib; None for the standard library.
+    (gpu_sim imports every sibling by name, so that its payload carries them.)"""
+
+    def __init__(self, name, package=None):
+        self._name = name
+        self._package = package
+        self._module = None
+
+    def __getattr__(self, attribute):
+        if self._module is None:
+            try:
+                self._module = importlib.import_module(self._package + "." + self._name if self._package else self._name)
+            except ImportError:
+                if self._package is None:
+                    raise
+                self._module = importlib.import_module(self._name)  # running from <root>/lib as plain modules
+        return getattr(self._module, attribute)
+
+
+_PROBES = "ansible_collections.gpuops.remediation.plugins.module_utils.probes"
+_SIMULATION = "ansible_collections.gpuops.remediation.plugins.module_utils.simulation"
+pci = _OnFirstUse("_pci", _PROBES)
+dcgmi_tool = _OnFirstUse("_sim_dcgmi", _SIMULATION)
+sim_mig = _OnFirstUse("_sim_mig", _SIMULATION)
+mig_write = _OnFirstUse("_sim_mig_write", _SIMULATION)
+processes = _OnFirstUse("_sim_processes", _SIMULATION)
+rules = _OnFirstUse("_sim_rules", _SIMULATION)
+datetime = _OnFirstUse("datetime")
+shutil = _OnFirstUse("shutil")
+time = _OnFirstUse("time")
 
 NVSMI_DRIVER_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
                        "Make sure that the latest NVIDIA driver is installed and running.\n")
@@ -78,7 +98,7 @@ def log_command(tool, argv, root):
     """<root>/commands.jsonl: what the node was asked to run, and in which locale (a rehearsal shows both)."""
     record = {"tool": tool, "argv": list(argv), "locale": dict((name, os.environ.get(name)) for name in LOCALE_VARIABLES)}
     with open(os.path.join(root, COMMAND_LOG), "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
+        handle.write(node.json_text(record) + "\n")
 
 
 def main(tool, argv, root, stdout=None, stderr=None):
@@ -86,7 +106,7 @@ def main(tool, argv, root, stdout=None, stderr=None):
     log_command(tool, argv, root)
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    handlers = {"nvidia-smi": nvidia_smi, "modprobe": modprobe, "lsmod": lsmod, "systemctl": systemctl, "dcgmi": dcgmi,
+    handlers = {"nvidia-smi": nvidia_smi, "modprobe": modprobe, "lsmod": lsmod, "systemctl": systemctl, "dcgmi": _dcgmi,
                 "loginctl": loginctl}
     if tool not in handlers:
         stderr.write("%s: not a simulated tool\n" % tool)
@@ -101,6 +121,10 @@ def main(tool, argv, root, stdout=None, stderr=None):
     stderr.write("".join(output.err))
     stdout.flush()
     return rc
+
+
+def _dcgmi(argv, root, out):
+    return dcgmi_tool.dcgmi(argv, root, out)
 
 
 def _hang_forever():
@@ -870,28 +894,39 @@ def _on_units(action, *steps):
     return verb
 
 
-_start = _on_units("start", processes.start_service)
-_stop = _on_units("stop", processes.stop_service)
-_restart = _on_units("restart", processes.stop_service, processes.start_service)
+def _start_service(root, key):
+    processes.start_service(root, key)
 
 
-def _unit_properties(state, unit):
+def _stop_service(root, key):
+    processes.stop_service(root, key)
+
+
+_start = _on_units("start", _start_service)
+_stop = _on_units("stop", _stop_service)
+_restart = _on_units("restart", _stop_service, _start_service)
+
+
+def _unit_properties(state, unit, described=True):
+    """described: with the unit's Description (what `systemctl show` prints only when asked, or with every property)."""
     key = _service_key(state, unit)
     service = state["services"].get(key) if key else None
     if service is None:
         return {"Id": _full_unit(unit), "LoadState": "not-found", "ActiveState": "inactive", "SubState": "dead",
                 "MainPID": "0", "UnitFileState": ""}
     active = service["active"] and node.process_exists(service["pid"], service["start_time"])
-    return {"Id": service["unit"], "LoadState": "loaded", "ActiveState": "active" if active else "inactive",
-            "SubState": "running" if active else "dead", "MainPID": str(service["pid"] if active else 0),
-            "UnitFileState": "enabled" if service["enabled"] else "disabled",
-            "Description": processes.SERVICES[key]["description"]}
+    props = {"Id": service["unit"], "LoadState": "loaded", "ActiveState": "active" if active else "inactive",
+             "SubState": "running" if active else "dead", "MainPID": str(service["pid"] if active else 0),
+             "UnitFileState": "enabled" if service["enabled"] else "disabled"}
+    if described:
+        props["Description"] = processes.SERVICES[key]["description"]
+    return props
 
 
 def _show(root, units, opts, out):
     state = node.load_state(root)
     for number, unit in enumerate(units):
-        props = _unit_properties(state, unit)
+        props = _unit_properties(state, unit, described=not opts["props"] or "Description" in opts["props"])
         names = opts["props"] or sorted(props)
         if number:
             out.say("\n")

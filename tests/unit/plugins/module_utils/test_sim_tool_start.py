@@ -1,0 +1,63 @@
+# Copyright: (c) 2026, gpuops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A simulated tool starts as lean as the C binary it stands in for: `systemctl show` (what every snapshot runs) imports
+the state file's code and nothing of the rest of the simulation, nor json, datetime or the lock; the other commands
+import what they read on first use and answer as before."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_build as sim
+
+from ansible_collections.gpuops.remediation.tests.unit.helpers import bounded
+
+NOT_FOR_SHOW = ("json", "datetime", "contextlib", "shutil", "_sim_processes", "_sim_rules", "_sim_dcgmi", "_sim_mig", "_sim_mig_write",
+                "_lock", "_safe_files", "_pci")
+
+
+@pytest.fixture
+def node_root(tmp_path):
+    root = str(tmp_path / "node")
+    sim.create_node(root, {"gpus": [{}, {}], "services": ["nvidia-persistenced"]})
+    yield root
+    sim.destroy_node(root)
+
+
+def _imported(stderr):
+    """The modules -X importtime lists, by their last dotted part."""
+    return set(line.split("|")[-1].strip().rsplit(".", 1)[-1] for line in stderr.splitlines() if line.startswith("import time:"))
+
+
+def _tool(root, *argv):
+    return bounded.run([sys.executable, "-SE", "-X", "importtime", os.path.join(root, "bin", argv[0])] + list(argv[1:]),
+                       "the simulated %s" % argv[0], capture_output=True, text=True, env={"GPUOPS_SIM_ROOT": root, "LC_ALL": "C"})
+
+
+def test_systemctl_show_reads_the_state_and_imports_nothing_else(node_root):
+    done = _tool(node_root, "systemctl", "show", "--property=Id,LoadState,ActiveState,MainPID", "nvidia-persistenced.service",
+                 "no-such-unit.service")
+    assert done.returncode == 0, done.stderr
+    shown = done.stdout.split("\n\n")
+    assert shown[0].splitlines()[:3] == ["Id=nvidia-persistenced.service", "LoadState=loaded", "ActiveState=active"]
+    assert int(shown[0].splitlines()[3].split("=")[1]) > 0
+    assert shown[1].splitlines() == ["Id=no-such-unit.service", "LoadState=not-found", "ActiveState=inactive", "MainPID=0"]
+    imported = _imported(done.stderr)
+    assert "_sim_state" in imported and "_sim_tools" in imported
+    assert not imported & set(NOT_FOR_SHOW), sorted(imported & set(NOT_FOR_SHOW))
+    with open(os.path.join(node_root, "commands.jsonl")) as handle:
+        assert handle.read().splitlines()[-1].startswith('{"tool": "systemctl", "argv": ["show", "--property=Id,LoadState,ActiveState,MainPID", ')
+
+
+def test_the_other_commands_import_what_they_read_on_first_use(node_root):
+    listed = _tool(node_root, "nvidia-smi", "-L")
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split(" (UUID")[0] for line in listed.stdout.splitlines()] == ["GPU 0: NVIDIA H100 80GB HBM3", "GPU 1: NVIDIA H100 80GB HBM3"]
+    described = _tool(node_root, "systemctl", "show", "-p", "Description", "nvidia-persistenced")
+    assert described.stdout.startswith("Description=") and len(described.stdout.strip()) > len("Description=")
+    stopped = _tool(node_root, "systemctl", "stop", "nvidia-persistenced")
+    assert stopped.returncode == 0, stopped.stderr
+    assert _tool(node_root, "systemctl", "is-active", "nvidia-persistenced").stdout == "inactive\n"
