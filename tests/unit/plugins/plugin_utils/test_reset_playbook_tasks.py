@@ -44,7 +44,6 @@ def test_a_reset_with_the_breaker_on_runs_its_tasks_and_still_resets(collections
     assert "Apply the circuit breaker" in shown and "Read the Slurm nodes drained by gpuops, for the circuit breaker" in shown, shown
 
 
-
 def test_a_host_the_open_breaker_refuses_is_reported_failed_and_reset_nowhere_in_check_mode_too(collections_root):
     for mode in ([], ["--check"]):
         with idle_xid_nodes() as (directory, make):
