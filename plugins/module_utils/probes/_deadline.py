@@ -116,8 +116,11 @@ def run_with_deadline(func, timeout, own_group=False):
     return _answer(data)
 
 
+NO_REQUEST = b"null\n"
+
+
 def _read_request(read_fd):
-    """The request, one line of JSON; None when the parent closed the pipe without one."""
+    """The request, one line of JSON; None when the parent sent NO_REQUEST or closed the pipe without one."""
     chunks = []
     chunk = os.read(read_fd, 65536)
     while chunk:
@@ -215,5 +218,10 @@ class ProbeChild:
             self._lost()
             return
         self.alive = False
+        try:
+            # Said, not left to the pipe's end: a child the module forked since holds a copy of the pipe's write end.
+            os.write(self.request_fd, NO_REQUEST)
+        except OSError:
+            pass  # the child died: nothing waits for the request
         self._close(self.first_fd, self.request_fd, self.second_fd)
         os.waitpid(self.pid, 0)

@@ -7,8 +7,10 @@ own; the scanning process is never one of the holders it reports."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import types
 
 import pytest
@@ -91,6 +93,29 @@ def test_a_child_never_asked_the_second_probe_leaves_when_closed():
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)
     assert not asked
+
+
+def test_a_child_never_asked_leaves_though_another_fork_of_the_module_holds_its_request_pipe(never_written):
+    child = ProbeChild(lambda: "driver", lambda request: None)
+    assert child.first_answer(10) == "driver"
+    # A probe child the module forks later (a command's deadline child) inherits the request pipe's write end; one
+    # wedged in the driver keeps it open, so the probe child must not wait for the pipe's end to leave.
+    sibling = os.fork()
+    if sibling == 0:
+        try:
+            os.read(never_written, 1)
+        finally:
+            os._exit(0)  # pylint: disable=protected-access
+    closing = threading.Thread(target=child.close, daemon=True)
+    try:
+        closing.start()
+        bounded.until(lambda: not closing.is_alive(), "close() of probe child %d while fork %d holds its request pipe" % (child.pid, sibling))
+    finally:
+        os.kill(sibling, signal.SIGKILL)
+        _reap(sibling)
+        bounded.until(lambda: not closing.is_alive(), "close() of probe child %d to return" % child.pid)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)
 
 
 def test_closing_a_child_still_in_its_first_probe_kills_it(never_written):

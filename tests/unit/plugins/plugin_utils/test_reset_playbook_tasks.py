@@ -7,7 +7,10 @@ nothing is refused, the walk's controller steps when it asks for none).
 The real reset_gpu.yml (ansible-playbook in a child) against a simulated node whose idle GPU 0 has an Xid that asks for
 a reset: the run resets it, and what it shows of each task says which ran and which were skipped."""
 
+import json
+import os
 import re
+import time
 
 from ansible_collections.gpuops.remediation.tests.unit.helpers.reset_run import idle_xid_nodes, reset_gpu as _reset_gpu, resets as _resets
 
@@ -39,3 +42,25 @@ def test_a_reset_with_the_breaker_on_runs_its_tasks_and_still_resets(collections
     assert len(_resets(commands)) == 1, commands
     shown = TASK.findall(run.stdout)
     assert "Apply the circuit breaker" in shown and "Read the Slurm nodes drained by gpuops, for the circuit breaker" in shown, shown
+
+
+def test_a_host_the_open_breaker_refuses_is_reported_failed_and_reset_nowhere_in_check_mode_too(collections_root):
+    for mode in ([], ["--check"]):
+        with idle_xid_nodes() as (directory, make):
+            breaker = os.path.join(directory, "breaker")
+            os.mkdir(breaker, 0o700)
+            with open(os.path.join(breaker, "othernode.breaker.json"), "w") as handle:
+                json.dump({"host": "othernode", "node": "othernode", "epoch": time.time(), "run": "earlier", "rung": "reset"}, handle)
+            run, report, commands = _reset_gpu(directory, make(119), collections_root, extra=[
+                "-e", "gpu_remediate_breaker_max_count=1", "-e", "gpu_remediate_breaker_dir=%s" % breaker] + mode)
+            left = sorted(name for name in os.listdir(breaker) if name.endswith(".breaker.json"))
+            if mode:  # a plan's report goes to latest-plan.json
+                with open(os.path.join(directory, "reports-node0", "latest-plan.json")) as handle:
+                    report = json.load(handle)["hosts"][0]
+        assert run.returncode != 0, run.stdout[-3000:]
+        assert report["status"] == "refused" and "othernode" in report["msg"], report
+        assert not _resets(commands), commands
+        assert left == ["othernode.breaker.json"], left
+        shown = TASK.findall(run.stdout)
+        assert "Refuse this host when the circuit breaker is open" in shown, shown
+        assert "fatal: [gpunode]" in run.stdout, run.stdout[-3000:]
