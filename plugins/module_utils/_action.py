@@ -84,12 +84,16 @@ class Remediation:
             setattr(options, name, value)
         return snapshot_or_fail(self.module, self.layout, options)
 
-    def snapshot_after(self, whole_node):
+    def snapshot_after(self, latest):
         """What a module returns as `snapshot_after`: the node after it acted, as gpu_holders_info with the same
-        options sees it. `whole_node` (a snapshot of every GPU) serves as it is when the gpus option was left out."""
+        options sees it. `latest` serves as it is when it was taken with the module's gpus option (a snapshot of every
+        GPU when the option was left out); otherwise the node is inspected again with it."""
         if self.module.check_mode:
             return None
-        return whole_node if self.module.params["gpus"] is None else self.snapshot()
+        gpus = self.module.params["gpus"]
+        if gpus is None or (latest is not None and latest["scope"]["gpus"] == list(gpus)):
+            return latest
+        return self.snapshot()
 
     def driver_view(self):
         """{"gpus": [...]}: the driver's GPUs and the processes it lists, alone (NVML or nvidia-smi under the probe deadline,
