@@ -57,6 +57,8 @@ class Remediation:
     """One remediation run on this node."""
 
     restored = None
+    # The probes of the last snapshot (SnapshotOptions.probed): a HolderKiller planning from it under the lock reuses them.
+    probed = None
 
     def __init__(self, module):
         self.module = module
@@ -82,7 +84,9 @@ class Remediation:
         options.scan_memory_maps = "acting"
         for name, value in overrides.items():
             setattr(options, name, value)
-        return snapshot_or_fail(self.module, self.layout, options)
+        snapshot = snapshot_or_fail(self.module, self.layout, options)
+        self.probed = options.probed
+        return snapshot
 
     def snapshot_after(self, latest):
         """What a module returns as `snapshot_after`: the node after it acted, as gpu_holders_info with the same

@@ -276,7 +276,7 @@ class GpuKillWorker:
         empty = [name for name in ("holders", "gpus", "users", "classes") if self.params[name] == []]
         if empty:
             self.result["msg"] = "%s=[]: no holder selected, nothing to end" % "=[], ".join(empty)
-        killer = HolderKiller(self.module, self.run.journal)
+        killer = HolderKiller(self.module, self.run.journal, probed=self.run.probed)
         refuse_beyond_selection(self.module, killer, holders, snapshot, gpu_indexes)
         outcome = killer.end(holders)
         self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "unconfirmed_containers", "thawed", "changed"))

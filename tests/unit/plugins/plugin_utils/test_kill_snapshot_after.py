@@ -12,6 +12,7 @@ the holders real processes holding its device files.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,3 +76,21 @@ def test_the_node_after_is_inspected_only_where_it_is_read(tmp_path, node_root, 
             bounded.wait_quietly(proc)
     # Each ended by a signal of the runs (a holder the runs left alone exits 0 when its stdin closes).
     assert [proc.returncode < 0 for proc in (plain, blocker, last)] == [True, True, True]
+
+
+def test_the_kill_asks_the_init_system_what_its_snapshot_asked_once(tmp_path, node_root, collections_root):
+    # The GPU units' members are asked once, by the snapshot under the lock; the kill's protect rules read the same
+    # answers (a second `systemctl show` a moment later, under the same lock, could say nothing new).
+    sim.create_node(node_root, {"gpus": [{}, {}]})
+    holder = _holder(node_root, "plain")
+    try:
+        results = play(tmp_path, collections_root, node_root, [KILL % ("holders: [%s], snapshot_after: false" % _identity(holder))], ["walk"])
+        assert [s["pid"] for s in results["walk"]["signalled"]] == [holder.pid], results["walk"].get("msg")
+    finally:
+        holder.stdin.close()
+        bounded.wait_quietly(holder)
+    assert holder.returncode < 0
+    with open(os.path.join(node_root, "commands.jsonl"), encoding="utf-8") as handle:
+        asked = [json.loads(line)["argv"] for line in handle]
+    members = [argv for argv in asked if argv[:1] == ["show"] and "nvidia-persistenced.service" in argv]
+    assert len(members) == 1, asked
