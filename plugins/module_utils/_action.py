@@ -36,6 +36,20 @@ def memory_before_after(before, after):
              "memory_used_mib_after": after_gpus.get(gpu["index"], {}).get("memory_used_mib")} for gpu in before["gpus"]]
 
 
+def import_nvml_before_forks(backend):
+    """nvidia-ml-py's Python module imported once in the module's own process, before its first probe child forks:
+    every probe child of the run (each snapshot's, each driver view a wait polls) inherits it instead of importing it
+    again, a third of what such a child costs. The import loads no library and binds nothing: nvmlInit loads
+    libnvidia-ml and load_nvml binds a simulated node's, in the child, under the probe's deadline. An import that fails
+    here is left to the child to report, as before."""
+    if backend not in ("nvml", "auto"):
+        return
+    try:
+        import pynvml  # noqa: F401  pylint: disable=import-error,unused-import,import-outside-toplevel
+    except Exception:  # pylint: disable=broad-exception-caught
+        pass
+
+
 class Interrupted(Exception):
     """A signal asked the module to stop."""
 
@@ -57,6 +71,8 @@ class Remediation:
     """One remediation run on this node."""
 
     restored = None
+    # The probes of the last snapshot (SnapshotOptions.probed): a HolderKiller planning from it under the lock reuses them.
+    probed = None
 
     def __init__(self, module):
         self.module = module
@@ -65,6 +81,7 @@ class Remediation:
         validate_snapshot_params(module)
         if params["lock_timeout"] < 0:
             module.fail_json(msg="lock_timeout must be 0 or more seconds, got %r" % params["lock_timeout"])
+        import_nvml_before_forks(params["backend"])
         self.journal = Journal(params["journal_path"] or self.layout.journal_file, run_id=params["run_id"],
                                syslog_file=self.layout.syslog_file)
         self._check_journal_path()
@@ -82,14 +99,20 @@ class Remediation:
         options.scan_memory_maps = "acting"
         for name, value in overrides.items():
             setattr(options, name, value)
-        return snapshot_or_fail(self.module, self.layout, options)
+        snapshot = snapshot_or_fail(self.module, self.layout, options)
+        self.probed = options.probed
+        return snapshot
 
-    def snapshot_after(self, whole_node):
+    def snapshot_after(self, latest):
         """What a module returns as `snapshot_after`: the node after it acted, as gpu_holders_info with the same
-        options sees it. `whole_node` (a snapshot of every GPU) serves as it is when the gpus option was left out."""
+        options sees it. `latest` serves as it is when it was taken with the module's gpus option (a snapshot of every
+        GPU when the option was left out); otherwise the node is inspected again with it."""
         if self.module.check_mode:
             return None
-        return whole_node if self.module.params["gpus"] is None else self.snapshot()
+        gpus = self.module.params["gpus"]
+        if gpus is None or (latest is not None and latest["scope"]["gpus"] == list(gpus)):
+            return latest
+        return self.snapshot()
 
     def driver_view(self):
         """{"gpus": [...]}: the driver's GPUs and the processes it lists, alone (NVML or nvidia-smi under the probe deadline,

@@ -49,6 +49,9 @@ class SnapshotOptions:
         self.scan_memory_maps = scan_memory_maps
         # The site's Xid code -> rung (_xid_policy.parse_policy), over NVIDIA's catalog.
         self.xid_policy = xid_policy
+        # Set by the snapshot when it had processes to classify: the unit members, the job probe and the standing probe
+        # it asked (kill_policy's "node"), so that a kill planned from it under the same lock asks none of them again.
+        self.probed = None
 
     @classmethod
     def from_params(cls, params):
@@ -494,6 +497,7 @@ def _snapshot(module, layout, options, started, probed):
         from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import JobProbe  # pylint: disable=import-outside-toplevel
         jobs = JobProbe(module)
         standing = probe_standing(module, layout)
+        options.probed = {"members": members, "jobs": jobs, "standing": standing}
     holders = build_holders(scan, gpus, members=members, jobs=jobs, standing=standing)
     if any(gpu.get("gpu_instances") for gpu in gpus):
         _attribute_instances(holders, gpus, layout)

@@ -92,6 +92,15 @@ options:
     description: Seconds to wait, after the last signal, for the driver to stop listing the ended processes.
     type: float
     default: 30.0
+  snapshot_after:
+    description:
+      - Whether to inspect the node again after ending and return it as RV(snapshot_after).
+      - V(false) leaves that inspection out when the run succeeds, for a caller that inspects the node itself right
+        after (the ladder walk at the reset rung, where M(gpuops.remediation.gpu_reset) takes its own snapshot under the
+        lock); RV(gpus) then gives the memory after as the driver reports it once it lists none of the ended
+        processes. A run that fails still returns RV(snapshot_after).
+    type: bool
+    default: true
 seealso:
   - module: gpuops.remediation.gpu_holders_info
   - module: gpuops.remediation.gpu_reset
@@ -193,7 +202,7 @@ snapshot_after:
   description:
     - The node after this run, as M(gpuops.remediation.gpu_holders_info) with the same options returns it (its
       C(gpus), C(holders), C(verdict) and the rest), so that a caller walking the ladder need not inspect again.
-  returned: success, not in check mode
+  returned: not in check mode; on success only with O(snapshot_after=true) (the default)
   type: dict
 beyond_selection:
   description:
@@ -267,7 +276,7 @@ class GpuKillWorker:
         empty = [name for name in ("holders", "gpus", "users", "classes") if self.params[name] == []]
         if empty:
             self.result["msg"] = "%s=[]: no holder selected, nothing to end" % "=[], ".join(empty)
-        killer = HolderKiller(self.module, self.run.journal)
+        killer = HolderKiller(self.module, self.run.journal, probed=self.run.probed)
         refuse_beyond_selection(self.module, killer, holders, snapshot, gpu_indexes)
         outcome = killer.end(holders)
         self.result.update((key, outcome[key]) for key in ("signalled", "zombies", "containers", "unconfirmed_containers", "thawed", "changed"))
@@ -278,15 +287,17 @@ class GpuKillWorker:
         with self.run.acting():
             snapshot, gpu_indexes = self._end_selected()
         self.run.report_restored(self.result)
+        failed = failures(self.result)
+        inspect_after = self.params["snapshot_after"] or bool(failed)
         after = None
         if self.result["changed"] and not self.module.check_mode:
-            self._wait_driver_release(ended_pids(self.result))
-            after = self.run.snapshot(gpus=None)
+            released = self._wait_driver_release(ended_pids(self.result))
+            # Taken with the gpus option, so that it is snapshot_after as well: the report reads only the selected GPUs.
+            after = self.run.snapshot() if inspect_after else released
         self._report(snapshot, after, gpu_indexes)
-        if not self.module.check_mode:
+        if inspect_after and not self.module.check_mode:
             self.result["snapshot_after"] = self.run.snapshot_after(after or snapshot)
         self.result["journal"] = self.run.journal.entries()
-        failed = failures(self.result)
         if failed:
             self.module.fail_json(msg="gpu_kill failed: %s" % "; ".join(failed), **self.result)
         self.module.exit_json(**self.result)
@@ -314,7 +325,7 @@ class GpuKillWorker:
 
 
 def main():
-    spec = dict(SELECTION_ARGUMENT_SPEC, wait_timeout=dict(type="float", default=30.0))
+    spec = dict(SELECTION_ARGUMENT_SPEC, wait_timeout=dict(type="float", default=30.0), snapshot_after=dict(type="bool", default=True))
     spec.update(KILL_ARGUMENT_SPEC)
     module = GpuModule(argument_spec=action_argument_spec(**spec), supports_check_mode=True)
     validate_kill_params(module, on_node=True)

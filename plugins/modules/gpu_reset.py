@@ -332,7 +332,7 @@ class GpuResetWorker:
             return snapshot, groups, reasons, skipped, []
         blocking, units = self.blockers(snapshot, groups)
         if blocking and self.params["kill_holders"]:
-            killer = HolderKiller(self.module, self.run.journal)
+            killer = HolderKiller(self.module, self.run.journal, probed=self.run.probed)
             refuse_beyond_selection(self.module, killer, blocking, snapshot, self.run.selected_gpus(snapshot))
             killed = killer.end(blocking, predict_only=True)
             self._keep_kill(killed)

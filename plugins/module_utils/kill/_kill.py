@@ -62,12 +62,14 @@ def validate_kill_params(module, on_node=False):
         kill_policy(module, probe_node=False)
 
 
-def kill_policy(module, probe_node=True):
+def kill_policy(module, probe_node=True, probed=None):
     """The Policy of the module's kill options, every protect entry resolved on this node (the user and group
     database, systemd): an entry that names nothing fails the module, naming the option and the entry.
 
     probe_node=False: the entries alone, for the check before the lock; the GPU units' members, the scheduler and
-    the standing of processes are read only for the Policy that ends holders (one `systemctl show` less a run)."""
+    the standing of processes are read only for the Policy that ends holders (one `systemctl show` less a run).
+    probed: those three as the snapshot the holders come from asked them under the same lock (SnapshotOptions.probed):
+    the facts the plan was made from, not asked again."""
     params = module.params
     layout = current_layout()
     try:
@@ -77,7 +79,7 @@ def kill_policy(module, probe_node=True):
         check_units(units, states)
         node = {}
         if probe_node:
-            node = {"members": probe_unit_members(module, layout), "jobs": JobProbe(module), "standing": probe_standing(module, layout)}
+            node = probed or {"members": probe_unit_members(module, layout), "jobs": JobProbe(module), "standing": probe_standing(module, layout)}
         return Policy(protect_names=params["protect_names"], protect_users=params["protect_users"],
                       protect_units=units, allow_display=params["allow_display"],
                       allow_daemons=params["allow_daemons"], allow_parents=params["allow_parent_termination"],
@@ -234,11 +236,11 @@ def _left(holder, reason):
 class HolderKiller:
     """Ends holders (snapshot records) with the kill options of a module's params; check mode only predicts."""
 
-    def __init__(self, module, journal):
+    def __init__(self, module, journal, probed=None):
         self.module = module
         self.params = module.params
         self.journal = journal
-        self.policy = kill_policy(module)
+        self.policy = kill_policy(module, probed=probed)
         # The runtime's answers are asked once: the refusal (a running container is busy) and the stop share them.
         self.witness = self.policy.jobs.witness if self.policy is not None and self.policy.jobs is not None else ContainerWitness(module)
 

@@ -189,7 +189,7 @@ def nvml_snapshot(layout):
 
 
 def _nvml_available():
-    """Whether nvidia-ml-py is installed; it is imported (and bound to the node's NVML) in the probe's child only."""
+    """Whether nvidia-ml-py is installed; it is bound to the node's NVML (and initialised) in the probe's child only."""
     return importlib.util.find_spec("pynvml") is not None
 
 

@@ -258,14 +258,17 @@ class LadderWalk:
         args.update(extra)
         return args
 
-    def _kill(self, snapshot):
-        """gpu_kill on the kill targets of the snapshot, by pid and start time; None when there are none."""
+    def _kill(self, snapshot, then_inspected=False):
+        """gpu_kill on the kill targets of the snapshot, by pid and start time; None when there are none.
+        `then_inspected`: the rung's next module takes its own snapshot under the lock, so gpu_kill's node after is read
+        only when it fails (it returns it then) and is not taken otherwise."""
         targets = [dict((key, h[key]) for key in ("pid", "start_time"))
                    for h in kill_targets(snapshot, end_running_jobs=self.options.end_running_jobs)]
         if not targets:
             return None
         return self.execute(RUNG_MODULES["kill"], self._module_args(self.options.kill_args, holders=targets,
-                                                                    wait_timeout=self.options.kill_wait_timeout))
+                                                                    wait_timeout=self.options.kill_wait_timeout,
+                                                                    snapshot_after=not then_inspected))
 
     def _take_kill(self, snapshot):
         killed = self._kill(snapshot)
@@ -276,7 +279,7 @@ class LadderWalk:
     def _take_instance(self, snapshot):
         # The leftovers in the instance end first (the kill), then gpu_mig_recreate re-creates each MIG instance whose
         # memory no process in it accounts for; it refuses one someone is still in.
-        killed = self._kill(snapshot) or {}
+        killed = self._kill(snapshot, then_inspected=True) or {}
         kill_lines = kill_plan_lines(killed, self.check_mode)
         if killed.get("failed"):
             return step_result("instance", killed, kill_lines), killed.get("snapshot_after")
@@ -288,7 +291,7 @@ class LadderWalk:
     def _take_reset(self, snapshot):
         # A rung includes the lighter ones: the holders of memory end first, then gpu_reset ends what still blocks it
         # (in check mode the same holders again, as nothing ended) and resets.
-        killed = self._kill(snapshot) or {}
+        killed = self._kill(snapshot, then_inspected=True) or {}
         kill_lines = kill_plan_lines(killed, self.check_mode)
         if killed.get("failed"):
             return step_result("reset", killed, kill_lines), killed.get("snapshot_after")
