@@ -40,10 +40,6 @@ class _ImportOutlasted(Exception):
     """nvidia-ml-py's import in the module's own process outlasted the probe deadline."""
 
 
-def _import_outlasted(signum, frame):
-    raise _ImportOutlasted()
-
-
 def import_nvml_before_forks(backend, deadline):
     """nvidia-ml-py's Python module imported once in the module's own process, before its first probe child forks:
     every probe child of the run (each snapshot's, each driver view a wait polls) inherits it instead of importing it
@@ -55,16 +51,25 @@ def import_nvml_before_forks(backend, deadline):
     as before."""
     if backend not in ("nvml", "auto"):
         return
-    previous = signal.signal(signal.SIGALRM, _import_outlasted)
-    signal.setitimer(signal.ITIMER_REAL, deadline)
+    armed = [True]
+
+    def outlasted(signum, frame):
+        if armed[0]:  # an alarm handled once the import is over must not raise outside the try below
+            raise _ImportOutlasted()
+
+    previous = signal.signal(signal.SIGALRM, outlasted)
     try:
-        import pynvml  # noqa: F401  pylint: disable=import-error,unused-import,import-outside-toplevel
+        signal.setitimer(signal.ITIMER_REAL, deadline)
+        try:
+            import pynvml  # noqa: F401  pylint: disable=import-error,unused-import,import-outside-toplevel
+        finally:
+            armed[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
     except KeyboardInterrupt:
         raise
     except BaseException:  # pylint: disable=broad-exception-caught
         pass
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
