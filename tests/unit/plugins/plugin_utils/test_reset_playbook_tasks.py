@@ -32,6 +32,7 @@ def test_a_reset_with_the_breaker_off_skips_at_most_six_tasks_and_reaches_no_bre
     assert "Write the run report of the refused run" not in shown and "Refuse this host when the circuit breaker is open" not in shown, shown
     assert "The drain (and its check before each later destructive rung) and the reboot, as the walk pauses for them" not in shown, shown
     assert len(SKIPPED.findall(run.stdout)) <= 6, run.stdout[-3000:]
+    assert "Remediate" not in shown and "Inspect and guard" in shown, shown  # the walk's role is imported, not included per host
 
 
 def test_a_reset_with_the_breaker_on_runs_its_tasks_and_still_resets(collections_root):
