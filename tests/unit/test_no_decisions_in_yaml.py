@@ -143,7 +143,7 @@ def answering_results():
     return found
 
 
-ANSWERING = answering_results()
+ANSWERING = frozenset(answering_results())
 
 
 def joined_answers(expression, results=ANSWERING):
