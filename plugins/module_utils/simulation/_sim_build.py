@@ -65,6 +65,9 @@ LIB_FILES = ("simulation/_sim_state.py", "simulation/_sim_rules.py", "simulation
              "probes/_procscan.py", "probes/_pci.py",
              "probes/_proc_files.py", "probes/_device_nodes.py", "probes/_threads.py", "probes/_process.py",
              "kill/_freezer.py", "_safe_files.py", "_lock.py")
+# The simulated NVML library and what it imports: every module that probes the GPUs loads them from lib/ in its probe
+# child, where a real node loads the compiled libnvidia-ml.so.
+NVML_LIBRARY_FILES = ("_sim_nvml.py", "_sim_mig.py", "_sim_state.py", "_pci.py", "_process.py", "_proc_files.py")
 DIAG_RESULTS = ("pass", "warn", "fail")
 # DCGM's command line, installed only on a node built with dcgm (a node without DCGM has no gate to pass).
 DCGM_COMMANDS = ("dcgmi",)
@@ -446,12 +449,23 @@ def _install_code(root, tools):
     for filename in LIB_FILES:
         with open(os.path.join(root, "lib", os.path.basename(filename)), "wb") as handle:
             handle.write(_module_source(filename))
+    _compile_nvml_library(root)
     for tool in tools:
         path = os.path.join(root, "bin", tool)
         with open(path, "w") as handle:
             # -SE: the tools need only the standard library; no site-packages scan, no PYTHON* variables.
             handle.write("#!%s -SE\n" % sys.executable + TOOL_SCRIPT)
         os.chmod(path, 0o755)
+
+
+def _compile_nvml_library(root):
+    """Keep the simulated NVML library's bytecode in lib/__pycache__, so that loading it costs a snapshot what loading
+    the real (compiled) library costs, not a compile of its source: a module's environment often has
+    PYTHONDONTWRITEBYTECODE set (Python then compiles the source at every import and keeps nothing)."""
+    import py_compile  # only needed here
+
+    for filename in NVML_LIBRARY_FILES:
+        py_compile.compile(os.path.join(root, "lib", filename), doraise=True)
 
 
 # ---------------------------------------------------------------- rebooting

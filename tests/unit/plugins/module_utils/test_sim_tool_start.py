@@ -6,6 +6,7 @@ import what they read on first use and answer as before."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -61,3 +62,43 @@ def test_the_other_commands_import_what_they_read_on_first_use(node_root):
     stopped = _tool(node_root, "systemctl", "stop", "nvidia-persistenced")
     assert stopped.returncode == 0, stopped.stderr
     assert _tool(node_root, "systemctl", "is-active", "nvidia-persistenced").stdout == "inactive\n"
+
+
+# Loads the simulated NVML library the way a module's probe child does: from the node's lib/ (a module's payload holds
+# none of the simulation's library), bound to pynvml (NodeLayout.load_nvml), under PYTHONDONTWRITEBYTECODE=1; prints what
+# it compiled from source and what NVML answered.
+LOAD_NVML = """
+import builtins, json, sys
+compiled = []
+real_compile = builtins.compile
+def compile(source, filename, *args, **kwargs):
+    compiled.append(str(filename))
+    return real_compile(source, filename, *args, **kwargs)
+builtins.compile = compile
+sys.path.insert(0, sys.argv[1] + "/lib")
+import _sim_nvml
+import pynvml
+pynvml.nvmlLib = _sim_nvml.SimNvmlLibrary(sys.argv[1])
+pynvml._nvmlGetFunctionPointer_cache = {}
+pynvml.nvmlInit()
+print(json.dumps({"compiled": compiled, "gpus": pynvml.nvmlDeviceGetCount()}))
+"""
+
+
+def _load_nvml(root, what):
+    done = bounded.run([sys.executable, "-c", LOAD_NVML, root], what, capture_output=True, text=True,
+                       env={"LC_ALL": "C", "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout)
+    assert loaded["gpus"] == 2
+    return set(os.path.basename(name) for name in loaded["compiled"] if name.startswith(os.path.join(root, "lib")))
+
+
+def test_the_nvml_library_loads_compiled_where_python_writes_no_bytecode(node_root):
+    assert _load_nvml(node_root, "the simulated NVML library's load") == set()
+    # Without the bytecode gpu_sim keeps, each load compiles the library's files from source and keeps nothing.
+    cache = os.path.join(node_root, "lib", "__pycache__")
+    for name in os.listdir(cache):
+        os.unlink(os.path.join(cache, name))
+    assert _load_nvml(node_root, "the simulated NVML library's load from source") == set(sim.NVML_LIBRARY_FILES)
+    assert os.listdir(cache) == []
