@@ -12,7 +12,7 @@ from ansible.utils.display import Display
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._action_base import ControllerAction
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder import LadderWalk
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
-    SLURM_STATES, hold_reason, host_fails, slurm_drain_state,
+    SLURM_STATES, hold_reason, host_fails, needs_controller_step, slurm_drain_state,
 )
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     WalkError, WalkOptions, check_options, platform_args, walk_argument_spec,
@@ -58,14 +58,16 @@ class ActionModule(ControllerAction):
             state = walk.start(snapshot)
         state.run_id = args["run_id"]
         ended = state.pending is None
+        followup = state.scheduler.followup if ended else None
         return dict(
             run_id=args["run_id"],
             changed=any(step["changed"] for step in state.tried[steps_before:]),
             pending=state.pending, pending_rung=state.pending_rung, modules_run=walk.modules_run,
             module_seconds=walk.module_seconds,
             slurm_drain_state=slurm_drain_state(state) if state.pending == "drain" else None,
-            drain_followup=state.scheduler.followup if ended else None,
-            slurm_state=SLURM_STATES.get(state.scheduler.followup) if ended else None,
+            drain_followup=followup,
+            needs_controller_step=needs_controller_step(state.pending, followup),
+            slurm_state=SLURM_STATES.get(followup),
             hold_reason=hold_reason(state) if ended else None,
             outcome=state.outcome if ended else None,
             host_fails=host_fails(state.outcome) if ended else False,

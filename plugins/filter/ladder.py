@@ -155,6 +155,16 @@ def breaker_on(max_percent, max_count):
     return _breaker_on(*limits)
 
 
+def guard_refuses(fleet_refusal, breaker_result=None):
+    """Whether the guard refuses this host before its walk: the fleet guard's refusal or the circuit breaker's."""
+    from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import guard_refuses as _guard_refuses
+
+    if breaker_result is not None and not isinstance(breaker_result, Mapping):
+        raise AnsibleFilterError("guard_refuses: the circuit breaker's result must be gpuops.remediation.gpu_breaker's registered result, got %r"
+                                 % type(breaker_result).__name__)
+    return _guard_refuses(fleet_refusal, breaker_result)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -168,4 +178,5 @@ class FilterModule:
             "taken_snapshot": taken_snapshot,
             "breaker_slurm_to_confirm": breaker_slurm_to_confirm,
             "breaker_on": breaker_on,
+            "guard_refuses": guard_refuses,
         }

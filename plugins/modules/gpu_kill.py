@@ -55,17 +55,20 @@ options:
   users:
     description:
       - Only holders owned by these users (names or uids). Left out (or null), any user; an empty list selects no holder.
+      - A name the node's user database does not know, or an empty or padded entry, is refused (it could select no holder).
     type: list
     elements: str
   name_pattern:
     description:
       - Only holders whose name or first argument matches this Python regular expression (searched).
       - It reads the first 4096 characters of each (a command line is its owner's text, of any length).
+      - An empty pattern is refused (it would match every name).
     type: str
   cmdline_pattern:
     description:
       - Only holders whose command line, arguments joined by spaces, matches this Python regular expression.
       - It reads the first 4096 characters of the command line.
+      - An empty pattern is refused (it would match every command line).
     type: str
   min_memory_mib:
     description: Only holders that the driver says use at least this much GPU memory.

@@ -231,6 +231,12 @@ drain_followup:
       resumes), or null.
   returned: always
   type: str
+needs_controller_step:
+  description:
+    - Whether the controller must take a step for the walk before it is done - the RV(pending) drain or reboot, or the
+      RV(drain_followup) once it has ended; the roles reach their controller steps on it and decide nothing themselves.
+  returned: always
+  type: bool
 slurm_state:
   description: With RV(drain_followup), the O(gpuops.remediation.slurm_drain#module:state) that does it - V(resumed), V(released) or V(held).
   returned: always

@@ -230,6 +230,45 @@ options:
             the node's supervisor, which runs on. It is busy, and is ended only when selected or with C(end_running_jobs).
         type: bool
         default: false
+      unit:
+        description:
+          - The systemd unit of O(units) in whose control group the holder runs (a real cgroup below a slice of the
+            node's own; needs root). Only a holder that is not O(holders[].running).
+        type: str
+      unit_command:
+        description:
+          - Which command of the unit's current start put the holder in the background; the process that started it
+            is that command, and C(systemctl show) lists its pid under this name (an C(ExecStart) holder's is the
+            unit's C(ExecMainPID) too, the last one's when there are several).
+          - Left out, the holder is what an earlier start of the unit left.
+        type: str
+        choices: [ExecStartPre, ExecStart, ExecStartPost]
+  units:
+    description:
+      - systemd units of the scenario's own, for the holders that run in them (O(holders[].unit)). The node's
+        C(systemctl show) answers for each, as systemd does for a C(Type=oneshot) unit whose commands put programs in
+        the background and exited (C(MainPID) 0, the commands' pids listed).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The unit's name, C(NAME.service).
+        type: str
+        required: true
+      active_state:
+        description: What systemd says of it (C(ActiveState)).
+        type: str
+        choices: [active, activating, reloading, deactivating, inactive, failed]
+        default: active
+      sub_state:
+        description:
+          - Its C(SubState), for example C(auto-restart) for a unit that waits to start again after a failed run.
+          - By default the usual one of O(units[].active_state) (C(exited) for an active oneshot unit).
+        type: str
+      result:
+        description: Its C(Result), for example C(exit-code) after a failed start.
+        type: str
+        default: success
   services:
     description: GPU services to start as real background processes named like the real daemons.
     type: list
@@ -413,7 +452,7 @@ holders:
       description: For a zombie, the start time of that parent.
       type: int
     cgroup:
-      description: The cgroup directory O(holders[].freezer) put it in; null without one.
+      description: The cgroup directory O(holders[].freezer) or O(holders[].unit) put it in; null without one.
       type: str
     checkpoint:
       description:
@@ -493,6 +532,8 @@ HOLDER_SPEC = dict(
     freeze=dict(type="str", choices=list(sim.FREEZE_WHEN), default="never"),
     parent_gpus=dict(type="list", elements="int", default=[]),
     running=dict(type="bool", default=False),
+    unit=dict(type="str"),
+    unit_command=dict(type="str", choices=["ExecStartPre", "ExecStart", "ExecStartPost"]),
 )
 XID_SPEC = dict(
     xid=dict(type="int", required=True),
@@ -517,6 +558,11 @@ ARGUMENT_SPEC = dict(
     dcgm_hang=dict(type="bool", default=False),
     logind_sessions=dict(type="list", elements="dict", options=dict(
         id=dict(type="str", required=True), state=dict(type="str", choices=["online", "active", "closing"], default="active"))),
+    units=dict(type="list", elements="dict", options=dict(
+        name=dict(type="str", required=True),
+        active_state=dict(type="str", choices=["active", "activating", "reloading", "deactivating", "inactive", "failed"],
+                          default="active"),
+        sub_state=dict(type="str"), result=dict(type="str", default="success"))),
     reset_requires_nvlink_peers=dict(type="bool", default=False),
     driver_version=dict(type="str", default="590.48.01"),
     cuda_version=dict(type="str", default="13.1"),

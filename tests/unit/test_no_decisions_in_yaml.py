@@ -120,11 +120,52 @@ ANSWERED = (
     (re.compile(r"outcome\.status\b"), "gpu_ladder's host_fails (the fact gpu_reclaim_host_fails)"),
     (re.compile(r"breaker_max_(percent|count)\s*\|\s*int\b"), "the breaker_on filter"),
     (re.compile(r"__gpu_remediate_breaker\.refusal\b"), "gpu_breaker's refuses"),
+    (re.compile(r"guard_refusal\s*\|\s*length\b"), "the guard_refuses filter (the fleet guard's and the breaker's refusals, joined in Python)"),
 )
 
 
-def answers_recomputed(expression):
-    return [instead for pattern, instead in ANSWERED if pattern.search(expression)]
+def answering_results():
+    """The registered results of the collection's own modules and actions (their answers are Python's) in playbooks/ and roles/."""
+    found = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "register" in node and any(str(key).startswith("gpuops.remediation.") for key in node):
+                found.add(node["register"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+    for path in yaml_files():
+        with open(os.path.join(ROOT, path)) as handle:
+            walk(yaml.safe_load(handle))
+    return found
+
+
+ANSWERING = frozenset(answering_results())
+
+
+def joined_answers(expression, results=ANSWERING):
+    """The answers of one result of the collection's modules (results: their registered names) that a condition joins
+    with `and`/`or` (as `walk.pending in [...] or walk.drain_followup in [...]`): one decision made in Jinja out of
+    Python's answers, which Python should give as one boolean. Empty when the condition reads at most one answer of each
+    result, or joins nothing."""
+    read, joins, tokens = {}, False, [(kind, value) for dummy, kind, value in ENV.lex("{{ %s }}" % expression) if kind != "whitespace"]
+    for index, (kind, value) in enumerate(tokens):
+        joins = joins or (kind == "name" and value in ("and", "or"))
+        attribute = kind == "name" and value in results and index + 2 < len(tokens) and tokens[index + 1] == ("operator", ".")
+        if attribute and tokens[index + 2][0] == "name" and (index == 0 or tokens[index - 1] != ("operator", ".")):
+            read.setdefault(value, set()).add(tokens[index + 2][1])
+    return sorted("%s.%s" % (name, answer) for name, answers in read.items() if joins and len(answers) > 1 for answer in sorted(answers))
+
+
+def answers_recomputed(expression, results=ANSWERING):
+    found = [instead for pattern, instead in ANSWERED if pattern.search(expression)]
+    joined = joined_answers(expression, results)
+    if joined:
+        found.append("one boolean the action returns for %s (decided by one named function), not their join" % " and ".join(joined))
+    return found
 
 
 def test_the_recomputed_answers_are_seen():
@@ -132,6 +173,16 @@ def test_the_recomputed_answers_are_seen():
     assert answers_recomputed("gpu_remediate_breaker_max_percent | int > 0 or gpu_remediate_breaker_max_count | int > 0") != []
     assert answers_recomputed("__gpu_remediate_breaker.refusal | default('') | length > 0") != []
     assert answers_recomputed("gpu_reclaim_host_fails | bool") == []
+    assert answers_recomputed("gpu_remediate_guard_refusal | length > 0") != []
+    walk = "__gpu_reclaim_walk"
+    assert walk in ANSWERING  # gpu_ladder's registered result
+    assert answers_recomputed("%s.pending in ['drain', 'reboot'] or %s.drain_followup in ['resume', 'release', 'hold']" % (walk, walk)) != []
+    assert answers_recomputed("%s.pending == 'drain' and not %s.drain_followup" % (walk, walk)) != []
+    assert answers_recomputed("%s.needs_controller_step" % walk) == [] and answers_recomputed("%s.pending == 'drain'" % walk) == []
+    assert answers_recomputed("%s.pending == 'drain' or x.pending" % walk) == []
+    # a command's rc and output are the node's words, not an answer of the collection's Python
+    assert answers_recomputed("__shell.rc != 0 or __shell.stdout | trim != version") == []
+    assert answers_recomputed("gpu_remediate_fleet_refusal | gpuops.remediation.guard_refuses(__gpu_remediate_breaker | default(none))") == []
     assert answers_recomputed("gpu_remediate_breaker_max_percent | gpuops.remediation.breaker_on(gpu_remediate_breaker_max_count)") == []
 
 

@@ -32,7 +32,8 @@ from ansible_collections.gpuops.remediation.plugins.module_utils._mig_selection 
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import device_gpus
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect import Policy, parent_of, refusal, supervisor, terminate_permitted
 from ansible_collections.gpuops.remediation.plugins.module_utils._argument_specs import check_kill_options
-from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import ProtectEntryError, check_entries, check_units
+from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import (
+    ProtectEntryError, check_entries, check_selected_users, check_units)
 from ansible_collections.gpuops.remediation.plugins.module_utils._services import unit_states
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._terminate import POLL_INTERVAL, Target
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import probe_unit_members
@@ -130,7 +131,14 @@ def validate_selection_params(module):
     if params["min_memory_mib"] is not None and params["min_memory_mib"] < 0:
         module.fail_json(msg="min_memory_mib must be 0 or more, got %r" % params["min_memory_mib"])
     patterns = {}
+    try:
+        check_selected_users(params["users"])
+    except ProtectEntryError as exc:
+        module.fail_json(msg=str(exc))
     for option in ("name_pattern", "cmdline_pattern"):
+        if params[option] == "":
+            # A template that came out empty: it would match every name while selecting nothing by name.
+            module.fail_json(msg="%s: '' is empty and would match everything (give a pattern, or leave %s out)" % (option, option))
         if params[option] is not None:
             try:
                 patterns[option] = re.compile(params[option])

@@ -17,8 +17,11 @@ leader that moved to another group with setpgid has not exited); the kernel neve
 or a session's id. A daemon that
 double-forked on purpose is its own session leader (it started itself), or the main process of a systemd unit that
 runs (active, activating, reloading, deactivating), and what it started is that unit's: busy, whoever its parent is now.
-So is what a running unit's start command put in the background when the unit has no main process (a oneshot unit that
-RemainAfterExit keeps active): it runs in the session systemd opened for that command (its id is the unit's ExecMainPID).
+So is what a command of a running unit's current start put in the background (an ExecStartPre=, ExecStart= or
+ExecStartPost= line; a oneshot unit that RemainAfterExit keeps active, one whose later lines still run): systemd opens a
+session for each command it runs, so the program's session id is that command's pid, which `systemctl show` lists (it
+forgets them when the unit starts again). What an earlier start left (another session), what a start that failed left
+(the unit failed, or waits to restart), and what an inactive unit left stay leftovers.
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ ENDED_UNIT_STATES = ("inactive", "failed")
 # systemd unit states in which the unit's processes run (starting, reloading or being stopped by the init system): its
 # main process and what that process started are the unit's, not leftovers.
 RUNNING_UNIT_STATES = ("active", "activating", "reloading", "refreshing", "deactivating")
+# systemd service sub-states of a unit whose run ended and that waits to start again (Restart=): what is left in its
+# control group is a leftover of the run that ended (ActiveState says "activating" then).
+ENDED_SUB_STATES = ("auto-restart", "auto-restart-queued")
+# The commands of a unit's start, as `systemctl show` names them, and how a reason names each: what one of them put in
+# the background runs in the session systemd opened for it (its id is the command's pid).
+START_COMMANDS = (("ExecStartPre", "ExecStartPre= command"), ("ExecStart", "start command"),
+                  ("ExecStartPost", "ExecStartPost= command"))
 # logind session states in which the session is ending: a process left in it outlived the login.
 ENDED_SESSION_STATES = ("closing",)
 
@@ -120,14 +130,18 @@ def _unit_facts(stat, unit, unit_state, proc_root):
         return LEFT_BEHIND, "its systemd unit %s is %s (systemctl show): a leftover of it" % (unit, state["active"])
     if state["active"] not in RUNNING_UNIT_STATES:
         return None
+    if state.get("sub") in ENDED_SUB_STATES:
+        return LEFT_BEHIND, "its systemd unit %s is %s (%s, Result=%s): the run it was started by ended, and the unit " \
+            "waits to start again: a leftover of that run" % (unit, state["active"], state["sub"], state.get("result") or "?")
     main_pid = state["main_pid"]
-    exec_main_pid = state.get("exec_main_pid") or 0
-    if main_pid <= 1 and exec_main_pid > 1 and stat["sid"] == exec_main_pid:
-        # A oneshot unit kept active (RemainAfterExit) after its start command put a program in the background: systemd
-        # opened a session for that command, so the session id is its ExecMainPID. A program an earlier start of the unit
-        # left has another session id (the kernel gives no pid that is still a session's id to a new process).
-        return BUSY, "it runs in the session systemd unit %s's start command %d opened, and the unit is %s (%s)" % (
-            unit, exec_main_pid, state["active"], state.get("sub") or "?")
+    command = _start_command_session(stat, state)
+    if command:
+        # A program a command of the unit's current start put in the background (a oneshot unit kept active by
+        # RemainAfterExit, or whose later lines still run; an ExecStartPost= helper): systemd opened a session for that
+        # command, so the session id is the command's pid. A program an earlier start of the unit left has another
+        # session id (the kernel gives no pid that is still a session's id to a new process).
+        return BUSY, "it runs in the session systemd unit %s's %s %d opened, and the unit is %s (%s)" % (
+            unit, command[1], command[0], state["active"], state.get("sub") or "?")
     if main_pid <= 1:
         return None
     if main_pid == pid:
@@ -137,6 +151,20 @@ def _unit_facts(stat, unit, unit_state, proc_root):
         # A daemon that double-forked leads neither its group nor its session: what it starts is the unit's.
         return BUSY, "it was started by the main process %d of systemd unit %s, which is %s" % (main_pid, unit, state["active"])
     return None
+
+
+def _start_command_session(stat, state):
+    """(pid, how the reason names it) of the command of the unit's current start whose session the holder runs in, or
+    None. Only a start that has not failed (Result success, where systemd printed it) vouches for what it started; the
+    ExecMainPID counts only while the unit has no main process (a oneshot unit's last start line)."""
+    if state.get("result") not in (None, "success"):
+        return None
+    sid = stat["sid"]
+    if sid <= 1 or sid == stat["pid"]:
+        return None
+    if state["main_pid"] <= 1 and sid == (state.get("exec_main_pid") or 0):
+        return sid, "start command"
+    return state.get("commands", {}).get(sid)
 
 
 def _session_facts(session, session_state):
@@ -183,22 +211,50 @@ def _pid_field(fields, name):
     return int(value) if value.isdigit() and value.isascii() and len(value) < 12 else 0
 
 
+def _command_pid(value):
+    """The pid systemctl printed for one command (`{ path=... ; argv[]=... ; ... ; pid=812 ; code=exited ; status=0 }`),
+    0 for one that has not run in the unit's current start. The last `; pid=` is systemctl's own: the command line,
+    which its unit's author wrote, comes before it."""
+    if not (value.startswith("{ ") and value.endswith(" }")) or " ; pid=" not in value:
+        return 0
+    return _pid_field({"pid": value.rsplit(" ; pid=", 1)[1].split(" ; ", 1)[0]}, "pid")
+
+
 def parse_unit_state(out):
-    """{"active": ActiveState, "main_pid", and "sub" (SubState) and "exec_main_pid" (ExecMainPID: the start command's
-    pid, kept after it exited) where systemd printed them} from `systemctl show` of one unit (UNIT_PROPERTIES); None for
-    a unit it does not know."""
-    fields = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    """{"active": ActiveState, "main_pid", and "sub" (SubState), "result" (Result), "exec_main_pid" (ExecMainPID: the
+    start command's pid, kept after it exited) and "commands" ({pid: how a reason names it} of the ExecStartPre=,
+    ExecStart= and ExecStartPost= commands of the unit's current start) where systemd printed them} from `systemctl show`
+    of one unit (UNIT_PROPERTIES); None for a unit it does not know, or an answer that says one property twice (a unit
+    whose command line carries a line break: not systemd's word alone)."""
+    fields, commands = {}, {}
+    labels = dict(START_COMMANDS)
+    for line in out.splitlines():
+        name, equals, value = line.partition("=")
+        if not equals:
+            continue
+        if name in labels:
+            pid = _command_pid(value)
+            if pid > 1:
+                commands[pid] = (pid, labels[name])
+        elif name in fields:
+            return None
+        else:
+            fields[name] = value
     if fields.get("LoadState") in (None, "", "not-found") or not fields.get("ActiveState"):
         return None
     state = {"active": fields["ActiveState"], "main_pid": _pid_field(fields, "MainPID")}
-    if "SubState" in fields:
-        state["sub"] = fields["SubState"]
+    for key, name in (("sub", "SubState"), ("result", "Result")):
+        if fields.get(name):
+            state[key] = fields[name]
     if "ExecMainPID" in fields:
         state["exec_main_pid"] = _pid_field(fields, "ExecMainPID")
+    if commands:
+        state["commands"] = commands
     return state
 
 
-UNIT_PROPERTIES = "--property=LoadState,ActiveState,SubState,MainPID,ExecMainPID"
+UNIT_PROPERTIES = "--property=LoadState,ActiveState,SubState,Result,MainPID,ExecMainPID," + ",".join(
+    name for name, label in START_COMMANDS)
 
 
 class StandingProbe:

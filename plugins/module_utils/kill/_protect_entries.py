@@ -48,14 +48,23 @@ def _group(option, entry, getgrnam, getgrgid):
     return group.gr_gid, set(group.gr_mem)
 
 
-def _user(option, entry, getpwnam):
+def _user(option, entry, getpwnam, groups=True):
     try:
         return getpwnam(entry).pw_uid
     except KeyError:
         if _digits(entry):
             return int(entry)  # a uid: processes may run as uids no database names (a container's, a job's)
-        raise ProtectEntryError("%s: %r: no user %r in this node's user database (a group is written @%s)"
-                                % (option, entry, entry, entry)) from None
+        raise ProtectEntryError("%s: %r: no user %r in this node's user database%s"
+                                % (option, entry, entry, " (a group is written @%s)" % entry if groups else "")) from None
+
+
+def check_selected_users(entries, option="users", getpwnam=pwd.getpwnam):
+    """Each entry of a selection by user a user of this node, by name or uid: an empty, padded or unknown name (a
+    template that came out empty, a typo) would select no holder and say nothing."""
+    for position, entry in enumerate(entries or ()):
+        where = "%s[%d]" % (option, position)
+        _blank(where, entry)
+        _user(where, entry, getpwnam, groups=False)
 
 
 class ProtectedUsers:

@@ -252,7 +252,8 @@ def _holder_specs(state, root, holders):
                       "type": htype, "user": holder.get("user"), "run_as": _resolve_user(holder.get("user"), where),
                       "devices": devices, "parent_name": holder.get("parent_name") or "job-launcher",
                       "parent_devices": parent_devices,
-                      "cgroup": _holder_cgroup(root, number, kind, holder, where), "freeze": holder.get("freeze") or "never",
+                      "cgroup": _unit_cgroup(state, root, holder, where) or _holder_cgroup(root, number, kind, holder, where),
+                      "unit": holder.get("unit"), "unit_command": holder.get("unit_command"), "freeze": holder.get("freeze") or "never",
                       "running": bool(holder.get("running")), "mig": {str(gpus[0]): list(mig)} if mig else None})
     return specs
 
@@ -290,11 +291,67 @@ def _holder_cgroup(root, number, kind, holder, where):
     return {"version": version, "dir": os.path.join(mount[0], "gpuops-sim-%s-%d" % (tag, number))}
 
 
+# The simulated init system's units: the states a unit may be in (ActiveState: SubState by default), and the commands of
+# a start that may put a holder in the background (`systemctl show` lists each with its pid).
+UNIT_STATES = {"active": "exited", "activating": "start", "reloading": "reload", "deactivating": "stop",
+               "inactive": "dead", "failed": "failed"}
+UNIT_COMMANDS = ("ExecStartPre", "ExecStart", "ExecStartPost")
+
+
+def _units(spec):
+    """{name: {"active", "sub", "result", "commands": []}} of the scenario's systemd units (gpu_sim `units`)."""
+    units = {}
+    for number, unit in enumerate(spec.get("units") or []):
+        where = "units[%d]" % number
+        name = unit.get("name") or ""
+        if not name.endswith(".service") or "/" in name or not name.isprintable() or name.startswith(".") or " " in name:
+            raise SimError("%s.name %r is not a service unit's name (NAME.service)" % (where, name))
+        if name in units or any(name in (meta["unit"], *meta["aliases"]) for meta in SERVICES.values()):
+            raise SimError("%s.name %r names a unit twice" % (where, name))
+        active = unit.get("active_state") or "active"
+        if active not in UNIT_STATES:
+            raise SimError("%s.active_state %r is not one of %s" % (where, active, ", ".join(UNIT_STATES)))
+        units[name] = {"active": active, "sub": unit.get("sub_state") or UNIT_STATES[active],
+                       "result": unit.get("result") or "success", "commands": []}
+    return units
+
+
+def _unit_cgroup(state, root, holder, where):
+    """{"version", "dir", "parents"} of the control group of the unit a holder runs in (holders[].unit), or None: a real
+    cgroup in the hierarchy systemd names units in (root only), below a slice of this node's own."""
+    unit, command = holder.get("unit"), holder.get("unit_command")
+    if command and not unit:
+        raise SimError("%s.unit_command %r needs %s.unit" % (where, command, where))
+    if command and command not in UNIT_COMMANDS:
+        raise SimError("%s.unit_command %r is not one of %s" % (where, command, ", ".join(UNIT_COMMANDS)))
+    if not unit:
+        return None
+    if holder.get("freezer"):
+        raise SimError("%s.unit: a holder with a freezer runs in a cgroup of its own, not in unit %s's" % (where, unit))
+    if unit not in state["units"]:
+        raise SimError("%s.unit %r is not one of the node's units (%s)" % (where, unit, ", ".join(sorted(state["units"])) or "none"))
+    if holder.get("running"):
+        raise SimError("%s.unit: a holder a unit's command put in the background is not running (its command exited)" % where)
+    if os.geteuid() != 0:
+        raise SimError("%s.unit: a unit's control group needs root (this runs as uid %d)" % (where, os.geteuid()))
+    with open("/proc/self/mountinfo") as handle:
+        mounts = parse_mountinfo(handle.read())
+    mount = mounts["v1"].get("name=systemd") or mounts["v2"]
+    if not mount:
+        raise SimError("%s.unit: this machine has no cgroup hierarchy systemd names units in" % where)
+    tag = hashlib.sha256(os.path.abspath(root).encode("utf-8")).hexdigest()[:12]
+    system_slice = os.path.join(mount[0], "system.slice")
+    slice_dir = os.path.join(system_slice, "gpuops-sim-%s.slice" % tag)
+    # system.slice too when the node makes it (a machine without systemd), never a real machine's own
+    return {"version": "unit", "dir": os.path.join(slice_dir, unit),
+            "parents": [slice_dir] + ([] if os.path.isdir(system_slice) else [system_slice])}
+
+
 def _release_cgroups(state):
     """Thaw the holders' cgroups (a v1 frozen task outlives SIGKILL until thawed): before the kill."""
     for holder in state.get("holders", []):
         cgroup = holder.get("cgroup")
-        if cgroup:
+        if cgroup and cgroup["version"] != "unit":
             name = "freezer.state" if cgroup["version"] == "v1" else "cgroup.freeze"
             try:
                 with open(os.path.join(cgroup["dir"], name), "w") as handle:
@@ -307,13 +364,14 @@ def _remove_cgroups(state):
     for holder in state.get("holders", []):
         cgroup = holder.get("cgroup")
         deadline = time.monotonic() + 2.0
-        while cgroup and os.path.isdir(cgroup["dir"]):
-            try:
-                os.rmdir(cgroup["dir"])
-            except OSError:
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(0.02)
+        for directory in ([cgroup["dir"]] + cgroup.get("parents", [])) if cgroup else []:
+            while os.path.isdir(directory):
+                try:
+                    os.rmdir(directory)
+                except OSError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.02)
 
 
 def _initial_state(root, spec):
@@ -344,6 +402,8 @@ def _initial_state(root, spec):
         "active_target": "graphical.target",
         "gpus": gpus,
         "holders": [],
+        # systemd units of the scenario's own, whose control groups holders run in: what systemctl show says of them.
+        "units": _units(spec),
         "services": dict((name, {"unit": meta["unit"], "aliases": meta["aliases"], "pid": 0, "start_time": None,
                                  "active": False, "enabled": False, "children": []}) for name, meta in SERVICES.items()),
         "modules": _build_modules(DEFAULT_MODULES if modules is None else modules),

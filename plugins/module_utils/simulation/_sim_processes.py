@@ -149,11 +149,17 @@ def record_holder(root, spec, report):
               "role": spec["role"], "service": spec.get("service"),
               "checkpoint": os.path.join(root, "run", "checkpoints", report["spawn_id"])
               if spec["kind"] in CHECKPOINT_KINDS or spec.get("freeze") == "on_term" else None,
-              "cgroup": spec.get("cgroup"), "running": bool(spec.get("running")),
+              "cgroup": spec.get("cgroup"), "running": bool(spec.get("running")), "unit": spec.get("unit"),
               # {gpu index: [GPU instance, compute instance]} of a holder inside a MIG instance
               "mig": spec.get("mig")}
 
+    # What a unit's command put in the background runs in the session systemd opened for that command: the command's
+    # pid (gone now) is the holder's session id, and systemctl lists it for the unit's current start.
+    command = [spec["unit_command"], os.getsid(report["pid"])] if spec.get("unit_command") else None
+
     def record(state):
+        if command:
+            state["units"][spec["unit"]]["commands"].append(command)
         state["holders"].append(holder)
         state["processes"].append({"pid": holder["pid"], "start_time": holder["start_time"], "role": spec["role"]})
         if report.get("parent_pid"):

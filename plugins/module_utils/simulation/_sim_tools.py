@@ -907,8 +907,28 @@ _stop = _on_units("stop", _stop_service)
 _restart = _on_units("restart", _stop_service, _start_service)
 
 
+def _command_line(name, pid):
+    """One command of a unit's start as systemctl prints it; the simulated commands put a program in the background."""
+    return ("{ path=/bin/sh ; argv[]=/bin/sh -c %s & ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=%d ; "
+            "code=exited ; status=0 }" % (name, pid))
+
+
+def _scenario_unit_properties(unit, record):
+    """What systemctl show says of a unit of the scenario's own (gpu_sim `units`): a command list is a list of lines."""
+    props = {"Id": unit, "LoadState": "loaded", "ActiveState": record["active"], "SubState": record["sub"],
+             "Result": record["result"], "MainPID": "0", "UnitFileState": "static", "Description": unit,
+             "ExecMainPID": "0"}
+    for name, pid in record["commands"]:
+        props.setdefault(name, []).append(_command_line(name, pid))
+        if name == "ExecStart":
+            props["ExecMainPID"] = str(pid)  # the last start line's, as systemd keeps it
+    return props
+
+
 def _unit_properties(state, unit, described=True):
     """described: with the unit's Description (what `systemctl show` prints only when asked, or with every property)."""
+    if unit in (state.get("units") or {}):
+        return _scenario_unit_properties(unit, state["units"][unit])
     key = _service_key(state, unit)
     service = state["services"].get(key) if key else None
     if service is None:
@@ -932,7 +952,8 @@ def _show(root, units, opts, out):
             out.say("\n")
         for name in names:
             value = props.get(name, "")
-            out.say("%s\n" % value if opts["value"] else "%s=%s\n" % (name, value))
+            for line in value if isinstance(value, list) else [value]:
+                out.say("%s\n" % line if opts["value"] else "%s=%s\n" % (name, line))
     return 0
 
 

@@ -335,6 +335,25 @@ def host_fails(outcome):
     return bool(outcome) and outcome.get("status") in FAILING_STATUSES
 
 
+# The steps a paused walk asks of the controller, and the scheduler follow-ups an ended walk asks for.
+CONTROLLER_STEPS = ("drain", "reboot")
+SCHEDULER_FOLLOWUPS = ("resume", "release", "hold")
+
+
+def needs_controller_step(pending, followup):
+    """Whether the controller must take a step for the walk before it is done: the drain or the reboot it paused for, or
+    the scheduler's follow-up (resume, release, hold) once it has ended. The roles reach their controller steps on this
+    answer (gpu_ladder's needs_controller_step), none joins the walk's answers again."""
+    return pending in CONTROLLER_STEPS or followup in SCHEDULER_FOLLOWUPS
+
+
+def guard_refuses(fleet_refusal, breaker_result=None):
+    """Whether the guard refuses this host before its walk: the fleet guard refuses the whole run (its refusal, "" when
+    it lets the run go), or the circuit breaker (gpu_breaker's result, None or a skipped task's when it did not run)
+    refuses this host. The roles reach their refusal on this answer (the filter guard_refuses)."""
+    return bool(fleet_refusal) or bool((breaker_result or {}).get("refuses"))
+
+
 def reboot_keeps_mig_layout(options, snapshot):
     """Whether the walk records the MIG layout before the reboot rung (gpu_mig_layout) and creates it again after: on
     Linux (Windows has no MIG) when a reboot may lose one (mig_layout_at_stake; a walk scoped to some GPUs does not see

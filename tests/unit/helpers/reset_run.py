@@ -20,13 +20,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 
 @contextlib.contextmanager
 def idle_xid_nodes():
-    """(directory, make): make(xid) builds a node of two idle GPUs with that Xid on GPU 0; all removed at the end."""
+    """(directory, make): make(xid) builds a node of two idle GPUs with that Xid on GPU 0 (make(xid, gpus): these GPUs,
+    as _sim_build takes them); all removed at the end."""
     directory = tempfile.mkdtemp(prefix="gpuops-xid-node-")
     made = []
 
-    def make(xid):
+    def make(xid, gpus=({}, {})):
         root = os.path.join(directory, "node%d" % len(made))
-        _sim_build.create_node(root, {"gpus": [{}, {}], "xid": [{"xid": xid, "gpu": 0}]})
+        _sim_build.create_node(root, {"gpus": [dict(gpu) for gpu in gpus], "xid": [{"xid": xid, "gpu": 0}]})
         made.append(root)
         return root
 

@@ -1,7 +1,8 @@
 # Copyright: (c) 2026, gpuops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One Platform record per platform (plugin_utils/ladder/_platform.py), read by the walk, the breaker and the filters;
-and the booleans the roles read instead of deciding: gpu_ladder's host_fails, the breaker's breaker_on."""
+and the booleans the roles read instead of deciding: gpu_ladder's host_fails and needs_controller_step, the breaker's
+breaker_on, the guard's guard_refuses."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from ansible_collections.gpuops.remediation.plugins.action.gpu_ladder import Act
 from ansible_collections.gpuops.remediation.plugins.filter.ladder import FilterModule
 from ansible_collections.gpuops.remediation.plugins.module_utils import _verdict
 from ansible_collections.gpuops.remediation.plugins.plugin_utils._breaker_limits import breaker_limit, breaker_on
-from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import FAILING_STATUSES, host_fails
+from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_decisions import (
+    CONTROLLER_STEPS, FAILING_STATUSES, SCHEDULER_FOLLOWUPS, guard_refuses, host_fails, needs_controller_step,
+)
 from ansible_collections.gpuops.remediation.plugins.plugin_utils.ladder._ladder_options import (
     LADDER_ARGUMENT_SPEC, WalkOptions, platform_args, walk_argument_spec,
 )
@@ -92,3 +95,32 @@ def test_the_breaker_filter_names_the_variable_it_cannot_read():
         FILTERS["breaker_on"](0, "many")
     with pytest.raises(AnsibleFilterError, match="gpu_remediate_breaker_max_percent must be a whole number, got None"):
         FILTERS["breaker_on"](None, 0)
+
+
+@pytest.mark.parametrize("pending", [None, "drain", "reboot"])
+@pytest.mark.parametrize("followup", [None, "resume", "release", "hold"])
+def test_the_controller_takes_a_step_for_a_drain_or_reboot_pause_and_for_an_ended_walks_scheduler_followup(pending, followup):
+    assert needs_controller_step(pending, followup) is (pending is not None or followup is not None)
+    assert (CONTROLLER_STEPS, SCHEDULER_FOLLOWUPS) == (("drain", "reboot"), ("resume", "release", "hold"))
+
+
+def test_the_ladders_result_names_needs_controller_step_in_its_documentation():
+    import yaml
+    from ansible_collections.gpuops.remediation.plugins.modules import gpu_ladder
+    assert yaml.safe_load(gpu_ladder.RETURN)["needs_controller_step"]["type"] == "bool"
+
+
+@pytest.mark.parametrize("fleet_refusal", ["", "fleet guard: 2 of 4 hosts would need a destructive rung"])
+@pytest.mark.parametrize("breaker_result", [None, {"skipped": True, "changed": False}, {"refuses": False, "refusal": ""},
+                                            {"refuses": True, "refusal": "circuit breaker: open"}])
+def test_the_guard_refuses_a_host_when_the_fleet_guard_refuses_the_run_or_the_breaker_refuses_the_host(fleet_refusal, breaker_result):
+    expected = bool(fleet_refusal) or bool(breaker_result and breaker_result.get("refuses"))
+    assert guard_refuses(fleet_refusal, breaker_result) is expected
+    assert FILTERS["guard_refuses"](fleet_refusal, breaker_result) is expected
+    if breaker_result is None:
+        assert FILTERS["guard_refuses"](fleet_refusal) is expected
+
+
+def test_the_guard_refuses_filter_names_a_breaker_result_that_is_none():
+    with pytest.raises(AnsibleFilterError, match="guard_refuses: the circuit breaker's result must be .*got 'str'"):
+        FILTERS["guard_refuses"]("", "open")

@@ -5,7 +5,8 @@ does not need stays behind one include that is not reached (the circuit breaker 
 nothing is refused, the walk's controller steps when it asks for none).
 
 The real reset_gpu.yml (ansible-playbook in a child) against a simulated node whose idle GPU 0 has an Xid that asks for
-a reset: the run resets it, and what it shows of each task says which ran and which were skipped."""
+a reset: the run resets it, and what it shows of each task says which ran and which were skipped. The includes are
+reached on one boolean each, from Python: gpu_ladder's needs_controller_step, the guard_refuses filter."""
 
 import json
 import os
@@ -31,6 +32,7 @@ def test_a_reset_with_the_breaker_off_skips_at_most_six_tasks_and_reaches_no_bre
     assert "Write the run report of the refused run" not in shown and "Refuse this host when the circuit breaker is open" not in shown, shown
     assert "The drain (and its check before each later destructive rung) and the reboot, as the walk pauses for them" not in shown, shown
     assert len(SKIPPED.findall(run.stdout)) <= 6, run.stdout[-3000:]
+    assert "Remediate" not in shown and "Inspect and guard" in shown, shown  # the walk's role is imported, not included per host
 
 
 def test_a_reset_with_the_breaker_on_runs_its_tasks_and_still_resets(collections_root):
@@ -64,3 +66,19 @@ def test_a_host_the_open_breaker_refuses_is_reported_failed_and_reset_nowhere_in
         shown = TASK.findall(run.stdout)
         assert "Refuse this host when the circuit breaker is open" in shown, shown
         assert "fatal: [gpunode]" in run.stdout, run.stdout[-3000:]
+
+
+def test_a_walk_that_pauses_for_the_reboot_reaches_the_controller_steps_in_a_plan(collections_root):
+    # A GPU fallen off the bus (Xid 79) asks for the reboot rung: the walk pauses for it (needs_controller_step) and the
+    # plan reaches the Linux reboot task, which refuses a local connection (it would reboot the controller): the rung fails.
+    with idle_xid_nodes() as (directory, make):
+        run, dummy, commands = _reset_gpu(directory, make(79, gpus=[{"lost": True}]), collections_root, extra=[
+            "--check", "-e", "gpu_reclaim_max_rung=reboot", "-e", "gpu_reclaim_allow_reboot=true"])
+        with open(os.path.join(directory, "reports-node0", "latest-plan.json")) as handle:
+            plan = json.load(handle)["hosts"][0]
+    shown = TASK.findall(run.stdout)
+    assert "The drain (and its check before each later destructive rung) and the reboot, as the walk pauses for them" in shown, shown
+    assert "Reboot the Linux node" in shown and "Reboot the Windows host" not in shown, shown
+    assert [step["rung"] for step in plan["rungs_tried"]] == ["reboot"] and plan["rungs_tried"][0]["failed"], plan
+    assert "Write the run report of the refused run" not in shown, shown
+    assert not _resets(commands), commands
