@@ -36,18 +36,41 @@ def memory_before_after(before, after):
              "memory_used_mib_after": after_gpus.get(gpu["index"], {}).get("memory_used_mib")} for gpu in before["gpus"]]
 
 
-def import_nvml_before_forks(backend):
+class _ImportOutlasted(Exception):
+    """nvidia-ml-py's import in the module's own process outlasted the probe deadline."""
+
+
+def import_nvml_before_forks(backend, deadline):
     """nvidia-ml-py's Python module imported once in the module's own process, before its first probe child forks:
     every probe child of the run (each snapshot's, each driver view a wait polls) inherits it instead of importing it
     again, a third of what such a child costs. The import loads no library and binds nothing: nvmlInit loads
-    libnvidia-ml and load_nvml binds a simulated node's, in the child, under the probe's deadline. An import that fails
-    here is left to the child to report, as before."""
+    libnvidia-ml and load_nvml binds a simulated node's, in the child, under the probe's deadline.
+
+    The import itself is bounded by the probe's deadline too (`deadline` seconds): an import that hangs, fails or ends
+    the interpreter (SystemExit) is given up here and left to the probe's child, which reports it under its deadline,
+    as before."""
     if backend not in ("nvml", "auto"):
         return
+    armed = [True]
+
+    def outlasted(signum, frame):
+        if armed[0]:  # an alarm handled once the import is over must not raise outside the try below
+            raise _ImportOutlasted()
+
+    previous = signal.signal(signal.SIGALRM, outlasted)
     try:
-        import pynvml  # noqa: F401  pylint: disable=import-error,unused-import,import-outside-toplevel
-    except Exception:  # pylint: disable=broad-exception-caught
+        signal.setitimer(signal.ITIMER_REAL, deadline)
+        try:
+            import pynvml  # noqa: F401  pylint: disable=import-error,unused-import,import-outside-toplevel
+        finally:
+            armed[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # pylint: disable=broad-exception-caught
         pass
+    finally:
+        signal.signal(signal.SIGALRM, previous)
 
 
 class Interrupted(Exception):
@@ -81,7 +104,7 @@ class Remediation:
         validate_snapshot_params(module)
         if params["lock_timeout"] < 0:
             module.fail_json(msg="lock_timeout must be 0 or more seconds, got %r" % params["lock_timeout"])
-        import_nvml_before_forks(params["backend"])
+        import_nvml_before_forks(params["backend"], params["probe_timeout"])
         self.journal = Journal(params["journal_path"] or self.layout.journal_file, run_id=params["run_id"],
                                syslog_file=self.layout.syslog_file)
         self._check_journal_path()

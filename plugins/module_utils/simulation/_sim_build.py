@@ -521,11 +521,13 @@ def _install_code(root, tools):
 def _compile_nvml_library(root):
     """Keep the simulated NVML library's bytecode in lib/__pycache__, so that loading it costs a snapshot what loading
     the real (compiled) library costs, not a compile of its source: a module's environment often has
-    PYTHONDONTWRITEBYTECODE set (Python then compiles the source at every import and keeps nothing)."""
+    PYTHONDONTWRITEBYTECODE set (Python then compiles the source at every import and keeps nothing). The bytecode
+    records its source's hash, not its modification second and size: a source edited after it, whatever its size and
+    time, is what loads."""
     import py_compile  # only needed here
 
     for filename in NVML_LIBRARY_FILES:
-        py_compile.compile(os.path.join(root, "lib", filename), doraise=True)
+        py_compile.compile(os.path.join(root, "lib", filename), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
 
 
 # ---------------------------------------------------------------- rebooting

@@ -27,7 +27,7 @@ from ansible_collections.gpuops.remediation.plugins.module_utils.probes._deadlin
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._gpu_probe import nvml_snapshot
 from ansible_collections.gpuops.remediation.plugins.module_utils._node import current_layout
 
-import_nvml_before_forks(sys.argv[1])
+import_nvml_before_forks(sys.argv[1], 30)
 layout = current_layout()
 parent = "pynvml" in sys.modules
 

@@ -102,3 +102,20 @@ def test_the_nvml_library_loads_compiled_where_python_writes_no_bytecode(node_ro
         os.unlink(os.path.join(cache, name))
     assert _load_nvml(node_root, "the simulated NVML library's load from source") == set(sim.NVML_LIBRARY_FILES)
     assert os.listdir(cache) == []
+
+
+def test_a_library_file_changed_after_its_bytecode_is_what_loads(node_root):
+    # An edit of the node's library that keeps the file's size and modification second: a bytecode file that records
+    # only those (a timestamp .pyc) would still be loaded in its place; the source's hash is what decides.
+    path = os.path.join(node_root, "lib", "_pci.py")
+    before = os.stat(path)
+    changed = "CHANGED = '%s'\n" % ("x" * (before.st_size - len("CHANGED = ''\n")))
+    with open(path, "w", encoding="ascii") as handle:
+        handle.write(changed)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size
+    done = bounded.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import _pci; print(hasattr(_pci, 'CHANGED'))",
+                        os.path.join(node_root, "lib")], "the changed library file's load", capture_output=True, text=True,
+                       env={"LC_ALL": "C", "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "True\n"
