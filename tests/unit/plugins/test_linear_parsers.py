@@ -451,8 +451,8 @@ PARSERS = [
     (_lsmod, ["nvidia 1 " + "1" * 18 + " " + "a," * 4000, "nvidia " + "1 " * 4000]),
     (_scontrol, ["NodeName=" * 2000 + " State=" + "a" * 8000, "NodeName=n State=IDLE Reason=" + " [a@" * 3000]),
     (_unit_state, ["ExecStart={ path=/bin/sh ; argv[]=" + " ; pid=1" * 2000 + " ; pid=812 ; code=exited ; status=0 }",
-                    "ExecStartPost={ " + " ; pid=" * 4000 + "1 }",
-                    "ExecStartPre={ " + "{ ; " * 3000 + " ; pid=" + "9" * 4000 + " }"]),
+                   "ExecStartPost={ " + " ; pid=" * 4000 + "1 }",
+                   "ExecStartPre={ " + "{ ; " * 3000 + " ; pid=" + "9" * 4000 + " }"]),
     (_mig_tables, ["|  0  MIG 1g.10gb  19  1  0:1  |", "|" + " 0 " * 4000 + "|", "| 0 0 MIG " + "1:" * 4000 + " |", "GPU 0: x",
                    "  MIG 1g.10gb Device " + "0: " * 3000 + "(UUID: MIG-" + "a" * 4000 + ")", "|" * 8000]),
 ]
