@@ -55,7 +55,8 @@ options:
   users:
     description:
       - Only holders owned by these users (names or uids). Left out (or null), any user; an empty list selects no holder.
-      - A name the node's user database does not know, or an empty or padded entry, is refused (it could select no holder).
+      - A name the node's user database does not know, a number larger than any uid (4294967294), or an empty or padded
+        entry, is refused (it could select no holder).
     type: list
     elements: str
   name_pattern:

@@ -15,6 +15,8 @@ import grp
 import pwd
 
 GROUP_PREFIX = "@"
+# The largest uid or gid a process can have: uid_t and gid_t are 32 bits, and -1 (4294967295) means "none" to the kernel.
+MAX_ID = 4294967294
 
 
 class ProtectEntryError(ValueError):
@@ -23,6 +25,13 @@ class ProtectEntryError(ValueError):
 
 def _digits(text):
     return text.isascii() and text.isdigit()
+
+
+def _id_number(option, entry, digits, what):
+    """The uid or gid a string of digits names; a larger number names none (and matches no process)."""
+    if len(digits) > len(str(MAX_ID)) or int(digits) > MAX_ID:
+        raise ProtectEntryError("%s: %r is no %s (a %s is 0 to %d)" % (option, entry, what, what, MAX_ID))
+    return int(digits)
 
 
 def _blank(option, entry):
@@ -42,7 +51,7 @@ def _group(option, entry, getgrnam, getgrgid):
         if not _digits(name):
             raise ProtectEntryError("%s: %r: no group %r in this node's group database" % (option, entry, name)) from None
         try:
-            group = getgrgid(int(name))
+            group = getgrgid(_id_number(option, entry, name, "gid"))
         except KeyError:
             raise ProtectEntryError("%s: %r: no group with gid %s in this node's group database" % (option, entry, name)) from None
     return group.gr_gid, set(group.gr_mem)
@@ -53,7 +62,7 @@ def _user(option, entry, getpwnam, groups=True):
         return getpwnam(entry).pw_uid
     except KeyError:
         if _digits(entry):
-            return int(entry)  # a uid: processes may run as uids no database names (a container's, a job's)
+            return _id_number(option, entry, entry, "uid")  # processes may run as uids no database names (a container's, a job's)
         raise ProtectEntryError("%s: %r: no user %r in this node's user database%s"
                                 % (option, entry, entry, " (a group is written @%s)" % entry if groups else "")) from None
 

@@ -428,6 +428,13 @@ def _mig_tables(text):
     return mig.parse_lgi(text), mig.parse_lci(text), mig.parse_list_uuids(text)
 
 
+def _unit_state(text):
+    """Exec lines only (a property said twice ends the parse): every line is read."""
+    from ansible_collections.gpuops.remediation.plugins.module_utils.kill._left_behind import parse_unit_state
+
+    return parse_unit_state(text)
+
+
 # (parser, [one unit of its worst input]): each unit repeated to the size, a line's worth or one line of it all.
 PARSERS = [
     (_kernel_log, ["[" * 1000 + XID, "kernel: [" + "[" * 400 + "] " + XID + "to 0x1 (" * 900, "Dec 6 h kernel: " + XID + "RST: " + " " * 4000,
@@ -443,6 +450,9 @@ PARSERS = [
                  "Module " * 2000]),
     (_lsmod, ["nvidia 1 " + "1" * 18 + " " + "a," * 4000, "nvidia " + "1 " * 4000]),
     (_scontrol, ["NodeName=" * 2000 + " State=" + "a" * 8000, "NodeName=n State=IDLE Reason=" + " [a@" * 3000]),
+    (_unit_state, ["ExecStart={ path=/bin/sh ; argv[]=" + " ; pid=1" * 2000 + " ; pid=812 ; code=exited ; status=0 }",
+                   "ExecStartPost={ " + " ; pid=" * 4000 + "1 }",
+                   "ExecStartPre={ " + "{ ; " * 3000 + " ; pid=" + "9" * 4000 + " }"]),
     (_mig_tables, ["|  0  MIG 1g.10gb  19  1  0:1  |", "|" + " 0 " * 4000 + "|", "| 0 0 MIG " + "1:" * 4000 + " |", "GPU 0: x",
                    "  MIG 1g.10gb Device " + "0: " * 3000 + "(UUID: MIG-" + "a" * 4000 + ")", "|" * 8000]),
 ]

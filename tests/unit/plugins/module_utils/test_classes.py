@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.gpuops.remediation.plugins.module_utils.scheduler._jobs import (
     parse_job_states, parse_listpids, pod_live, slurm_job, slurm_pids)
 from ansible_collections.gpuops.remediation.plugins.module_utils.kill._protect_entries import (
-    ProtectEntryError, ProtectedUsers, check_entries, check_units, process_gids)
+    ProtectEntryError, ProtectedUsers, check_entries, check_selected_users, check_units, process_gids)
 from ansible_collections.gpuops.remediation.plugins.module_utils._snapshot import _holder_class
 from ansible_collections.gpuops.remediation.plugins.module_utils.probes._unit_members import (
     DAEMON, DISPLAY, UnitMembers, in_control_group, member_of, systemd_cgroup)
@@ -106,10 +106,24 @@ def test_protect_users_resolves_users_uids_and_groups():
     ("", "names nothing"),
     (" root", "leading or trailing blanks"),
     (17, "names nothing"),
+    ("4294967295", "'4294967295' is no uid (a uid is 0 to 4294967294)"),
+    ("99999999999", "'99999999999' is no uid (a uid is 0 to 4294967294)"),
+    ("9" * 5000, "is no uid (a uid is 0 to 4294967294)"),
+    ("@4294967295", "'@4294967295' is no gid (a gid is 0 to 4294967294)"),
+    ("@" + "9" * 5000, "is no gid (a gid is 0 to 4294967294)"),
 ])
 def test_protect_users_refuses_an_entry_that_names_nobody(entry, says):
     with pytest.raises(ProtectEntryError, match=says.replace("(", r"\(").replace(")", r"\)")):
         ProtectedUsers([entry])
+
+
+@pytest.mark.parametrize("entry", ["4294967295", "18446744073709551616", "99999999999", "9" * 5000])
+def test_a_selection_by_a_number_no_uid_can_be_is_refused(entry):
+    """users: a number past the largest uid (4294967295 is (uid_t)-1, no process's) would select no holder and say
+    nothing, as an unknown name would; the largest uid and a uid no database names still select."""
+    with pytest.raises(ProtectEntryError, match=r"users\[1\]: '%s' is no uid \(a uid is 0 to 4294967294\)" % entry):
+        check_selected_users(["0", entry])
+    check_selected_users(["4294967294", "4000000"])
 
 
 def test_protect_options_checked_anywhere_and_units_on_the_node():
