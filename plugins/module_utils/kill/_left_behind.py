@@ -17,9 +17,9 @@ leader that moved to another group with setpgid has not exited); the kernel neve
 or a session's id. A daemon that
 double-forked on purpose is its own session leader (it started itself), or the main process of a systemd unit that
 runs (active, activating, reloading, deactivating), and what it started is that unit's: busy, whoever its parent is now.
-So is what a command of a running unit's current start put in the background (an ExecStartPre=, ExecStart= or
-ExecStartPost= line; a oneshot unit that RemainAfterExit keeps active, one whose later lines still run): systemd opens a
-session for each command it runs, so the program's session id is that command's pid, which `systemctl show` lists (it
+So is what a command of a running unit's current start put in the background (an ExecStartPre=, ExecStart=,
+ExecStartPost= or ExecReload= line; a oneshot unit that RemainAfterExit keeps active, one whose later lines still run):
+systemd opens a session for each command it runs, so the program's session id is that command's pid, which `systemctl show` lists (it
 forgets them when the unit starts again). What an earlier start left (another session), what a start that failed left
 (the unit failed, or waits to restart), and what an inactive unit left stay leftovers.
 """
@@ -43,8 +43,9 @@ RUNNING_UNIT_STATES = ("active", "activating", "reloading", "refreshing", "deact
 ENDED_SUB_STATES = ("auto-restart", "auto-restart-queued")
 # The commands of a unit's start, as `systemctl show` names them, and how a reason names each: what one of them put in
 # the background runs in the session systemd opened for it (its id is the command's pid).
+# ExecReload= too: systemd forgets every command's pid when the unit starts again, so a reload's is of the current run.
 START_COMMANDS = (("ExecStartPre", "ExecStartPre= command"), ("ExecStart", "start command"),
-                  ("ExecStartPost", "ExecStartPost= command"))
+                  ("ExecStartPost", "ExecStartPost= command"), ("ExecReload", "ExecReload= command"))
 # logind session states in which the session is ending: a process left in it outlived the login.
 ENDED_SESSION_STATES = ("closing",)
 
@@ -223,7 +224,7 @@ def _command_pid(value):
 def parse_unit_state(out):
     """{"active": ActiveState, "main_pid", and "sub" (SubState), "result" (Result), "exec_main_pid" (ExecMainPID: the
     start command's pid, kept after it exited) and "commands" ({pid: how a reason names it} of the ExecStartPre=,
-    ExecStart= and ExecStartPost= commands of the unit's current start) where systemd printed them} from `systemctl show`
+    ExecStart=, ExecStartPost= and ExecReload= commands of the unit's current start) where systemd printed them} from `systemctl show`
     of one unit (UNIT_PROPERTIES); None for a unit it does not know, or an answer that says one property twice (a unit
     whose command line carries a line break: not systemd's word alone)."""
     fields, commands = {}, {}

@@ -158,6 +158,17 @@ def test_what_an_earlier_line_started_while_a_later_line_still_runs_is_busy(tmp_
     assert standing(tmp_path, "running", server, running)["standing"] == BUSY
 
 
+def test_what_a_reload_of_the_running_unit_put_in_the_background_is_busy(tmp_path, start):
+    """A running service reloaded: its ExecReload= command put a helper in the background and exited; the helper works
+    for the unit's current run (systemd lists the reload's pid until the unit starts again)."""
+    (main, dummy), (reload, helper) = start(["runs", "background"])
+    running = unit_lines("active", "running", main_pid=main, exec_main_pid=main,
+                         commands=(("ExecStart", main), ("ExecReload", reload)))
+    assert standing(tmp_path, "reloaded", helper, running) == {
+        "standing": BUSY, "why": "it runs in the session systemd unit %s's ExecReload= command %d opened, and the unit is "
+                                 "active (running)" % (UNIT, reload)}
+
+
 def test_what_an_earlier_start_or_a_failed_start_left_is_left_behind(tmp_path, start):
     """The program an earlier start put in the background (systemd lists this start's commands, none of them its
     session's); a unit whose run failed and that waits to restart (activating, auto-restart: the failed run's pids are
