@@ -139,10 +139,11 @@ class Remediation:
 
     def driver_view(self):
         """{"gpus": [...]}: the driver's GPUs and the processes it lists, alone (NVML or nvidia-smi under the probe deadline,
-        no /proc scan, no kernel log): what a wait for processes to leave polls. No GPU when the driver did not answer."""
+        no /proc scan, no kernel log): what a wait for processes to leave polls. None when the driver did not answer (a
+        driver that lists no process and one that says nothing are not the same)."""
         params = self.module.params
-        result, dummy = probe_gpus(self.module, self.layout, params["backend"], params["probe_timeout"])
-        return {"gpus": (result or {}).get("gpus") or []}
+        result, report = probe_gpus(self.module, self.layout, params["backend"], params["probe_timeout"])
+        return {"gpus": result.get("gpus") or []} if result and report["ok"] else None
 
     def selected_gpus(self, snapshot):
         """Indexes of the GPUs the gpus option names, among those of a whole-node snapshot."""

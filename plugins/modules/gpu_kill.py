@@ -102,7 +102,8 @@ options:
       - V(false) leaves that inspection out when the run succeeds, for a caller that inspects the node itself right
         after (the ladder walk at the reset rung, where M(gpuops.remediation.gpu_reset) takes its own snapshot under the
         lock); RV(gpus) then gives the memory after as the driver reports it once it lists none of the ended
-        processes. A run that fails still returns RV(snapshot_after).
+        processes. Where the driver gave no answer in O(wait_timeout), the node is inspected all the same and the
+        memory after is unknown (null). A run that fails still returns RV(snapshot_after).
     type: bool
     default: true
 seealso:
@@ -259,12 +260,14 @@ class GpuKillWorker:
                        "still_listed": [], "journal": []}
 
     def _wait_driver_release(self, pids):
-        """Polls the driver's process list (not a whole snapshot) until it lists none of `pids`, bounded by wait_timeout."""
+        """Polls the driver's process list (not a whole snapshot) until it lists none of `pids`, bounded by wait_timeout.
+        Returns the driver's last answer; None when it gave none (a probe that failed or outlasted its deadline is polled
+        again: it is no word that the processes are gone)."""
         deadline = time.monotonic() + self.params["wait_timeout"]
         while True:
             after = self.run.driver_view()
-            listed = set(p["pid"] for g in after["gpus"] for p in g.get("processes", [])) & pids
-            if not listed or time.monotonic() >= deadline:
+            listed = set(p["pid"] for g in (after or {}).get("gpus", []) for p in g.get("processes", [])) & pids
+            if (after is not None and not listed) or time.monotonic() >= deadline:
                 self.result["still_listed"] = sorted(listed)
                 return after
             time.sleep(POLL_INTERVAL)
@@ -297,7 +300,9 @@ class GpuKillWorker:
         if self.result["changed"] and not self.module.check_mode:
             released = self._wait_driver_release(ended_pids(self.result))
             # Taken with the gpus option, so that it is snapshot_after as well: the report reads only the selected GPUs.
-            after = self.run.snapshot() if inspect_after else released
+            # Also when the driver never answered the wait: the memory after is then the snapshot's word (unknown), not
+            # the memory before less what the ended processes held.
+            after = self.run.snapshot() if inspect_after or released is None else released
         self._report(snapshot, after, gpu_indexes)
         if inspect_after and not self.module.check_mode:
             self.result["snapshot_after"] = self.run.snapshot_after(after or snapshot)

@@ -8,6 +8,8 @@ the holders real processes holding its device files.
   driver, once it lists none of the ended processes.
 - A run that fails returns the node after it all the same: the walk reads it to decide what comes next.
 - With gpus set, the one snapshot after the run is of the selection: the memory after and snapshot_after agree.
+- A driver that stops answering while the run waits for it is no driver that lists none of the ended processes: the
+  memory after is unknown, never the memory before less what the ended processes held.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ from ansible_collections.gpuops.remediation.tests.unit.helpers.mig_play import p
 HOLD = ("import signal, sys\n"
         "if sys.argv[1] == 'block':\n    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n"
         "files = [open(path) for path in sys.argv[2:]]\nsys.stdout.write('held\\n')\nsys.stdout.flush()\nsys.stdin.read()\n")
+# Holds GPU 1; on SIGTERM unloads the simulated node's driver (NVML and nvidia-smi answer "Driver Not Loaded"), then exits.
+UNLOADS_ON_TERM = ("import os, signal, sys\n"
+                   "from ansible_collections.gpuops.remediation.plugins.module_utils.simulation import _sim_state\n"
+                   "def unload(state):\n    state['modules']['nvidia']['loaded'] = False\n"
+                   "def on_term(signum, frame):\n    _sim_state.update_state(sys.argv[1], unload)\n    os._exit(0)\n"
+                   "signal.signal(signal.SIGTERM, on_term)\n"
+                   "held = open(os.path.join(sys.argv[1], 'dev', 'nvidia1'))\nsys.stdout.write('held\\n')\nsys.stdout.flush()\nsys.stdin.read()\n")
 KILL = "gpuops.remediation.gpu_kill: {%s, end_running_jobs: true}\n      ignore_errors: true"
 
 
@@ -94,3 +103,23 @@ def test_the_kill_asks_the_init_system_what_its_snapshot_asked_once(tmp_path, no
         asked = [json.loads(line)["argv"] for line in handle]
     members = [argv for argv in asked if argv[:1] == ["show"] and "nvidia-persistenced.service" in argv]
     assert len(members) == 1, asked
+
+
+def test_a_driver_that_stops_answering_gives_no_memory_after(tmp_path, node_root, collections_root, child_env):
+    sim.create_node(node_root, {"gpus": [{}, {}]})
+    holder = bounded.start([sys.executable, "-c", UNLOADS_ON_TERM, node_root], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True, start_new_session=True, env=child_env)
+    try:
+        assert bounded.line(holder, "a holder that unloads the driver on SIGTERM") == "held"
+        results = play(tmp_path, collections_root, node_root, [
+            KILL % ("holders: [%s], signals: [TERM], wait_timeout: 2, snapshot_after: false" % _identity(holder))], ["walk"])
+    finally:
+        holder.stdin.close()
+        bounded.wait_quietly(holder)
+    walk = results["walk"]
+    assert walk.get("failed") is not True and [(s["pid"], s["exited"]) for s in walk["signalled"]] == [(holder.pid, True)], walk.get("msg")
+    assert holder.returncode == 0  # its TERM handler ran: the driver was unloaded before it exited
+    # Before, the GPU's memory as the snapshot under the lock read it; after, nothing answered: unknown.
+    assert [g["memory_used_mib_before"] is not None for g in walk["gpus"]] == [True, True], walk["gpus"]
+    assert [g["memory_used_mib_after"] for g in walk["gpus"]] == [None, None], walk["gpus"]
+    assert [g["freed_mib"] for g in walk["gpus"]] == [None, None], walk["gpus"]
