@@ -102,8 +102,9 @@ options:
       - V(false) leaves that inspection out when the run succeeds, for a caller that inspects the node itself right
         after (the ladder walk at the reset rung, where M(gpuops.remediation.gpu_reset) takes its own snapshot under the
         lock); RV(gpus) then gives the memory after as the driver reports it once it lists none of the ended
-        processes. Where the driver gave no answer in O(wait_timeout), the node is inspected all the same and the
-        memory after is unknown (null). A run that fails still returns RV(snapshot_after).
+        processes. Where the driver gives no answer, the node is inspected all the same, and the memory after is what
+        that inspection knows (null where the driver still does not answer). A run that fails still returns
+        RV(snapshot_after).
     type: bool
     default: true
 seealso:
@@ -261,13 +262,14 @@ class GpuKillWorker:
 
     def _wait_driver_release(self, pids):
         """Polls the driver's process list (not a whole snapshot) until it lists none of `pids`, bounded by wait_timeout.
-        Returns the driver's last answer; None when it gave none (a probe that failed or outlasted its deadline is polled
-        again: it is no word that the processes are gone)."""
+        Returns the driver's last answer; None when it gave none (a probe that failed or outlasted its deadline): that is
+        no word that the processes are gone, and the caller inspects the node instead; waiting on would only repeat the
+        probe's deadline on a driver that does not answer."""
         deadline = time.monotonic() + self.params["wait_timeout"]
         while True:
             after = self.run.driver_view()
             listed = set(p["pid"] for g in (after or {}).get("gpus", []) for p in g.get("processes", [])) & pids
-            if (after is not None and not listed) or time.monotonic() >= deadline:
+            if after is None or not listed or time.monotonic() >= deadline:
                 self.result["still_listed"] = sorted(listed)
                 return after
             time.sleep(POLL_INTERVAL)
